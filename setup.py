@@ -1,0 +1,27 @@
+"""tvm_partition: split one deep-learning inference over the CPU and the GPU of an edge server with TVM."""
+
+from setuptools import find_packages, setup
+
+setup(
+    name="tvm_partition",
+    version="0.1.0",
+    description="Apache TVM plugin: per-operator CPU/GPU split plans, multi-device Relax VM builds, edge deployment",
+    long_description=open("README.md", encoding="utf-8").read(),
+    long_description_content_type="text/markdown",
+    license="Apache-2.0",
+    python_requires=">=3.10",
+    packages=find_packages(include=["tvm_partition", "tvm_partition.*"]),
+    install_requires=[
+        "apache-tvm==0.27.0.post1",
+        "numpy",
+        "networkx",
+        "xgboost",
+        "ortools",
+        # the ONNX model source (tvm_partition.frontend) needs onnx to read .onnx files
+        "onnx",
+    ],
+    extras_require={
+        "test": ["pytest", "hypothesis", "onnx", "onnxruntime"],
+        "torch": ["torch"],
+    },
+)
