@@ -1,0 +1,1 @@
+"""tvm_partition: split one inference over CPU and GPU with TVM."""
