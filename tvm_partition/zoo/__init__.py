@@ -27,7 +27,6 @@ operators that produce a single tensor: ``matmul``, ``nn.conv2d`` (NCHW/OIHW, de
 
 from __future__ import annotations
 
-import dataclasses
 import importlib
 import math
 from collections.abc import Callable, Sequence
@@ -36,6 +35,8 @@ import numpy as np
 import tvm
 from tvm import relax
 from tvm.relax.frontend import nn
+
+from ..model import Model
 
 __all__ = ["NAMES", "OPS", "ZooModel", "build", "relax_ops"]
 
@@ -83,19 +84,8 @@ _REGISTRY: dict[str, tuple[str, str, tuple[str, ...]]] = {
 assert tuple(_REGISTRY) == NAMES
 
 
-@dataclasses.dataclass
-class ZooModel:
-    """A zoo model: IRModule, weights, example inputs and the settings it was built with."""
-
-    name: str
-    #: One Relax function ``main`` (attr ``num_input`` = number of data inputs; weights follow).
-    mod: tvm.IRModule
-    #: Weights, in the order of ``main``'s parameters after the ``num_input`` data inputs.
-    params: list[np.ndarray]
-    #: Example inputs keyed by ``main``'s input parameter names (in parameter order), seeded.
-    inputs: dict[str, np.ndarray]
-    #: The effective settings (batch, seq_len, layers, image_size, hidden, ...).
-    config: dict
+#: Zoo models are plain :class:`tvm_partition.model.Model` objects.
+ZooModel = Model
 
 
 def build(

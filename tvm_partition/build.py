@@ -1,0 +1,176 @@
+"""Build: apply a Plan and compile one multi-device executable with TVM's Relax VM.
+
+Pipeline (DESIGN.md, "TVM facts"):
+
+1. :class:`~tvm_partition.passes.ApplyPlan` — split / to_vdevice / concat per the plan;
+2. ``RealizeVDevice`` — every tensor gets its virtual device;
+3. ``LiftTransformParams`` — weight slicing and weight copies move to ``main_transform_params``,
+   run once at load time, never per inference;
+4. TVM's fusion (the ``zero`` pipeline: LegalizeOps, AnnotateTIROpPattern, FoldConstant, FuseOps,
+   FuseTIR);
+5. :func:`attach_targets` — every PrimFunc gets the target of the device it runs on (FuseTIR
+   drops the attribute, and a CUDA kernel without it silently compiles as host code);
+6. dlight GPU schedules for the CUDA kernels (a CUDA PrimFunc without a schedule has no CUDA module);
+7. ``tvm.compile`` with no target: each function compiles for its own device's target.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+import time
+
+import tvm
+from tvm import relax
+
+from .devices import DeviceSpec
+from .passes import ApplyPlan
+from .plan import Plan
+
+
+class BuildError(RuntimeError):
+    """The plan could not be compiled; the message says which kernel or device."""
+
+
+@dataclasses.dataclass
+class BuildResult:
+    executable: object  # relax.VMExecutable
+    module: tvm.IRModule  # the lowered module (before tvm.compile's own pipeline)
+    plan: Plan
+    kernel_devices: dict[str, str]  # PrimFunc name -> device name
+    compile_s: float
+
+
+def _call_sites(mod: tvm.IRModule):
+    """Yield (PrimFunc name, out type) for every call_tir in every relax function."""
+    call_tir = tvm.ir.Op.get("relax.call_tir")
+    found = []
+
+    def visit(expr):
+        if isinstance(expr, relax.Call) and expr.op.same_as(call_tir):
+            found.append((expr.args[0].name_hint, expr.ty_args[0] if expr.ty_args else expr.ty))
+
+    for _, func in mod.functions_items():
+        if isinstance(func, relax.Function):
+            relax.analysis.post_order_visit(func.body, visit)
+    return found
+
+
+def _vdevice_of(ty):
+    if isinstance(ty, relax.TupleType):
+        for f in ty.fields:
+            v = _vdevice_of(f)
+            if v is not None:
+                return v
+        return None
+    return getattr(ty, "vdevice", None)
+
+
+def device_by_vdevice(devices: list[DeviceSpec], vdev) -> DeviceSpec:
+    if vdev is None:
+        return devices[0]
+    kind = "gpu" if vdev.target.kind.name == "cuda" else "cpu"
+    for d in devices:
+        if d.kind == kind and d.index == int(vdev.vdevice_id):
+            return d
+    raise BuildError(f"no device of the plan matches virtual device {vdev.target.kind.name}:{vdev.vdevice_id}")
+
+
+def attach_targets(mod: tvm.IRModule, devices: list[DeviceSpec]) -> tuple[tvm.IRModule, dict[str, str]]:
+    """Give every PrimFunc the target of the device its call sites run on."""
+    where: dict[str, DeviceSpec] = {}
+    for name, ty in _call_sites(mod):
+        dev = device_by_vdevice(devices, _vdevice_of(ty))
+        first = where.setdefault(name, dev)
+        if first.target != dev.target:
+            raise BuildError(f"kernel {name} is called on two devices ({first.name}, {dev.name})")
+    out = tvm.IRModule(dict(mod.functions), attrs=mod.attrs, global_infos=mod.global_infos)
+    placed = {}
+    for gv, func in mod.functions_items():
+        if isinstance(func, tvm.tirx.PrimFunc):
+            dev = where.get(gv.name_hint, devices[0])
+            out[gv] = func.with_attr("target", dev.tvm_target())
+            placed[gv.name_hint] = dev.name
+    return out, placed
+
+
+def schedule_gpu(mod: tvm.IRModule, kernel_devices: dict[str, str], devices: list[DeviceSpec]) -> tvm.IRModule:
+    """dlight's default GPU schedules for every kernel placed on a GPU."""
+    import tvm.s_tir.dlight as dl
+
+    gpu_names = {d.name for d in devices if d.kind == "gpu"}
+    gpu_funcs = {gv: f for gv, f in mod.functions_items() if kernel_devices.get(gv.name_hint) in gpu_names}
+    if not gpu_funcs:
+        return mod
+    sub = tvm.IRModule(gpu_funcs)
+    sub = dl.ApplyDefaultSchedule(
+        dl.gpu.Matmul(), dl.gpu.GEMV(), dl.gpu.Reduction(), dl.gpu.GeneralReduction(), dl.gpu.Fallback()
+    )(sub)
+    out = tvm.IRModule(dict(mod.functions), attrs=mod.attrs, global_infos=mod.global_infos)
+    for gv, f in sub.functions_items():
+        out[gv] = f
+    return out
+
+
+def lower(mod: tvm.IRModule, plan: Plan) -> tuple[tvm.IRModule, dict[str, str]]:
+    """Steps 1-6 of the pipeline: the module ``tvm.compile`` receives, and where each kernel runs."""
+    seq = tvm.transform.Sequential(
+        [
+            ApplyPlan(plan),
+            relax.transform.DeadCodeElimination(["main"]),
+            relax.transform.RealizeVDevice(),
+            relax.transform.LiftTransformParams(),
+            relax.get_pipeline("zero"),
+        ]
+    )
+    mod = seq(mod)
+    mod, placed = attach_targets(mod, plan.devices)
+    mod = schedule_gpu(mod, placed, plan.devices)
+    return mod, placed
+
+
+def vm_pipeline(multi_device: bool) -> tvm.transform.Pass:
+    """TVM 0.27's default Relax build pipeline; without static memory planning when kernels run on
+    several devices: ``StaticPlanBlockMemory`` pools storage by (scope, dtype) only, so it hands a
+    buffer allocated on one device to a tensor of another (a wrong-device buffer at run time)."""
+    if not multi_device:
+        return relax.get_pipeline("default")
+    t = relax.transform
+    return tvm.transform.Sequential(
+        [
+            relax.backend.DispatchSampling(), relax.backend.DispatchSortScan(), t.LegalizeOps(),
+            t.RewriteDataflowReshape(), t.ToNonDataflow(), t.RemovePurityChecking(), t.CallTIRRewrite(),
+            t.RewriteCUDAGraph(), t.LowerAllocTensor(), t.KillAfterLastUse(), t.LowerRuntimeBuiltin(),
+            t.ComputePrimValue(), t.VMShapeLower(), t.AttachGlobalSymbol(),
+        ]
+    )
+
+
+def build(mod: tvm.IRModule, plan: Plan) -> BuildResult:
+    """Apply ``plan`` to ``mod`` (high-level Relax, ``main`` with ``num_input``) and compile it."""
+    t0 = time.perf_counter()
+    lowered, placed = lower(mod, plan)
+    multi = len({placed[name] for name, _ in _call_sites(lowered) if name in placed}) > 1
+    try:
+        ex = tvm.compile(lowered, relax_pipeline=vm_pipeline(multi))
+    except Exception as e:  # TVM raises its own error types; keep the message
+        raise BuildError(f"TVM could not compile the partitioned module: {e}") from e
+    return BuildResult(ex, lowered, plan, placed, time.perf_counter() - t0)
+
+
+def cuda_kernel_names(executable) -> set[str]:
+    """Names of the kernels in the executable's CUDA module (empty if it has none)."""
+    names = set()
+    for m in _all_modules(executable.mod):
+        if m.kind == "cuda":
+            names.update(re.findall(r"__global__\s+void\s+(?:__launch_bounds__\(\d+\)\s+)?(\w+)\s*\(", m.inspect_source()))
+    return names
+
+
+def _all_modules(mod):
+    out, stack = [], [mod]
+    while stack:
+        m = stack.pop()
+        out.append(m)
+        stack.extend(m.imports)
+    return out

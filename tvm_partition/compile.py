@@ -1,0 +1,221 @@
+"""Compile a model into one CPU+GPU split executable.
+
+    python -m tvm_partition.compile [MODEL] [--strategy cpu|gpu|equal] [--plan FILE]
+        [--devices cpu,gpu|cpu,cpu] [--batch N] [--seq-len N] [--layers N] [--image-size N]
+        [--out DIR] [--check] [--explain]
+
+MODEL is a zoo name (default: lstm) or a path to an .onnx file. ``--out`` writes model.so,
+params.npz, plan.json and manifest.json. ``--check`` runs the unpartitioned and the partitioned
+model on the same seeded input on this machine's devices (``cpu,cpu`` where there is no GPU),
+prints ``max_abs_err=<value>`` and fails beyond tolerance.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import os
+import sys
+import tempfile
+import time
+
+import numpy as np
+
+from . import artifact
+from .devices import DEFAULT_GPU_ARCH, DeviceError, DeviceSpec, cpu_target, gpu_available, hardware_fingerprint, parse_devices
+from .plan import Plan, PlanError
+
+
+def _lazy():
+    # the compiler side (tvm.relax) is imported only when compiling
+    from . import build, frontend, graph, planners, split_rules
+
+    return build, frontend, graph, planners, split_rules
+
+
+@dataclasses.dataclass
+class Compiled:
+    model: object  # frontend.Model
+    graph: object  # graph.OpGraph
+    plan: Plan
+    build: object  # build.BuildResult
+    plan_s: float
+
+    def manifest(self) -> dict:
+        import tvm
+
+        return {
+            "model": self.model.name,
+            "config": self.model.config,
+            "inputs": self.model.input_info(),
+            "outputs": self.model.output_info(),
+            "devices": [d.to_json() for d in self.plan.devices],
+            "targets": {d.name: d.target for d in self.plan.devices},
+            "strategy": self.plan.strategy,
+            "tvm_version": tvm.__version__,
+            "hardware_fingerprint": hardware_fingerprint(),
+            "transform_params": "main_transform_params" in [gv.name_hint for gv in self.build.module.get_global_vars()],
+            "kernel_devices": self.build.kernel_devices,
+            "compile_s": round(self.build.compile_s, 3),
+        }
+
+    def save(self, out_dir: str) -> str:
+        return artifact.save(
+            out_dir, executable=self.build.executable, params=self.model.params,
+            plan_json=self.plan.to_json(), manifest=self.manifest(),
+        )
+
+
+def make_plan(graph, devices: list[DeviceSpec], strategy: str = "equal", plan_file: str | None = None) -> Plan:
+    _, _, _, planners, _ = _lazy()
+    if plan_file:
+        plan = Plan.load(plan_file)
+    else:
+        plan = planners.plan_with(strategy, graph, devices)
+    plan.validate(graph)
+    return plan
+
+
+def compile_model(model, devices: list[DeviceSpec], strategy: str = "equal", plan_file: str | None = None) -> Compiled:
+    build, _, graph_mod, _, _ = _lazy()
+    g = graph_mod.OpGraph(model.mod)
+    t0 = time.perf_counter()
+    plan = make_plan(g, devices, strategy, plan_file)
+    plan_s = time.perf_counter() - t0
+    return Compiled(model, g, plan, build.build(model.mod, plan), plan_s)
+
+
+def local_devices(devices: list[DeviceSpec]) -> list[DeviceSpec]:
+    """The same device names on this machine: GPUs become extra CPU devices where no GPU exists."""
+    if all(d.kind == "cpu" for d in devices) or gpu_available():
+        return devices
+    return [DeviceSpec(d.name, "cpu", i, cpu_target()) for i, d in enumerate(devices)]
+
+
+def reference_outputs(model) -> list[np.ndarray]:
+    """Outputs of the unpartitioned model, built with TVM's standard CPU pipeline."""
+    import tvm
+    from tvm import relax
+
+    ex = tvm.compile(model.mod, target=tvm.target.Target(cpu_target()))
+    vm = relax.VirtualMachine(ex, tvm.cpu())
+    args = [tvm.runtime.tensor(v) for v in model.inputs.values()] + [tvm.runtime.tensor(p) for p in model.params]
+    out = vm["main"](*args)
+    return [o.numpy() for o in (out if not hasattr(out, "numpy") else [out])]
+
+
+def tolerance(ref: list[np.ndarray]) -> float:
+    scale = max([float(np.max(np.abs(r))) for r in ref if r.size] + [1.0])
+    return 1e-4 * scale
+
+
+def check(compiled: Compiled, out_dir: str | None = None) -> tuple[float, float]:
+    """Partitioned vs unpartitioned on the same seeded input, on this machine's devices.
+
+    Returns ``(max_abs_err, tolerance)``. Where the plan names a GPU and none exists, the same
+    plan is rebuilt for ``cpu,cpu`` (the second CPU stands in for the GPU).
+    """
+    from .run import Runner
+
+    plan = compiled.plan
+    local = local_devices(plan.devices)
+    if local is not plan.devices:
+        build, *_ = _lazy()
+        plan = Plan(local, dict(plan.ops), plan.strategy, plan.predicted_latency_us, dict(plan.meta))
+        compiled = Compiled(compiled.model, compiled.graph, plan, build.build(compiled.model.mod, plan), 0.0)
+        out_dir = None
+    with tempfile.TemporaryDirectory(prefix="tvmp-check-") as tmp:
+        path = out_dir or compiled.save(tmp)
+        outs = Runner(path).run(compiled.model.inputs)
+    ref = reference_outputs(compiled.model)
+    if len(outs) != len(ref):
+        return float("inf"), tolerance(ref)
+    err = max((float(np.max(np.abs(o - r))) if r.size else 0.0) for o, r in zip(outs, ref))
+    return err, tolerance(ref)
+
+
+def explain(compiled: Compiled) -> str:
+    from .plan import OnDevice
+
+    g, plan = compiled.graph, compiled.plan
+    lines = [f"{'op':<40} {'kind':<12} {'output':<20} {'MFLOP':>9}  {'legal dims':<22} decision"]
+    for op_id in g.topo_order():
+        op = g.ops[op_id]
+        dec = plan.ops.get(op_id)
+        if dec is None:
+            d = "follows producer" if op.is_view else f"on {plan.host}"
+        elif isinstance(dec, OnDevice):
+            d = f"on {dec.device}"
+        else:
+            d = f"split {g.dim_name(op, dec.dim)} " + " ".join(f"{dv}:{r:.2f}" for dv, r in zip(dec.devices, dec.ratios))
+        dims = ",".join(f"{a}:{n}" for a, n in op.split_dims.items()) or "-"
+        lines.append(f"{op_id[:40]:<40} {op.kind[:12]:<12} {str(list(op.output_shapes[-1]))[:20]:<20} "
+                     f"{op.flops / 1e6:>9.2f}  {dims[:22]:<22} {d}")
+    lines.append(f"{len(g.ops)} fused ops; {sum(1 for op in g.ops.values() if op.split_dims)} splittable")
+    return "\n".join(lines)
+
+
+def parser() -> argparse.ArgumentParser:
+    from . import zoo
+
+    ap = argparse.ArgumentParser(
+        prog="python -m tvm_partition.compile",
+        description="Compile a model into one executable that splits operators over CPU and GPU.",
+        epilog=f"zoo models: {', '.join(zoo.NAMES)}",
+    )
+    ap.add_argument("model", nargs="?", default="lstm", help="zoo name or path to an .onnx file (default: lstm)")
+    ap.add_argument("--strategy", default="equal", choices=["cpu", "gpu", "equal"], help="planner (default: equal)")
+    ap.add_argument("--plan", help="apply this plan.json instead of planning")
+    ap.add_argument("--devices", default="cpu,gpu", help="cpu,gpu (default) or cpu,cpu")
+    ap.add_argument("--gpu-arch", default=DEFAULT_GPU_ARCH, help=f"CUDA arch for cross-compiling (default {DEFAULT_GPU_ARCH})")
+    ap.add_argument("--batch", type=int, help="batch size (zoo models and ONNX models with a free batch)")
+    ap.add_argument("--seq-len", type=int, help="sequence length (lstm, gru, bert)")
+    ap.add_argument("--layers", type=int, help="number of layers (lstm, gru, bert)")
+    ap.add_argument("--image-size", type=int, help="input height/width (image models)")
+    ap.add_argument("--seed", type=int, default=0, help="seed of the zoo weights and example inputs")
+    ap.add_argument("--out", help="write model.so, params.npz, plan.json, manifest.json here")
+    ap.add_argument("--check", action="store_true", help="compare with the unpartitioned model; print max_abs_err")
+    ap.add_argument("--explain", action="store_true", help="print the fused ops, their legal dims and the plan")
+    return ap
+
+
+def main(argv=None) -> int:
+    args = parser().parse_args(argv)
+    for flag in ("batch", "seq_len", "layers", "image_size"):
+        v = getattr(args, flag)
+        if v is not None and v < 1:
+            print(f"error: --{flag.replace('_', '-')} must be >= 1", file=sys.stderr)
+            return 2
+    build, frontend, graph_mod, _, split_rules = _lazy()
+    errors = (frontend.ModelError, PlanError, DeviceError, graph_mod.GraphError, build.BuildError,
+              split_rules.IllegalSplit, artifact.ArtifactError)
+    try:
+        devices = parse_devices(args.devices, gpu_arch=args.gpu_arch)
+        t0 = time.perf_counter()
+        model = frontend.load(args.model, batch=args.batch, seq_len=args.seq_len, layers=args.layers,
+                              image_size=args.image_size, seed=args.seed)
+        print(f"model {model.name}: inputs {[(i['name'], i['shape']) for i in model.input_info()]}")
+        compiled = compile_model(model, devices, args.strategy, args.plan)
+        print(f"plan {compiled.plan.strategy}: {len(compiled.graph)} fused ops, "
+              f"{sum(1 for d in compiled.plan.ops.values() if hasattr(d, 'ratios'))} split; "
+              f"compiled in {time.perf_counter() - t0:.1f}s")
+        if args.explain:
+            print(explain(compiled))
+        if args.out:
+            compiled.save(args.out)
+            print(f"wrote {args.out}/ (model.so, params.npz, plan.json, manifest.json)")
+        if args.check:
+            err, tol = check(compiled, args.out)
+            print(f"max_abs_err={err:.3g}")
+            if not err <= tol:
+                print(f"error: partitioned output differs from the unpartitioned model (tolerance {tol:.3g})",
+                      file=sys.stderr)
+                return 1
+    except errors as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,174 @@
+"""Devices: what a plan runs on, their TVM targets and virtual devices, and the hardware fingerprint.
+
+A *device set* is written the way users type it: ``cpu,gpu`` (the edge server's CPU and its
+CUDA GPU) or ``cpu,cpu`` (two CPU virtual devices, for machines without a GPU and for CI: the
+split / copy / concat machinery is the same, only the second device is a CPU).
+
+TVM 0.27 facts used here (see DESIGN.md): targets are built from JSON dicts (the CLI string form
+``"llvm -mcpu=x"`` is refused by 0.27), a relax ``VDevice``'s id must equal the real device id, and
+``relax.VirtualMachine(ex, devs)`` takes the devices in vdevice-list order.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import json
+import os
+import platform
+import re
+import shutil
+import subprocess
+
+#: Default CUDA architecture for cross-compiled GPU code (H100).
+DEFAULT_GPU_ARCH = "sm_90"
+
+
+class DeviceError(ValueError):
+    """A device set that cannot be built or run here; the message says what to do."""
+
+
+@dataclasses.dataclass(frozen=True)
+class DeviceSpec:
+    """One device a plan may place work on.
+
+    ``name`` is the identifier used in plans (``cpu``, ``cpu1``, ``gpu``); ``kind`` is ``cpu`` or
+    ``gpu``; ``index`` is the real device id (also the relax vdevice id); ``target`` is the TVM
+    target as a JSON-able dict.
+    """
+
+    name: str
+    kind: str
+    index: int
+    target: dict
+
+    def to_json(self) -> dict:
+        return {"name": self.name, "kind": self.kind, "index": self.index, "target": dict(self.target)}
+
+    @staticmethod
+    def from_json(d: dict) -> "DeviceSpec":
+        try:
+            return DeviceSpec(str(d["name"]), str(d["kind"]), int(d["index"]), dict(d["target"]))
+        except (KeyError, TypeError, ValueError) as e:
+            raise DeviceError(f"bad device entry {d!r}: needs name, kind, index, target") from e
+
+    # --- TVM objects (imported lazily: the runtime-only runner must not import the compiler)
+    def tvm_target(self):
+        import tvm
+
+        if self.kind == "gpu":
+            return tvm.target.Target(self.target, host=host_target())
+        return tvm.target.Target(self.target)
+
+    def tvm_device(self):
+        import tvm
+
+        return tvm.cuda(self.index) if self.kind == "gpu" else tvm.cpu(self.index)
+
+
+@functools.lru_cache(maxsize=None)
+def host_cpu_name() -> str:
+    """LLVM's name for this machine's CPU (``-mcpu``), e.g. ``znver4``."""
+    from tvm.target import codegen
+
+    return str(codegen.llvm_get_system_cpu())
+
+
+def cpu_target(mcpu: str | None = None) -> dict:
+    return {"kind": "llvm", "mcpu": mcpu or host_cpu_name()}
+
+
+def gpu_target(arch: str = DEFAULT_GPU_ARCH) -> dict:
+    if not re.fullmatch(r"sm_\d+a?", arch):
+        raise DeviceError(f"bad --gpu-arch {arch!r}: expected e.g. sm_80, sm_90")
+    return {"kind": "cuda", "arch": arch}
+
+
+def host_target(mcpu: str | None = None):
+    import tvm
+
+    return tvm.target.Target(cpu_target(mcpu))
+
+
+def parse_devices(text: str, *, gpu_arch: str = DEFAULT_GPU_ARCH, cpu_mcpu: str | None = None) -> list[DeviceSpec]:
+    """Parse ``cpu,gpu`` / ``cpu,cpu`` / ``cpu`` into device specs.
+
+    The first device must be a CPU: it is the host that receives the model inputs, holds the
+    weights before they are copied once at load time, and returns the outputs.
+    """
+    kinds = [k.strip().lower() for k in str(text).split(",") if k.strip()]
+    if not kinds:
+        raise DeviceError("no devices given: use e.g. --devices cpu,gpu or --devices cpu,cpu")
+    bad = [k for k in kinds if k not in ("cpu", "gpu")]
+    if bad:
+        raise DeviceError(f"unknown device kind {bad[0]!r} in {text!r}: use cpu or gpu, e.g. cpu,gpu")
+    if kinds[0] != "cpu":
+        raise DeviceError(f"the first device must be the host cpu (got {text!r}): write e.g. cpu,gpu")
+    specs: list[DeviceSpec] = []
+    count = {"cpu": 0, "gpu": 0}
+    for k in kinds:
+        i = count[k]
+        count[k] += 1
+        name = k if i == 0 else f"{k}{i}"
+        target = cpu_target(cpu_mcpu) if k == "cpu" else gpu_target(gpu_arch)
+        specs.append(DeviceSpec(name, k, i, target))
+    return specs
+
+
+def devices_label(devices: list[DeviceSpec]) -> str:
+    return ",".join(d.kind for d in devices)
+
+
+def check_local(devices: list[DeviceSpec]) -> None:
+    """Raise a clear DeviceError if a device of the set does not exist on this machine."""
+    for d in devices:
+        if d.kind == "gpu" and not d.tvm_device().exist:
+            raise DeviceError(
+                f"device {d.name!r} (CUDA GPU {d.index}) is not present on this machine: "
+                "run this artifact on a machine with an NVIDIA GPU, or compile for --devices cpu,cpu"
+            )
+
+
+def gpu_available() -> bool:
+    import tvm
+
+    return bool(tvm.cuda(0).exist)
+
+
+@functools.lru_cache(maxsize=None)
+def hardware_fingerprint() -> dict:
+    """CPU model and cores, GPU model and driver (where ``nvidia-smi`` answers)."""
+    cpu_model = platform.processor() or "unknown-cpu"
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    cpu_model = line.split(":", 1)[1].strip()
+                    break
+    except OSError:
+        pass
+    fp = {"cpu": cpu_model, "cores": os.cpu_count() or 1, "gpu": None, "driver": None}
+    if shutil.which("nvidia-smi"):
+        try:
+            out = subprocess.run(
+                ["nvidia-smi", "--query-gpu=name,driver_version", "--format=csv,noheader"],
+                capture_output=True, text=True, timeout=10, check=True,
+            ).stdout.strip().splitlines()
+            if out:
+                name, driver = [s.strip() for s in out[0].split(",", 1)]
+                fp.update(gpu=name, driver=driver)
+        except (OSError, subprocess.SubprocessError, ValueError):
+            pass
+    return fp
+
+
+def fingerprint_id(fp: dict | None = None) -> str:
+    """A folder-name-safe id for a fingerprint, e.g. ``amd-epyc-9r14-2c`` or ``...-nvidia-h100``."""
+    fp = fp or hardware_fingerprint()
+    parts = [fp["cpu"], f"{fp['cores']}c"] + ([fp["gpu"]] if fp.get("gpu") else [])
+    slug = re.sub(r"[^a-z0-9]+", "-", " ".join(str(p) for p in parts).lower()).strip("-")
+    return slug or "unknown"
+
+
+def dumps(devices: list[DeviceSpec]) -> str:
+    return json.dumps([d.to_json() for d in devices])

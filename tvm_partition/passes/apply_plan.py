@@ -1,0 +1,257 @@
+"""ApplyPlan: rewrite a Relax ``main`` so every fused op runs where the Plan says.
+
+Whole ops are placed with ``R.to_vdevice`` on their inputs; split ops are duplicated per device
+on slices of their inputs (``strided_slice``), and their parts are joined with ``concat`` only
+where a consumer needs the whole tensor. The rewrite follows these rules (foundation issue, item 6):
+
+* weights reach each device once, at load time: slicing and copying a weight depends only on
+  parameters, so ``LiftTransformParams`` (run by :mod:`tvm_partition.build`) moves it into
+  ``main_transform_params``;
+* a ``to_vdevice`` is emitted only where producer and consumer devices differ, and each copy is
+  made once and reused;
+* the parts of a split op are emitted GPU first: CUDA launches are asynchronous, so the GPU part
+  runs while the VM executes the CPU part (EOP Sec. 3.1, Eq. 2: T = max(cpu, gpu) + copies);
+* consecutive ops split the same way stay split: a consumer whose part needs exactly (or a slice
+  of) a producer part on the same device reads it directly, with no concat + split round trip.
+"""
+
+from __future__ import annotations
+
+import networkx as nx
+import tvm
+from tvm import relax
+
+from ..graph import OpGraph
+from ..plan import OnDevice, Plan, Split
+from ..relax_utils import Constant, substitute
+from ..split_rules import IllegalSplit, Region, is_tensor, shape_of, substitute_operands, tensor_operands
+
+
+@tvm.transform.module_pass(opt_level=0, name="ApplyPlan")
+class ApplyPlan:
+    """Module pass: apply ``plan`` to ``func_name`` (default ``main``) of a high-level Relax module.
+
+    Use it in your own pipeline before TVM's fusion::
+
+        seq = tvm.transform.Sequential([ApplyPlan(plan), relax.transform.RealizeVDevice(), ...])
+    """
+
+    def __init__(self, plan: Plan, func_name: str = "main"):
+        self.plan = plan
+        self.func_name = func_name
+
+    def transform_module(self, mod: tvm.IRModule, _ctx) -> tvm.IRModule:
+        graph = OpGraph(mod, self.func_name)
+        self.plan.validate(graph)
+        emitter = _Emitter(graph, self.plan)
+        func = emitter.run()
+        out = tvm.IRModule(dict(mod.functions), attrs=mod.attrs, global_infos=mod.global_infos)
+        out[self.func_name] = func
+        # the very VDevice objects the IR refers to: TVM looks them up by identity
+        out.update_global_info("vdevice", [emitter.vdev[d.name] for d in self.plan.devices])
+        return out
+
+
+def vdevice(spec) -> relax.VDevice:
+    return relax.VDevice(spec.tvm_target(), spec.index, "global")
+
+
+class _Emitter:
+    def __init__(self, graph: OpGraph, plan: Plan):
+        self.g = graph
+        self.plan = plan
+        self.host = plan.host
+        self.vdev = {d.name: vdevice(d) for d in plan.devices}
+        self.gpu_first = {d.name: (0 if d.kind == "gpu" else 1, i) for i, d in enumerate(plan.devices)}
+        self.bb = relax.BlockBuilder()
+        self.whole: dict = {}  # original expr -> {device: new expr}
+        self.parts: dict = {}  # original var -> [(Region, device, new expr)]
+        self.cache: dict = {}  # (original expr, Region | None, device) -> new expr
+
+    # ------------------------------------------------------------------ placement state
+    def emit(self, expr):
+        return self.bb.emit(expr)
+
+    def move(self, expr, dev):
+        """Copy ``expr`` (a new-IR value) to ``dev``; tuples are copied field by field."""
+        if isinstance(expr.ty, relax.TupleType):
+            fields = [self.move(self.emit(relax.TupleGetItem(expr, i)), dev) for i in range(len(expr.ty.fields))]
+            return self.emit(relax.Tuple(fields))
+        return self.emit(relax.op.to_vdevice(expr, self.vdev[dev]))
+
+    def slice(self, expr, region: Region, offset: int = 0):
+        return self.emit(relax.op.strided_slice(expr, [region.axis], [region.lo - offset], [region.hi - offset]))
+
+    def device_of_whole(self, orig, prefer):
+        devs = self.whole[orig]
+        return prefer if prefer in devs else next(iter(devs))
+
+    def get(self, orig, dev: str, region: Region | None):
+        """``orig`` (an expr of the original main), or its ``region``, as a value on ``dev``."""
+        key = (orig, region, dev)
+        if key in self.cache:
+            return self.cache[key]
+        val = self._get(orig, dev, region)
+        self.cache[key] = val
+        return val
+
+    def _get(self, orig, dev, region):
+        if isinstance(orig, Constant):
+            val = orig if region is None else self.slice(orig, region)
+            return val if dev == self.host else self.move(val, dev)
+        whole = self.whole.get(orig, {})
+        parts = self.parts.get(orig, [])
+        if region is None:
+            if dev in whole:
+                return whole[dev]
+            if whole:
+                src = self.device_of_whole(orig, self.host)
+                whole[dev] = self.move(whole[src], dev)
+                return whole[dev]
+            if parts:
+                pieces = [self.get(orig, dev, r) for r, _, _ in sorted(parts, key=lambda p: p[0].lo)]
+                full = self.emit(relax.op.concat(pieces, axis=parts[0][0].axis))
+                self.whole.setdefault(orig, {})[dev] = full
+                return full
+            raise IllegalSplit(f"value {getattr(orig, 'name', orig)} was used before it was computed")
+        for r, pdev, e in parts:
+            if r.axis == region.axis and r.lo <= region.lo and region.hi <= r.hi:
+                piece = e if r == region else self.slice(e, region, offset=r.lo)
+                return piece if pdev == dev else self.move(piece, dev)
+        if dev in whole:
+            return self.slice(whole[dev], region)
+        if whole:  # slice where the tensor is, then copy only the slice
+            src = self.device_of_whole(orig, self.host)
+            return self.move(self.slice(whole[src], region), dev)
+        return self.slice(self.get(orig, dev, None), region)
+
+    # ------------------------------------------------------------------ units
+    def units(self) -> list:
+        """Static bindings, glue bindings and ops, in a topological order close to the original."""
+        g = self.g
+        unit_of = {}
+        for i in range(len(g.bindings)):
+            unit_of[i] = g.op_of_binding.get(i, ("glue", i) if i not in g.static else ("static", i))
+        dag = nx.DiGraph()
+        first = {}
+        for i, u in unit_of.items():
+            dag.add_node(u)
+            first[u] = min(first.get(u, i), i)
+            for v in relax.analysis.free_vars(g.bindings[i].value):
+                j = g.index_of.get(v)
+                if j is not None and unit_of[j] != u:
+                    dag.add_edge(unit_of[j], u)
+        return list(nx.lexicographical_topological_sort(dag, key=lambda u: first[u]))
+
+    def emit_glue(self, i: int) -> None:
+        b = self.g.bindings[i]
+        if isinstance(b.value, relax.Var):  # alias: shares the placement of its source
+            for table in (self.whole, self.parts):
+                if b.value in table:
+                    table[b.var] = table[b.value]
+            return
+        free = [v for v in relax.analysis.free_vars(b.value)]
+        if isinstance(b.value, relax.TupleGetItem | relax.Tuple) and free and free[0] in self.whole:
+            dev = self.device_of_whole(free[0], self.host)
+        else:
+            dev = self.host
+        self.whole[b.var] = {dev: self.emit(substitute(b.value, lambda v: self.get(v, dev, None)))}
+
+    def emit_static(self, i: int) -> None:
+        b = self.g.bindings[i]
+        self.whole[b.var] = {self.host: self.emit(substitute(b.value, lambda v: self.get(v, self.host, None)))}
+
+    def emit_op(self, op_id: str) -> None:
+        op = self.g.ops[op_id]
+        dec = self.plan.ops.get(op_id)
+        if dec is None and op.is_view:
+            if self.emit_view_follow(op):
+                return
+            dec = OnDevice(self.view_device(op))
+        dec = dec or OnDevice(self.host)
+        if isinstance(dec, Split):
+            size = shape_of(op.primary)[dec.dim]
+            parts = dec.parts(size, op.granules.get(dec.dim, 1))
+            if len(parts) == 1:
+                dec = OnDevice(parts[0][0])
+            else:
+                for dev, lo, hi in sorted(parts, key=lambda p: self.gpu_first[p[0]]):
+                    self.emit_part(op, dev, Region(dec.dim, lo, hi))
+                return
+        env = self.emit_members(op, dec.device, *self.g.propagate(op, None)[:2])
+        for o in op.outputs:
+            self.whole[o] = {dec.device: env[o]}
+
+    def emit_members(self, op, dev, needs, rebuilds) -> dict:
+        env = {}
+        for m in op.members:
+            b = self.g.bindings[m]
+            operands = [
+                env[o] if o in env else self.get(o, dev, needs.get(o)) for o in tensor_operands(b.value)
+            ]
+            rebuild = rebuilds.get(m)
+            env[b.var] = self.emit(rebuild(operands) if rebuild else substitute_operands(b.value, operands))
+        return env
+
+    def emit_part(self, op, dev: str, region: Region) -> None:
+        needs, rebuilds, _ = self.g.propagate(op, region)
+        env = self.emit_members(op, dev, needs, rebuilds)
+        for o in op.outputs:
+            self.parts.setdefault(o, []).append((needs[o], dev, env[o]))
+
+    def emit_view_follow(self, op) -> bool:
+        """A reshape-like op with no decision keeps its input's parts split, where the axis survives."""
+        (src,) = [x for x in op.inputs if is_tensor(x)] or [None]
+        parts = self.parts.get(src)
+        if src is None or not parts or src in self.whole:
+            return False
+        plans = []
+        for r, dev, _ in parts:
+            for axis in range(len(shape_of(op.primary))):
+                try:
+                    needs, rebuilds, _ = self.g.propagate(op, Region(axis, r.lo, r.hi))
+                except IllegalSplit:
+                    continue
+                if needs.get(src) == r:
+                    plans.append((dev, Region(axis, r.lo, r.hi)))
+                    break
+            else:
+                return False
+        for dev, region in plans:
+            self.emit_part(op, dev, region)
+        return True
+
+    def view_device(self, op) -> str:
+        for x in op.inputs:
+            if x in self.whole:
+                return self.device_of_whole(x, self.host)
+            if x in self.parts:
+                return max(self.parts[x], key=lambda p: p[0].size)[1]
+        return self.host
+
+    # ------------------------------------------------------------------ driver
+    def run(self) -> relax.Function:
+        g, bb = self.g, self.bb
+        host_vdev = self.vdev[self.host]
+        params = []
+        for p in g.func.params:
+            ty = p.ty
+            if isinstance(ty, relax.TensorType):
+                ty = relax.TensorType(ty.shape, ty.dtype, vdevice=host_vdev)
+            params.append(relax.Var(p.name, ty))
+        for old, new in zip(g.func.params, params):
+            self.whole[old] = {self.host: new}
+        attrs = dict(g.func.attrs) if g.func.attrs else {}
+        with bb.function(g.func_name, params, attrs=attrs, pure=True):
+            with bb.dataflow():
+                for u in self.units():
+                    if isinstance(u, str):
+                        self.emit_op(u)
+                    elif u[0] == "static":
+                        self.emit_static(u[1])
+                    else:
+                        self.emit_glue(u[1])
+                result = substitute(g.func.body.body, lambda v: self.get(v, self.host, None))
+                out = bb.emit_output(result)
+            bb.emit_func_output(out)
+        return bb.get()[g.func_name]

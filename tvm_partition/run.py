@@ -1,0 +1,120 @@
+"""Run or time a compiled artifact on the local devices it was built for.
+
+    python -m tvm_partition.run ARTIFACT_DIR [--input FILE.npz] [--output FILE.npz] [--repeat N]
+
+Inputs come from an npz keyed by input name (seeded random inputs when omitted); outputs are
+written as an npz (``output0``, ``output1``, ...). With ``--repeat N`` it prints
+``median_us=<v> p90_us=<v>`` over N timed runs after warm-up. Only the TVM runtime is used.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+
+import numpy as np
+
+from . import artifact
+from .devices import DeviceError, check_local
+from .inputs import random_input
+
+
+class Runner:
+    """A loaded artifact: weights already transformed and copied to their devices."""
+
+    def __init__(self, art_dir: str):
+        import tvm
+        from tvm.runtime import vm as rvm
+
+        self.manifest = artifact.read_manifest(art_dir)
+        artifact.verify(art_dir, self.manifest)
+        self.devices = artifact.devices_of(self.manifest)
+        check_local(self.devices)
+        self.tvm = tvm
+        self.lib = tvm.runtime.load_module(f"{art_dir}/model.so")
+        self.host = self.devices[0].tvm_device()
+        self.vm = rvm.VirtualMachine(self.lib, [d.tvm_device() for d in self.devices])
+        params = [tvm.runtime.tensor(p, device=self.host) for p in artifact.load_params(art_dir, self.manifest)]
+        if self.manifest.get("transform_params"):
+            self.params = list(self.vm["main_transform_params"](params))
+        else:
+            self.params = params
+        self.main = self.vm["main"]
+
+    @property
+    def input_info(self) -> list[dict]:
+        return self.manifest["inputs"]
+
+    def example_inputs(self, seed: int = 0) -> dict[str, np.ndarray]:
+        rng = np.random.default_rng(seed)
+        return {i["name"]: random_input(i["shape"], i["dtype"], rng) for i in self.input_info}
+
+    def _args(self, inputs: dict[str, np.ndarray]):
+        args = []
+        for info in self.input_info:
+            if info["name"] not in inputs:
+                raise ValueError(f"input {info['name']!r} is missing (have {sorted(inputs)})")
+            x = np.asarray(inputs[info["name"]])
+            if list(x.shape) != list(info["shape"]) or str(x.dtype) != info["dtype"]:
+                raise ValueError(
+                    f"input {info['name']!r}: expected {info['dtype']}{info['shape']}, got {x.dtype}{list(x.shape)}"
+                )
+            args.append(self.tvm.runtime.tensor(x, device=self.host))
+        return args
+
+    def run(self, inputs: dict[str, np.ndarray]) -> list[np.ndarray]:
+        out = self.main(*self._args(inputs), *self.params)
+        outs = list(out) if isinstance(out, tuple | list) or type(out).__name__ == "Array" else [out]
+        return [o.numpy() for o in outs]
+
+    def time(self, inputs: dict[str, np.ndarray], repeat: int, warmup: int = 3) -> list[float]:
+        """Wall time of ``repeat`` end-to-end runs in microseconds (outputs return to the host)."""
+        args = self._args(inputs)
+        for _ in range(warmup):
+            self.main(*args, *self.params)
+        times = []
+        for _ in range(repeat):
+            t0 = time.perf_counter()
+            self.main(*args, *self.params)
+            times.append((time.perf_counter() - t0) * 1e6)
+        return times
+
+
+def latency_line(times_us: list[float]) -> str:
+    return f"median_us={np.median(times_us):.1f} p90_us={np.percentile(times_us, 90):.1f}"
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m tvm_partition.run", description=__doc__.split("\n\n")[0])
+    ap.add_argument("artifact", help="directory written by `python -m tvm_partition.compile --out`")
+    ap.add_argument("--input", help="npz file keyed by input name (default: seeded random inputs)")
+    ap.add_argument("--output", help="write the outputs to this npz file")
+    ap.add_argument("--repeat", type=int, default=0, help="time N runs and print median_us / p90_us")
+    ap.add_argument("--seed", type=int, default=0, help="seed of the random inputs")
+    args = ap.parse_args(argv)
+    try:
+        runner = Runner(args.artifact)
+        if args.input:
+            try:
+                with np.load(args.input) as z:
+                    inputs = {k: z[k] for k in z.files}
+            except (OSError, ValueError) as e:
+                raise ValueError(f"{args.input}: not a readable npz file ({e})") from None
+        else:
+            inputs = runner.example_inputs(args.seed)
+        outs = runner.run(inputs)
+        if args.output:
+            np.savez(args.output, **{f"output{i}": o for i, o in enumerate(outs)})
+        for i, o in enumerate(outs):
+            print(f"output{i}: shape={list(o.shape)} dtype={o.dtype}")
+        if args.repeat > 0:
+            print(latency_line(runner.time(inputs, args.repeat)))
+    except (artifact.ArtifactError, DeviceError, ValueError) as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
