@@ -60,3 +60,14 @@ def run_relax(mod, inputs, params, target="llvm"):
 
 def max_err(a, b) -> float:
     return float(np.max(np.abs(np.asarray(a) - np.asarray(b))))
+
+
+def run_plan(model, plan):
+    """Build ``plan`` for ``model`` and run it in-process on the plan's devices."""
+    from tvm_partition.build import build
+
+    res = build(model.mod, plan)
+    vm = relax.VirtualMachine(res.executable, [d.tvm_device() for d in plan.devices])
+    weights = vm["main_transform_params"]([tvm.runtime.tensor(p) for p in model.params])
+    args = [tvm.runtime.tensor(v) for v in model.inputs.values()]
+    return vm["main"](*args, *weights).numpy()

@@ -24,7 +24,7 @@ import tvm
 from tvm import relax
 
 from .devices import DeviceSpec
-from .passes import ApplyPlan
+from .passes import ApplyPlan, PropagateVDevice
 from .plan import Plan
 
 
@@ -95,20 +95,31 @@ def attach_targets(mod: tvm.IRModule, devices: list[DeviceSpec]) -> tuple[tvm.IR
 
 
 def schedule_gpu(mod: tvm.IRModule, kernel_devices: dict[str, str], devices: list[DeviceSpec]) -> tvm.IRModule:
-    """dlight's default GPU schedules for every kernel placed on a GPU."""
+    """dlight's default GPU schedules for every kernel placed on a GPU.
+
+    Rules are tried in dlight's order (Matmul, GEMV, Reduction, GeneralReduction, Fallback); a rule
+    that raises on a kernel (0.27's GEMV asserts on some reduction shapes) is skipped for that
+    kernel instead of failing the build. A kernel no rule schedules is an error: unscheduled CUDA
+    code would compile silently into host code.
+    """
     import tvm.s_tir.dlight as dl
 
     gpu_names = {d.name for d in devices if d.kind == "gpu"}
-    gpu_funcs = {gv: f for gv, f in mod.functions_items() if kernel_devices.get(gv.name_hint) in gpu_names}
-    if not gpu_funcs:
-        return mod
-    sub = tvm.IRModule(gpu_funcs)
-    sub = dl.ApplyDefaultSchedule(
-        dl.gpu.Matmul(), dl.gpu.GEMV(), dl.gpu.Reduction(), dl.gpu.GeneralReduction(), dl.gpu.Fallback()
-    )(sub)
+    rules = [dl.gpu.Matmul(), dl.gpu.GEMV(), dl.gpu.Reduction(), dl.gpu.GeneralReduction(), dl.gpu.Fallback()]
     out = tvm.IRModule(dict(mod.functions), attrs=mod.attrs, global_infos=mod.global_infos)
-    for gv, f in sub.functions_items():
-        out[gv] = f
+    for gv, func in mod.functions_items():
+        if kernel_devices.get(gv.name_hint) not in gpu_names:
+            continue
+        for rule in rules:
+            try:
+                scheduled = dl.ApplyDefaultSchedule(rule)(tvm.IRModule({gv: func}))[gv]
+            except Exception:  # noqa: BLE001 - a dlight rule's internal assertion: try the next rule
+                continue
+            if scheduled.attrs and scheduled.attrs.get("tirx.is_scheduled"):
+                out[gv] = scheduled
+                break
+        else:
+            raise BuildError(f"no dlight GPU schedule applies to kernel {gv.name_hint}")
     return out
 
 
@@ -120,7 +131,13 @@ def lower(mod: tvm.IRModule, plan: Plan) -> tuple[tvm.IRModule, dict[str, str]]:
             relax.transform.DeadCodeElimination(["main"]),
             relax.transform.RealizeVDevice(),
             relax.transform.LiftTransformParams(),
-            relax.get_pipeline("zero"),
+            # TVM's fusion (the "zero" pipeline), with the vdevice of every kernel kept
+            relax.transform.LegalizeOps(),
+            PropagateVDevice(),
+            relax.transform.AnnotateTIROpPattern(),
+            relax.transform.FoldConstant(),
+            relax.transform.FuseOps(),
+            relax.transform.FuseTIR(),
         ]
     )
     mod = seq(mod)
@@ -129,11 +146,12 @@ def lower(mod: tvm.IRModule, plan: Plan) -> tuple[tvm.IRModule, dict[str, str]]:
     return mod, placed
 
 
-def vm_pipeline(multi_device: bool) -> tvm.transform.Pass:
-    """TVM 0.27's default Relax build pipeline; without static memory planning when kernels run on
-    several devices: ``StaticPlanBlockMemory`` pools storage by (scope, dtype) only, so it hands a
-    buffer allocated on one device to a tensor of another (a wrong-device buffer at run time)."""
-    if not multi_device:
+def vm_pipeline(off_host: bool) -> tvm.transform.Pass:
+    """TVM 0.27's default Relax build pipeline; without static memory planning when any kernel runs
+    off the host device: ``StaticPlanBlockMemory`` pools storage by (scope, dtype) only, so it can
+    hand a buffer allocated on one device to a tensor of another ("Mismatched device_id" at run
+    time, seen on cpu,cpu). Without it the VM's pooled allocator still reuses freed buffers."""
+    if not off_host:
         return relax.get_pipeline("default")
     t = relax.transform
     return tvm.transform.Sequential(
@@ -150,9 +168,9 @@ def build(mod: tvm.IRModule, plan: Plan) -> BuildResult:
     """Apply ``plan`` to ``mod`` (high-level Relax, ``main`` with ``num_input``) and compile it."""
     t0 = time.perf_counter()
     lowered, placed = lower(mod, plan)
-    multi = len({placed[name] for name, _ in _call_sites(lowered) if name in placed}) > 1
+    off_host = any(placed.get(name, plan.host) != plan.host for name, _ in _call_sites(lowered))
     try:
-        ex = tvm.compile(lowered, relax_pipeline=vm_pipeline(multi))
+        ex = tvm.compile(lowered, relax_pipeline=vm_pipeline(off_host))
     except Exception as e:  # TVM raises its own error types; keep the message
         raise BuildError(f"TVM could not compile the partitioned module: {e}") from e
     return BuildResult(ex, lowered, plan, placed, time.perf_counter() - t0)

@@ -1,0 +1,221 @@
+"""ONNX models, split over two CPU virtual devices, checked against independent references.
+
+The references are not TVM: onnxruntime on the same file and input, and for the models the
+``onnx`` package ships (exported from PyTorch, not written by us) also the expected output stored
+next to them. Every model is loaded with ``frontend.load(path)``, compiled with a split plan, saved
+as an artifact and run with the runtime-only ``Runner``, the way an edge server runs it.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+
+import numpy as np
+import onnx
+import pytest
+from onnx import TensorProto, helper, numpy_helper, version_converter
+
+ort = pytest.importorskip("onnxruntime")
+from onnxruntime.capi.onnxruntime_pybind11_state import NotImplemented as OrtNotImplemented  # noqa: E402
+
+from tvm_partition import frontend  # noqa: E402
+from tvm_partition.compile import compile_model  # noqa: E402
+from tvm_partition.devices import parse_devices  # noqa: E402
+from tvm_partition.plan import OnDevice, Plan, Split  # noqa: E402
+from tvm_partition.run import Runner  # noqa: E402
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+SHIPPED = os.path.join(os.path.dirname(onnx.__file__), "backend", "test", "data", "pytorch-converted")
+CPU2 = "cpu,cpu"
+RTOL, ATOL = 1e-4, 1e-5
+
+
+# --- references ------------------------------------------------------------------------------
+
+def ort_run(proto: onnx.ModelProto, inputs: list[np.ndarray]) -> list[np.ndarray]:
+    """onnxruntime on the CPU; models stamped with an opset it no longer implements (the shipped
+    PyTorch exports use opset 6) are first converted by onnx's own version converter."""
+    opts = ort.SessionOptions()
+    opts.log_severity_level = 3
+    try:
+        sess = ort.InferenceSession(proto.SerializeToString(), opts, providers=["CPUExecutionProvider"])
+    except OrtNotImplemented:
+        proto = version_converter.convert_version(proto, 13)
+        sess = ort.InferenceSession(proto.SerializeToString(), opts, providers=["CPUExecutionProvider"])
+    names = [i.name for i in sess.get_inputs()]
+    return sess.run(None, dict(zip(names, inputs)))
+
+
+def run_split(model, tmp_path, inputs: list[np.ndarray], plan_file=None, strategy="equal"):
+    """Compile over cpu,cpu, save the artifact, run it with the Runner; inputs are mapped by
+    position (TVM sanitizes ONNX names: "0" becomes "input_0")."""
+    compiled = compile_model(model, parse_devices(CPU2), strategy, plan_file)
+    art = compiled.save(str(tmp_path / "art"))
+    runner = Runner(art)
+    names = [i["name"] for i in runner.input_info]
+    assert len(names) == len(inputs)
+    return compiled, runner.run(dict(zip(names, inputs)))
+
+
+def n_splits(compiled) -> int:
+    return sum(isinstance(d, Split) for d in compiled.plan.ops.values())
+
+
+# --- a small CNN written here with onnx.helper -----------------------------------------------
+
+def small_cnn(path, batch=4, cin=3, cout=8, hw=8, classes=10, seed=0) -> onnx.ModelProto:
+    """Conv 3x3 pad 1 + Relu + MaxPool 2 + Flatten + Gemm + Softmax, seeded weights as initializers.
+
+    The data input is named "0" as PyTorch exports name it; ``batch=None`` leaves the batch free."""
+    rng = np.random.default_rng(seed)
+    feat = cout * (hw // 2) ** 2
+    weights = {
+        "W": rng.standard_normal((cout, cin, 3, 3)).astype(np.float32) * 0.3,
+        "B": rng.standard_normal(cout).astype(np.float32) * 0.1,
+        "G": rng.standard_normal((feat, classes)).astype(np.float32) * 0.1,
+        "GB": rng.standard_normal(classes).astype(np.float32) * 0.1,
+    }
+    nodes = [
+        helper.make_node("Conv", ["0", "W", "B"], ["c"], kernel_shape=[3, 3], pads=[1, 1, 1, 1]),
+        helper.make_node("Relu", ["c"], ["r"]),
+        helper.make_node("MaxPool", ["r"], ["p"], kernel_shape=[2, 2], strides=[2, 2]),
+        helper.make_node("Flatten", ["p"], ["f"], axis=1),
+        helper.make_node("Gemm", ["f", "G", "GB"], ["g"]),
+        helper.make_node("Softmax", ["g"], ["y"], axis=1),
+    ]
+    b = batch if batch is not None else "N"
+    graph = helper.make_graph(
+        nodes, "small_cnn",
+        [helper.make_tensor_value_info("0", TensorProto.FLOAT, [b, cin, hw, hw])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [b, classes])],
+        initializer=[numpy_helper.from_array(v, k) for k, v in weights.items()],
+    )
+    proto = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
+    proto.ir_version = 8
+    onnx.checker.check_model(proto)
+    onnx.save(proto, str(path))
+    return proto
+
+
+def cnn_input(batch=4, seed=7):
+    return np.random.default_rng(seed).standard_normal((batch, 3, 8, 8)).astype(np.float32)
+
+
+def test_small_cnn_equal_matches_onnxruntime(tmp_path):
+    path = tmp_path / "cnn.onnx"
+    proto = small_cnn(path)
+    model = frontend.load(str(path))
+    assert [i["shape"] for i in model.input_info()] == [[4, 3, 8, 8]]
+    x = cnn_input()
+    compiled, outs = run_split(model, tmp_path, [x])
+    assert n_splits(compiled) >= 3  # conv, pool, gemm, softmax are all splittable along batch
+    (ref,) = ort_run(proto, [x])
+    assert len(outs) == 1 and outs[0].shape == ref.shape == (4, 10)
+    np.testing.assert_allclose(outs[0], ref, rtol=RTOL, atol=ATOL)
+    np.testing.assert_allclose(outs[0].sum(axis=1), 1.0, rtol=1e-5)
+
+
+def test_small_cnn_manual_plan_h_and_n_splits(tmp_path):
+    """Conv split along H (halo rows, uneven), pool re-split along H, Gemm split along N."""
+    path = tmp_path / "cnn.onnx"
+    proto = small_cnn(path)
+    model = frontend.load(str(path))
+    devices = parse_devices(CPU2)
+    g = compile_model(model, devices, "cpu").graph  # only for op ids and legal dims
+
+    def op_of(kind):
+        (op_id,) = [i for i, op in g.ops.items() if op.kind == kind]
+        return op_id
+
+    conv, pool, gemm, softmax = op_of("conv2d"), op_of("max_pool2d"), op_of("matmul"), op_of("softmax")
+    assert g.dim_name(g.ops[conv], 2) == "H" and 2 in g.ops[conv].split_dims
+    assert g.dim_name(g.ops[gemm], 1) == "N" and 1 in g.ops[gemm].split_dims
+    plan = Plan(devices, {
+        conv: Split(2, (0.35, 0.65), ("cpu1", "cpu")),  # 8 rows -> 3 + 5
+        pool: Split(2, (0.75, 0.25), ("cpu", "cpu1")),  # 4 rows -> 3 + 1
+        gemm: Split(1, (0.6, 0.4), ("cpu1", "cpu")),  # 10 classes -> 6 + 4
+        softmax: OnDevice("cpu1"),
+    })
+    plan_file = tmp_path / "plan.json"
+    plan.save(plan_file)
+
+    x = cnn_input(seed=11)
+    compiled, outs = run_split(model, tmp_path, [x], plan_file=str(plan_file))
+    assert compiled.plan.ops[conv] == Split(2, (0.35, 0.65), ("cpu1", "cpu"))
+    assert compiled.plan.ops[gemm] == Split(1, (0.6, 0.4), ("cpu1", "cpu"))
+    # the kernels really landed on both devices
+    assert {"cpu", "cpu1"} <= set(compiled.manifest()["kernel_devices"].values())
+    (ref,) = ort_run(proto, [x])
+    np.testing.assert_allclose(outs[0], ref, rtol=RTOL, atol=ATOL)
+
+
+def test_free_batch_is_fixed_by_batch_option(tmp_path):
+    path = tmp_path / "cnn_free.onnx"
+    proto = small_cnn(path, batch=None)
+    model = frontend.load(str(path), batch=3)
+    assert [i["shape"] for i in model.input_info()] == [[3, 3, 8, 8]]
+    x = cnn_input(batch=3, seed=3)
+    compiled, outs = run_split(model, tmp_path, [x])
+    assert n_splits(compiled) >= 1
+    (ref,) = ort_run(proto, [x])
+    np.testing.assert_allclose(outs[0], ref, rtol=RTOL, atol=ATOL)
+
+
+# --- real models shipped with the onnx package -----------------------------------------------
+
+SHIPPED_MODELS = [
+    "test_Conv2d_depthwise_padded",
+    "test_Conv2d_strided",
+    "test_Conv2d_groups",
+    "test_Linear",
+    "test_BatchNorm2d_eval",
+    "test_Embedding",
+    "test_MaxPool2d_stride_padding_dilation",
+    "test_AvgPool2d_stride",
+    "test_PReLU_2d",
+    "test_LogSoftmax",
+]
+
+
+def shipped(name: str) -> str:
+    path = os.path.join(SHIPPED, name, "model.onnx")
+    if not os.path.exists(path):
+        pytest.skip(f"this onnx install does not ship {name}")
+    return path
+
+
+def shipped_tensor(name: str, which: str) -> np.ndarray:
+    return numpy_helper.to_array(onnx.load_tensor(os.path.join(SHIPPED, name, "test_data_set_0", f"{which}.pb")))
+
+
+@pytest.mark.parametrize("name", SHIPPED_MODELS)
+def test_shipped_model_split(name, tmp_path):
+    path = shipped(name)
+    x, expected = shipped_tensor(name, "input_0"), shipped_tensor(name, "output_0")
+    model = frontend.load(path)
+    assert len(model.input_info()) == 1, "initializers listed as graph inputs must not become data inputs"
+    compiled, outs = run_split(model, tmp_path, [x])
+    assert n_splits(compiled) >= 1, "the equal plan should split at least one op"
+    assert len(outs) == 1 and outs[0].shape == expected.shape and outs[0].dtype == expected.dtype
+    np.testing.assert_allclose(outs[0], expected, rtol=RTOL, atol=ATOL)
+    (ref,) = ort_run(onnx.load(path), [x])
+    np.testing.assert_allclose(outs[0], ref, rtol=RTOL, atol=ATOL)
+
+
+# --- the CLI form of the definition of done --------------------------------------------------
+
+@pytest.mark.parametrize("name", ["test_Conv2d_strided", "test_Linear"])
+def test_cli_check_on_shipped_model(name):
+    path = shipped(name)
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([REPO, os.environ.get("PYTHONPATH", "")]))
+    proc = subprocess.run(
+        [sys.executable, "-m", "tvm_partition.compile", path, "--strategy", "equal", "--devices", CPU2, "--check"],
+        capture_output=True, text=True, cwd=REPO, env=env, timeout=300,
+    )
+    assert proc.returncode == 0, proc.stderr
+    m = re.search(r"^max_abs_err=(\S+)$", proc.stdout, re.M)
+    assert m, proc.stdout
+    assert float(m.group(1)) <= 1e-4

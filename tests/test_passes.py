@@ -1,0 +1,110 @@
+"""ApplyPlan's rewrite rules: user pipelines, weights at load time, minimal copies, emission order."""
+
+from __future__ import annotations
+
+import numpy as np
+import tvm
+from tvm import relax
+
+from helpers import mlp_model, run_plan, run_relax
+from tvm_partition.build import lower
+from tvm_partition.devices import parse_devices
+from tvm_partition.graph import OpGraph
+from tvm_partition.passes import ApplyPlan
+from tvm_partition.plan import OnDevice, Plan, Split
+
+
+def bindings(func):
+    return [b for blk in func.body.blocks for b in blk.bindings]
+
+
+def op_names(func):
+    return [b.value.op.name for b in bindings(func) if isinstance(b.value, relax.Call) and isinstance(b.value.op, tvm.ir.Op)]
+
+
+def split_all(graph, devices, dim=0, ratios=(0.5, 0.5)):
+    names = tuple(d.name for d in devices[::-1])
+    return Plan(devices, {i: Split(dim, ratios, names) for i, op in graph.ops.items() if dim in op.split_dims})
+
+
+def test_pass_in_a_user_sequential_pipeline():
+    """A user adds ApplyPlan to their own pipeline and builds with TVM's tools."""
+    model = mlp_model(batch=6)
+    devices = parse_devices("cpu,cpu")
+    plan = split_all(OpGraph(model.mod), devices, ratios=(0.4, 0.6))
+    seq = tvm.transform.Sequential(
+        [ApplyPlan(plan), relax.transform.RealizeVDevice(), relax.transform.LiftTransformParams()]
+    )
+    mod = seq(model.mod)
+    assert "main_transform_params" in [gv.name_hint for gv in mod.get_global_vars()]
+    out = run_plan(model, plan)
+    ref = run_relax(model.mod, list(model.inputs.values()), model.params)
+    np.testing.assert_allclose(out, ref, rtol=1e-5, atol=1e-6)
+
+
+def test_weights_are_sliced_and_copied_at_load_time():
+    """Slicing a weight for the N split and copying it to the other device happen in
+    main_transform_params; main moves only activations."""
+    model = mlp_model(batch=4)
+    devices = parse_devices("cpu,cpu")
+    graph = OpGraph(model.mod)
+    dense = [i for i, op in graph.ops.items() if op.kind == "matmul"]
+    plan = Plan(devices, {i: Split(1, (0.5, 0.5), ("cpu1", "cpu")) for i in dense})
+    lowered, _ = lower(model.mod, plan)
+    weights = set(lowered["main"].params[1:])
+    for b in bindings(lowered["main"]):
+        if isinstance(b.value, relax.Call) and b.value.op.same_as(tvm.ir.Op.get("relax.to_vdevice")):
+            assert b.value.args[0] not in weights, "a weight is copied per inference"
+    transform_ops = op_names(lowered["main_transform_params"])
+    assert transform_ops.count("relax.to_vdevice") >= 2  # the cpu1 halves of both weights
+    assert len(lowered["main"].params) > len(model.params)  # main receives the per-device halves
+
+
+def test_copies_only_where_devices_differ():
+    model = mlp_model(batch=4)
+    devices = parse_devices("cpu,cpu")
+    graph = OpGraph(model.mod)
+    on_host = ApplyPlan(Plan(devices, {i: OnDevice("cpu") for i in graph.ops}))(model.mod)
+    assert "relax.to_vdevice" not in op_names(on_host["main"])
+    # everything on the second device: per inference, one copy in (x) and one copy out; the
+    # weights are copied once, in main_transform_params
+    lowered, _ = lower(model.mod, Plan(devices, {i: OnDevice("cpu1") for i in graph.ops}))
+    assert op_names(lowered["main"]).count("relax.to_vdevice") == 2
+    assert op_names(lowered["main_transform_params"]).count("relax.to_vdevice") == 4
+
+
+def test_gpu_part_is_emitted_first():
+    """CUDA launches are asynchronous: the GPU part must be launched before the CPU part runs."""
+    model = mlp_model(batch=4)
+    devices = parse_devices("cpu,gpu")
+    graph = OpGraph(model.mod)
+    first = graph.topo_order()[0]
+    plan = Plan(devices, {first: Split(0, (0.5, 0.5), ("cpu", "gpu"))})  # cpu listed first on purpose
+    mod = ApplyPlan(plan)(model.mod)
+    matmuls = [b for b in bindings(mod["main"]) if isinstance(b.value, relax.Call) and b.value.op.name == "relax.matmul"]
+    assert [m.var.ty.vdevice.target.kind.name for m in matmuls[:2]] == ["cuda", "llvm"]
+
+
+def test_same_split_consumers_stay_split():
+    """dense -> reshape -> dense -> softmax, all batch-split the same way: one concat, at the end."""
+    model = mlp_model(batch=8)
+    devices = parse_devices("cpu,cpu")
+    plan = split_all(OpGraph(model.mod), devices)
+    mod = ApplyPlan(plan)(model.mod)
+    names = op_names(mod["main"])
+    assert names.count("relax.concat") == 1
+    assert names[-2:] == ["relax.concat", "relax.to_vdevice"] or names[-1] == "relax.concat"
+
+
+def test_mismatched_splits_rejoin_then_split():
+    """A batch-split producer feeding an N-split consumer needs the whole tensor: a concat."""
+    model = mlp_model(batch=8)
+    devices = parse_devices("cpu,cpu")
+    graph = OpGraph(model.mod)
+    ids = graph.topo_order()
+    plan = Plan(devices, {ids[0]: Split(0, (0.5, 0.5), ("cpu1", "cpu")), ids[2]: Split(1, (0.5, 0.5), ("cpu1", "cpu")),
+                          ids[3]: OnDevice("cpu")})
+    out = run_plan(model, plan)
+    ref = run_relax(model.mod, list(model.inputs.values()), model.params)
+    np.testing.assert_allclose(out, ref, rtol=1e-5, atol=1e-6)
+    assert op_names(ApplyPlan(plan)(model.mod)["main"]).count("relax.concat") == 2

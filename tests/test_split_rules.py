@@ -1,0 +1,186 @@
+"""Split legality and numerical equivalence, property-based over op kinds x dims x ratios.
+
+Each case is a one-operator Relax model; hypothesis draws its geometry, the split dimension and
+the ratio (including 0, 1 and ratios that give uneven or empty parts). A legal split must give
+the unpartitioned output on cpu,cpu; an illegal one must be refused with a reason.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from tvm import relax
+
+from helpers import run_plan, run_relax
+from tvm_partition import frontend
+from tvm_partition.devices import parse_devices
+from tvm_partition.graph import OpGraph
+from tvm_partition.plan import Plan, PlanError, Split
+
+T = relax.TensorType
+DEVICES = parse_devices("cpu,cpu")
+
+
+def one_op_model(data_shapes, weight_shapes, fn, dtypes=None):
+    """main(data..., weights...) = fn(*vars), as a normalised frontend Model."""
+    dtypes = dtypes or {}
+    params = [relax.Var(f"x{i}", T(s, dtypes.get(i, "float32"))) for i, s in enumerate(data_shapes)]
+    params += [relax.Var(f"w{i}", T(s, "float32")) for i, s in enumerate(weight_shapes)]
+    bb = relax.BlockBuilder()
+    with bb.function("main", params, attrs={"num_input": len(data_shapes)}):
+        with bb.dataflow():
+            out = bb.emit_output(fn(*params))
+        bb.emit_func_output(out)
+    return frontend.load(bb.get(), seed=3)
+
+
+def run_reference(model):
+    return run_relax(model.mod, list(model.inputs.values()), model.params)
+
+
+def the_op(graph):
+    ops = [op for op in graph.ops.values() if not op.is_view]
+    assert len(ops) == 1, [op.id for op in ops]
+    return ops[0]
+
+
+def check_split(model, dim, ratio):
+    graph = OpGraph(model.mod)
+    op = the_op(graph)
+    plan = Plan(DEVICES, {op.id: Split(dim, (ratio, 1 - ratio), ("cpu1", "cpu"))})
+    if dim not in op.split_dims:
+        with pytest.raises(PlanError, match="cannot be split"):
+            plan.validate(graph)
+        return False
+    np.testing.assert_allclose(run_plan(model, plan), run_reference(model), rtol=1e-5, atol=1e-5)
+    return True
+
+
+RATIOS = st.one_of(st.sampled_from([0.0, 1.0, 0.5, 0.01, 0.99]), st.floats(0.0, 1.0))
+SETTINGS = settings(max_examples=10, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+
+
+@SETTINGS
+@given(b=st.integers(1, 5), k=st.integers(1, 7), n=st.integers(1, 9), dim=st.integers(0, 1), r=RATIOS)
+def test_dense(b, k, n, dim, r):
+    model = one_op_model([(b, k)], [(k, n), (n,)], lambda x, w, c: relax.op.tanh(relax.op.add(relax.op.matmul(x, w), c)))
+    check_split(model, dim, r)
+
+
+@SETTINGS
+@given(b=st.integers(1, 3), m=st.integers(1, 6), dim=st.integers(0, 2), r=RATIOS)
+def test_batched_matmul_two_inputs(b, m, dim, r):
+    model = one_op_model([(b, m, 5), (b, 5, 3)], [], lambda x, y: relax.op.matmul(x, y))
+    check_split(model, dim, r)
+
+
+@SETTINGS
+@given(
+    b=st.integers(1, 2), c=st.integers(1, 3), o=st.integers(1, 4), hw=st.integers(5, 11),
+    k=st.sampled_from([1, 3]), stride=st.sampled_from([1, 2]), pad=st.integers(0, 2), dil=st.sampled_from([1, 2]),
+    dim=st.integers(0, 3), r=RATIOS,
+)
+def test_conv2d(b, c, o, hw, k, stride, pad, dil, dim, r):
+    def fn(x, w):
+        return relax.op.nn.relu(relax.op.nn.conv2d(x, w, strides=stride, padding=pad, dilation=dil))
+
+    model = one_op_model([(b, c, hw, hw + 1)], [(o, c, k, k)], fn)
+    check_split(model, dim, r)
+
+
+@SETTINGS
+@given(c=st.integers(2, 6), mult=st.sampled_from([1, 2]), hw=st.integers(4, 9), dim=st.integers(1, 3), r=RATIOS)
+def test_grouped_conv2d(c, mult, hw, dim, r):
+    model = one_op_model([(1, c, hw, hw)], [(c * mult, 1, 3, 3)],
+                         lambda x, w: relax.op.nn.conv2d(x, w, padding=1, groups=c))
+    check_split(model, dim, r)
+
+
+@SETTINGS
+@given(
+    kind=st.sampled_from(["max", "avg", "avg_incl"]), hw=st.integers(4, 10), stride=st.sampled_from([1, 2]),
+    pad=st.integers(0, 1), dim=st.integers(0, 3), r=RATIOS,
+)
+def test_pool2d(kind, hw, stride, pad, dim, r):
+    def fn(x):
+        if kind == "max":
+            return relax.op.nn.max_pool2d(x, 3, stride, pad)
+        return relax.op.nn.avg_pool2d(x, 3, stride, pad, count_include_pad=kind == "avg_incl")
+
+    model = one_op_model([(2, 3, hw, hw)], [], fn)
+    check_split(model, dim, r)
+
+
+@SETTINGS
+@given(dim=st.integers(0, 2), r=RATIOS)
+def test_softmax_and_layer_norm(dim, r):
+    softmax = one_op_model([(3, 4, 5)], [], lambda x: relax.op.nn.softmax(x, axis=1))
+    assert check_split(softmax, dim, r) == (dim != 1)
+    ln = one_op_model([(3, 4, 6)], [(6,), (6,)], lambda x, g, b: relax.op.nn.layer_norm(x, g, b, axes=[-1]))
+    assert check_split(ln, dim, r) == (dim != 2)
+
+
+@SETTINGS
+@given(dim=st.integers(0, 2), r=RATIOS, keep=st.booleans())
+def test_reduction(dim, r, keep):
+    model = one_op_model([(4, 5, 6)], [], lambda x: relax.op.mean(x, axis=[1], keepdims=keep))
+    if not keep and dim == 2:
+        return
+    legal = check_split(model, dim, r)
+    assert legal == (dim != 1 or (not keep))
+
+
+@SETTINGS
+@given(dim=st.integers(0, 2), r=RATIOS)
+def test_take_embedding(dim, r):
+    model = one_op_model([(3, 4)], [(10, 6)], lambda ids, table: relax.op.take(table, ids, axis=0), dtypes={0: "int32"})
+    model.inputs = {k: np.random.default_rng(0).integers(0, 10, size=v.shape).astype("int32") for k, v in model.inputs.items()}
+    assert check_split(model, dim, r)
+
+
+@SETTINGS
+@given(dim=st.integers(0, 3), r=RATIOS)
+def test_reshape_permute_in_one_group(dim, r):
+    """An injective group: add + reshape [B,S,H*D] -> [B,S,H,D]; the last axis mixes with H."""
+
+    def fn(x, c):
+        return relax.op.permute_dims(relax.op.reshape(relax.op.add(x, c), [2, 3, 2, 4]), [0, 2, 1, 3])
+
+    model = one_op_model([(2, 3, 8)], [(8,)], fn)
+    check_split(model, dim, r)
+
+
+@SETTINGS
+@given(dim=st.integers(0, 1), r=RATIOS)
+def test_concat(dim, r):
+    model = one_op_model([(4, 3), (4, 5)], [], lambda a, b: relax.op.concat([relax.op.exp(a), relax.op.exp(b)], axis=1))
+    assert check_split(model, dim, r) == (dim == 0)
+
+
+def test_known_legal_dims():
+    """Refusals must not be vacuous: these splits are legal by construction."""
+    conv = OpGraph(one_op_model([(2, 3, 8, 8)], [(4, 3, 3, 3)], lambda x, w: relax.op.nn.conv2d(x, w, padding=1)).mod)
+    assert the_op(conv).split_dims == {0: "batch", 1: "channel", 2: "H", 3: "W"}
+    mm = OpGraph(one_op_model([(2, 6, 8)], [(8, 5)], lambda x, w: relax.op.matmul(x, w)).mod)
+    assert the_op(mm).split_dims == {0: "batch", 1: "M", 2: "N"}
+
+
+def test_conv_h_split_slices_input_with_halo():
+    """The H split of a 3x3 pad-1 conv reads one halo row on each side of the cut, not the whole input."""
+    from tvm_partition.passes import ApplyPlan
+
+    model = one_op_model([(1, 2, 8, 8)], [(2, 2, 3, 3)], lambda x, w: relax.op.nn.conv2d(x, w, padding=1))
+    graph = OpGraph(model.mod)
+    op = the_op(graph)
+    plan = Plan(DEVICES, {op.id: Split(2, (0.5, 0.5), ("cpu1", "cpu"))})
+    out = ApplyPlan(plan)(model.mod)
+    slices = [b.value for b in out["main"].body.blocks[0].bindings
+              if isinstance(b.value, relax.Call) and b.value.op.name == "relax.strided_slice"]
+    rows = sorted((int(s.args[2].fields[0].value), int(s.args[3].fields[0].value)) for s in slices
+                  if int(s.args[1].fields[0].value) == 2)
+    assert rows == [(0, 5), (3, 8)]
+    convs = [b.value for b in out["main"].body.blocks[0].bindings
+             if isinstance(b.value, relax.Call) and b.value.op.name == "relax.nn.conv2d"]
+    assert sorted(tuple(int(p) for p in c.attrs.padding) for c in convs) == [(0, 1, 1, 1), (1, 1, 0, 1)]
