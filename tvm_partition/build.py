@@ -123,11 +123,13 @@ def schedule_gpu(mod: tvm.IRModule, kernel_devices: dict[str, str], devices: lis
     return out
 
 
-def lower(mod: tvm.IRModule, plan: Plan) -> tuple[tvm.IRModule, dict[str, str]]:
-    """Steps 1-6 of the pipeline: the module ``tvm.compile`` receives, and where each kernel runs."""
+def lower(mod: tvm.IRModule, plan: Plan, graph=None) -> tuple[tvm.IRModule, dict[str, str]]:
+    """Steps 1-6 of the pipeline: the module ``tvm.compile`` receives, and where each kernel runs.
+
+    ``graph``: the OpGraph of ``mod`` if the caller has it (saves analysing the model again)."""
     seq = tvm.transform.Sequential(
         [
-            ApplyPlan(plan),
+            ApplyPlan(plan, graph=graph),
             relax.transform.DeadCodeElimination(["main"]),
             relax.transform.RealizeVDevice(),
             relax.transform.LiftTransformParams(),
@@ -164,10 +166,10 @@ def vm_pipeline(off_host: bool) -> tvm.transform.Pass:
     )
 
 
-def build(mod: tvm.IRModule, plan: Plan) -> BuildResult:
+def build(mod: tvm.IRModule, plan: Plan, graph=None) -> BuildResult:
     """Apply ``plan`` to ``mod`` (high-level Relax, ``main`` with ``num_input``) and compile it."""
     t0 = time.perf_counter()
-    lowered, placed = lower(mod, plan)
+    lowered, placed = lower(mod, plan, graph)
     off_host = any(placed.get(name, plan.host) != plan.host for name, _ in _call_sites(lowered))
     try:
         ex = tvm.compile(lowered, relax_pipeline=vm_pipeline(off_host))

@@ -82,7 +82,7 @@ def compile_model(model, devices: list[DeviceSpec], strategy: str = "equal", pla
     t0 = time.perf_counter()
     plan = make_plan(g, devices, strategy, plan_file)
     plan_s = time.perf_counter() - t0
-    return Compiled(model, g, plan, build.build(model.mod, plan), plan_s)
+    return Compiled(model, g, plan, build.build(model.mod, plan, g), plan_s)
 
 
 def local_devices(devices: list[DeviceSpec]) -> list[DeviceSpec]:
@@ -122,7 +122,7 @@ def check(compiled: Compiled, out_dir: str | None = None) -> tuple[float, float]
     if local is not plan.devices:
         build, *_ = _lazy()
         plan = Plan(local, dict(plan.ops), plan.strategy, plan.predicted_latency_us, dict(plan.meta))
-        compiled = Compiled(compiled.model, compiled.graph, plan, build.build(compiled.model.mod, plan), 0.0)
+        compiled = Compiled(compiled.model, compiled.graph, plan, build.build(compiled.model.mod, plan, compiled.graph), 0.0)
         out_dir = None
     with tempfile.TemporaryDirectory(prefix="tvmp-check-") as tmp:
         path = out_dir or compiled.save(tmp)

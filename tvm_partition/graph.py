@@ -20,6 +20,7 @@ from collections import defaultdict
 
 import networkx as nx
 import tvm
+import tvm_ffi
 from tvm import relax
 
 from .relax_utils import Constant
@@ -141,6 +142,13 @@ class OpGraph:
         self.data_params = list(self.func.params[: self.num_input])
         self.weight_params = list(self.func.params[self.num_input :])
         self.index_of = {b.var: i for i, b in enumerate(self.bindings)}
+        #: vars each binding reads, and the bindings that read each var
+        self.free = [list(relax.analysis.free_vars(b.value)) for b in self.bindings]
+        self.users: dict = defaultdict(set)
+        for i, vs in enumerate(self.free):
+            for v in vs:
+                self.users[v].add(i)
+        self.returned = set(relax.analysis.free_vars(self.func.body.body))
         self.static = self._find_static()
         groups = self._fused_groups()
         self.ops: dict[str, Op] = {}
@@ -168,8 +176,7 @@ class OpGraph:
         static_vars = set(self.weight_params)
         static = set()
         for i, b in enumerate(self.bindings):
-            free = relax.analysis.free_vars(b.value)
-            if all(v in static_vars for v in free):
+            if all(v in static_vars for v in self.free[i]):
                 static.add(i)
                 static_vars.add(b.var)
         return static
@@ -201,13 +208,13 @@ class OpGraph:
                     raise GraphError(f"unresolved var {expr.name}")
                 return env[expr]
             if isinstance(expr, Constant):
-                return ("const", tvm.ir.structural_hash(expr))
+                return ("const", tvm_ffi.structural_hash(expr))
             if isinstance(expr, relax.Tuple):
                 return ("tuple", tuple(resolve(f, env) for f in expr.fields))
             if isinstance(expr, relax.TupleGetItem):
                 t = resolve(expr.tuple_value, env)
                 return t[1][expr.index] if isinstance(t, tuple) and t[0] == "tuple" else ("item", t, expr.index)
-            return ("lit", tvm.ir.structural_hash(expr))
+            return ("lit", tvm_ffi.structural_hash(expr))
 
         def key(call, env):
             return (call.args[0].name_hint, resolve(call.args[1], env))
@@ -269,12 +276,11 @@ class OpGraph:
                 if operand not in member_vars and operand not in seen:
                     seen.add(operand)
                     inputs.append(operand)
-        used_outside = set()
-        for i, b in enumerate(self.bindings):
-            if i not in mset:
-                used_outside.update(relax.analysis.free_vars(b.value))
-        used_outside.update(relax.analysis.free_vars(self.func.body.body))
-        outputs = [self.bindings[m].var for m in members if self.bindings[m].var in used_outside]
+        outputs = [
+            self.bindings[m].var
+            for m in members
+            if self.bindings[m].var in self.returned or self.users[self.bindings[m].var] - mset
+        ]
         if not outputs:
             outputs = [self.bindings[members[-1]].var]
         kinds = [_op_name(self.bindings[m].value) or "call" for m in members]
@@ -304,7 +310,7 @@ class OpGraph:
                 continue
             if i in self.op_of_binding:
                 return self.op_of_binding[i]
-            stack.extend(relax.analysis.free_vars(self.bindings[i].value))
+            stack.extend(self.free[i])
         return None
 
     def _make_graph(self) -> nx.DiGraph:

@@ -36,12 +36,14 @@ class ApplyPlan:
         seq = tvm.transform.Sequential([ApplyPlan(plan), relax.transform.RealizeVDevice(), ...])
     """
 
-    def __init__(self, plan: Plan, func_name: str = "main"):
+    def __init__(self, plan: Plan, func_name: str = "main", graph: OpGraph | None = None):
         self.plan = plan
         self.func_name = func_name
+        self.graph = graph  # an OpGraph already built for the module this pass will receive
 
     def transform_module(self, mod: tvm.IRModule, _ctx) -> tvm.IRModule:
-        graph = OpGraph(mod, self.func_name)
+        reuse = self.graph is not None and self.graph.func.same_as(mod[self.func_name])
+        graph = self.graph if reuse else OpGraph(mod, self.func_name)
         self.plan.validate(graph)
         emitter = _Emitter(graph, self.plan)
         func = emitter.run()
@@ -137,7 +139,7 @@ class _Emitter:
         for i, u in unit_of.items():
             dag.add_node(u)
             first[u] = min(first.get(u, i), i)
-            for v in relax.analysis.free_vars(g.bindings[i].value):
+            for v in g.free[i]:
                 j = g.index_of.get(v)
                 if j is not None and unit_of[j] != u:
                     dag.add_edge(unit_of[j], u)
@@ -150,7 +152,7 @@ class _Emitter:
                 if b.value in table:
                     table[b.var] = table[b.value]
             return
-        free = [v for v in relax.analysis.free_vars(b.value)]
+        free = self.g.free[i]
         if isinstance(b.value, relax.TupleGetItem | relax.Tuple) and free and free[0] in self.whole:
             dev = self.device_of_whole(free[0], self.host)
         else:
