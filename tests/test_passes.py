@@ -6,7 +6,8 @@ import numpy as np
 import tvm
 from tvm import relax
 
-from helpers import mlp_model, run_plan, run_relax
+from helpers import equal_check, mlp_model, run_plan, run_relax
+from tvm_partition import frontend
 from tvm_partition.build import lower
 from tvm_partition.devices import parse_devices
 from tvm_partition.graph import OpGraph
@@ -108,3 +109,23 @@ def test_mismatched_splits_rejoin_then_split():
     ref = run_relax(model.mod, list(model.inputs.values()), model.params)
     np.testing.assert_allclose(out, ref, rtol=1e-5, atol=1e-6)
     assert op_names(ApplyPlan(plan)(model.mod)["main"]).count("relax.concat") == 2
+
+
+def test_tuple_producing_ops_and_tuple_outputs():
+    """R.split returns a tuple (not splittable itself: placed whole); its consumers still split,
+    and a model returning a tuple returns both outputs."""
+    x = relax.Var("x", relax.TensorType((4, 6), "float32"))
+    bb = relax.BlockBuilder()
+    with bb.function("main", [x], attrs={"num_input": 1}):
+        with bb.dataflow():
+            parts = bb.emit(relax.op.split(x, 2, axis=1))
+            a = bb.emit(relax.op.exp(relax.TupleGetItem(parts, 0)))
+            b = bb.emit(relax.op.tanh(relax.TupleGetItem(parts, 1)))
+            out = bb.emit_output(relax.Tuple([relax.op.concat([a, b], axis=0), a]))
+        bb.emit_func_output(out)
+    model = frontend.load(bb.get())
+    for strategy in ("equal", "gpu"):
+        compiled, err, tol = equal_check(model, "cpu,cpu", strategy)
+        assert err <= tol
+        splits = [d for d in compiled.plan.ops.values() if isinstance(d, Split)]
+        assert len(splits) == (2 if strategy == "equal" else 0)

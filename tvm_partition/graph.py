@@ -347,7 +347,7 @@ class OpGraph:
             if not isinstance(b.value, relax.Call):
                 raise IllegalSplit(f"binding {b.var.name} is not an operator call")
             r = needs.get(b.var)
-            res = split_call(b.value, shape_of(b.var), r)
+            res = split_call(b.value, shape_of(b.var) if r is not None else None, r)
             for operand, oreg in zip(tensor_operands(b.value), res.operand_regions):
                 if operand in needs and needs[operand] != oreg:
                     raise IllegalSplit(f"{getattr(operand, 'name', 'an operand')} would be needed as two different slices")
