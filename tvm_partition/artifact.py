@@ -39,6 +39,13 @@ def sha256(path: str) -> str:
 def save(out_dir: str, *, executable, params: list, plan_json: dict, manifest: dict) -> str:
     """Write the artifact; files are written under temporary names and renamed, so a crash never
     leaves a half-written artifact that looks complete."""
+    try:
+        return _write(out_dir, executable=executable, params=params, plan_json=plan_json, manifest=manifest)
+    except OSError as e:  # --out is a file, its parent is missing, no permission, disk full
+        raise ArtifactError(f"{out_dir}: cannot write the artifact ({e.strerror or e})") from None
+
+
+def _write(out_dir: str, *, executable, params: list, plan_json: dict, manifest: dict) -> str:
     os.makedirs(out_dir, exist_ok=True)
     tmp = {name: os.path.join(out_dir, f".{name}.tmp") for name in FILES}
     executable.export_library(tmp["model.so"])
@@ -72,14 +79,22 @@ def read_manifest(art_dir: str) -> dict:
         raise ArtifactError(f"{art_dir}: no {MANIFEST} (not an artifact written by tvm_partition.compile --out)") from None
     except (OSError, json.JSONDecodeError) as e:
         raise ArtifactError(f"{path}: unreadable manifest ({e})") from None
+    if not isinstance(manifest, dict):
+        raise ArtifactError(f"{path}: not a manifest (expected a JSON object)")
     if manifest.get("format_version") != FORMAT_VERSION:
         raise ArtifactError(f"{path}: artifact format {manifest.get('format_version')!r} is not supported")
+    missing = [k for k in ("inputs", "outputs", "devices", "num_params", "sha256") if k not in manifest]
+    if missing:
+        raise ArtifactError(f"{path}: manifest lacks {', '.join(missing)} (recompile the artifact)")
     return manifest
 
 
 def verify(art_dir: str, manifest: dict) -> None:
     """Refuse an artifact whose files are missing or do not match their recorded sha256."""
-    for name, digest in manifest.get("sha256", {}).items():
+    digests = manifest.get("sha256")
+    if not isinstance(digests, dict) or any(name not in digests for name in FILES):
+        raise ArtifactError(f"{os.path.join(art_dir, MANIFEST)}: no sha256 for each of {', '.join(FILES)}")
+    for name, digest in digests.items():
         path = os.path.join(art_dir, name)
         if not os.path.exists(path):
             raise ArtifactError(f"{path}: missing")

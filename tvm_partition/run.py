@@ -105,7 +105,10 @@ def main(argv=None) -> int:
             inputs = runner.example_inputs(args.seed)
         outs = runner.run(inputs)
         if args.output:
-            np.savez(args.output, **{f"output{i}": o for i, o in enumerate(outs)})
+            try:
+                np.savez(args.output, **{f"output{i}": o for i, o in enumerate(outs)})
+            except OSError as e:
+                raise ValueError(f"{args.output}: cannot write the outputs ({e.strerror or e})") from None
         for i, o in enumerate(outs):
             print(f"output{i}: shape={list(o.shape)} dtype={o.dtype}")
         if args.repeat > 0:

@@ -1,0 +1,319 @@
+"""The two command lines, as a user runs them: ``python -m tvm_partition.compile`` and ``... .run``.
+
+Everything here is a subprocess with ``sys.executable``. Good input must succeed with the documented
+output; bad input must exit non-zero with one ``error: ...`` line on stderr and no traceback.
+
+Each subprocess spends most of its time importing TVM, so the ``cli_results`` fixture runs all of
+them once, concurrently (one per core), and the tests check the results. Commands that need the
+lstm artifact (``run``, a saved plan) are queued as soon as it is written.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+from concurrent.futures import ThreadPoolExecutor
+
+import numpy as np
+import pytest
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+LSTM = ["lstm", "--seq-len", "3", "--batch", "2"]
+CPU2 = ["--devices", "cpu,cpu"]
+LSTM_INPUT = {"name": "x", "shape": [2, 3, 80], "dtype": "float32"}
+LSTM_OUTPUT = {"name": "output0", "shape": [2, 64], "dtype": "float32"}
+
+
+def cli(module: str, *args, timeout: int = 300) -> subprocess.CompletedProcess:
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([REPO, os.environ.get("PYTHONPATH", "")]))
+    return subprocess.run(
+        [sys.executable, "-m", f"tvm_partition.{module}", *map(str, args)],
+        capture_output=True, text=True, cwd=REPO, env=env, timeout=timeout,
+    )
+
+
+def ok(proc: subprocess.CompletedProcess) -> subprocess.CompletedProcess:
+    assert proc.returncode == 0, f"exit {proc.returncode}\nstdout:\n{proc.stdout}\nstderr:\n{proc.stderr}"
+    assert "Traceback" not in proc.stderr, proc.stderr
+    return proc
+
+
+def max_abs_err(proc) -> float:
+    m = re.search(r"^max_abs_err=(\S+)$", proc.stdout, re.M)
+    assert m, proc.stdout
+    return float(m.group(1))
+
+
+def assert_clean_error(proc, pattern: str, rc: int | None = None) -> str:
+    """Non-zero exit, exactly one ``error:`` line (ours, or argparse's ``prog: error:``), no traceback."""
+    assert proc.returncode != 0, f"accepted bad input:\n{proc.stdout}\n{proc.stderr}"
+    if rc is not None:
+        assert proc.returncode == rc, proc.stderr
+    assert "Traceback" not in proc.stderr, proc.stderr
+    errors = [line for line in proc.stderr.splitlines() if re.match(r"^(\S.*: )?error: ", line)]
+    assert len(errors) == 1, proc.stderr
+    assert re.search(pattern, errors[0]), errors[0]
+    return errors[0]
+
+
+# --- bad input to compile: (args, pattern of the error line); {d} is the fixture's folder -------
+
+COMPILE_REFUSALS = {
+    "missing-onnx": (["{d}/missing.onnx"], r"missing\.onnx: no such file"),
+    "corrupt-onnx": (["{d}/corrupt.onnx"], r"corrupt\.onnx: not a readable ONNX model"),
+    "not-onnx": (["{d}/model.txt"], r"model\.txt: not an \.onnx file"),
+    "unknown-zoo": (["nosuchnet"], r"unknown model 'nosuchnet'.*lstm"),
+    "plan-not-json": ([*LSTM, *CPU2, "--plan", "{d}/not_json.json"], r"plan is not valid JSON"),
+    "plan-missing": ([*LSTM, *CPU2, "--plan", "{d}/no_plan.json"], r"cannot read plan .*no_plan\.json"),
+    "devices-gpu-first": ([*LSTM, "--devices", "gpu,cpu"], r"first device must be the host cpu"),
+    "devices-tpu": ([*LSTM, "--devices", "cpu,tpu"], r"unknown device kind 'tpu'"),
+    "batch-0": (["lstm", "--batch", "0"], r"--batch must be >= 1"),
+    "inapplicable-option": (["resnet18", "--seq-len", "4"], r"seq_len do not apply to zoo model 'resnet18'"),
+    "out-is-a-file": ([*LSTM, *CPU2, "--out", "{d}/a_file"], r"a_file: cannot write the artifact"),
+}
+
+
+def softmax_onnx(path) -> None:
+    """MatMul + Softmax over axis 1, the smallest model with a reduction a split must not cut."""
+    import onnx
+    from onnx import TensorProto, helper, numpy_helper
+
+    w = np.random.default_rng(0).standard_normal((16, 8)).astype(np.float32)
+    graph = helper.make_graph(
+        [helper.make_node("MatMul", ["x", "w"], ["h"]), helper.make_node("Softmax", ["h"], ["y"], axis=1)],
+        "softmax", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [4, 16])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [4, 8])],
+        initializer=[numpy_helper.from_array(w, "w")],
+    )
+    proto = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
+    proto.ir_version = 8
+    onnx.save(proto, str(path))
+
+
+def illegal_softmax_plan(onnx_path, plan_path) -> str:
+    """A plan splitting the softmax along its reduced axis; the op id comes from the OpGraph API."""
+    from tvm_partition import frontend
+    from tvm_partition.devices import parse_devices
+    from tvm_partition.graph import OpGraph
+
+    g = OpGraph(frontend.load(str(onnx_path)).mod)
+    (softmax,) = [i for i, op in g.ops.items() if op.kind == "softmax"]
+    assert 1 not in g.ops[softmax].split_dims and 0 in g.ops[softmax].split_dims
+    plan = {
+        "version": 1, "strategy": "manual",
+        "devices": [d.to_json() for d in parse_devices("cpu,cpu")],
+        "ops": {softmax: {"kind": "split", "dim": 1, "ratios": [0.5, 0.5], "devices": ["cpu1", "cpu"]}},
+    }
+    plan_path.write_text(json.dumps(plan))
+    return softmax
+
+
+class Results(dict):
+    """name -> CompletedProcess, plus the folder and facts the tests need."""
+
+    def __getitem__(self, name):
+        if name not in self:
+            pytest.fail(f"{name!r} did not run: {self.get('why', 'a command it needs failed')}")
+        return dict.__getitem__(self, name)
+
+
+@pytest.fixture(scope="module")
+def cli_results(tmp_path_factory):
+    d = tmp_path_factory.mktemp("cli")
+    (d / "corrupt.onnx").write_bytes(np.random.default_rng(0).integers(0, 256, 4096, dtype=np.uint8).tobytes())
+    (d / "model.txt").write_text("not a model\n")
+    (d / "not_json.json").write_text("{not json")
+    (d / "a_file").write_text("")
+    np.savez(d / "wrong_name.npz", y=np.zeros(LSTM_INPUT["shape"], np.float32))
+    np.savez(d / "wrong_shape.npz", x=np.zeros([2, 4, 80], np.float32))
+    softmax_onnx(d / "softmax.onnx")
+    res = Results(dir=d, softmax=illegal_softmax_plan(d / "softmax.onnx", d / "softmax_plan.json"))
+    art, gpu_art = d / "art", d / "gpu_art"
+
+    jobs = {
+        # first the two artifacts other commands need, then everything independent
+        "art": ("compile", *LSTM, *CPU2, "--strategy", "equal", "--out", art),
+        "gpu-art": ("compile", *LSTM, "--devices", "cpu,gpu", "--out", gpu_art),
+        "check-explain": ("compile", *LSTM, *CPU2, "--strategy", "equal", "--check", "--explain"),
+        "strategy-cpu": ("compile", *LSTM, *CPU2, "--strategy", "cpu", "--check"),
+        "strategy-gpu": ("compile", *LSTM, *CPU2, "--strategy", "gpu", "--check"),
+        "strategy-unknown": ("compile", *LSTM, "--strategy", "fastest"),
+        "illegal-softmax": ("compile", d / "softmax.onnx", "--plan", d / "softmax_plan.json"),
+        "run-missing-dir": ("run", d / "nowhere"),
+        **{f"refuse-{k}": ("compile", *[a.format(d=d) for a in args]) for k, (args, _) in COMPILE_REFUSALS.items()},
+    }
+    with ThreadPoolExecutor(max_workers=max(2, os.cpu_count() or 1)) as pool:
+        futures = {k: pool.submit(cli, *job) for k, job in jobs.items()}
+
+        res["art"] = futures.pop("art").result()
+        if res["art"].returncode == 0:
+            futures.update(_after_art(pool, d, art))
+        else:
+            res["why"] = f"compile --out failed:\n{res['art'].stderr}"
+        res["gpu-art"] = futures.pop("gpu-art").result()
+        if res["gpu-art"].returncode == 0:
+            futures["run-gpu-art"] = pool.submit(cli, "run", gpu_art)
+        res.update({k: f.result() for k, f in futures.items()})
+    return res
+
+
+def _after_art(pool, d, art) -> dict:
+    from tvm_partition.inputs import random_input
+
+    manifest = json.loads((art / "manifest.json").read_text())
+    # the inputs `run` uses by default (seed 0), keyed by the manifest's input name
+    info = manifest["inputs"][0]
+    np.savez(d / "in.npz", **{info["name"]: random_input(info["shape"], info["dtype"], np.random.default_rng(0))})
+    # a saved plan with one split's ratios changed to sum to 1.3
+    plan = json.loads((art / "plan.json").read_text())
+    op_id = next(k for k, v in sorted(plan["ops"].items()) if v["kind"] == "split")
+    plan["ops"][op_id]["ratios"] = [0.65, 0.65]
+    (d / "ratio_plan.json").write_text(json.dumps(plan))
+    (d / "ratio_op").write_text(op_id)
+    # a copy whose params.npz changed after compile, and one whose manifest lost its checksums
+    shutil.copytree(art, d / "tampered")
+    with np.load(d / "tampered" / "params.npz") as z:
+        params = {k: z[k] for k in z.files}
+    params["p0"] = params["p0"] + 1.0
+    np.savez(d / "tampered" / "params.npz", **params)
+    shutil.copytree(art, d / "no_sha")
+    del manifest["sha256"]
+    (d / "no_sha" / "manifest.json").write_text(json.dumps(manifest))
+
+    jobs = {
+        "run-repeat": ("run", art, "--repeat", 5, "--output", d / "out.npz"),
+        "run-input": ("run", art, "--input", d / "in.npz", "--output", d / "out2.npz"),
+        "saved-plan": ("compile", *LSTM, *CPU2, "--plan", art / "plan.json", "--out", d / "again", "--check"),
+        "plan-ratio": ("compile", *LSTM, *CPU2, "--plan", d / "ratio_plan.json"),
+        "run-tampered": ("run", d / "tampered"),
+        "run-no-sha": ("run", d / "no_sha"),
+        "run-wrong-name": ("run", art, "--input", d / "wrong_name.npz"),
+        "run-wrong-shape": ("run", art, "--input", d / "wrong_shape.npz"),
+        "run-unwritable-output": ("run", art, "--output", d / "a_file" / "out.npz"),
+    }
+    return {k: pool.submit(cli, *job) for k, job in jobs.items()}
+
+
+# --- compile: the good path ------------------------------------------------------------------
+
+def test_check_and_explain(cli_results):
+    proc = ok(cli_results["check-explain"])
+    assert max_abs_err(proc) <= 1e-4
+    lines = proc.stdout.splitlines()
+    header = next(i for i, line in enumerate(lines) if line.startswith("op "))
+    for col in ("kind", "output", "MFLOP", "legal dims", "decision"):
+        assert col in lines[header]
+    m = re.search(r"^(\d+) fused ops; (\d+) splittable$", proc.stdout, re.M)
+    assert m and int(m.group(1)) >= int(m.group(2)) >= 1
+    rows = lines[header + 1: header + 1 + int(m.group(1))]
+    assert all(re.match(r"^\d{3}_\S+ ", r) for r in rows), rows
+    assert any("matmul" in r and "split batch cpu1:0.50 cpu:0.50" in r for r in rows)
+
+
+def test_out_writes_artifact_and_manifest(cli_results):
+    import tvm
+
+    art = cli_results["dir"] / "art"
+    assert f"wrote {art}" in ok(cli_results["art"]).stdout
+    assert sorted(os.listdir(art)) == ["manifest.json", "model.so", "params.npz", "plan.json"]
+    manifest = json.loads((art / "manifest.json").read_text())
+    assert manifest["inputs"] == [LSTM_INPUT]
+    assert manifest["outputs"] == [LSTM_OUTPUT]
+    assert [(d["name"], d["kind"]) for d in manifest["devices"]] == [("cpu", "cpu"), ("cpu1", "cpu")]
+    assert set(manifest["targets"]) == {"cpu", "cpu1"}
+    assert all(t["kind"] == "llvm" for t in manifest["targets"].values())
+    assert manifest["tvm_version"] == tvm.__version__
+    assert set(manifest["sha256"]) == {"model.so", "params.npz", "plan.json"}
+    plan = json.loads((art / "plan.json").read_text())
+    assert plan["strategy"] == "equal" and plan["ops"]
+
+
+def test_run_repeat_and_input_output(cli_results):
+    d = cli_results["dir"]
+    proc = ok(cli_results["run-repeat"])
+    timing = [line for line in proc.stdout.splitlines() if line.startswith("median_us=")]
+    assert len(timing) == 1 and re.fullmatch(r"median_us=[0-9.]+ p90_us=[0-9.]+", timing[0]), proc.stdout
+    with np.load(d / "out.npz") as z:
+        assert z.files == ["output0"]
+        out = z["output0"]
+    assert list(out.shape) == LSTM_OUTPUT["shape"] and str(out.dtype) == LSTM_OUTPUT["dtype"]
+    assert np.all(np.isfinite(out)) and np.any(out != 0)
+    # --input with the same inputs gives the same output
+    ok(cli_results["run-input"])
+    with np.load(d / "out2.npz") as z:
+        np.testing.assert_allclose(z["output0"], out, rtol=0, atol=1e-6)
+
+
+def test_saved_plan_reproduces(cli_results):
+    d = cli_results["dir"]
+    assert max_abs_err(ok(cli_results["saved-plan"])) <= 1e-4
+    assert json.loads((d / "again" / "plan.json").read_text()) == json.loads((d / "art" / "plan.json").read_text())
+
+
+# equal: test_check_and_explain. Explicit ids: conftest.py skips items with a "gpu" keyword.
+@pytest.mark.parametrize("strategy", ["cpu", "gpu"], ids=["strategy-cpu", "strategy-gpu"])
+def test_strategies_check(cli_results, strategy):
+    proc = ok(cli_results[f"strategy-{strategy}"])
+    assert max_abs_err(proc) <= 1e-4
+    assert f"plan {strategy}:" in proc.stdout
+
+
+# --- compile: bad input ----------------------------------------------------------------------
+
+@pytest.mark.parametrize("case", list(COMPILE_REFUSALS))
+def test_compile_refuses(cli_results, case):
+    assert_clean_error(cli_results[f"refuse-{case}"], COMPILE_REFUSALS[case][1])
+
+
+def test_unknown_strategy_is_an_argparse_error(cli_results):
+    assert_clean_error(cli_results["strategy-unknown"], r"invalid choice: 'fastest'", rc=2)
+
+
+def test_plan_ratios_must_sum_to_one(cli_results):
+    err = assert_clean_error(cli_results["plan-ratio"], r"sum to 1\.3")
+    assert (cli_results["dir"] / "ratio_op").read_text() in err
+
+
+def test_illegal_split_of_softmax_reduced_axis(cli_results):
+    """Softmax normalises along axis 1: split there, each part would have its own sum."""
+    err = assert_clean_error(cli_results["illegal-softmax"], r"cannot be split on dim 1")
+    assert cli_results["softmax"] in err
+
+
+# --- run: bad input --------------------------------------------------------------------------
+
+def test_run_refuses_missing_dir(cli_results):
+    assert_clean_error(cli_results["run-missing-dir"], r"nowhere: no such artifact directory")
+
+
+def test_run_refuses_tampered_params(cli_results):
+    assert_clean_error(cli_results["run-tampered"], r"params\.npz: checksum mismatch")
+
+
+def test_run_refuses_manifest_without_checksums(cli_results):
+    assert_clean_error(cli_results["run-no-sha"], r"manifest lacks sha256")
+
+
+def test_run_gpu_artifact_without_gpu(cli_results):
+    from tvm_partition.devices import gpu_available
+
+    if gpu_available():
+        pytest.skip("this machine has a GPU: the cpu,gpu artifact runs here")
+    ok(cli_results["gpu-art"])
+    assert_clean_error(cli_results["run-gpu-art"], r"'gpu' \(CUDA GPU 0\) is not present on this machine")
+
+
+@pytest.mark.parametrize(
+    "case,pattern",
+    [("wrong-name", r"input 'x' is missing"), ("wrong-shape", r"'x': expected float32\[2, 3, 80\], got float32\[2, 4, 80\]")],
+)
+def test_run_refuses_wrong_input(cli_results, case, pattern):
+    assert_clean_error(cli_results[f"run-{case}"], pattern)
+
+
+def test_run_refuses_unwritable_output(cli_results):
+    assert_clean_error(cli_results["run-unwritable-output"], r"cannot write the outputs")
