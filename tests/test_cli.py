@@ -74,6 +74,10 @@ COMPILE_REFUSALS = {
     "batch-0": (["lstm", "--batch", "0"], r"--batch must be >= 1"),
     "inapplicable-option": (["resnet18", "--seq-len", "4"], r"seq_len do not apply to zoo model 'resnet18'"),
     "out-is-a-file": ([*LSTM, *CPU2, "--out", "{d}/a_file"], r"a_file: cannot write the artifact"),
+    # TVM's ONNX importer emits a per-channel PRelu that TVM's own legalization rejects
+    "tvm-cannot-lower": ([os.path.join(os.path.dirname(__import__("onnx").__file__), "backend", "test", "data",
+                                       "pytorch-converted", "test_PReLU_2d_multiparam", "model.onnx"), *CPU2],
+                         r"TVM cannot lower this model"),
 }
 
 
@@ -317,3 +321,17 @@ def test_run_refuses_wrong_input(cli_results, case, pattern):
 
 def test_run_refuses_unwritable_output(cli_results):
     assert_clean_error(cli_results["run-unwritable-output"], r"cannot write the outputs")
+
+
+def test_readme_plan_example_applies():
+    """The plan JSON shown in the README names real ops of `lstm --seq-len 4`."""
+    import json as _json
+
+    from tvm_partition import frontend
+    from tvm_partition.graph import OpGraph
+    from tvm_partition.plan import Plan
+
+    readme = open(os.path.join(REPO, "README.md"), encoding="utf-8").read()
+    block = readme.split("```json\n", 1)[1].split("```", 1)[0]
+    plan = Plan.from_json(_json.loads(block))
+    plan.validate(OpGraph(frontend.load("lstm", seq_len=4).mod))

@@ -104,3 +104,29 @@ def test_illegal_dim_refused_with_reason(graph, devices):
 def test_bad_json_refused(text, message):
     with pytest.raises(PlanError, match=message):
         Plan.loads(text)
+
+
+@pytest.mark.parametrize(
+    "device,message",
+    [
+        ({"name": "x", "kind": "tpu", "index": 0, "target": {"kind": "llvm"}}, "not cpu or gpu"),
+        ({"name": "x", "kind": "gpu", "index": 0, "target": {"kind": "llvm"}}, "needs a target of kind 'cuda'"),
+    ],
+)
+def test_bad_devices_refused(device, message):
+    host = {"name": "cpu", "kind": "cpu", "index": 0, "target": {"kind": "llvm"}}
+    with pytest.raises(PlanError, match=message):
+        Plan.from_json({"version": 1, "devices": [host, device]})
+
+
+def test_target_tvm_rejects_is_refused(graph):
+    plan = Plan.from_json({"version": 1, "devices": [
+        {"name": "cpu", "kind": "cpu", "index": 0, "target": {"kind": "llvm", "mcpu": "no-such-cpu", "bogus": 1}}]})
+    with pytest.raises(PlanError, match="TVM rejects target"):
+        plan.validate(graph)
+
+
+def test_meta_must_be_an_object():
+    host = {"name": "cpu", "kind": "cpu", "index": 0, "target": {"kind": "llvm"}}
+    with pytest.raises(PlanError, match="'meta' must be an object"):
+        Plan.from_json({"version": 1, "devices": [host], "meta": [1, 2]})

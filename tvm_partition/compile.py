@@ -135,10 +135,11 @@ def check(compiled: Compiled, out_dir: str | None = None) -> tuple[float, float]
 
 
 def explain(compiled: Compiled) -> str:
+    """One line per fused op: id (as plans name it), kind, output shape, MFLOP, legal dims, decision."""
     from .plan import OnDevice
 
     g, plan = compiled.graph, compiled.plan
-    lines = [f"{'op':<40} {'kind':<12} {'output':<20} {'MFLOP':>9}  {'legal dims':<22} decision"]
+    rows = []
     for op_id in g.topo_order():
         op = g.ops[op_id]
         dec = plan.ops.get(op_id)
@@ -149,8 +150,12 @@ def explain(compiled: Compiled) -> str:
         else:
             d = f"split {g.dim_name(op, dec.dim)} " + " ".join(f"{dv}:{r:.2f}" for dv, r in zip(dec.devices, dec.ratios))
         dims = ",".join(f"{a}:{n}" for a, n in op.split_dims.items()) or "-"
-        lines.append(f"{op_id[:40]:<40} {op.kind[:12]:<12} {str(list(op.output_shapes[-1]))[:20]:<20} "
-                     f"{op.flops / 1e6:>9.2f}  {dims[:22]:<22} {d}")
+        rows.append((op_id, op.kind, str(list(op.output_shapes[-1]) if op.output_shapes else "-"),
+                     f"{op.flops / 1e6:.2f}", dims, d))
+    head = ("op", "kind", "output", "MFLOP", "legal dims", "decision")
+    widths = [max(len(r[i]) for r in rows + [head]) for i in range(len(head) - 1)]
+    lines = ["  ".join(c.ljust(w) if i != 3 else c.rjust(w) for i, (c, w) in enumerate(zip(r, widths))) + "  " + r[-1]
+             for r in [head] + rows]
     lines.append(f"{len(g.ops)} fused ops; {sum(1 for op in g.ops.values() if op.split_dims)} splittable")
     return "\n".join(lines)
 

@@ -48,9 +48,16 @@ class DeviceSpec:
     @staticmethod
     def from_json(d: dict) -> "DeviceSpec":
         try:
-            return DeviceSpec(str(d["name"]), str(d["kind"]), int(d["index"]), dict(d["target"]))
+            spec = DeviceSpec(str(d["name"]), str(d["kind"]), int(d["index"]), dict(d["target"]))
         except (KeyError, TypeError, ValueError) as e:
             raise DeviceError(f"bad device entry {d!r}: needs name, kind, index, target") from e
+        target_kind = {"cpu": "llvm", "gpu": "cuda"}.get(spec.kind)
+        if target_kind is None:
+            raise DeviceError(f"device {spec.name!r}: kind {spec.kind!r} is not cpu or gpu")
+        if spec.target.get("kind") != target_kind:
+            raise DeviceError(f"device {spec.name!r}: a {spec.kind} needs a target of kind {target_kind!r}, "
+                              f"got {spec.target.get('kind')!r}")
+        return spec
 
     # --- TVM objects (imported lazily: the runtime-only runner must not import the compiler)
     def tvm_target(self):

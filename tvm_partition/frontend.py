@@ -124,6 +124,8 @@ def _from_onnx(path: str, batch: int | None, seed: int) -> Model:
     rng = np.random.default_rng(seed)
     inputs = {p.name: random_input(_static_shape(p), p.ty.dtype, rng) for p in main.params[:num_input]}
     name = os.path.splitext(os.path.basename(path))[0]
+    if name == "model":  # model zoos ship <name>/model.onnx
+        name = os.path.basename(os.path.dirname(os.path.abspath(path))) or name
     return Model(name, mod, params, inputs, {"source": path, "batch": shape_dict[graph_inputs[0].name][0]})
 
 

@@ -15,6 +15,7 @@ Bindings that launch no kernel (tuple access, aliases) are *glue*.
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 import math
 from collections import defaultdict
 
@@ -33,6 +34,15 @@ _ANCHOR_RANK = {
     "concat": 2, "take": 2, "strided_slice": 2, "split": 2,
 }
 _VIEW_KINDS = {"reshape", "expand_dims", "squeeze", "flatten"}
+
+
+def make_op_id(index: int, fused_name: str, limit: int = 48) -> str:
+    """``<index>_<TVM's fused name>``; names over ``limit`` characters (TVM joins every operator of
+    a group) are cut and end with a short hash of the full name, so ids stay stable and unique."""
+    if len(fused_name) > limit:
+        digest = hashlib.sha1(fused_name.encode()).hexdigest()[:6]
+        fused_name = f"{fused_name[: limit - 7]}_{digest}"
+    return f"{index:03d}_{fused_name}"
 
 
 class GraphError(ValueError):
@@ -82,6 +92,14 @@ def _bindings(func: relax.Function) -> list:
     for block in func.body.blocks:
         out.extend(block.bindings)
     return out
+
+
+def _first_field_shape(var) -> tuple[int, ...]:
+    """Shape of a tensor var, or of the first field of a tuple var (R.split's parts)."""
+    ty = var.ty
+    while isinstance(ty, relax.TupleType):
+        ty = ty.fields[0]
+    return shape_of(relax.Var("_", ty))
 
 
 def _op_name(value) -> str | None:
@@ -150,16 +168,13 @@ class OpGraph:
                 self.users[v].add(i)
         self.returned = set(relax.analysis.free_vars(self.func.body.body))
         self.static = self._find_static()
-        groups = self._fused_groups()
+        groups = [(name, [m for m in members if m not in self.static]) for name, members in self._fused_groups()]
+        groups = [(name, members) for name, members in groups if members]
+        self._absorb_glue(groups)
         self.ops: dict[str, Op] = {}
         self.op_of_binding: dict[int, str] = {}
-        k = 0
-        for fused_name, members in groups:
-            members = [m for m in members if m not in self.static]
-            if not members:
-                continue
-            op_id = f"{k:03d}_{fused_name}"
-            k += 1
+        for k, (fused_name, members) in enumerate(groups):
+            op_id = make_op_id(k, fused_name)
             self.ops[op_id] = self._make_op(op_id, fused_name, members)
             for m in members:
                 self.op_of_binding[m] = op_id
@@ -190,10 +205,14 @@ class OpGraph:
         access and aliases are looked through), so every kernel inside a fused function is
         matched to the legalized binding with the same PrimFunc and the same resolved arguments.
         """
-        legal = tvm.transform.Sequential(
-            [relax.transform.LegalizeOps(), relax.transform.AnnotateTIROpPattern()]
-        )(self.mod)
-        fused = relax.transform.FuseOps()(legal)
+        try:
+            legal = tvm.transform.Sequential(
+                [relax.transform.LegalizeOps(), relax.transform.AnnotateTIROpPattern()]
+            )(self.mod)
+            fused = relax.transform.FuseOps()(legal)
+        except Exception as e:  # noqa: BLE001 - TVM's own failure on this model (any TVM error type)
+            last = [ln for ln in str(e).strip().splitlines() if ln.strip()][-1:] or [type(e).__name__]
+            raise GraphError(f"TVM cannot lower this model ({last[0].strip()})") from None
         lg = _bindings(legal[self.func_name])
         if len(lg) != len(self.bindings) or any(a.var.name != b.var.name for a, b in zip(lg, self.bindings)):
             raise GraphError("LegalizeOps changed the binding structure of main; cannot map fused kernels back")
@@ -267,12 +286,35 @@ class OpGraph:
         walk(_bindings(fused[self.func_name]), env, on_fused)
         return groups
 
+    def _absorb_glue(self, groups: list[tuple[str, list[int]]]) -> None:
+        """Tuple access between two kernels of one fused group belongs to that group.
+
+        ``split -> t[0], t[1] -> multiply`` fuses into one kernel, but the tuple accesses are not
+        kernels: left outside, they would sit between the group and itself.
+        """
+        group_of = {m: g for g, (_, members) in enumerate(groups) for m in members}
+        changed = True
+        while changed:
+            changed = False
+            for i, b in enumerate(self.bindings):
+                if i in group_of or i in self.static or isinstance(b.value, relax.Call):
+                    continue
+                producers = {group_of.get(self.index_of.get(v)) for v in self.free[i] if self.index_of.get(v) is not None}
+                users = {group_of.get(u) for u in self.users[b.var]}
+                if len(producers) == 1 and None not in producers and producers <= users:
+                    g = producers.pop()
+                    groups[g][1].append(i)
+                    groups[g][1].sort()
+                    group_of[i] = g
+                    changed = True
+
     def _make_op(self, op_id: str, fused_name: str, members: list[int]) -> Op:
         mset = set(members)
         member_vars = {self.bindings[m].var for m in members}
         inputs, seen = [], set()
         for m in members:
-            for operand in tensor_operands(self.bindings[m].value) if isinstance(self.bindings[m].value, relax.Call) else []:
+            value = self.bindings[m].value
+            for operand in tensor_operands(value) if isinstance(value, relax.Call) else self.free[m]:
                 if operand not in member_vars and operand not in seen:
                     seen.add(operand)
                     inputs.append(operand)
@@ -344,10 +386,17 @@ class OpGraph:
         rebuilds, granule = {}, 1
         for m in reversed(op.members):
             b = self.bindings[m]
-            if not isinstance(b.value, relax.Call):
-                raise IllegalSplit(f"binding {b.var.name} is not an operator call")
             r = needs.get(b.var)
-            res = split_call(b.value, shape_of(b.var) if r is not None else None, r)
+            if not isinstance(b.value, relax.Call):  # tuple access inside the group
+                if r is not None and not isinstance(b.value, relax.TupleGetItem):
+                    raise IllegalSplit("the fused group builds a tuple")
+                for v in self.free[m]:  # every field of a split tuple is cut the same way
+                    if v in needs and needs[v] != r:
+                        raise IllegalSplit(f"{v.name} would be needed as two different slices")
+                    needs[v] = r
+                rebuilds[m] = None
+                continue
+            res = split_call(b.value, _first_field_shape(b.var) if r is not None else None, r)
             for operand, oreg in zip(tensor_operands(b.value), res.operand_regions):
                 if operand in needs and needs[operand] != oreg:
                     raise IllegalSplit(f"{getattr(operand, 'name', 'an operand')} would be needed as two different slices")

@@ -157,6 +157,8 @@ class Plan:
         ops = d.get("ops", {})
         if not isinstance(ops, dict):
             raise PlanError("plan 'ops' must be an object {op_id: decision}")
+        if not isinstance(d.get("meta") or {}, dict):
+            raise PlanError("plan 'meta' must be an object")
         return Plan(
             devices=devices,
             ops={str(k): decision_from_json(v) for k, v in ops.items()},
@@ -190,6 +192,11 @@ class Plan:
             raise PlanError(f"plan lists a device twice: {names}")
         if self.devices[0].kind != "cpu":
             raise PlanError("the plan's first device must be the host cpu")
+        for d in self.devices:
+            try:
+                d.tvm_target()
+            except Exception as e:  # noqa: BLE001 - TVM reports a bad target with several error types
+                raise PlanError(f"device {d.name!r}: TVM rejects target {d.target}: {str(e).splitlines()[0]}") from None
         for op_id, dec in self.ops.items():
             if op_id not in graph.ops:
                 raise PlanError(f"plan names op {op_id!r}, which this model does not have (see --explain for op ids)")

@@ -93,6 +93,9 @@ def main(argv=None) -> int:
     ap.add_argument("--repeat", type=int, default=0, help="time N runs and print median_us / p90_us")
     ap.add_argument("--seed", type=int, default=0, help="seed of the random inputs")
     args = ap.parse_args(argv)
+    if args.repeat < 0:
+        print("error: --repeat must be >= 0", file=sys.stderr)
+        return 2
     try:
         runner = Runner(args.artifact)
         if args.input:

@@ -369,6 +369,14 @@ def _strided_slice(call, out_shape, region):
     return RuleResult([region])
 
 
+@rule("split")
+def _split(call, out_shape, region):
+    """R.split returns a tuple; every part is cut along ``region`` (out_shape: the first part's)."""
+    if _norm_axis(int(call.attrs.axis), len(out_shape)) == region.axis:
+        raise IllegalSplit(f"split cuts along axis {region.axis}")
+    return RuleResult([region])
+
+
 @rule("take")
 def _take(call, out_shape, region):
     data, idx = tensor_operands(call)

@@ -188,6 +188,9 @@ class _Emitter:
         env = {}
         for m in op.members:
             b = self.g.bindings[m]
+            if not isinstance(b.value, relax.Call):  # tuple access inside the group
+                env[b.var] = self.emit(substitute(b.value, lambda v: env[v] if v in env else self.get(v, dev, None)))
+                continue
             operands = [
                 env[o] if o in env else self.get(o, dev, needs.get(o)) for o in tensor_operands(b.value)
             ]
