@@ -13,12 +13,20 @@ setup(
     packages=find_packages(include=["tvm_partition", "tvm_partition.*"]),
     install_requires=[
         "apache-tvm==0.27.0.post1",
+        # apache-tvm-ffi 0.1.15.x segfaults serialising IRModules with TVM 0.27.0.post1
+        # (tvm.ir.save_json, and so MetaSchedule's databases); 0.1.14.post1 works
+        "apache-tvm-ffi==0.1.14.post1",
         "numpy",
         "networkx",
         "xgboost",
         "ortools",
         # the ONNX model source (tvm_partition.frontend) needs onnx to read .onnx files
         "onnx",
+        # MetaSchedule tuning (tvm_partition.tune) measures candidates in process pools: TVM's
+        # "popen-pool" extra; tqdm draws the progress bar of long tuning runs
+        "psutil",
+        "cloudpickle",
+        "tqdm",
     ],
     extras_require={
         "test": ["pytest", "hypothesis", "onnx", "onnxruntime"],

@@ -28,6 +28,9 @@ from .passes import ApplyPlan, PropagateVDevice
 from .plan import Plan
 
 
+TUNED_ATTR = "tvm_partition.tuned"
+
+
 class BuildError(RuntimeError):
     """The plan could not be compiled; the message says which kernel or device."""
 
@@ -108,7 +111,7 @@ def schedule_gpu(mod: tvm.IRModule, kernel_devices: dict[str, str], devices: lis
     rules = [dl.gpu.Matmul(), dl.gpu.GEMV(), dl.gpu.Reduction(), dl.gpu.GeneralReduction(), dl.gpu.Fallback()]
     out = tvm.IRModule(dict(mod.functions), attrs=mod.attrs, global_infos=mod.global_infos)
     for gv, func in mod.functions_items():
-        if kernel_devices.get(gv.name_hint) not in gpu_names:
+        if kernel_devices.get(gv.name_hint) not in gpu_names or (func.attrs and func.attrs.get("tirx.is_scheduled")):
             continue
         for rule in rules:
             try:
@@ -123,10 +126,13 @@ def schedule_gpu(mod: tvm.IRModule, kernel_devices: dict[str, str], devices: lis
     return out
 
 
-def lower(mod: tvm.IRModule, plan: Plan, graph=None) -> tuple[tvm.IRModule, dict[str, str]]:
+def lower(mod: tvm.IRModule, plan: Plan, graph=None, database=None) -> tuple[tvm.IRModule, dict[str, str]]:
     """Steps 1-6 of the pipeline: the module ``tvm.compile`` receives, and where each kernel runs.
 
-    ``graph``: the OpGraph of ``mod`` if the caller has it (saves analysing the model again)."""
+    ``graph``: the OpGraph of ``mod`` if the caller has it (saves analysing the model again).
+    ``database``: a MetaSchedule database (:mod:`tvm_partition.tuning`); kernels it has records
+    for get their tuned schedule (attribute ``tvm_partition.tuned``), the others dlight (GPU)
+    or TVM's default llvm pipeline (CPU)."""
     seq = tvm.transform.Sequential(
         [
             ApplyPlan(plan, graph=graph),
@@ -144,8 +150,21 @@ def lower(mod: tvm.IRModule, plan: Plan, graph=None) -> tuple[tvm.IRModule, dict
     )
     mod = seq(mod)
     mod, placed = attach_targets(mod, plan.devices)
+    if database is not None:
+        from .tuning import apply_database
+
+        mod, tuned = apply_database(mod, placed, plan.devices, database)
+        for name in tuned:
+            gv = mod.get_global_var(name)
+            mod[gv] = mod[gv].with_attr(TUNED_ATTR, True)
     mod = schedule_gpu(mod, placed, plan.devices)
     return mod, placed
+
+
+def tuned_kernels(mod: tvm.IRModule) -> list[str]:
+    """Kernels of a lowered module that run a schedule from the tuning database."""
+    return sorted(gv.name_hint for gv, f in mod.functions_items()
+                  if isinstance(f, tvm.tirx.PrimFunc) and f.attrs and f.attrs.get(TUNED_ATTR))
 
 
 def vm_pipeline(off_host: bool) -> tvm.transform.Pass:
@@ -166,10 +185,11 @@ def vm_pipeline(off_host: bool) -> tvm.transform.Pass:
     )
 
 
-def build(mod: tvm.IRModule, plan: Plan, graph=None) -> BuildResult:
-    """Apply ``plan`` to ``mod`` (high-level Relax, ``main`` with ``num_input``) and compile it."""
+def build(mod: tvm.IRModule, plan: Plan, graph=None, database=None) -> BuildResult:
+    """Apply ``plan`` to ``mod`` (high-level Relax, ``main`` with ``num_input``) and compile it,
+    with the tuned schedules of ``database`` where it has them."""
     t0 = time.perf_counter()
-    lowered, placed = lower(mod, plan, graph)
+    lowered, placed = lower(mod, plan, graph, database)
     off_host = any(placed.get(name, plan.host) != plan.host for name, _ in _call_sites(lowered))
     try:
         ex = tvm.compile(lowered, relax_pipeline=vm_pipeline(off_host))

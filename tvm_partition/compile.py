@@ -40,6 +40,14 @@ class Compiled:
     plan: Plan
     build: object  # build.BuildResult
     plan_s: float
+    tuning_db: str | None = None  # the tuning database applied, if any
+    num_threads: int = dataclasses.field(default_factory=lambda: os.cpu_count() or 1)
+
+    @property
+    def tuned_kernels(self) -> list[str]:
+        from .build import tuned_kernels
+
+        return tuned_kernels(self.build.module)
 
     def manifest(self) -> dict:
         import tvm
@@ -56,6 +64,9 @@ class Compiled:
             "hardware_fingerprint": hardware_fingerprint(),
             "transform_params": "main_transform_params" in [gv.name_hint for gv in self.build.module.get_global_vars()],
             "kernel_devices": self.build.kernel_devices,
+            "tuning_db": self.tuning_db,
+            "tuned_kernels": self.tuned_kernels,
+            "num_threads": self.num_threads,
             "compile_s": round(self.build.compile_s, 3),
         }
 
@@ -76,13 +87,20 @@ def make_plan(graph, devices: list[DeviceSpec], strategy: str = "equal", plan_fi
     return plan
 
 
-def compile_model(model, devices: list[DeviceSpec], strategy: str = "equal", plan_file: str | None = None) -> Compiled:
+def compile_model(model, devices: list[DeviceSpec], strategy: str = "equal", plan_file: str | None = None,
+                  tuning_db: str | None = None, num_threads: int | None = None) -> Compiled:
+    """Plan and build ``model``; ``tuning_db``: a tuning database folder to apply (None: no tuning)."""
     build, _, graph_mod, _, _ = _lazy()
+    from .tuning import open_database
+
     g = graph_mod.OpGraph(model.mod)
     t0 = time.perf_counter()
     plan = make_plan(g, devices, strategy, plan_file)
     plan_s = time.perf_counter() - t0
-    return Compiled(model, g, plan, build.build(model.mod, plan, g), plan_s)
+    db = open_database(tuning_db) if tuning_db else None
+    result = build.build(model.mod, plan, g, db)
+    return Compiled(model, g, plan, result, plan_s, tuning_db if db is not None else None,
+                    num_threads or os.cpu_count() or 1)
 
 
 def local_devices(devices: list[DeviceSpec]) -> list[DeviceSpec]:
@@ -122,7 +140,11 @@ def check(compiled: Compiled, out_dir: str | None = None) -> tuple[float, float]
     if local is not plan.devices:
         build, *_ = _lazy()
         plan = Plan(local, dict(plan.ops), plan.strategy, plan.predicted_latency_us, dict(plan.meta))
-        compiled = Compiled(compiled.model, compiled.graph, plan, build.build(compiled.model.mod, plan, compiled.graph), 0.0)
+        from .tuning import open_database
+
+        db = open_database(compiled.tuning_db) if compiled.tuning_db else None
+        compiled = Compiled(compiled.model, compiled.graph, plan, build.build(compiled.model.mod, plan, compiled.graph, db),
+                            0.0, compiled.tuning_db, compiled.num_threads)
         out_dir = None
     with tempfile.TemporaryDirectory(prefix="tvmp-check-") as tmp:
         path = out_dir or compiled.save(tmp)
@@ -157,7 +179,20 @@ def explain(compiled: Compiled) -> str:
     lines = ["  ".join(c.ljust(w) if i != 3 else c.rjust(w) for i, (c, w) in enumerate(zip(r, widths))) + "  " + r[-1]
              for r in [head] + rows]
     lines.append(f"{len(g.ops)} fused ops; {sum(1 for op in g.ops.values() if op.split_dims)} splittable")
+    tuned = compiled.tuned_kernels
+    lines.append(f"{len(tuned)} of {len(compiled.build.kernel_devices)} kernels tuned"
+                 + (f" (database {compiled.tuning_db}): {', '.join(tuned)}" if tuned else
+                    " (no tuning database: python -m tvm_partition.tune)"))
     return "\n".join(lines)
+
+
+def _tuning_db(logs: str | None) -> str | None:
+    from .tuning import database_dir
+
+    if logs and not os.path.isdir(logs):
+        raise artifact.ArtifactError(f"--tuning-logs {logs}: no such folder")
+    path = database_dir(logs)
+    return path if os.path.isdir(path) else None
 
 
 def parser() -> argparse.ArgumentParser:
@@ -178,6 +213,11 @@ def parser() -> argparse.ArgumentParser:
     ap.add_argument("--layers", type=int, help="number of layers (lstm, gru, bert)")
     ap.add_argument("--image-size", type=int, help="input height/width (image models)")
     ap.add_argument("--seed", type=int, default=0, help="seed of the zoo weights and example inputs")
+    ap.add_argument("--tuning-logs", help="tuning logs folder (default: the shipped tuning_logs/, the folder "
+                                          "matching this machine)")
+    ap.add_argument("--no-tuning", action="store_true", help="build without the tuning database")
+    ap.add_argument("--target-cpu", help="LLVM -mcpu of the target CPU (default: this machine's)")
+    ap.add_argument("--threads", type=int, help="CPU threads the runner uses (default: all cores here)")
     ap.add_argument("--out", help="write model.so, params.npz, plan.json, manifest.json here")
     ap.add_argument("--check", action="store_true", help="compare with the unpartitioned model; print max_abs_err")
     ap.add_argument("--explain", action="store_true", help="print the fused ops, their legal dims and the plan")
@@ -186,7 +226,7 @@ def parser() -> argparse.ArgumentParser:
 
 def main(argv=None) -> int:
     args = parser().parse_args(argv)
-    for flag in ("batch", "seq_len", "layers", "image_size"):
+    for flag in ("batch", "seq_len", "layers", "image_size", "threads"):
         v = getattr(args, flag)
         if v is not None and v < 1:
             print(f"error: --{flag.replace('_', '-')} must be >= 1", file=sys.stderr)
@@ -195,12 +235,13 @@ def main(argv=None) -> int:
     errors = (frontend.ModelError, PlanError, DeviceError, graph_mod.GraphError, build.BuildError,
               split_rules.IllegalSplit, artifact.ArtifactError)
     try:
-        devices = parse_devices(args.devices, gpu_arch=args.gpu_arch)
+        devices = parse_devices(args.devices, gpu_arch=args.gpu_arch, cpu_mcpu=args.target_cpu)
         t0 = time.perf_counter()
         model = frontend.load(args.model, batch=args.batch, seq_len=args.seq_len, layers=args.layers,
                               image_size=args.image_size, seed=args.seed)
         print(f"model {model.name}: inputs {[(i['name'], i['shape']) for i in model.input_info()]}")
-        compiled = compile_model(model, devices, args.strategy, args.plan)
+        tuning_db = None if args.no_tuning else _tuning_db(args.tuning_logs)
+        compiled = compile_model(model, devices, args.strategy, args.plan, tuning_db, args.threads)
         print(f"plan {compiled.plan.strategy}: {len(compiled.graph)} fused ops, "
               f"{sum(1 for d in compiled.plan.ops.values() if hasattr(d, 'ratios'))} split; "
               f"compiled in {time.perf_counter() - t0:.1f}s")

@@ -20,6 +20,19 @@ from .devices import DeviceError, check_local
 from .inputs import random_input
 
 
+def set_threads(n) -> None:
+    """Size TVM's CPU thread pool as the artifact was built for, unless TVM_NUM_THREADS says otherwise."""
+    import os
+
+    import tvm
+
+    if not n or os.environ.get("TVM_NUM_THREADS"):
+        return
+    config = tvm.get_global_func("runtime.config_threadpool", allow_missing=True)
+    if config is not None:
+        config(1, int(n))  # 1: big cores, n threads
+
+
 class Runner:
     """A loaded artifact: weights already transformed and copied to their devices."""
 
@@ -32,6 +45,7 @@ class Runner:
         self.devices = artifact.devices_of(self.manifest)
         check_local(self.devices)
         self.tvm = tvm
+        set_threads(self.manifest.get("num_threads"))
         self.lib = tvm.runtime.load_module(f"{art_dir}/model.so")
         self.host = self.devices[0].tvm_device()
         self.vm = rvm.VirtualMachine(self.lib, [d.tvm_device() for d in self.devices])

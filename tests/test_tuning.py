@@ -1,0 +1,120 @@
+"""Kernel tuning: MetaSchedule end to end on small kernels, the database, and builds that use it.
+
+One tuning session (two trials of the one kernel of a small ONNX Linear model that the onnx
+package ships) runs once per test module through the CLI; the other tests read its database.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+
+import pytest
+
+from tvm_partition import frontend
+from tvm_partition.build import TUNED_ATTR, tuned_kernels
+from tvm_partition.compile import check, compile_model
+from tvm_partition.devices import parse_devices
+from tvm_partition.tune import extract_kernels
+from tvm_partition.tuning import database_dir, is_tuned, open_database, tune
+
+import onnx
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+LINEAR = os.path.join(os.path.dirname(onnx.__file__), "backend", "test", "data", "pytorch-converted", "test_Linear",
+                      "model.onnx")
+MODEL = [LINEAR]
+
+
+def cli(module, *args, timeout=900):
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([REPO, os.environ.get("PYTHONPATH", "")]))
+    return subprocess.run([sys.executable, "-m", f"tvm_partition.{module}", *map(str, args)],
+                          capture_output=True, text=True, cwd=REPO, env=env, timeout=timeout)
+
+
+@pytest.fixture(scope="module")
+def tuned(tmp_path_factory):
+    logs = tmp_path_factory.mktemp("tuning_logs")
+    t0 = time.perf_counter()
+    proc = cli("tune", *MODEL, "--devices", "cpu", "--trials", "2", "--tuning-logs", logs)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    return logs, proc, time.perf_counter() - t0
+
+
+def model():
+    return frontend.load(LINEAR)
+
+
+def test_tune_writes_a_database_for_every_kernel(tuned):
+    logs, proc, _ = tuned
+    path = database_dir(str(logs))
+    assert os.path.exists(os.path.join(path, "database_tuning_record.json"))
+    kernels = extract_kernels(model(), parse_devices("cpu"))
+    db = open_database(path)  # a fresh read of the files: the database round-trips
+    assert kernels and all(is_tuned(db, k) for k in kernels)
+    assert f"tuned {len(kernels)}," in proc.stdout
+
+
+def test_rerun_skips_tuned_kernels(tuned):
+    logs, _, first_s = tuned
+    kernels = extract_kernels(model(), parse_devices("cpu"))
+    t0 = time.perf_counter()
+    stats = tune(kernels, database_dir(str(logs)), trials=2)
+    assert stats == {"tuned": 0, "skipped": len(kernels), "left": 0}
+    assert time.perf_counter() - t0 < first_s / 2
+
+
+def test_build_uses_the_tuned_schedules_and_stays_correct(tuned):
+    logs, _, _ = tuned
+    m = model()
+    for strategy in ("cpu",):  # the tuned kernel is the whole op on the host
+        compiled = compile_model(m, parse_devices("cpu,cpu"), strategy, tuning_db=database_dir(str(logs)))
+        names = tuned_kernels(compiled.build.module)
+        assert names, "no kernel took a schedule from the database"
+        func = compiled.build.module[compiled.build.module.get_global_var(names[0])]
+        assert func.attrs[TUNED_ATTR] and func.attrs["tirx.is_scheduled"]
+        err, tol = check(compiled)
+        assert err <= tol
+    untuned = compile_model(m, parse_devices("cpu,cpu"), "cpu")
+    assert tuned_kernels(untuned.build.module) == []
+
+
+def test_cli_tuning_flags_and_manifest(tuned, tmp_path):
+    logs, _, _ = tuned
+    with_db, without = tmp_path / "tuned", tmp_path / "untuned"
+    a = cli("compile", *MODEL, "--devices", "cpu,cpu", "--strategy", "cpu", "--tuning-logs", logs,
+            "--threads", "1", "--out", with_db, "--explain")
+    assert a.returncode == 0, a.stderr
+    assert "kernels tuned (database" in a.stdout
+    b = cli("compile", *MODEL, "--devices", "cpu,cpu", "--strategy", "cpu", "--tuning-logs", logs, "--no-tuning",
+            "--out", without)
+    assert b.returncode == 0, b.stderr
+    m_a = json.loads((with_db / "manifest.json").read_text())
+    m_b = json.loads((without / "manifest.json").read_text())
+    assert m_a["tuned_kernels"] and m_a["tuning_db"]
+    assert m_b["tuned_kernels"] == [] and m_b["tuning_db"] is None
+    assert m_a["num_threads"] == 1
+    # the runner sizes TVM's thread pool from the manifest
+    code = ("import tvm; from tvm_partition.run import Runner; r = Runner(%r); "
+            "r.run(r.example_inputs()); print(tvm.runtime.num_threads())" % str(with_db))
+    env = dict(os.environ, PYTHONPATH=REPO)
+    env.pop("TVM_NUM_THREADS", None)
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=300)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip().splitlines()[-1] == "1"
+
+
+def test_tune_list_and_bad_input(tuned):
+    logs, _, _ = tuned
+    listed = cli("tune", *MODEL, "--tuning-logs", logs, "--list")
+    assert listed.returncode == 0 and "tuned" in listed.stdout and "untuned" not in listed.stdout
+    for args, message in [
+        (["--trials", "0"], "--trials must be >= 1"),
+        (["--ratios", "1.5"], "strictly between 0 and 1"),
+        (["--devices", "cpu,tpu"], "unknown device kind"),
+    ]:
+        proc = cli("tune", *MODEL, *args, "--list")
+        assert proc.returncode != 0 and message in proc.stderr and "Traceback" not in proc.stderr

@@ -1,0 +1,139 @@
+"""Tune the kernels a model's builds launch with MetaSchedule; append them to the tuning logs.
+
+    python -m tvm_partition.tune MODEL --devices cpu|gpu|cpu,gpu [--trials N] [--budget-s S]
+        [--tuning-logs DIR] [--target-cpu MCPU] [--plan FILE] [--ratios 0.25,0.5,0.75]
+
+The kernels are TVM's fused PrimFuncs of the builds: the whole model on each device, and, for
+two devices, the part shapes of splits at each ratio of ``--ratios`` (or exactly the kernels of
+``--plan``). Heaviest kernels go first; kernels already in the database are skipped, so a rerun
+resumes and a killed run loses at most the kernel in flight.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import sys
+
+from .devices import DeviceError, parse_devices
+from .plan import OnDevice, Plan, PlanError, Split
+
+
+def extraction_plans(graph, devices, plan_file: str | None = None, ratios=(0.25, 0.5, 0.75)) -> list[Plan]:
+    """The plans whose kernels are tuned: ``plan_file``, or each device alone plus a ratio grid."""
+    from .planners.baselines import preferred_dim
+
+    if plan_file:
+        plan = Plan.load(plan_file)
+        plan.validate(graph)
+        return [plan]
+    plans = [Plan(devices, {i: OnDevice(d.name) for i, op in graph.ops.items() if not op.is_view}, strategy=d.name)
+             for d in devices]
+    if len(devices) >= 2:
+        acc, host = devices[1].name, devices[0].name
+        for r in ratios:
+            ops = {}
+            for i, op in graph.ops.items():
+                dim = None if op.is_view else preferred_dim(graph, i)
+                if dim is not None:
+                    ops[i] = Split(dim, (r, 1 - r), (acc, host))
+            plans.append(Plan(devices, ops, strategy=f"split-{r:g}"))
+    return plans
+
+
+def extract_kernels(model, devices, plan_file=None, ratios=(0.25, 0.5, 0.75)):
+    """Distinct kernels (per device) of every extraction plan, heaviest first."""
+    import tvm_ffi
+
+    from .build import lower
+    from .graph import OpGraph
+    from .tuning import kernels_of
+
+    graph = OpGraph(model.mod)
+    seen, out = set(), []
+    for plan in extraction_plans(graph, devices, plan_file, ratios):
+        lowered, placed = lower(model.mod, plan, graph)
+        for k in kernels_of(lowered, placed, plan.devices):
+            key = (tvm_ffi.structural_hash(k.mod), k.device.name)
+            if key not in seen:
+                seen.add(key)
+                out.append(k)
+    return sorted(out, key=lambda k: -k.flops)
+
+
+def parse_ratios(text: str) -> tuple[float, ...]:
+    try:
+        ratios = tuple(float(x) for x in text.split(",") if x.strip())
+    except ValueError:
+        raise PlanError(f"--ratios {text!r}: expected numbers like 0.25,0.5,0.75") from None
+    if not ratios or any(not 0 < r < 1 for r in ratios):
+        raise PlanError(f"--ratios {text!r}: each ratio must be strictly between 0 and 1")
+    return ratios
+
+
+def main(argv=None) -> int:
+    from . import zoo
+
+    ap = argparse.ArgumentParser(prog="python -m tvm_partition.tune", description=__doc__.split("\n\n")[0],
+                                 epilog=f"zoo models: {', '.join(zoo.NAMES)}")
+    ap.add_argument("model", help="zoo name or path to an .onnx file")
+    ap.add_argument("--devices", default="cpu", help="cpu (default), gpu or cpu,gpu")
+    ap.add_argument("--trials", type=int, default=64, help="MetaSchedule trials per kernel (default 64)")
+    ap.add_argument("--budget-s", type=float, help="stop starting new kernels after this many seconds")
+    ap.add_argument("--tuning-logs", help="tuning logs folder (default: the shipped tuning_logs/)")
+    ap.add_argument("--target-cpu", help="LLVM -mcpu of the CPU to tune for (default: this machine's)")
+    ap.add_argument("--gpu-arch", default="sm_90", help="CUDA arch (default sm_90)")
+    ap.add_argument("--plan", help="tune exactly the kernels of this plan")
+    ap.add_argument("--ratios", default="0.25,0.5,0.75", help="split ratios whose part shapes are tuned")
+    ap.add_argument("--batch", type=int)
+    ap.add_argument("--seq-len", type=int)
+    ap.add_argument("--layers", type=int)
+    ap.add_argument("--image-size", type=int)
+    ap.add_argument("--list", action="store_true", help="list the kernels and whether they are tuned; tune nothing")
+    args = ap.parse_args(argv)
+    if args.trials < 1:
+        print("error: --trials must be >= 1", file=sys.stderr)
+        return 2
+
+    from . import frontend
+    from .graph import GraphError
+    from .tuning import TuningError, database_dir, is_tuned, open_database, tune
+
+    try:
+        text = args.devices if args.devices.split(",")[0].strip() == "cpu" else "cpu," + args.devices
+        devices = parse_devices(text, gpu_arch=args.gpu_arch, cpu_mcpu=args.target_cpu)
+        model = frontend.load(args.model, batch=args.batch, seq_len=args.seq_len, layers=args.layers,
+                              image_size=args.image_size)
+        ratios = parse_ratios(args.ratios)
+        kernels = extract_kernels(model, devices, args.plan, ratios)
+        wanted = {k.strip() for k in args.devices.split(",")}
+        kernels = [k for k in kernels if k.device.kind in wanted]
+        db_path = database_dir(args.tuning_logs)
+        if args.list:
+            db = open_database(db_path)
+            for k in kernels:
+                print(f"{'tuned  ' if is_tuned(db, k) else 'untuned'} {k.device.name:<5} {k.flops / 1e6:10.2f} MFLOP  {k.name}")
+            return 0
+        print(f"{len(kernels)} kernels of {model.name} on {args.devices}; database {db_path}")
+        logging.getLogger("tvm.s_tir.meta_schedule").setLevel(logging.WARNING)
+        from tqdm import tqdm
+
+        with tqdm(total=len(kernels), unit="kernel", dynamic_ncols=True) as bar:
+            def progress(i, n, k, elapsed):
+                bar.total = n
+                bar.n = i
+                bar.set_description(f"{k.device.name}:{k.name[:40]}")
+                bar.refresh()
+
+            stats = tune(kernels, db_path, trials=args.trials, budget_s=args.budget_s, progress=progress)
+            bar.n = bar.total
+            bar.refresh()
+        print(f"tuned {stats['tuned']}, already tuned {stats['skipped']}, left for a later run {stats['left']}")
+    except (frontend.ModelError, PlanError, DeviceError, GraphError, TuningError) as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
