@@ -2,10 +2,12 @@
 
     python -m tvm_partition.compile [MODEL] [--strategy cpu|gpu|equal] [--plan FILE]
         [--devices cpu,gpu|cpu,cpu] [--batch N] [--seq-len N] [--layers N] [--image-size N]
+        [--tuning-logs DIR | --no-tuning] [--target-cpu MCPU] [--threads N]
         [--out DIR] [--check] [--explain]
 
-MODEL is a zoo name (default: lstm) or a path to an .onnx file. ``--out`` writes model.so,
-params.npz, plan.json and manifest.json. ``--check`` runs the unpartitioned and the partitioned
+MODEL is a zoo name (default: lstm) or a path to an .onnx file. Kernels the tuning database
+(``python -m tvm_partition.tune``) has records for run their tuned schedules. ``--out`` writes
+model.so, params.npz, plan.json and manifest.json. ``--check`` runs the unpartitioned and the partitioned
 model on the same seeded input on this machine's devices (``cpu,cpu`` where there is no GPU),
 prints ``max_abs_err=<value>`` and fails beyond tolerance.
 """
