@@ -27,6 +27,7 @@ REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 LINEAR = os.path.join(os.path.dirname(onnx.__file__), "backend", "test", "data", "pytorch-converted", "test_Linear",
                       "model.onnx")
 MODEL = [LINEAR]
+TRIALS = 2
 
 
 def cli(module, *args, timeout=900):
@@ -39,7 +40,7 @@ def cli(module, *args, timeout=900):
 def tuned(tmp_path_factory):
     logs = tmp_path_factory.mktemp("tuning_logs")
     t0 = time.perf_counter()
-    proc = cli("tune", *MODEL, "--devices", "cpu", "--trials", "2", "--tuning-logs", logs)
+    proc = cli("tune", *MODEL, "--devices", "cpu", "--trials", TRIALS, "--tuning-logs", logs)
     assert proc.returncode == 0, proc.stderr[-3000:]
     return logs, proc, time.perf_counter() - t0
 
@@ -48,21 +49,37 @@ def model():
     return frontend.load(LINEAR)
 
 
+def compute_kernels():
+    return [k for k in extract_kernels(model(), parse_devices("cpu")) if k.flops > 0]
+
+
 def test_tune_writes_a_database_for_every_kernel(tuned):
     logs, proc, _ = tuned
     path = database_dir(str(logs))
     assert os.path.exists(os.path.join(path, "database_tuning_record.json"))
-    kernels = extract_kernels(model(), parse_devices("cpu"))
+    kernels = compute_kernels()
     db = open_database(path)  # a fresh read of the files: the database round-trips
     assert kernels and all(is_tuned(db, k) for k in kernels)
     assert f"tuned {len(kernels)}," in proc.stdout
+    assert f"{TRIALS}/{TRIALS}" in proc.stderr  # the progress bar counts trials to the end
+
+
+def test_data_movement_kernels_are_not_tuned(tuned):
+    logs, _, _ = tuned
+    movers = [k for k in extract_kernels(model(), parse_devices("cpu")) if k.flops <= 0]
+    assert movers, "the Linear model transposes its weight: one kernel without arithmetic"
+    db = open_database(database_dir(str(logs)))
+    assert not any(is_tuned(db, k) for k in movers)
+    listed = cli("tune", *MODEL, "--tuning-logs", logs, "--list").stdout
+    [line] = [line for line in listed.splitlines() if line.endswith(" " + movers[0].name)]
+    assert line.startswith("copy ")
 
 
 def test_rerun_skips_tuned_kernels(tuned):
     logs, _, first_s = tuned
-    kernels = extract_kernels(model(), parse_devices("cpu"))
+    kernels = compute_kernels()
     t0 = time.perf_counter()
-    stats = tune(kernels, database_dir(str(logs)), trials=2)
+    stats = tune(kernels, database_dir(str(logs)), trials=TRIALS)
     assert stats == {"tuned": 0, "skipped": len(kernels), "left": 0}
     assert time.perf_counter() - t0 < first_s / 2
 
@@ -118,3 +135,21 @@ def test_tune_list_and_bad_input(tuned):
     ]:
         proc = cli("tune", *MODEL, *args, "--list")
         assert proc.returncode != 0 and message in proc.stderr and "Traceback" not in proc.stderr
+
+
+def test_kernel_benchmark_times_default_and_tuned_schedules(tuned, tmp_path):
+    logs, _, _ = tuned
+    proc = cli("bench_kernels", *MODEL, "--tuning-logs", logs, "--out", tmp_path, "--repeat", "3")
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    result = json.loads((tmp_path / "kernels.json").read_text())
+    assert [r["kernel"] for r in result["kernels"]] == [k.name for k in compute_kernels()]
+    assert all(r["default_us"] > 0 and r["tuned_us"] > 0 for r in result["kernels"])
+    assert result["peak_gflops"] > 0
+    [whole] = result["models"]
+    assert whole["default_us"] > 0 and whole["tuned_us"] > 0
+    assert "| model | kernel |" in (tmp_path / "kernels.md").read_text()
+
+
+def test_kernel_benchmark_needs_a_database(tmp_path):
+    proc = cli("bench_kernels", *MODEL, "--tuning-logs", tmp_path / "empty", "--no-models")
+    assert proc.returncode == 2 and "no tuning database" in proc.stderr and "Traceback" not in proc.stderr

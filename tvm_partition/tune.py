@@ -6,7 +6,10 @@
 The kernels are TVM's fused PrimFuncs of the builds: the whole model on each device, and, for
 two devices, the part shapes of splits at each ratio of ``--ratios`` (or exactly the kernels of
 ``--plan``). Heaviest kernels go first; kernels already in the database are skipped, so a rerun
-resumes and a killed run loses at most the kernel in flight.
+resumes and a killed run loses at most the kernel in flight. Kernels that do no arithmetic
+(slices, reshapes, transposes: TVM estimates 0 FLOPs) are pure data movement and keep TVM's
+default schedule: an LSTM over 100 steps launches 100 distinct slice kernels, and tuning them
+would cost an hour for nothing.
 """
 
 from __future__ import annotations
@@ -89,7 +92,8 @@ def main(argv=None) -> int:
     ap.add_argument("--seq-len", type=int)
     ap.add_argument("--layers", type=int)
     ap.add_argument("--image-size", type=int)
-    ap.add_argument("--list", action="store_true", help="list the kernels and whether they are tuned; tune nothing")
+    ap.add_argument("--list", action="store_true",
+                    help="list the kernels: tuned, untuned, or copy (data movement, never tuned); tune nothing")
     args = ap.parse_args(argv)
     if args.trials < 1:
         print("error: --trials must be >= 1", file=sys.stderr)
@@ -108,26 +112,31 @@ def main(argv=None) -> int:
         kernels = extract_kernels(model, devices, args.plan, ratios)
         wanted = {k.strip() for k in args.devices.split(",")}
         kernels = [k for k in kernels if k.device.kind in wanted]
+        movers = [k for k in kernels if k.flops <= 0]
+        kernels = [k for k in kernels if k.flops > 0]
         db_path = database_dir(args.tuning_logs)
+        db = open_database(db_path)
         if args.list:
-            db = open_database(db_path)
             for k in kernels:
                 print(f"{'tuned  ' if is_tuned(db, k) else 'untuned'} {k.device.name:<5} {k.flops / 1e6:10.2f} MFLOP  {k.name}")
+            for k in movers:
+                print(f"copy    {k.device.name:<5} {0:10.2f} MFLOP  {k.name}")
             return 0
-        print(f"{len(kernels)} kernels of {model.name} on {args.devices}; database {db_path}")
+        print(f"{len(kernels)} kernels of {model.name} on {args.devices} ({len(movers)} data-movement kernels "
+              f"keep TVM's default schedule); database {db_path}")
         logging.getLogger("tvm.s_tir.meta_schedule").setLevel(logging.WARNING)
         from tqdm import tqdm
 
-        with tqdm(total=len(kernels), unit="kernel", dynamic_ncols=True) as bar:
-            def progress(i, n, k, elapsed):
-                bar.total = n
-                bar.n = i
-                bar.set_description(f"{k.device.name}:{k.name[:40]}")
-                bar.refresh()
+        untuned = sum(1 for k in kernels if not is_tuned(db, k))
+        # one tick per measured trial: tqdm's rate gives the time left
+        with tqdm(total=args.trials * untuned, unit="trial", dynamic_ncols=True) as bar:
+            def progress(kernel, n):
+                bar.set_description(f"{kernel.device.name}:{kernel.name[:40]}", refresh=False)
+                bar.update(n)
 
             stats = tune(kernels, db_path, trials=args.trials, budget_s=args.budget_s, progress=progress)
-            bar.n = bar.total
-            bar.refresh()
+            if not stats["left"]:  # a kernel whose search space is smaller than --trials ends early
+                bar.update(bar.total - bar.n)
         print(f"tuned {stats['tuned']}, already tuned {stats['skipped']}, left for a later run {stats['left']}")
     except (frontend.ModelError, PlanError, DeviceError, GraphError, TuningError) as e:
         print(f"error: {e}", file=sys.stderr)

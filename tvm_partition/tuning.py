@@ -126,6 +126,13 @@ def is_tuned(db, kernel: Kernel) -> bool:
     return best_record(db, kernel.mod, tuning_target(kernel.device)) is not None
 
 
+def scheduled(kmod: tvm.IRModule, record) -> tvm.tirx.PrimFunc:
+    """The kernel ``kmod`` (see :func:`kernel_module`) with the schedule of a tuning ``record``."""
+    sch = tvm.s_tir.Schedule(kmod)
+    record.trace.apply_to_schedule(sch, remove_postproc=False)
+    return sch.mod["main"].with_attr("tirx.is_scheduled", True)
+
+
 def apply_database(mod: tvm.IRModule, kernel_devices: dict[str, str], devices: list[DeviceSpec], db):
     """Replace every kernel the database has a record for by its tuned schedule.
 
@@ -145,12 +152,23 @@ def apply_database(mod: tvm.IRModule, kernel_devices: dict[str, str], devices: l
         record = best_record(db, kmod, tuning_target(dev))
         if record is None:
             continue
-        sch = tvm.s_tir.Schedule(kmod)
-        record.trace.apply_to_schedule(sch, remove_postproc=False)
-        new = sch.mod["main"].with_attr("global_symbol", func.attrs.get("global_symbol", gv.name_hint))
-        out[gv] = new.with_attr("target", func.attrs["target"]).with_attr("tirx.is_scheduled", True)
+        new = scheduled(kmod, record).with_attr("global_symbol", func.attrs.get("global_symbol", gv.name_hint))
+        out[gv] = new.with_attr("target", func.attrs["target"])
         tuned.append(gv.name_hint)
     return out, sorted(tuned)
+
+
+def _progress_callback(ks: list[Kernel], progress):
+    """A MetaSchedule measure callback reporting ``progress(kernel, trials measured)`` per batch."""
+    from tvm.s_tir.meta_schedule.measure_callback import PyMeasureCallback
+    from tvm.ir.utils import derived_object
+
+    @derived_object
+    class Progress(PyMeasureCallback):
+        def apply(self, task_scheduler, task_id, measure_candidates, builder_results, runner_results):
+            progress(ks[task_id], len(measure_candidates))
+
+    return Progress()
 
 
 def tune(kernels: list[Kernel], db_path: str, *, trials: int = 64, budget_s: float | None = None,
@@ -160,6 +178,7 @@ def tune(kernels: list[Kernel], db_path: str, *, trials: int = 64, budget_s: flo
     Kernels are tuned ``batch`` at a time in one MetaSchedule session (its start-up, builder and
     runner pools cost tens of seconds, so one session per kernel would dominate); records are
     appended as trials are measured. ``budget_s`` stops starting new batches once spent.
+    ``progress(kernel, n)`` is called as each round of ``n`` trials of a kernel is measured.
     Returns counts: tuned, skipped, left.
     """
     import tvm.s_tir.meta_schedule as ms
@@ -181,32 +200,31 @@ def tune(kernels: list[Kernel], db_path: str, *, trials: int = 64, budget_s: flo
     for k in todo:  # one session per target
         groups.setdefault(k.device.name, []).append(k)
     batches = [ks[i : i + batch] for ks in groups.values() for i in range(0, len(ks), batch)]
-    done = 0
     for j, ks in enumerate(batches):
-        elapsed = time.perf_counter() - t0
-        if budget_s is not None and elapsed >= budget_s:
+        if budget_s is not None and time.perf_counter() - t0 >= budget_s:
             stats["left"] = sum(len(b) for b in batches[j:])
             break
-        if progress is not None:
-            progress(done, len(todo), ks[0], elapsed)
-        # each task's workload must be exactly kernel_module(): {"main": PrimFunc named main}
-        mod = tvm.IRModule({f"k{i}": k.mod["main"] for i, k in enumerate(ks)})
+        # each task's workload must be exactly kernel_module(): {"main": PrimFunc named main};
+        # MetaSchedule orders tasks by name, so the zero-padded names keep the order of ks
+        mod = tvm.IRModule({f"k{i:03d}": k.mod["main"] for i, k in enumerate(ks)})
         # the evolutionary search's population scales with the trials asked for (its default of
         # 512 candidates per round costs minutes per kernel on a small machine)
         strategy = ms.search_strategy.EvolutionarySearch(
             population_size=max(32, min(512, 8 * trials)), init_min_unmeasured=min(50, 4 * trials),
             genetic_num_iters=2 if trials <= 16 else 4,
         )
+        callbacks = list(ms.measure_callback.MeasureCallback.create("default"))
+        if progress is not None:
+            callbacks.append(_progress_callback(ks, progress))
         with tempfile.TemporaryDirectory(prefix="tvmp-tune-") as work:
             ms.tir_integration.tune_tir(
                 mod, tuning_target(ks[0].device), work, max_trials_global=trials * len(ks),
                 max_trials_per_task=trials, num_trials_per_iter=min(trials, 16), database=db,
-                strategy=strategy, num_tuning_cores=os.cpu_count() or 1,
+                strategy=strategy, num_tuning_cores=os.cpu_count() or 1, measure_callbacks=callbacks,
                 # a fresh builder worker imports TVM and its tensor intrinsics first: tens of
                 # seconds on a small machine, over MetaSchedule's 30 s default
                 builder=ms.builder.LocalBuilder(timeout_sec=600),
                 runner=ms.runner.LocalRunner(timeout_sec=120),
             )
-        done += len(ks)
         stats["tuned"] += sum(1 for k in ks if is_tuned(db, k))
     return stats
