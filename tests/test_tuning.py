@@ -19,7 +19,10 @@ from tvm_partition.build import TUNED_ATTR, tuned_kernels
 from tvm_partition.compile import check, compile_model
 from tvm_partition.devices import parse_devices
 from tvm_partition.tune import extract_kernels
-from tvm_partition.tuning import database_dir, is_tuned, open_database, tune
+from tvm_partition import planners
+from tvm_partition.build import lower
+from tvm_partition.graph import OpGraph
+from tvm_partition.tuning import database_dir, is_default, is_tuned, open_database, tune
 
 import onnx
 
@@ -45,6 +48,24 @@ def tuned(tmp_path_factory):
     return logs, proc, time.perf_counter() - t0
 
 
+@pytest.fixture(scope="module")
+def tuned_only(tuned, tmp_path_factory):
+    """The tuned database without its default-schedule records. On this tiny kernel TVM's default
+    schedule is faster than anything two trials find, so builds would rightly keep it; the tests
+    of how tuned schedules are applied use this copy."""
+    import tvm.s_tir.meta_schedule as ms
+
+    src = open_database(database_dir(str(tuned[0])))
+    path = str(tmp_path_factory.mktemp("tuned_only"))
+    dst = open_database(path, create=True)
+    for r in src.get_all_tuning_records():
+        if not is_default(r):
+            dst.commit_tuning_record(ms.database.TuningRecord(r.trace, dst.commit_workload(r.workload.mod),
+                                                              [float(x) for x in r.run_secs],
+                                                              r.target, r.args_info))
+    return path
+
+
 def model():
     return frontend.load(LINEAR)
 
@@ -62,6 +83,32 @@ def test_tune_writes_a_database_for_every_kernel(tuned):
     assert kernels and all(is_tuned(db, k) for k in kernels)
     assert f"tuned {len(kernels)}," in proc.stdout
     assert f"{TRIALS}/{TRIALS}" in proc.stderr  # the progress bar counts trials to the end
+    # TVM's default schedule of each kernel is measured and recorded beside the tuned ones
+    for k in kernels:
+        records = db.get_top_k(db.commit_workload(k.mod), 1000)
+        assert sum(is_default(r) for r in records) == 1 and len(records) > 1
+    assert f"default schedules measured {len(kernels)}" in proc.stdout
+
+
+def test_a_default_schedule_faster_than_every_tuned_one_is_kept(tuned):
+    import tvm.s_tir.meta_schedule as ms
+
+    logs, _, _ = tuned
+    m = model()
+    plan = planners.plan_with("cpu", OpGraph(m.mod), parse_devices("cpu"))
+    db = open_database(database_dir(str(logs)))
+
+    def with_default_time(secs):  # the same records, the default schedule timed at ``secs``
+        out = ms.database.MemoryDatabase()
+        for k in compute_kernels():
+            for r in db.get_top_k(db.commit_workload(k.mod), 1000):
+                out.commit_tuning_record(ms.database.TuningRecord(
+                    r.trace, out.commit_workload(k.mod), [secs] if is_default(r) else [float(x) for x in r.run_secs],
+                    r.target, r.args_info))
+        return out
+
+    assert tuned_kernels(lower(m.mod, plan, database=with_default_time(1.0))[0])
+    assert tuned_kernels(lower(m.mod, plan, database=with_default_time(1e-12))[0]) == []
 
 
 def test_data_movement_kernels_are_not_tuned(tuned):
@@ -80,15 +127,14 @@ def test_rerun_skips_tuned_kernels(tuned):
     kernels = compute_kernels()
     t0 = time.perf_counter()
     stats = tune(kernels, database_dir(str(logs)), trials=TRIALS)
-    assert stats == {"tuned": 0, "skipped": len(kernels), "left": 0}
+    assert stats == {"tuned": 0, "skipped": len(kernels), "left": 0, "defaults": 0}
     assert time.perf_counter() - t0 < first_s / 2
 
 
-def test_build_uses_the_tuned_schedules_and_stays_correct(tuned):
-    logs, _, _ = tuned
+def test_build_uses_the_tuned_schedules_and_stays_correct(tuned_only):
     m = model()
     for strategy in ("cpu",):  # the tuned kernel is the whole op on the host
-        compiled = compile_model(m, parse_devices("cpu,cpu"), strategy, tuning_db=database_dir(str(logs)))
+        compiled = compile_model(m, parse_devices("cpu,cpu"), strategy, tuning_db=tuned_only)
         names = tuned_kernels(compiled.build.module)
         assert names, "no kernel took a schedule from the database"
         func = compiled.build.module[compiled.build.module.get_global_var(names[0])]
@@ -99,8 +145,8 @@ def test_build_uses_the_tuned_schedules_and_stays_correct(tuned):
     assert tuned_kernels(untuned.build.module) == []
 
 
-def test_cli_tuning_flags_and_manifest(tuned, tmp_path):
-    logs, _, _ = tuned
+def test_cli_tuning_flags_and_manifest(tuned_only, tmp_path):
+    logs = tuned_only
     with_db, without = tmp_path / "tuned", tmp_path / "untuned"
     a = cli("compile", *MODEL, "--devices", "cpu,cpu", "--strategy", "cpu", "--tuning-logs", logs,
             "--threads", "1", "--out", with_db, "--explain")
@@ -153,3 +199,12 @@ def test_kernel_benchmark_times_default_and_tuned_schedules(tuned, tmp_path):
 def test_kernel_benchmark_needs_a_database(tmp_path):
     proc = cli("bench_kernels", *MODEL, "--tuning-logs", tmp_path / "empty", "--no-models")
     assert proc.returncode == 2 and "no tuning database" in proc.stderr and "Traceback" not in proc.stderr
+
+
+def test_kernel_table_units():
+    from tvm_partition.bench_kernels import render
+
+    row = {"model": "m", "kernel": "k", "mflop": 2.0, "default_us": 4.0, "tuned_us": 1.0}
+    table = render({"fingerprint": "f", "cpu": "c", "threads": 2, "peak_gflops": 4000.0, "kernels": [row], "models": []})
+    # 2 MFLOP in 1 us is 2000 GFLOP/s, half of a 4000 GFLOP/s peak, 4x faster than 4 us
+    assert "| 4.0x | 2000.0 | 50% |" in table

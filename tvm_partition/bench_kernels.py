@@ -7,7 +7,8 @@ keep TVM's default schedule and are not listed), it times the kernel alone with 
 evaluator twice — built by TVM's default llvm pipeline, and with the schedule of the tuning
 database — and reports GFLOP/s against the machine's peak. The peak is measured with a probe:
 numpy's float32 matmul (OpenBLAS sgemm, 2048x2048, all cores, best of 5), the fastest GEMM this
-machine can run without TVM. Unless ``--no-models``, it also times each whole model built for
+machine can run without TVM. A kernel whose fastest record is TVM's default schedule (tuning
+found nothing faster) is marked "default kept": builds leave it as it is. Unless ``--no-models``, it also times each whole model built for
 the CPU with and without the database (median of end-to-end runs). Writes ``kernels.json`` and
 ``kernels.md`` to ``--out`` (default ``benchmarks/results/<fingerprint>/``) and prints the table.
 """
@@ -72,7 +73,7 @@ def time_kernel(func, target, min_repeat_ms: int = 50, repeat: int = 5) -> float
 def bench_kernels(model, db, device) -> list[dict]:
     """Default vs tuned time of every compute kernel of ``model`` on ``device`` (a CPU DeviceSpec)."""
     from .tune import extract_kernels
-    from .tuning import best_record, scheduled, tuning_target
+    from .tuning import best_record, is_default, scheduled, tuning_target
 
     target = device.tvm_target()
     rows = []
@@ -83,7 +84,9 @@ def bench_kernels(model, db, device) -> list[dict]:
         default_us = time_kernel(k.mod["main"], target)
         tuned_us = time_kernel(scheduled(k.mod, record), target) if record is not None else None
         rows.append({"model": model.name, "kernel": k.name, "mflop": round(k.flops / 1e6, 3),
-                     "default_us": round(default_us, 2), "tuned_us": None if tuned_us is None else round(tuned_us, 2)})
+                     "default_us": round(default_us, 2), "tuned_us": None if tuned_us is None else round(tuned_us, 2),
+                     # the database's fastest record is the default schedule: builds keep it
+                     "default_kept": record is not None and is_default(record)})
     return rows
 
 
@@ -108,8 +111,9 @@ def render(result: dict) -> str:
              "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: |"]
     for r in result["kernels"]:
         t = r["tuned_us"]
-        gf = r["mflop"] / t / 1e3 if t else None
-        lines.append(f"| {r['model']} | `{r['kernel'][:60]}` | {r['mflop']:.2f} | {r['default_us']:.1f} | "
+        gf = r["mflop"] * 1e3 / t if t else None  # MFLOP per microsecond = 1000 GFLOP/s
+        kept = " (default kept)" if r.get("default_kept") else ""
+        lines.append(f"| {r['model']} | `{r['kernel'][:60]}`{kept} | {r['mflop']:.2f} | {r['default_us']:.1f} | "
                      + (f"{t:.1f} | {r['default_us'] / t:.1f}x | {gf:.1f} | {100 * gf / peak:.0f}% |" if t else
                         "untuned | | | |"))
     if result["models"]:

@@ -15,7 +15,6 @@ would cost an hour for nothing.
 from __future__ import annotations
 
 import argparse
-import logging
 import sys
 
 from .devices import DeviceError, parse_devices
@@ -124,7 +123,6 @@ def main(argv=None) -> int:
             return 0
         print(f"{len(kernels)} kernels of {model.name} on {args.devices} ({len(movers)} data-movement kernels "
               f"keep TVM's default schedule); database {db_path}")
-        logging.getLogger("tvm.s_tir.meta_schedule").setLevel(logging.WARNING)
         from tqdm import tqdm
 
         untuned = sum(1 for k in kernels if not is_tuned(db, k))
@@ -137,7 +135,8 @@ def main(argv=None) -> int:
             stats = tune(kernels, db_path, trials=args.trials, budget_s=args.budget_s, progress=progress)
             if not stats["left"]:  # a kernel whose search space is smaller than --trials ends early
                 bar.update(bar.total - bar.n)
-        print(f"tuned {stats['tuned']}, already tuned {stats['skipped']}, left for a later run {stats['left']}")
+        print(f"tuned {stats['tuned']}, already tuned {stats['skipped']}, left for a later run {stats['left']}; "
+              f"default schedules measured {stats['defaults']}")
     except (frontend.ModelError, PlanError, DeviceError, GraphError, TuningError) as e:
         print(f"error: {e}", file=sys.stderr)
         return 2

@@ -14,6 +14,7 @@ already has a record.
 from __future__ import annotations
 
 import dataclasses
+import logging
 import os
 import tempfile
 import time
@@ -122,6 +123,57 @@ def best_record(db, mod: tvm.IRModule, target):
     return None
 
 
+def is_default(record) -> bool:
+    """A record of TVM's default schedule, measured by :func:`measure_defaults`: its trace only
+    looks up the root block (MetaSchedule's databases never return a record with an empty trace)."""
+    return [inst.kind.name for inst in record.trace.insts] == ["GetSBlock"]
+
+
+def _default_trace(kmod: tvm.IRModule):
+    sch = tvm.s_tir.Schedule(kmod)
+    sch.get_sblock("root", func_name="main")  # a no-op: the kernel keeps TVM's default schedule
+    return sch.trace
+
+
+def _has_default(db, kernel: Kernel) -> bool:
+    if db is None or not db.has_workload(kernel.mod):
+        return False
+    target = tuning_target(kernel.device)
+    return any(is_default(r) and _same_target(r.target, target)
+               for r in db.get_top_k(db.commit_workload(kernel.mod), 1 << 16))
+
+
+def measure_defaults(db, kernels: list[Kernel]) -> int:
+    """Time TVM's default schedule of each CPU kernel with MetaSchedule's own builder and runner and
+    record it (:func:`is_default`) beside the tuned candidates, so the fastest record of a kernel is
+    its best *known* schedule: a tuned schedule is applied only where it beats the default (for
+    tiny element-wise kernels, the threading a tuned schedule adds can cost more than it saves).
+    GPU kernels have no default schedule (dlight schedules them at build time). Returns how many
+    kernels were measured."""
+    import shutil
+
+    import tvm.s_tir.meta_schedule as ms
+
+    todo = [k for k in kernels if k.device.kind == "cpu" and not _has_default(db, k)]
+    if not todo:
+        return 0
+    built = _builder().build([ms.builder.BuilderInput(k.mod, tuning_target(k.device)) for k in todo])
+    ok = [(k, b) for k, b in zip(todo, built) if b.error_msg is None]
+    futures = _runner().run([ms.runner.RunnerInput(b.artifact_path, "cpu",
+                                                ms.arg_info.ArgInfo.from_prim_func(k.mod["main"])) for k, b in ok])
+    measured = 0
+    for (k, b), future in zip(ok, futures):
+        result = future.result()
+        shutil.rmtree(os.path.dirname(b.artifact_path), ignore_errors=True)
+        if result.error_msg is not None or not result.run_secs:
+            continue
+        db.commit_tuning_record(ms.database.TuningRecord(
+            _default_trace(k.mod), db.commit_workload(k.mod), [float(x) for x in result.run_secs],
+            tuning_target(k.device), ms.arg_info.ArgInfo.from_prim_func(k.mod["main"])))
+        measured += 1
+    return measured
+
+
 def is_tuned(db, kernel: Kernel) -> bool:
     return best_record(db, kernel.mod, tuning_target(kernel.device)) is not None
 
@@ -137,7 +189,8 @@ def apply_database(mod: tvm.IRModule, kernel_devices: dict[str, str], devices: l
     """Replace every kernel the database has a record for by its tuned schedule.
 
     Returns ``(module, tuned kernel names)``. Tuned PrimFuncs carry ``tirx.is_scheduled``, so
-    dlight leaves them alone; the rest fall back to dlight (GPU) or the default llvm pipeline (CPU).
+    dlight leaves them alone; the rest fall back to dlight (GPU) or the default llvm pipeline (CPU),
+    as do kernels whose fastest record is TVM's default schedule (:func:`measure_defaults`).
     """
     if db is None:
         return mod, []
@@ -150,7 +203,7 @@ def apply_database(mod: tvm.IRModule, kernel_devices: dict[str, str], devices: l
         dev = by_name[kernel_devices[gv.name_hint]]
         kmod = kernel_module(func)
         record = best_record(db, kmod, tuning_target(dev))
-        if record is None:
+        if record is None or is_default(record):
             continue
         new = scheduled(kmod, record).with_attr("global_symbol", func.attrs.get("global_symbol", gv.name_hint))
         out[gv] = new.with_attr("target", func.attrs["target"])
@@ -177,15 +230,17 @@ def tune(kernels: list[Kernel], db_path: str, *, trials: int = 64, budget_s: flo
 
     Kernels are tuned ``batch`` at a time in one MetaSchedule session (its start-up, builder and
     runner pools cost tens of seconds, so one session per kernel would dominate); records are
-    appended as trials are measured. ``budget_s`` stops starting new batches once spent.
+    appended as trials are measured. ``budget_s`` stops starting new batches once spent. Then
+    the default schedule of every CPU kernel not yet measured joins the database
+    (:func:`measure_defaults`).
     ``progress(kernel, n)`` is called as each round of ``n`` trials of a kernel is measured.
-    Returns counts: tuned, skipped, left.
+    Returns counts: tuned, skipped, left, defaults (default schedules measured).
     """
     import tvm.s_tir.meta_schedule as ms
 
     db = open_database(db_path, create=True)
     t0 = time.perf_counter()
-    stats = {"tuned": 0, "skipped": 0, "left": 0}
+    stats = {"tuned": 0, "skipped": 0, "left": 0, "defaults": 0}
     todo = []
     for k in kernels:
         if is_tuned(db, k):
@@ -213,6 +268,10 @@ def tune(kernels: list[Kernel], db_path: str, *, trials: int = 64, budget_s: flo
             population_size=max(32, min(512, 8 * trials)), init_min_unmeasured=min(50, 4 * trials),
             genetic_num_iters=2 if trials <= 16 else 4,
         )
+        # MetaSchedule sizes its console handler from this logger's level at each session start,
+        # then sets the level to DEBUG: without resetting it, every session after the first
+        # prints its per-round INFO tables over the progress bar
+        logging.getLogger("tvm.s_tir.meta_schedule").setLevel(logging.WARNING)
         callbacks = list(ms.measure_callback.MeasureCallback.create("default"))
         if progress is not None:
             callbacks.append(_progress_callback(ks, progress))
@@ -221,10 +280,22 @@ def tune(kernels: list[Kernel], db_path: str, *, trials: int = 64, budget_s: flo
                 mod, tuning_target(ks[0].device), work, max_trials_global=trials * len(ks),
                 max_trials_per_task=trials, num_trials_per_iter=min(trials, 16), database=db,
                 strategy=strategy, num_tuning_cores=os.cpu_count() or 1, measure_callbacks=callbacks,
-                # a fresh builder worker imports TVM and its tensor intrinsics first: tens of
-                # seconds on a small machine, over MetaSchedule's 30 s default
-                builder=ms.builder.LocalBuilder(timeout_sec=600),
-                runner=ms.runner.LocalRunner(timeout_sec=120),
+                builder=_builder(), runner=_runner(),
             )
         stats["tuned"] += sum(1 for k in ks if is_tuned(db, k))
+    stats["defaults"] = measure_defaults(db, [k for k in kernels if is_tuned(db, k)])
     return stats
+
+
+def _builder():
+    import tvm.s_tir.meta_schedule as ms
+
+    # a fresh builder worker imports TVM and its tensor intrinsics first: tens of seconds on a
+    # small machine, over MetaSchedule's 30 s default
+    return ms.builder.LocalBuilder(timeout_sec=600)
+
+
+def _runner():
+    import tvm.s_tir.meta_schedule as ms
+
+    return ms.runner.LocalRunner(timeout_sec=120)
