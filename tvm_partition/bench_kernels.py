@@ -8,8 +8,9 @@ evaluator twice — built by TVM's default llvm pipeline, and with the schedule 
 database — and reports GFLOP/s against the machine's peak. The peak is measured with a probe:
 numpy's float32 matmul (OpenBLAS sgemm, 2048x2048, all cores, best of 5), the fastest GEMM this
 machine can run without TVM. A kernel whose fastest record is TVM's default schedule (tuning
-found nothing faster) is marked "default kept": builds leave it as it is. Unless ``--no-models``, it also times each whole model built for
-the CPU with and without the database (median of end-to-end runs). Writes ``kernels.json`` and
+found nothing faster) is marked "default kept": builds leave it as it is. Unless
+``--no-models``, it also times each whole model built for the CPU with and without the database
+(median of end-to-end runs). Writes ``kernels.json`` and
 ``kernels.md`` to ``--out`` (default ``benchmarks/results/<fingerprint>/``) and prints the table.
 """
 
@@ -78,7 +79,7 @@ def bench_kernels(model, db, device) -> list[dict]:
     target = device.tvm_target()
     rows = []
     for k in extract_kernels(model, [device]):
-        if k.flops <= 0:
+        if not k.computes:
             continue
         record = best_record(db, k.mod, tuning_target(device))
         default_us = time_kernel(k.mod["main"], target)

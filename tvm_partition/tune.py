@@ -6,7 +6,8 @@
 The kernels are TVM's fused PrimFuncs of the builds: the whole model on each device, and, for
 two devices, the part shapes of splits at each ratio of ``--ratios`` (or exactly the kernels of
 ``--plan``). Heaviest kernels go first; kernels already in the database are skipped, so a rerun
-resumes and a killed run loses at most the kernel in flight. Kernels that do no arithmetic
+resumes (records are appended as trials are measured: a kernel killed mid-search keeps its partial
+records and counts as tuned). Kernels that do no arithmetic
 (slices, reshapes, transposes: TVM estimates 0 FLOPs) are pure data movement and keep TVM's
 default schedule: an LSTM over 100 steps launches 100 distinct slice kernels, and tuning them
 would cost an hour for nothing.
@@ -111,8 +112,8 @@ def main(argv=None) -> int:
         kernels = extract_kernels(model, devices, args.plan, ratios)
         wanted = {k.strip() for k in args.devices.split(",")}
         kernels = [k for k in kernels if k.device.kind in wanted]
-        movers = [k for k in kernels if k.flops <= 0]
-        kernels = [k for k in kernels if k.flops > 0]
+        movers = [k for k in kernels if not k.computes]
+        kernels = [k for k in kernels if k.computes]
         db_path = database_dir(args.tuning_logs)
         db = open_database(db_path)
         if args.list:

@@ -7,8 +7,8 @@ launches (:func:`tvm_partition.build.lower`), per device and per part shape.
 
 A database is MetaSchedule's own JSON pair (``database_workload.json`` and
 ``database_tuning_record.json``, one JSON record per line, appended as trials are measured): a
-killed tuning run loses at most the kernel in flight, and a rerun skips every kernel that
-already has a record.
+killed tuning run loses only the trials in flight, and a rerun skips every kernel that already
+has a record (so a kernel killed mid-search keeps its partial search).
 """
 
 from __future__ import annotations
@@ -37,6 +37,12 @@ class Kernel:
     device: DeviceSpec
     mod: tvm.IRModule  # the normalised workload: {"main": PrimFunc}
     flops: float
+
+    @property
+    def computes(self) -> bool:
+        """Does arithmetic. Kernels that only move data (slices, reshapes: TVM estimates 0 FLOPs)
+        keep TVM's default schedule and are never tuned."""
+        return self.flops > 0
 
 
 def database_dir(logs: str | None = None, fingerprint: str | None = None) -> str:
