@@ -1,0 +1,100 @@
+"""The cost-model interface every planner uses (DESIGN.md data flow: ``cost_models`` -> planners).
+
+A cost model answers two questions, both in microseconds:
+
+* ``op_time(op, device, shape=None)``: one fused kernel (:class:`tvm_partition.graph.Op`) on a
+  device, computing an output of ``shape`` (``None``: the op's whole output; a split part has
+  the whole shape with one axis shrunk);
+* ``comm_time(nbytes, src, dst)``: moving ``nbytes`` from device ``src`` to device ``dst``
+  (0 when they are the same device).
+
+Devices are named as in plans (``cpu``, ``gpu``, ``cpu1``...). Every answer can say where it came
+from (``source``): ``pattern`` (an EOP fit of measured samples), ``xgboost`` (the regressor over op
+features), ``analytic`` (a roofline estimate, for tests and machines never profiled).
+"""
+
+from __future__ import annotations
+
+import abc
+import dataclasses
+import math
+
+
+@dataclasses.dataclass(frozen=True)
+class Estimate:
+    """A predicted time and which model produced it."""
+
+    us: float
+    source: str
+
+
+class CostModel(abc.ABC):
+    """Predicted times of ops and copies; see the module docstring for units and names."""
+
+    @abc.abstractmethod
+    def estimate(self, op, device: str, shape: tuple[int, ...] | None = None) -> Estimate:
+        """Predicted time of ``op`` on ``device`` for an output of ``shape``, and its source."""
+
+    @abc.abstractmethod
+    def comm_estimate(self, nbytes: float, src: str, dst: str) -> Estimate:
+        """Predicted time to move ``nbytes`` from ``src`` to ``dst``, and its source."""
+
+    def op_time(self, op, device: str, shape: tuple[int, ...] | None = None) -> float:
+        return self.estimate(op, device, shape).us
+
+    def comm_time(self, nbytes: float, src: str, dst: str) -> float:
+        if src == dst or nbytes <= 0:
+            return 0.0
+        return self.comm_estimate(nbytes, src, dst).us
+
+    def source(self, op, device: str, shape: tuple[int, ...] | None = None) -> str:
+        return self.estimate(op, device, shape).source
+
+
+def part_fraction(op, shape: tuple[int, ...] | None) -> float:
+    """Fraction of the op's output that ``shape`` covers (1.0 for ``None``)."""
+    if shape is None:
+        return 1.0
+    full = math.prod(op.output_shapes[-1]) or 1
+    return min(1.0, math.prod(shape) / full)
+
+
+@dataclasses.dataclass(frozen=True)
+class DeviceRoofline:
+    """A device described by peak compute and memory bandwidth, plus a fixed launch overhead."""
+
+    gflops: float
+    gbytes_per_s: float
+    launch_us: float = 2.0
+
+
+class AnalyticCostModel(CostModel):
+    """Roofline estimate: ``launch + max(flops / peak, bytes / bandwidth)``, scaled to the part.
+
+    Not a measurement: it lets planners and tests run on a machine never profiled, and is the
+    model of last resort. ``devices`` maps device names to :class:`DeviceRoofline`; ``links``
+    maps ``(src, dst)`` to ``(bandwidth GB/s, latency us)`` (default: 10 GB/s, 10 us).
+    """
+
+    def __init__(self, devices: dict[str, DeviceRoofline], links: dict | None = None,
+                 default_link: tuple[float, float] = (10.0, 10.0)):
+        self.devices = dict(devices)
+        self.links = dict(links or {})
+        self.default_link = default_link
+
+    def estimate(self, op, device: str, shape=None) -> Estimate:
+        if device not in self.devices:
+            raise KeyError(f"the cost model knows no device {device!r} (it has {sorted(self.devices)})")
+        d = self.devices[device]
+        f = part_fraction(op, shape)
+        if getattr(op, "is_view", False):
+            return Estimate(0.0, "analytic")
+        compute = op.flops * f / (d.gflops * 1e3)
+        memory = op.bytes * f / (d.gbytes_per_s * 1e3)
+        return Estimate(d.launch_us + max(compute, memory), "analytic")
+
+    def comm_estimate(self, nbytes: float, src: str, dst: str) -> Estimate:
+        if src == dst or nbytes <= 0:
+            return Estimate(0.0, "analytic")
+        gbps, lat = self.links.get((src, dst), self.default_link)
+        return Estimate(lat + nbytes / (gbps * 1e3), "analytic")
