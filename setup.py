@@ -27,6 +27,8 @@ setup(
         "psutil",
         "cloudpickle",
         "tqdm",
+        # the cost-model accuracy report (profile --evaluate) draws measured vs predicted (EOP Fig. 4/7)
+        "matplotlib",
     ],
     extras_require={
         "test": ["pytest", "hypothesis", "onnx", "onnxruntime"],

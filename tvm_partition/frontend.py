@@ -47,6 +47,22 @@ def load(source, *, batch: int | None = None, seq_len: int | None = None, layers
     return normalize(model)
 
 
+MODEL_OPTIONS = ("batch", "seq_len", "layers", "image_size")
+
+
+def add_model_args(ap) -> None:
+    """The model-shape flags every command shares (argparse)."""
+    ap.add_argument("--batch", type=int, help="batch size (zoo models and ONNX models with a free batch)")
+    ap.add_argument("--seq-len", type=int, help="sequence length (lstm, gru, bert)")
+    ap.add_argument("--layers", type=int, help="number of layers (lstm, gru, bert)")
+    ap.add_argument("--image-size", type=int, help="input height/width (image models)")
+
+
+def load_from_args(source, args) -> Model:
+    """:func:`load` with the flags of :func:`add_model_args`."""
+    return load(source, **{k: getattr(args, k, None) for k in MODEL_OPTIONS})
+
+
 def _from_irmodule(mod, params, inputs, seed) -> Model:
     funcs = [gv.name_hint for gv, f in mod.functions_items() if isinstance(f, relax.Function)]
     if "main" not in funcs:

@@ -76,6 +76,7 @@ def parse_ratios(text: str) -> tuple[float, ...]:
 
 def main(argv=None) -> int:
     from . import zoo
+    from .frontend import add_model_args
 
     ap = argparse.ArgumentParser(prog="python -m tvm_partition.tune", description=__doc__.split("\n\n")[0],
                                  epilog=f"zoo models: {', '.join(zoo.NAMES)}")
@@ -88,10 +89,7 @@ def main(argv=None) -> int:
     ap.add_argument("--gpu-arch", default="sm_90", help="CUDA arch (default sm_90)")
     ap.add_argument("--plan", help="tune exactly the kernels of this plan")
     ap.add_argument("--ratios", default="0.25,0.5,0.75", help="split ratios whose part shapes are tuned")
-    ap.add_argument("--batch", type=int)
-    ap.add_argument("--seq-len", type=int)
-    ap.add_argument("--layers", type=int)
-    ap.add_argument("--image-size", type=int)
+    add_model_args(ap)
     ap.add_argument("--list", action="store_true",
                     help="list the kernels: tuned, untuned, or copy (data movement, never tuned); tune nothing")
     args = ap.parse_args(argv)
@@ -106,8 +104,7 @@ def main(argv=None) -> int:
     try:
         text = args.devices if args.devices.split(",")[0].strip() == "cpu" else "cpu," + args.devices
         devices = parse_devices(text, gpu_arch=args.gpu_arch, cpu_mcpu=args.target_cpu)
-        model = frontend.load(args.model, batch=args.batch, seq_len=args.seq_len, layers=args.layers,
-                              image_size=args.image_size)
+        model = frontend.load_from_args(args.model, args)
         ratios = parse_ratios(args.ratios)
         kernels = extract_kernels(model, devices, args.plan, ratios)
         wanted = {k.strip() for k in args.devices.split(",")}

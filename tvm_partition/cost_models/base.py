@@ -50,6 +50,14 @@ class CostModel(abc.ABC):
     def source(self, op, device: str, shape: tuple[int, ...] | None = None) -> str:
         return self.estimate(op, device, shape).source
 
+    def slice_time(self, nbytes: float, device: str) -> float:
+        """Cutting a part of ``nbytes`` out of a tensor on ``device`` (the *Split* of EOP Eq. 2)."""
+        return 0.0
+
+    def concat_time(self, nbytes: float, device: str) -> float:
+        """Joining parts into a tensor of ``nbytes`` on ``device`` (the *Concatenate* of EOP Eq. 2)."""
+        return 0.0
+
 
 def part_fraction(op, shape: tuple[int, ...] | None) -> float:
     """Fraction of the op's output that ``shape`` covers (1.0 for ``None``)."""
@@ -92,6 +100,11 @@ class AnalyticCostModel(CostModel):
         compute = op.flops * f / (d.gflops * 1e3)
         memory = op.bytes * f / (d.gbytes_per_s * 1e3)
         return Estimate(d.launch_us + max(compute, memory), "analytic")
+
+    def slice_time(self, nbytes: float, device: str) -> float:
+        return self.devices[device].launch_us + 2 * nbytes / (self.devices[device].gbytes_per_s * 1e3)
+
+    concat_time = slice_time
 
     def comm_estimate(self, nbytes: float, src: str, dst: str) -> Estimate:
         if src == dst or nbytes <= 0:

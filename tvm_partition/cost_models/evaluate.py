@@ -1,0 +1,139 @@
+"""Accuracy of the cost models on held-out shapes (``profile --evaluate``), like EOP Fig. 4 / Fig. 7.
+
+Every series of samples (one op, one device, one axis) with at least 5 sizes is cut: every third
+interior size is held out, the rest trains. On the held-out samples it reports the mean absolute
+percentage error (MAPE) of
+
+* ``pattern``: EOP's best-of-three pattern (:mod:`.patterns`) fitted on the series' training sizes;
+* ``xgboost``: the device's regressor (:mod:`.xgb`) trained on every training sample of every op;
+* ``linear``: a linear fit only — the assumption EOP argues against (Sec. 2.3, Fig. 9).
+
+per op and device, and over all held-out samples; draws measured vs predicted for the heaviest
+series into ``accuracy.png``; writes ``accuracy.json`` and ``accuracy.md``; and ends with the line
+``mape_pattern=<f> mape_xgboost=<f> mape_linear=<f>``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections import defaultdict
+
+import numpy as np
+
+from . import patterns, xgb
+from .logs import ProfileLog
+
+MIN_SERIES = 5
+
+
+def split_series(records: list[dict]):
+    """``{(sig, device, dim): (train records, held-out records)}`` for series with >= MIN_SERIES sizes."""
+    series = defaultdict(list)
+    for r in records:
+        series[(r["sig"], r["device"], int(r["dim"]))].append(r)
+    out = {}
+    for key, recs in series.items():
+        recs = sorted(recs, key=lambda r: int(r["size"]))
+        if len(recs) < MIN_SERIES:
+            continue
+        held = [r for i, r in enumerate(recs) if 0 < i < len(recs) - 1 and i % 3 == 1]
+        train = [r for r in recs if r not in held]
+        out[key] = (train, held)
+    return out
+
+
+def _mape(pred, true) -> float:
+    pred, true = np.asarray(pred, float), np.maximum(np.asarray(true, float), 1e-3)
+    return float(np.mean(np.abs(pred - true) / true))
+
+
+def evaluate(folder: str, out_dir: str) -> str:
+    """Run the evaluation on the log in ``folder``; write the report into ``out_dir``; return its text."""
+    log = ProfileLog(folder)
+    split = split_series(log.ops())
+    if not split:
+        raise ValueError(f"{folder}: no op profiled at {MIN_SERIES} or more sizes: run python -m tvm_partition.profile first")
+    held_ids = {id(r) for _, held in split.values() for r in held}
+    regressors = {}
+    for device in sorted({k[1] for k in split}):
+        train = [r for r in log.ops(device) if id(r) not in held_ids]
+        regressors[device] = xgb.train(train)
+    rows, points = [], {"pattern": [], "xgboost": [], "linear": []}
+    curves = []
+    for (sig, device, dim), (train, held) in sorted(split.items()):
+        x = [int(r["size"]) for r in train]
+        y = [float(r["mean_us"]) for r in train]
+        hx = [int(r["size"]) for r in held]
+        hy = [float(r["mean_us"]) for r in held]
+        fit = patterns.fit(x, y)
+        lin = patterns.fit(x, y, patterns=("linear",))
+        preds = {"pattern": fit.predict(hx), "linear": lin.predict(hx),
+                 "xgboost": xgb.predict(regressors[device], [xgb.record_features(r) for r in held])}
+        for name, p in preds.items():
+            points[name].extend(np.abs(np.asarray(p) - hy) / np.maximum(hy, 1e-3))
+        rows.append({"sig": sig, "kind": train[0]["kind"], "fused": train[0].get("fused", ""), "device": device,
+                     "dim": train[0].get("dim_name", str(dim)), "pattern": fit.pattern, "n_train": len(x),
+                     "n_held": len(hx), "mean_us": float(np.mean(y + hy)),
+                     **{f"mape_{k}": _mape(v, hy) for k, v in preds.items()}})
+        curves.append((float(np.max(y + hy)), sig, device, dim, train, held, fit, lin, regressors[device]))
+    summary = {k: float(np.mean(v)) for k, v in points.items()}
+    os.makedirs(out_dir, exist_ok=True)
+    with open(os.path.join(out_dir, "accuracy.json"), "w", encoding="utf-8") as f:
+        json.dump({"folder": folder, "summary": summary, "series": rows, "held_out": len(points["pattern"])}, f, indent=1)
+    png = os.path.join(out_dir, "accuracy.png")
+    _plot(sorted(curves, key=lambda c: -c[0])[:6], png)
+    text = _render(rows, summary, len(points["pattern"]), folder, png)
+    with open(os.path.join(out_dir, "accuracy.md"), "w", encoding="utf-8") as f:
+        f.write(text + "\n")
+    return text
+
+
+def _render(rows, summary, n_held, folder, png) -> str:
+    by_op = defaultdict(list)
+    for r in rows:
+        by_op[(r["kind"], r["fused"][:40], r["device"])].append(r)
+    lines = [f"Held-out accuracy of {folder}: {len(rows)} series, {n_held} held-out samples (every third interior "
+             "size of each series); MAPE per op and device (mean over its axes).", "",
+             "| op | kernel | device | axes (pattern chosen) | mean us | pattern | xgboost | linear |",
+             "| --- | --- | --- | --- | ---: | ---: | ---: | ---: |"]
+    for (kind, fused, device), rs in sorted(by_op.items(), key=lambda kv: -max(r["mean_us"] for r in kv[1])):
+        axes = ", ".join(f"{r['dim']} ({r['pattern']})" for r in rs)
+        m = {k: np.mean([r[f"mape_{k}"] for r in rs]) for k in ("pattern", "xgboost", "linear")}
+        lines.append(f"| {kind} | `{fused}` | {device} | {axes} | {np.mean([r['mean_us'] for r in rs]):.1f} | "
+                     f"{100 * m['pattern']:.1f}% | {100 * m['xgboost']:.1f}% | {100 * m['linear']:.1f}% |")
+    lines += ["", f"Plot: `{os.path.basename(png)}`.", "",
+              f"mape_pattern={summary['pattern']:.4f} mape_xgboost={summary['xgboost']:.4f} "
+              f"mape_linear={summary['linear']:.4f}"]
+    return "\n".join(lines)
+
+
+def _plot(curves, path: str) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    n = max(1, len(curves))
+    cols = min(3, n)
+    rows = (n + cols - 1) // cols
+    fig, axes = plt.subplots(rows, cols, figsize=(5 * cols, 3.6 * rows), squeeze=False)
+    for ax, (_, sig, device, dim, train, held, fit, lin, reg) in zip(axes.flat, curves):
+        allr = sorted(train + held, key=lambda r: int(r["size"]))
+        xs = np.arange(1, int(allr[-1]["size"]) + 1)
+        ax.plot([int(r["size"]) for r in train], [r["mean_us"] for r in train], "o", color="k", ms=4, label="measured")
+        ax.plot([int(r["size"]) for r in held], [r["mean_us"] for r in held], "x", color="r", ms=7, label="held out")
+        ax.plot(xs, fit.predict(xs), "-", label=f"pattern ({fit.pattern})")
+        ax.plot(xs, lin.predict(xs), "--", label="linear only")
+        grid = [dict(allr[-1], size=int(x)) for x in xs]
+        ax.plot(xs, xgb.predict(reg, [xgb.record_features(r) for r in grid]), ":", label="xgboost")
+        dim_name = allr[0].get("dim_name", f"axis{dim}")
+        ax.set_title(f"{allr[0]['kind']} {allr[0].get('fused', '')[:28]}\non {device}, vary {dim_name}", fontsize=8)
+        ax.set_xlabel(dim_name)
+        ax.set_ylabel("us")
+        ax.legend(fontsize=6)
+    for ax in list(axes.flat)[len(curves):]:
+        ax.axis("off")
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)

@@ -1,0 +1,124 @@
+"""The profile log: append-only JSON Lines in ``tuning_logs/<hardware-fingerprint>/profile.jsonl``.
+
+One measured sample per line, written and flushed as soon as it is measured (a killed profiler
+loses at most the sample in flight). Two record types::
+
+    {"type": "op", "sig", "kind", "fused", "dim", "dim_name", "size", "full", "shape", "full_shape",
+     "op_flops", "op_bytes", "n_inputs", "device", "tuned", "mean_us", "std_us", "repeats",
+     "tvm", "fingerprint", "time"}
+    {"type": "comm", "comm": "copy" | "slice" | "concat", "src", "dst", "bytes",
+     "mean_us", "std_us", "repeats", "tvm", "fingerprint", "time"}
+
+A line that is not such a record (a half-written last line, a hand edit) is reported with its line
+number and skipped; the rest of the file is still used.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import time
+
+PROFILE_FILE = "profile.jsonl"
+_OP_FIELDS = ("sig", "kind", "dim", "size", "full", "shape", "full_shape", "device", "mean_us")
+_COMM_FIELDS = ("comm", "src", "dst", "bytes", "mean_us")
+
+
+def sample_key(rec: dict) -> tuple:
+    """What makes two records the same measurement (a rerun skips keys already in the log)."""
+    if rec["type"] == "op":
+        return ("op", rec["sig"], rec["device"], int(rec["dim"]), int(rec["size"]))
+    return ("comm", rec["comm"], rec["src"], rec["dst"], int(rec["bytes"]))
+
+
+def _valid(rec) -> bool:
+    if not isinstance(rec, dict):
+        return False
+    fields = {"op": _OP_FIELDS, "comm": _COMM_FIELDS}.get(rec.get("type"))
+    if fields is None or any(f not in rec for f in fields):
+        return False
+    m = rec["mean_us"]
+    return isinstance(m, (int, float)) and m >= 0
+
+
+class ProfileLog:
+    """Records of one fingerprint folder; :meth:`append` adds and persists one at a time."""
+
+    def __init__(self, folder: str, warn=None):
+        self.folder = folder
+        self.path = os.path.join(folder, PROFILE_FILE)
+        self.records: list[dict] = []
+        self.bad_lines: list[int] = []
+        self._keys: set = set()
+        warn = warn or (lambda msg: print(msg, file=sys.stderr))
+        if os.path.exists(self.path):
+            with open(self.path, encoding="utf-8") as f:
+                for n, line in enumerate(f, 1):
+                    if not line.strip():
+                        continue
+                    try:
+                        rec = json.loads(line)
+                    except ValueError:
+                        rec = None
+                    if not _valid(rec):
+                        self.bad_lines.append(n)
+                        continue
+                    self._add(rec)
+            if self.bad_lines:
+                shown = ", ".join(map(str, self.bad_lines[:10])) + (" ..." if len(self.bad_lines) > 10 else "")
+                warn(f"{self.path}: skipped {len(self.bad_lines)} corrupt line(s): line {shown}")
+
+    def _add(self, rec: dict) -> None:
+        key = sample_key(rec)
+        if key in self._keys:  # the same sample twice (e.g. an import): the last one wins
+            self.records = [r for r in self.records if sample_key(r) != key]
+        self._keys.add(key)
+        self.records.append(rec)
+
+    def __contains__(self, key) -> bool:
+        return key in self._keys
+
+    def __len__(self) -> int:
+        return len(self.records)
+
+    def append(self, rec: dict) -> None:
+        """Stamp ``rec`` (TVM version, fingerprint, time), write it as one line and flush it."""
+        from ..devices import hardware_fingerprint
+
+        rec = dict(rec)
+        rec.setdefault("tvm", _tvm_version())
+        rec.setdefault("fingerprint", hardware_fingerprint())
+        rec.setdefault("time", time.strftime("%Y-%m-%dT%H:%M:%S"))
+        if not _valid(rec):
+            raise ValueError(f"not a profile record: {rec}")
+        os.makedirs(self.folder, exist_ok=True)
+        needs_newline = os.path.exists(self.path) and os.path.getsize(self.path) > 0 and not _ends_with_newline(self.path)
+        with open(self.path, "a", encoding="utf-8") as f:
+            if needs_newline:  # a previous run was killed mid-line: never glue a record to it
+                f.write("\n")
+            f.write(json.dumps(rec, sort_keys=True) + "\n")
+            f.flush()
+            os.fsync(f.fileno())
+        self._add(rec)
+
+    def ops(self, device: str | None = None) -> list[dict]:
+        return [r for r in self.records if r["type"] == "op" and (device is None or r["device"] == device)]
+
+    def comms(self) -> list[dict]:
+        return [r for r in self.records if r["type"] == "comm"]
+
+
+def _ends_with_newline(path: str) -> bool:
+    with open(path, "rb") as f:
+        f.seek(-1, os.SEEK_END)
+        return f.read(1) == b"\n"
+
+
+def _tvm_version() -> str:
+    try:
+        import tvm
+
+        return str(tvm.__version__)
+    except Exception:  # noqa: BLE001 - the version is informative only
+        return "unknown"

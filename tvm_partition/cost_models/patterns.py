@@ -1,0 +1,152 @@
+"""EOP's three performance patterns (Sec. 3.2, Alg. 1): time of an op as a function of the size of
+one dimension (batch, H, N...) on one device.
+
+* ``constant``:  t(x) = c                       (Fig. 4(c, d, h): size does not matter)
+* ``linear``:    t(x) = a + b x                 (Fig. 4(b, f): mostly on GPUs)
+* ``staircase``: t(x) = a + b ceil(x / w)       (Fig. 4(e, g): mostly on CPUs; the step width ``w``
+  is found from the data — every width from 2 up is tried, the one with least error kept —
+  because where the steps fall depends on the kernel's tiling, not on a rule we could assume)
+
+Fits minimise *relative* squared error (a 10 us op mispredicted by 5 us matters as much as a
+10 ms op by 5 ms). The pattern with least held-out error wins (Alg. 1, Step 2): each pattern is
+scored by leave-one-out cross-validation, mean absolute percentage error; ties go to the simpler
+pattern.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+
+import numpy as np
+
+PATTERNS = ("constant", "linear", "staircase")
+
+
+@dataclasses.dataclass(frozen=True)
+class Fit:
+    pattern: str
+    params: tuple[float, ...]  # constant: (c,); linear: (a, b); staircase: (a, b, w)
+    cv_mape: float  # leave-one-out error that chose it (nan when too few samples to cross-validate)
+    n: int  # samples it was fitted on
+    x_range: tuple[int, int]
+
+    def predict(self, x) -> np.ndarray | float:
+        xs = np.asarray(x, dtype=float)
+        if self.pattern == "constant":
+            y = np.full_like(xs, self.params[0])
+        elif self.pattern == "linear":
+            y = self.params[0] + self.params[1] * xs
+        else:
+            a, b, w = self.params
+            y = a + b * np.ceil(xs / w)
+        y = np.maximum(y, 1e-3)
+        return float(y) if np.ndim(x) == 0 else y
+
+    def explain(self, dim_name: str = "x") -> str:
+        p = self.params
+        formula = {
+            "constant": lambda: f"t = {p[0]:.4g} us",
+            "linear": lambda: f"t = {p[0]:.4g} + {p[1]:.4g} * {dim_name} us",
+            "staircase": lambda: f"t = {p[0]:.4g} + {p[1]:.4g} * ceil({dim_name} / {p[2]:g}) us "
+                                 f"(steps every {p[2]:g})",
+        }[self.pattern]()
+        err = "n/a" if math.isnan(self.cv_mape) else f"{100 * self.cv_mape:.1f}%"
+        return f"{self.pattern}: {formula}; leave-one-out MAPE {err}; {self.n} samples, {dim_name} in " \
+               f"[{self.x_range[0]}, {self.x_range[1]}]"
+
+    def to_json(self) -> dict:
+        return {"pattern": self.pattern, "params": list(self.params), "cv_mape": self.cv_mape, "n": self.n,
+                "x_range": list(self.x_range)}
+
+
+def _wls(features: np.ndarray, y: np.ndarray) -> np.ndarray:
+    """Least squares of relative error (rows weighted by 1/y), with non-negative coefficients: a
+    time never shrinks as the size grows, and a negative intercept would predict free small parts
+    (the second column is refitted alone, then the first, when the joint fit goes negative)."""
+    w = 1.0 / np.maximum(y, 1e-9)
+    A, b = features * w[:, None], y * w
+    coef, *_ = np.linalg.lstsq(A, b, rcond=None)
+    if coef.min() >= 0 or A.shape[1] == 1:
+        return np.maximum(coef, 0.0)
+    best, best_err = None, np.inf
+    for col in range(A.shape[1]):
+        c = np.zeros(A.shape[1])
+        c[col] = max(0.0, float(A[:, col] @ b) / max(float(A[:, col] @ A[:, col]), 1e-30))
+        err = float(np.sum((A @ c - b) ** 2))
+        if err < best_err:
+            best, best_err = c, err
+    return best
+
+
+def _fit_params(pattern: str, x: np.ndarray, y: np.ndarray) -> tuple[float, ...] | None:
+    if pattern == "constant":
+        return (float(_wls(np.ones((len(x), 1)), y)[0]),)
+    if pattern == "linear":
+        if len(set(x.tolist())) < 2:
+            return None
+        a, b = _wls(np.column_stack([np.ones_like(x), x]), y)
+        return float(a), float(b)
+    # staircase: try every step width; keep the one with least relative error
+    best, best_err = None, math.inf
+    for width in _widths(x):
+        steps = np.ceil(x / width)
+        if len(set(steps.tolist())) < 2:
+            continue
+        a, b = _wls(np.column_stack([np.ones_like(x), steps]), y)
+        pred = np.maximum(a + b * steps, 1e-3)
+        err = float(np.mean(np.abs(pred - y) / y))
+        if err < best_err - 1e-12:
+            best, best_err = (float(a), float(b), float(width)), err
+    return best
+
+
+def _widths(x: np.ndarray) -> list[int]:
+    hi = int(x.max())
+    cands = set(range(2, min(hi, 64) + 1))
+    p = 64
+    while p <= hi:
+        cands.add(p)
+        p *= 2
+    cands.update(int(v) for v in x if v >= 2)
+    return sorted(cands)
+
+
+def _fit_one(pattern: str, x: np.ndarray, y: np.ndarray) -> Fit | None:
+    params = _fit_params(pattern, x, y)
+    if params is None:
+        return None
+    return Fit(pattern, params, math.nan, len(x), (int(x.min()), int(x.max())))
+
+
+def loo_mape(pattern: str, x: np.ndarray, y: np.ndarray) -> float:
+    """Leave-one-out mean absolute percentage error of ``pattern`` on the samples."""
+    errs = []
+    for i in range(len(x)):
+        keep = np.arange(len(x)) != i
+        fit = _fit_one(pattern, x[keep], y[keep])
+        if fit is None:
+            return math.inf
+        errs.append(abs(fit.predict(float(x[i])) - y[i]) / y[i])
+    return float(np.mean(errs)) if errs else math.nan
+
+
+def fit(x, y, patterns=PATTERNS) -> Fit:
+    """The pattern (of ``patterns``) with least leave-one-out error, fitted on all samples."""
+    x = np.asarray(x, dtype=float)
+    y = np.maximum(np.asarray(y, dtype=float), 1e-3)
+    if len(x) == 0:
+        raise ValueError("no samples to fit")
+    if len(x) < 3:  # too few to cross-validate: the simplest pattern that fits them
+        for p in patterns:
+            f = _fit_one(p, x, y) if (p != "constant" or len(x) == 1) else None
+            if f is not None:
+                return f
+        return _fit_one("constant", x, y)
+    best, best_err = None, math.inf
+    for p in patterns:  # in order of simplicity: ties keep the simpler pattern
+        err = loo_mape(p, x, y)
+        if err < best_err - 1e-9:
+            best, best_err = p, err
+    f = _fit_one(best, x, y)
+    return dataclasses.replace(f, cv_mape=best_err)

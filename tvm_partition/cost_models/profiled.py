@@ -1,0 +1,151 @@
+"""The cost model planners use on real hardware: EOP patterns where an op was profiled, XGBoost
+elsewhere (the issue's "composite"), each answer saying which it used.
+
+* ``op_time(op, device, shape)``: the op's signature (:func:`samples.op_signature`) and the axis
+  ``shape`` cuts pick a series of samples (one op, one device kind, one axis); its pattern fit
+  (:mod:`.patterns`) answers at that size. Ops or axes never profiled go to the device's XGBoost
+  regressor (:mod:`.xgb`), and if the device has no samples at all, to ``fallback``.
+* ``comm_time(bytes, src, dst)``: a pattern fit of measured copies between the two device kinds
+  (cpu->cpu is the copy between two CPU virtual devices); ``slice_time`` / ``concat_time``
+  likewise from measured slice and concat kernels (EOP Sec. 2.2: *Split*, *Device_copy*,
+  *Concatenate*).
+"""
+
+from __future__ import annotations
+
+import re
+from collections import defaultdict
+
+from . import patterns, xgb
+from .base import CostModel, Estimate
+from .logs import ProfileLog
+from .samples import op_signature
+
+
+class CostModelError(LookupError):
+    """No profile answers the question; the message says which profile to run."""
+
+
+def device_kind(name: str, devices=None) -> str:
+    """``cpu``/``gpu`` for a plan device name (``cpu1`` -> ``cpu``) or a DeviceSpec list lookup."""
+    for d in devices or ():
+        if d.name == name:
+            return d.kind
+    m = re.fullmatch(r"(cpu|gpu)\d*", name)
+    if not m:
+        raise CostModelError(f"cannot tell the kind of device {name!r}: name it cpu, cpu1, gpu, gpu1...")
+    return m.group(1)
+
+
+class ProfiledCostModel(CostModel):
+    """Cost model over one fingerprint folder of profile logs (see module docstring)."""
+
+    def __init__(self, folder: str, devices=None, fallback: CostModel | None = None, log: ProfileLog | None = None):
+        self.folder = folder
+        self.devices = devices
+        self.fallback = fallback
+        self.log = log or ProfileLog(folder)
+        self.series: dict[tuple, list[tuple[int, float]]] = defaultdict(list)
+        self.names: dict[str, dict] = {}
+        for r in self.log.ops():
+            self.series[(r["sig"], r["device"], int(r["dim"]))].append((int(r["size"]), float(r["mean_us"])))
+            self.names.setdefault(r["sig"], {"kind": r["kind"], "fused": r.get("fused", ""),
+                                              "full_shape": r["full_shape"], "dims": {}})["dims"][int(r["dim"])] = \
+                r.get("dim_name", f"axis{r['dim']}")
+        self.comm: dict[tuple, list[tuple[int, float]]] = defaultdict(list)
+        for r in self.log.comms():
+            self.comm[(r["comm"], r["src"], r["dst"])].append((int(r["bytes"]), float(r["mean_us"])))
+        self._fits: dict = {}
+        self._xgb: dict = {}
+
+    # ------------------------------------------------------------------ fits
+    def fit(self, sig: str, device: str, dim: int) -> patterns.Fit | None:
+        key = (sig, device, dim)
+        if key not in self._fits:
+            pts = sorted(self.series.get(key, []))
+            self._fits[key] = patterns.fit(*zip(*pts)) if pts else None
+        return self._fits[key]
+
+    def comm_fit(self, comm: str, src: str, dst: str) -> patterns.Fit | None:
+        key = ("comm", comm, src, dst)
+        if key not in self._fits:
+            pts = sorted(self.comm.get((comm, src, dst), []))
+            self._fits[key] = patterns.fit(*zip(*pts)) if pts else None
+        return self._fits[key]
+
+    def regressor(self, device: str):
+        """The device's XGBoost model: loaded if saved for the current samples, else trained."""
+        if device not in self._xgb:
+            recs = self.log.ops(device)
+            model = None
+            if recs:
+                model = xgb.load(self.folder, device, len(recs)) or xgb.train(recs)
+            self._xgb[device] = model
+        return self._xgb[device]
+
+    def save_regressors(self) -> list[str]:
+        """Train (if needed) and save every device's regressor beside the log."""
+        paths = []
+        for device in sorted({r["device"] for r in self.log.ops()}):
+            model = self.regressor(device)
+            paths.append(xgb.save(model, self.folder, device, len(self.log.ops(device))))
+        return paths
+
+    # ------------------------------------------------------------------ CostModel
+    def estimate(self, op, device: str, shape=None) -> Estimate:
+        if op.is_view:
+            return Estimate(0.0, "view")
+        kind = device_kind(device, self.devices)
+        full = tuple(op.output_shapes[-1])
+        diff = [] if shape is None else [a for a, (s, f) in enumerate(zip(shape, full)) if s != f]
+        sig = op_signature(op)
+        if len(diff) <= 1:
+            dims = diff or sorted(d for (s, k, d) in self.series if s == sig and k == kind)
+            for dim in dims:
+                f = self.fit(sig, kind, dim)
+                if f is not None:
+                    size = full[dim] if not diff else shape[dim]
+                    return Estimate(f.predict(size), "pattern")
+        model = self.regressor(kind)
+        if model is not None:
+            return Estimate(float(xgb.predict(model, [xgb.op_features(op, shape)])[0]), "xgboost")
+        if self.fallback is not None:
+            return self.fallback.estimate(op, device, shape)
+        raise CostModelError(f"no profile of any op on a {kind} in {self.folder}: run "
+                             f"python -m tvm_partition.profile MODEL --devices cpu,{kind}")
+
+    def comm_estimate(self, nbytes: float, src: str, dst: str) -> Estimate:
+        f = self.comm_fit("copy", device_kind(src, self.devices), device_kind(dst, self.devices))
+        if f is not None:
+            return Estimate(f.predict(nbytes), "pattern")
+        if self.fallback is not None:
+            return self.fallback.comm_estimate(nbytes, src, dst)
+        raise CostModelError(f"no measured {src}->{dst} copies in {self.folder}: profile with both devices")
+
+    def _kernel_time(self, comm: str, nbytes: float, device: str) -> float:
+        kind = device_kind(device, self.devices)
+        f = self.comm_fit(comm, kind, kind)
+        if f is not None:
+            return f.predict(nbytes)
+        return getattr(self.fallback, f"{comm}_time")(nbytes, device) if self.fallback is not None else 0.0
+
+    def slice_time(self, nbytes: float, device: str) -> float:
+        return self._kernel_time("slice", nbytes, device) if nbytes > 0 else 0.0
+
+    def concat_time(self, nbytes: float, device: str) -> float:
+        return self._kernel_time("concat", nbytes, device) if nbytes > 0 else 0.0
+
+    # ------------------------------------------------------------------ explain
+    def explain(self, sigs=None) -> str:
+        """Every fit: op kind, TVM kernel, axis, pattern and its formula and error (``--explain``)."""
+        lines = []
+        for (sig, dev, dim) in sorted(self.series):
+            if sigs is not None and sig not in sigs:
+                continue
+            info = self.names[sig]
+            name = info["dims"].get(dim, f"axis{dim}")
+            lines.append(f"{sig} {info['fused'][:50]} {info['full_shape']} on {dev}, {name}: "
+                         f"{self.fit(sig, dev, dim).explain(name)}")
+        for (comm, src, dst) in sorted(self.comm):
+            lines.append(f"{comm} {src}->{dst}: {self.comm_fit(comm, src, dst).explain('bytes')}")
+        return "\n".join(lines)

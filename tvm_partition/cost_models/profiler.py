@@ -1,0 +1,226 @@
+"""The profiler: sample every op of some models on some devices, time them, append to the log.
+
+Everything that is timed goes through a *bundle* (:func:`write_bundle`): the sample kernels of a
+device built into one library, a ``bundle.json`` that says which kernels each sample launches and
+what record it becomes, and the runtime-only timing script (:mod:`.timing`). Profiling this
+machine writes a bundle per round to a temporary folder and runs it here; ``--export-bundle``
+writes one bundle for a machine the build host cannot reach, and ``--import`` merges what that
+machine measured (:func:`import_results`). Both paths time the same kernels the same way.
+
+Rounds spread a time budget over every op (the issue: "samples are spread so the budget still
+covers every key op"): round 0 times every op of every model at its full size, heaviest first;
+later rounds add the halves, quarters... of each axis (:func:`samples.size_grid` order).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+import shutil
+import sys
+import tempfile
+import time
+
+from . import timing
+from .logs import ProfileLog, sample_key
+from .samples import COMM_BYTES, Sample, build_library, comm_function, op_signature, sample_function, samples_of
+
+BUNDLE_FORMAT = 1
+#: Samples built and timed per chunk of a round: the budget is checked between chunks, and a
+#: chunk's build (a fraction of a second per kernel on a small CPU) is the slow part.
+CHUNK = 48
+
+
+@dataclasses.dataclass
+class Pending:
+    """A sample to time: the record it becomes (without timing) and how to build it."""
+
+    record: dict
+    device: object  # DeviceSpec
+    make: object  # () -> Relax function, or None for a copy
+    level: int  # its round
+
+
+def _op_record(s: Sample, op) -> dict:
+    return {"type": "op", "sig": s.sig, "kind": s.kind, "fused": op.fused_name, "dim": s.dim,
+            "dim_name": s.dim_name, "size": s.size, "full": s.full, "shape": list(s.shape),
+            "full_shape": list(op.output_shapes[-1]), "op_flops": op.flops, "op_bytes": op.bytes,
+            "n_inputs": len(op.input_shapes), "device": s.device}
+
+
+def _level(index: int) -> int:
+    """Round of the ``index``-th size of a series: 0 -> 0, 1-2 -> 1, 3-6 -> 2, 7-14 -> 3..."""
+    return (index + 1).bit_length() - 1
+
+
+def pending_samples(graphs: list, devices: list, log: ProfileLog | None = None) -> list[Pending]:
+    """Every op and communication sample of ``graphs`` on ``devices`` the log does not have yet."""
+    out, seen = [], set()
+    kinds = {}
+    for d in devices:
+        kinds.setdefault(d.kind, d)
+    for graph in graphs:
+        pos: dict = {}
+        for s in samples_of(graph, list(kinds)):
+            series = (s.sig, s.device, s.dim)
+            pos[series] = pos.get(series, -1) + 1
+            op = graph.ops[s.op_id]
+            rec = _op_record(s, op)
+            key = sample_key(rec)
+            if key in seen or (log is not None and key in log):
+                continue
+            seen.add(key)
+            out.append(Pending(rec, kinds[s.device],
+                               (lambda g=graph, o=op, s=s: sample_function(g, o, s.dim, s.size)), _level(pos[series])))
+    for i, nbytes in enumerate(COMM_BYTES):
+        lvl = _level(i)
+        for kind, dev in kinds.items():
+            for comm in ("slice", "concat"):
+                rec = {"type": "comm", "comm": comm, "src": kind, "dst": kind, "bytes": nbytes}
+                if sample_key(rec) not in seen and not (log is not None and sample_key(rec) in log):
+                    seen.add(sample_key(rec))
+                    out.append(Pending(rec, dev, (lambda c=comm, n=nbytes: comm_function(c, n)), lvl))
+        for a in devices:
+            for b in devices:
+                if a is b:
+                    continue
+                rec = {"type": "comm", "comm": "copy", "src": a.kind, "dst": b.kind, "bytes": nbytes,
+                       "src_index": a.index, "dst_index": b.index}
+                if sample_key(rec) not in seen and not (log is not None and sample_key(rec) in log):
+                    seen.add(sample_key(rec))
+                    out.append(Pending(rec, None, None, lvl))
+    return out
+
+
+def write_bundle(folder: str, pending: list[Pending], database=None, progress=None) -> dict:
+    """Build ``pending`` into ``folder``: one kernel library per device, ``bundle.json`` and the
+    timing script ``time_samples.py``. Samples whose op cannot be built at their size are left
+    out (and counted in the returned spec's ``skipped``)."""
+    from ..split_rules import IllegalSplit
+
+    os.makedirs(folder, exist_ok=True)
+    spec = {"format": BUNDLE_FORMAT, "libraries": [], "copies": [], "records": {}, "skipped": 0}
+    by_device: dict = {}
+    for i, p in enumerate(pending):
+        sid = f"s{i}"
+        if p.make is None:
+            spec["copies"].append({"id": sid, "src": p.record["src"], "dst": p.record["dst"],
+                                   "src_index": p.record.pop("src_index", 0), "dst_index": p.record.pop("dst_index", 0),
+                                   "bytes": p.record["bytes"]})
+            spec["records"][sid] = p.record
+            continue
+        try:
+            func = p.make()
+        except IllegalSplit:
+            spec["skipped"] += 1
+            continue
+        by_device.setdefault(p.device.name, (p.device, {}))[1][sid] = func
+        spec["records"][sid] = p.record
+    for name, (device, funcs) in by_device.items():
+        if progress:
+            progress(f"building {len(funcs)} {device.kind} sample kernels")
+        lib = build_library(funcs, device, database)
+        file = f"{device.kind}.so"
+        lib.module.export_library(os.path.join(folder, file))
+        spec["libraries"].append({"file": file, "device": device.kind, "kernels": lib.kernels, "samples": lib.samples})
+        for sid, names in lib.samples.items():
+            rec = spec["records"][sid]
+            if rec["type"] == "op":
+                rec["tuned"] = any(lib.kernels[n]["tuned"] for n in names)
+    with open(os.path.join(folder, "bundle.json"), "w", encoding="utf-8") as f:
+        json.dump(spec, f)
+    here = os.path.dirname(os.path.abspath(__file__))
+    shutil.copy(os.path.join(here, "timing.py"), os.path.join(folder, "time_samples.py"))
+    # the timing script names the machine it ran on with the same fingerprint as the profiler
+    shutil.copy(os.path.join(here, "..", "devices.py"), os.path.join(folder, "tvmp_devices.py"))
+    return spec
+
+
+def result_record(records: dict, res: dict) -> dict:
+    """The log record of one timing result (``{"id", "mean_us", "std_us", "repeats", "fingerprint"}``)."""
+    rec = dict(records[res["id"]], mean_us=float(res["mean_us"]), std_us=float(res["std_us"]),
+               repeats=int(res["repeats"]))
+    if res.get("fingerprint"):
+        rec["fingerprint"] = res["fingerprint"]
+    return rec
+
+
+def import_results(results: str, logs: str, bundle: str | None = None, log: ProfileLog | None = None) -> tuple[int, str]:
+    """Merge a bundle's ``results.jsonl`` into ``logs/<fingerprint of the machine that ran it>/``
+    (into ``log`` itself when given: the profiler merging what it just measured here).
+
+    Returns ``(records added, folder)``. Lines for unknown samples, or corrupt lines, are reported
+    and skipped."""
+    from ..devices import fingerprint_id
+
+    if os.path.isdir(results):
+        bundle, results = results, os.path.join(results, "results.jsonl")
+    bundle = bundle or os.path.dirname(os.path.abspath(results))
+    spec_path = os.path.join(bundle, "bundle.json")
+    if not os.path.exists(results):
+        raise FileNotFoundError(f"{results}: no results file (run python time_samples.py BUNDLE there first)")
+    if not os.path.exists(spec_path):
+        raise FileNotFoundError(f"{spec_path}: the results must sit in (or next to) the bundle folder they came from")
+    with open(spec_path, encoding="utf-8") as f:
+        records = json.load(f)["records"]
+    added, folder, logs_by_fp = 0, None, {}
+    with open(results, encoding="utf-8") as f:
+        for n, line in enumerate(f, 1):
+            try:
+                res = json.loads(line)
+                rec = result_record(records, res)
+            except (ValueError, KeyError, TypeError):
+                print(f"{results}:{n}: not a result of this bundle, skipped", file=sys.stderr)
+                continue
+            fp = res.get("fingerprint")
+            folder = log.folder if log is not None else os.path.join(logs, fingerprint_id(fp) if fp else fingerprint_id())
+            (log or logs_by_fp.setdefault(folder, ProfileLog(folder))).append(rec)
+            added += 1
+    return added, folder or logs
+
+
+def profile(graphs: list, devices: list, folder: str, database=None, budget_s: float | None = None,
+            progress=None) -> dict:
+    """Time every sample of ``graphs`` on ``devices`` missing from ``folder``'s log, round by round,
+    until done or ``budget_s`` is spent. Returns counts: measured, left, skipped.
+
+    ``progress(event, what, seconds_left)``: ``event`` is ``build`` (a round's kernels are being
+    compiled) or ``sample`` (``what`` is about to be timed)."""
+    log = ProfileLog(folder)
+    todo = pending_samples(graphs, devices, log)
+    t0 = time.monotonic()
+    stats = {"measured": 0, "left": 0, "skipped": 0, "total": len(todo)}
+    todo.sort(key=lambda p: p.level)  # stable: heaviest op first within a round
+    for start in range(0, len(todo), CHUNK):
+        batch = todo[start:start + CHUNK]
+        if budget_s is not None and time.monotonic() - t0 > budget_s:
+            stats["left"] += len(batch)
+            continue
+        with tempfile.TemporaryDirectory(prefix="tvmp-profile-") as tmp:
+            spec = write_bundle(tmp, batch, database, progress=progress and (lambda msg: progress("build", msg, None)))
+            stats["skipped"] += spec["skipped"]
+            deadline = None if budget_s is None else t0 + budget_s
+
+            def on_sample(sid, spec=spec):
+                if progress:
+                    r = spec["records"][sid]
+                    what = (f"{r['kind']} {r.get('dim_name', '')}={r['size']} on {r['device']}" if r["type"] == "op"
+                            else f"{r['comm']} {r['bytes']} B {r['src']}->{r['dst']}")
+                    progress("sample", what, None if deadline is None else max(0.0, deadline - time.monotonic()))
+                if deadline is not None and time.monotonic() > deadline:
+                    raise _BudgetSpent
+
+            measured = []
+            try:  # every result reaches the log as soon as it is measured
+                timing.run_bundle(tmp, None, progress=on_sample,
+                                  on_result=lambda res, spec=spec: measured.append(log.append(result_record(spec["records"], res))))
+            except _BudgetSpent:
+                pass
+            stats["measured"] += len(measured)
+            stats["left"] += len(spec["records"]) - len(measured)
+    return stats
+
+
+class _BudgetSpent(Exception):
+    pass

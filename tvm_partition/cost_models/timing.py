@@ -1,0 +1,154 @@
+"""Time sample kernels and copies with the TVM runtime alone (no compiler, no tvm_partition).
+
+This file is both a module of the profiler and, copied as ``time_samples.py``, the timing script
+of a profiling bundle (``profile --export-bundle``) for machines the build host cannot reach::
+
+    python time_samples.py BUNDLE_DIR [--out results.jsonl]
+
+It needs only numpy and the runtime-only TVM (``TVM_USE_RUNTIME_LIB=1``,
+``../shared/tools/device-bundle.sh``). Each kernel is run once to warm up (CUDA modules compile
+and load on first use, caches fill), then timed with TVM's time evaluator: ``repeat`` means, each
+over as many runs as fill ``min_repeat_ms``. Results are appended one JSON line per sample as they
+are measured, so a killed run keeps every sample but the one in flight.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import sys
+import time
+
+import numpy as np
+
+try:  # inside the package; in a bundle, the copy of devices.py beside this script
+    from tvm_partition.devices import hardware_fingerprint
+except ImportError:  # pragma: no cover - exercised by the bundle test in a subprocess
+    from tvmp_devices import hardware_fingerprint
+
+REPEAT = 5
+MIN_REPEAT_MS = 10
+COPY_REPEAT = 20
+
+
+def device(kind: str, index: int = 0):
+    import tvm
+
+    return tvm.cuda(index) if kind == "gpu" else tvm.cpu(index)
+
+
+def _tensor(shape, dtype, dev, rng):
+    import tvm
+
+    if dtype.startswith("float"):
+        x = rng.standard_normal(shape).astype(dtype)
+    else:  # indices (take, gather): zeros are in bounds
+        x = np.zeros(shape, dtype=dtype)
+    return tvm.runtime.tensor(x, device=dev)
+
+
+def time_kernel(lib, name: str, args_spec: list, dev, repeat: int = REPEAT, min_repeat_ms: int = MIN_REPEAT_MS):
+    """``(mean_us, std_us, repeats)`` of kernel ``name`` of ``lib`` on ``dev``."""
+    rng = np.random.default_rng(0)
+    args = [_tensor(shape, dtype, dev, rng) for shape, dtype in args_spec]
+    f = lib[name]
+    f(*args)  # warm-up
+    dev.sync()
+    ev = lib.time_evaluator(name, dev, number=1, repeat=repeat, min_repeat_ms=min_repeat_ms)
+    res = [float(r) * 1e6 for r in ev(*args).results]
+    return statistics.fmean(res), (statistics.stdev(res) if len(res) > 1 else 0.0), len(res)
+
+
+def time_copy(nbytes: int, src, dst, repeat: int = COPY_REPEAT):
+    """``(mean_us, std_us, repeats)`` of copying a float32 tensor of ``nbytes`` from ``src`` to ``dst``."""
+    import tvm
+
+    n = max(1, nbytes // 4)
+    a = tvm.runtime.tensor(np.ones(n, dtype="float32"), device=src)
+    b = tvm.runtime.empty((n,), "float32", dst)
+    for _ in range(3):  # warm-up
+        a.copyto(b)
+    res = []
+    for _ in range(repeat):
+        src.sync()
+        dst.sync()
+        t0 = time.perf_counter()
+        a.copyto(b)
+        dst.sync()
+        src.sync()
+        res.append((time.perf_counter() - t0) * 1e6)
+    return statistics.fmean(res), statistics.stdev(res), len(res)
+
+
+def run_bundle(bundle: str, out: str | None, done: set | None = None, progress=None, on_result=None) -> int:
+    """Time every sample of a bundle not in ``done``; append one JSON line each to ``out`` and/or
+    hand each result to ``on_result`` as soon as it is measured."""
+    import tvm
+
+    with open(os.path.join(bundle, "bundle.json"), encoding="utf-8") as f:
+        spec = json.load(f)
+    done = done or set()
+    count = 0
+    fp = hardware_fingerprint()
+
+    def emit(line):
+        if out is not None:
+            with open(out, "a", encoding="utf-8") as fout:
+                fout.write(json.dumps(line) + "\n")
+        if on_result is not None:
+            on_result(line)
+
+    for lib_spec in spec["libraries"]:
+        dev = device(lib_spec["device"])
+        if not dev.exist:
+            print(f"skipping {lib_spec['file']}: no {lib_spec['device']} device here", file=sys.stderr)
+            continue
+        lib = tvm.runtime.load_module(os.path.join(bundle, lib_spec["file"]))
+        for sid, names in lib_spec["samples"].items():
+            if sid in done:
+                continue
+            if progress:
+                progress(sid)
+            stats = [time_kernel(lib, n, lib_spec["kernels"][n]["args"], dev) for n in names]
+            line = {"id": sid, "mean_us": sum(s[0] for s in stats), "fingerprint": fp,
+                    "std_us": sum(s[1] ** 2 for s in stats) ** 0.5, "repeats": min((s[2] for s in stats), default=0)}
+            emit(line)
+            count += 1
+    for c in spec.get("copies", []):
+        if c["id"] in done:
+            continue
+        src, dst = device(c["src"], c.get("src_index", 0)), device(c["dst"], c.get("dst_index", 0))
+        if not (src.exist and dst.exist):
+            continue
+        if progress:
+            progress(c["id"])
+        mean, std, n = time_copy(c["bytes"], src, dst)
+        emit({"id": c["id"], "mean_us": mean, "std_us": std, "repeats": n, "fingerprint": fp})
+        count += 1
+    return count
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description="Time the sample kernels and copies of a tvm_partition profiling bundle "
+                                             "with the TVM runtime alone.")
+    ap.add_argument("bundle", help="the bundle folder (holds bundle.json)")
+    ap.add_argument("--out", help="results file (JSON Lines; default BUNDLE/results.jsonl); a rerun resumes")
+    args = ap.parse_args(argv)
+    out = args.out or os.path.join(args.bundle, "results.jsonl")
+    done = set()
+    if os.path.exists(out):
+        with open(out, encoding="utf-8") as f:
+            for line in f:
+                try:
+                    done.add(json.loads(line)["id"])
+                except (ValueError, KeyError, TypeError):
+                    continue
+    n = run_bundle(args.bundle, out, done, progress=lambda sid: print(f"timing {sid}", file=sys.stderr))
+    print(f"timed {n} samples into {out}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,150 @@
+"""Profile ops and copies on this machine's devices; fit and check the cost models.
+
+    python -m tvm_partition.profile MODEL... --devices cpu|cpu,gpu|cpu,cpu [--budget-s S]
+        [--tuning-logs DIR] [--batch N] [--seq-len N] [--layers N] [--image-size N]
+    python -m tvm_partition.profile MODEL... --devices cpu,gpu --export-bundle DIR
+    python -m tvm_partition.profile --import RESULTS [--tuning-logs DIR]
+    python -m tvm_partition.profile --explain [MODEL...] [--tuning-logs DIR]
+    python -m tvm_partition.profile --evaluate [--tuning-logs DIR] [--out DIR]
+
+Every fused op of the models is timed on each device while each legal split axis varies (batch
+1..1024, H, N... within the model's extent; EOP Sec. 2.3), built as the compiler builds it, with
+the tuned schedule where the tuning database has one. Split, copy (each direction) and concat
+are timed over tensor sizes. Samples go to ``<tuning logs>/<hardware fingerprint>/profile.jsonl``
+(append-only JSON Lines; a rerun skips what is there), then the XGBoost regressors are trained and
+saved beside it. ``--budget-s`` caps the time: every op is first timed at its full size, finer
+sizes follow while time is left.
+
+``--export-bundle DIR`` builds the samples for a machine this one cannot reach (an air-gapped edge
+server, the GPU machine): ``python DIR/time_samples.py DIR`` there needs only numpy and the
+runtime-only TVM; ``--import DIR`` (or its results.jsonl) merges the results into the logs of that
+machine's fingerprint. ``--explain`` prints every pattern fit; ``--evaluate`` reports held-out
+accuracy (MAPE) of the patterns, XGBoost and a linear-only model, with a PNG, and ends with
+``mape_pattern=<f> mape_xgboost=<f> mape_linear=<f>``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import time
+
+
+def _parser() -> argparse.ArgumentParser:
+    from . import zoo
+    from .frontend import add_model_args
+
+    ap = argparse.ArgumentParser(prog="python -m tvm_partition.profile", description=__doc__.split("\n\n")[0],
+                                 epilog=f"zoo models: {', '.join(zoo.NAMES)}")
+    ap.add_argument("models", nargs="*", help="zoo names or paths to .onnx files")
+    ap.add_argument("--devices", default="cpu", help="devices to profile: cpu (default), cpu,gpu or cpu,cpu")
+    ap.add_argument("--budget-s", type=float, help="stop after about this many seconds (default: no limit)")
+    ap.add_argument("--tuning-logs", help="tuning logs folder (default: the shipped tuning_logs/)")
+    ap.add_argument("--target-cpu", help="LLVM -mcpu of the CPU (default: this machine's)")
+    ap.add_argument("--gpu-arch", default="sm_90", help="CUDA arch (default sm_90)")
+    add_model_args(ap)
+    mode = ap.add_mutually_exclusive_group()
+    mode.add_argument("--export-bundle", metavar="DIR", help="build the samples into DIR for another machine")
+    mode.add_argument("--import", dest="import_", metavar="RESULTS",
+                      help="merge a bundle's results (the bundle folder or its results.jsonl) into the logs")
+    mode.add_argument("--explain", action="store_true", help="print the pattern fit of every profiled op")
+    mode.add_argument("--evaluate", action="store_true", help="held-out accuracy of the cost models")
+    ap.add_argument("--out", help="--evaluate: folder for the report and PNG (default benchmarks/results/<fingerprint>)")
+    return ap
+
+
+def _graphs(args):
+    from . import frontend
+    from .graph import OpGraph
+
+    out = []
+    for name in args.models:
+        out.append(OpGraph(frontend.load_from_args(name, args).mod))
+    return out
+
+
+def main(argv=None) -> int:
+    args = _parser().parse_args(argv)
+    from .devices import DeviceError, fingerprint_id, parse_devices
+    from .tuning import DEFAULT_LOGS, database_dir
+
+    logs = args.tuning_logs or DEFAULT_LOGS
+    folder = database_dir(logs)
+    try:
+        if args.import_:
+            from .cost_models.profiler import import_results
+
+            n, where = import_results(args.import_, logs)
+            print(f"imported {n} samples into {where}")
+            return 0
+        if args.evaluate:
+            from .cost_models.evaluate import evaluate
+
+            out = args.out or os.path.join("benchmarks", "results", os.path.basename(folder.rstrip("/")))
+            print(evaluate(folder, out))
+            return 0
+        if args.explain:
+            from .cost_models.profiled import ProfiledCostModel
+            from .cost_models.samples import op_signature
+
+            sigs = None
+            if args.models:
+                sigs = {op_signature(op) for g in _graphs(args) for op in g.ops.values()}
+            print(ProfiledCostModel(folder).explain(sigs) or f"no profile in {folder}")
+            return 0
+        if not args.models:
+            print("error: name at least one model (e.g. lstm), or use --import / --explain / --evaluate",
+                  file=sys.stderr)
+            return 2
+        text = args.devices if args.devices.split(",")[0].strip() == "cpu" else "cpu," + args.devices
+        devices = parse_devices(text, gpu_arch=args.gpu_arch, cpu_mcpu=args.target_cpu)
+        return _profile(args, devices, folder)
+    except (DeviceError, ValueError, FileNotFoundError, OSError) as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 1
+
+
+def _profile(args, devices, folder) -> int:
+    from tqdm import tqdm
+
+    from .cost_models import profiler
+    from .cost_models.logs import ProfileLog
+    from .cost_models.profiled import ProfiledCostModel
+    from .devices import check_local
+    from .tuning import open_database
+
+    graphs = _graphs(args)
+    db = open_database(folder)
+    if args.export_bundle:
+        pending = profiler.pending_samples(graphs, devices)
+        spec = profiler.write_bundle(args.export_bundle, pending, db, progress=lambda m: print(m, file=sys.stderr))
+        n = sum(len(lib["samples"]) for lib in spec["libraries"]) + len(spec["copies"])
+        print(f"bundle {args.export_bundle}: {n} samples ({spec['skipped']} sizes that cannot be built left out); "
+              f"there: python time_samples.py {os.path.basename(os.path.abspath(args.export_bundle))}; "
+              f"here: python -m tvm_partition.profile --import RESULTS")
+        return 0
+    check_local(devices)
+    todo = len(profiler.pending_samples(graphs, devices, ProfileLog(folder, warn=lambda m: None)))
+    print(f"{todo} samples to time on {','.join(d.name for d in devices)}; log {folder}/profile.jsonl")
+    t0 = time.monotonic()
+    with tqdm(total=todo, unit="sample", dynamic_ncols=True) as bar:
+        def progress(event, what, left):
+            if event == "build":
+                bar.set_description(what, refresh=True)
+                return
+            bar.set_description(what[:48], refresh=False)
+            if left is not None:
+                bar.set_postfix_str(f"{left:.0f} s left", refresh=False)
+            bar.update(1)
+
+        stats = profiler.profile(graphs, devices, folder, db, args.budget_s, progress)
+    model = ProfiledCostModel(folder)
+    paths = model.save_regressors()
+    print(f"measured {stats['measured']} samples in {time.monotonic() - t0:.0f} s, {stats['left']} left for a later "
+          f"run, {stats['skipped']} sizes that cannot be built; XGBoost models: {', '.join(paths) or 'none'}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
