@@ -140,9 +140,9 @@ def _profile(args, devices, folder) -> int:
 
         stats = profiler.profile(graphs, devices, folder, db, args.budget_s, progress)
     model = ProfiledCostModel(folder)
-    paths = model.save_regressors()
+    paths = model.save_regressors() + [model.save_fits()]
     print(f"measured {stats['measured']} samples in {time.monotonic() - t0:.0f} s, {stats['left']} left for a later "
-          f"run, {stats['skipped']} sizes that cannot be built; XGBoost models: {', '.join(paths) or 'none'}")
+          f"run, {stats['skipped']} sizes that cannot be built; models: {', '.join(paths)}")
     return 0
 
 

@@ -185,8 +185,14 @@ def is_tuned(db, kernel: Kernel) -> bool:
 
 
 def scheduled(kmod: tvm.IRModule, record) -> tvm.tirx.PrimFunc:
-    """The kernel ``kmod`` (see :func:`kernel_module`) with the schedule of a tuning ``record``."""
-    sch = tvm.s_tir.Schedule(kmod)
+    """The kernel ``kmod`` (see :func:`kernel_module`) with the schedule of a tuning ``record``.
+
+    The trace is applied to the record's own workload, as MetaSchedule's ``query_schedule`` does:
+    it is structurally equal to ``kmod`` (that is how the record was found) but its block names are
+    the ones the trace refers to, while ``kmod``'s depend on the variable names of the module it
+    came from (a profiling sample names its operands differently from a model build)."""
+    del kmod  # found by structure; scheduled from the record's own copy
+    sch = tvm.s_tir.Schedule(record.workload.mod)
     record.trace.apply_to_schedule(sch, remove_postproc=False)
     return sch.mod["main"].with_attr("tirx.is_scheduled", True)
 

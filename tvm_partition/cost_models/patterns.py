@@ -59,6 +59,10 @@ class Fit:
         return {"pattern": self.pattern, "params": list(self.params), "cv_mape": self.cv_mape, "n": self.n,
                 "x_range": list(self.x_range)}
 
+    @staticmethod
+    def from_json(d: dict) -> "Fit":
+        return Fit(d["pattern"], tuple(d["params"]), float(d["cv_mape"]), int(d["n"]), tuple(d["x_range"]))
+
 
 def _wls(features: np.ndarray, y: np.ndarray) -> np.ndarray:
     """Least squares of relative error (rows weighted by 1/y), with non-negative coefficients: a
@@ -87,18 +91,39 @@ def _fit_params(pattern: str, x: np.ndarray, y: np.ndarray) -> tuple[float, ...]
             return None
         a, b = _wls(np.column_stack([np.ones_like(x), x]), y)
         return float(a), float(b)
-    # staircase: try every step width; keep the one with least relative error
-    best, best_err = None, math.inf
-    for width in _widths(x):
-        steps = np.ceil(x / width)
-        if len(set(steps.tolist())) < 2:
-            continue
-        a, b = _wls(np.column_stack([np.ones_like(x), steps]), y)
-        pred = np.maximum(a + b * steps, 1e-3)
-        err = float(np.mean(np.abs(pred - y) / y))
-        if err < best_err - 1e-12:
-            best, best_err = (float(a), float(b), float(width)), err
-    return best
+    # staircase: every step width at once; keep the one with least relative error
+    widths = np.array(_widths(x), dtype=float)
+    steps = np.ceil(x[None, :] / widths[:, None])  # (widths, samples)
+    ok = steps.max(axis=1) > steps.min(axis=1)  # at least two steps among the samples
+    if not ok.any():
+        return None
+    widths, steps = widths[ok], steps[ok]
+    a, b = _wls2(steps, y)
+    pred = np.maximum(a[:, None] + b[:, None] * steps, 1e-3)
+    err = np.mean(np.abs(pred - y[None, :]) / y[None, :], axis=1)
+    k = int(np.argmin(err))
+    return float(a[k]), float(b[k]), float(widths[k])
+
+
+def _wls2(s: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`_wls` of ``y ~ a + b * s`` for each row of ``s`` at once (closed form, a, b >= 0)."""
+    w2 = 1.0 / np.maximum(y, 1e-9) ** 2
+    sw, sws, swss = w2.sum(), (s * w2).sum(1), (s * s * w2).sum(1)
+    swy, swsy = (w2 * y).sum(), (s * w2 * y).sum(1)
+    det = sw * swss - sws**2
+    safe = np.where(np.abs(det) > 1e-30, det, 1.0)
+    a = np.where(np.abs(det) > 1e-30, (swss * swy - sws * swsy) / safe, swy / sw)
+    b = np.where(np.abs(det) > 1e-30, (sw * swsy - sws * swy) / safe, 0.0)
+    # a negative coefficient: the better of the two one-coefficient fits (as in _wls)
+    neg = (a < 0) | (b < 0)
+    a_only, b_only = swy / sw, np.maximum(swsy / np.maximum(swss, 1e-30), 0.0)
+    err_a = ((a_only - y[None, :]) ** 2 * w2).sum(1)
+    err_b = ((b_only[:, None] * s - y[None, :]) ** 2 * w2).sum(1)
+    use_a = neg & (err_a <= err_b)
+    use_b = neg & ~use_a
+    a = np.where(use_a, a_only, np.where(use_b, 0.0, a))
+    b = np.where(use_a, 0.0, np.where(use_b, b_only, b))
+    return a, b
 
 
 def _widths(x: np.ndarray) -> list[int]:

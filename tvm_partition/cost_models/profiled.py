@@ -13,6 +13,8 @@ elsewhere (the issue's "composite"), each answer saying which it used.
 
 from __future__ import annotations
 
+import json
+import os
 import re
 from collections import defaultdict
 
@@ -20,6 +22,24 @@ from . import patterns, xgb
 from .base import CostModel, Estimate
 from .logs import ProfileLog
 from .samples import op_signature
+
+
+FITS_FILE = "fits.json"
+
+
+def _fit_key(key: tuple) -> str:
+    return "|".join(str(k) for k in key)
+
+
+def _load_fits(folder: str) -> dict:
+    try:
+        with open(os.path.join(folder, FITS_FILE), encoding="utf-8") as f:
+            data = json.load(f)
+        for v in data.values():  # points as tuples, to compare with the log's
+            v["points"] = [tuple(p) for p in v["points"]]
+        return data
+    except (OSError, ValueError, AttributeError, TypeError):
+        return {}
 
 
 class CostModelError(LookupError):
@@ -57,21 +77,38 @@ class ProfiledCostModel(CostModel):
             self.comm[(r["comm"], r["src"], r["dst"])].append((int(r["bytes"]), float(r["mean_us"])))
         self._fits: dict = {}
         self._xgb: dict = {}
+        self._cached = _load_fits(folder)
 
     # ------------------------------------------------------------------ fits
-    def fit(self, sig: str, device: str, dim: int) -> patterns.Fit | None:
-        key = (sig, device, dim)
+    def _fit(self, key: tuple, pts: list) -> patterns.Fit | None:
         if key not in self._fits:
-            pts = sorted(self.series.get(key, []))
-            self._fits[key] = patterns.fit(*zip(*pts)) if pts else None
+            pts = sorted(pts)
+            cached = self._cached.get(_fit_key(key))
+            if cached is not None and cached["points"] == pts:
+                self._fits[key] = patterns.Fit.from_json(cached["fit"])
+            else:
+                self._fits[key] = patterns.fit(*zip(*pts)) if pts else None
         return self._fits[key]
 
+    def fit(self, sig: str, device: str, dim: int) -> patterns.Fit | None:
+        return self._fit((sig, device, dim), self.series.get((sig, device, dim), []))
+
     def comm_fit(self, comm: str, src: str, dst: str) -> patterns.Fit | None:
-        key = ("comm", comm, src, dst)
-        if key not in self._fits:
-            pts = sorted(self.comm.get((comm, src, dst), []))
-            self._fits[key] = patterns.fit(*zip(*pts)) if pts else None
-        return self._fits[key]
+        return self._fit(("comm", comm, src, dst), self.comm.get((comm, src, dst), []))
+
+    def save_fits(self) -> str:
+        """Fit every series and save the fits (with the points they were fitted on) beside the log:
+        loading a cost model then costs no fitting unless samples changed."""
+        out = {}
+        for key, pts in list(self.series.items()) + [(("comm",) + k, v) for k, v in self.comm.items()]:
+            f = self._fit(key, pts)
+            if f is not None:
+                out[_fit_key(key)] = {"points": [list(p) for p in sorted(pts)], "fit": f.to_json()}
+        path = os.path.join(self.folder, FITS_FILE)
+        with open(path + ".tmp", "w", encoding="utf-8") as fh:
+            json.dump(out, fh)
+        os.replace(path + ".tmp", path)
+        return path
 
     def regressor(self, device: str):
         """The device's XGBoost model: loaded if saved for the current samples, else trained."""

@@ -223,19 +223,28 @@ class KernelLibrary:
         return {"device": self.device, "target": self.target, "kernels": self.kernels, "samples": self.samples}
 
 
-def _called_prim_funcs(mod) -> list[str]:
+def lower_sample(func) -> list:
+    """``[(name, kernel)]``: the kernels (``kernel_module`` form, in launch order) TVM's fusion makes
+    of a sample function, with TVM's names for them."""
+    import tvm
     from tvm import relax
 
-    call_tir = relax.Call  # noqa: F841 - for readability below
+    from ..tuning import kernel_module
+
+    fuse = tvm.transform.Sequential([
+        relax.transform.LegalizeOps(), relax.transform.AnnotateTIROpPattern(), relax.transform.FoldConstant(),
+        relax.transform.FuseOps(), relax.transform.FuseTIR(),
+    ])
+    lowered = fuse(tvm.IRModule({"main": func}))
+    call_tir = tvm.ir.Op.get("relax.call_tir")
     names: list[str] = []
 
     def visit(expr):
-        if isinstance(expr, relax.Call) and isinstance(expr.op, __import__("tvm").ir.Op) \
-                and expr.op.name == "relax.call_tir":
+        if isinstance(expr, relax.Call) and expr.op.same_as(call_tir):
             names.append(expr.args[0].name_hint)
 
-    relax.analysis.post_order_visit(mod["main"].body, visit)
-    return names
+    relax.analysis.post_order_visit(lowered["main"].body, visit)
+    return [(n, kernel_module(lowered[n])) for n in names]
 
 
 def build_library(functions: dict[str, object], device, database=None) -> KernelLibrary:
@@ -244,22 +253,15 @@ def build_library(functions: dict[str, object], device, database=None) -> Kernel
     llvm pipeline otherwise), and compile all distinct kernels of ``device`` into one library."""
     import tvm
     import tvm_ffi
-    from tvm import relax
 
     from ..build import TUNED_ATTR, schedule_gpu
-    from ..tuning import apply_database, kernel_module
+    from ..tuning import apply_database
 
-    fuse = tvm.transform.Sequential([
-        relax.transform.LegalizeOps(), relax.transform.AnnotateTIROpPattern(), relax.transform.FoldConstant(),
-        relax.transform.FuseOps(), relax.transform.FuseTIR(),
-    ])
     target = device.tvm_target()
     prims, by_hash, samples = {}, {}, {}
     for sid, func in functions.items():
-        lowered = fuse(tvm.IRModule({"main": func}))
         names = []
-        for callee in _called_prim_funcs(lowered):
-            kmod = kernel_module(lowered[callee])
+        for callee, kmod in lower_sample(func):
             h = tvm_ffi.structural_hash(kmod)
             if h not in by_hash:
                 name = f"k{len(by_hash)}_{callee}"[:60]

@@ -23,10 +23,10 @@ import time
 
 import numpy as np
 
-try:  # inside the package; in a bundle, the copy of devices.py beside this script
-    from tvm_partition.devices import hardware_fingerprint
-except ImportError:  # pragma: no cover - exercised by the bundle test in a subprocess
+try:  # in a bundle: the copy of tvm_partition/devices.py beside this script (stdlib only)
     from tvmp_devices import hardware_fingerprint
+except ImportError:  # inside the package
+    from tvm_partition.devices import hardware_fingerprint
 
 REPEAT = 5
 MIN_REPEAT_MS = 10

@@ -1,0 +1,241 @@
+"""Profiler, profile log, pattern fits, XGBoost, the composite cost model and its accuracy report.
+
+One real profile of a four-kernel MLP (every sample built and timed, ~80 samples) is shared by the
+tests that need measured data; the pattern and accuracy tests use synthetic series with known
+answers so that they fail when a fit is wrong.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from helpers import mlp_model
+from tvm_partition.cost_models import AnalyticCostModel, DeviceRoofline, patterns
+from tvm_partition.cost_models.logs import ProfileLog, sample_key
+from tvm_partition.cost_models.profiled import ProfiledCostModel
+from tvm_partition.devices import parse_devices
+from tvm_partition.graph import OpGraph
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+# ----------------------------------------------------------------------------- patterns
+def test_patterns_recover_their_own_shape():
+    x = np.arange(1, 65)
+    lin = patterns.fit(x, 5 + 2 * x)
+    assert lin.pattern == "linear" and lin.params == pytest.approx((5, 2), rel=1e-6)
+    stair = patterns.fit(x, 3 + 10 * np.ceil(x / 16))
+    assert stair.pattern == "staircase" and stair.params[2] == 16  # the step width is found, not given
+    assert stair.predict(17) == pytest.approx(23) and stair.predict(16) == pytest.approx(13)
+    const = patterns.fit(x, np.full(64, 7.0) * (1 + 0.01 * np.sin(x)))
+    assert const.pattern == "constant" and const.params[0] == pytest.approx(7, rel=0.01)
+
+
+def test_staircase_beats_linear_on_noisy_steps_and_fits_never_go_negative():
+    rng = np.random.default_rng(0)
+    x = np.arange(1, 129)
+    y = (20 + 50 * np.ceil(x / 32)) * rng.normal(1, 0.02, len(x))
+    f = patterns.fit(x, y)
+    assert f.pattern == "staircase" and f.cv_mape < 0.05
+    assert patterns.loo_mape("linear", x.astype(float), y) > 2 * f.cv_mape
+    # a series whose least-squares line has a negative intercept still predicts positive times
+    g = patterns.fit([2, 4, 8, 16], [1, 10, 30, 70], patterns=("linear",))
+    assert all(v >= 0 for v in g.params) and g.predict(1) > 0
+    assert "linear" in g.explain("batch") and "batch" in g.explain("batch")
+
+
+# ----------------------------------------------------------------------------- log
+def _op_rec(size, us, sig="matmul-x", dim=0, device="cpu"):
+    return {"type": "op", "sig": sig, "kind": "matmul", "fused": "fused_matmul", "dim": dim, "dim_name": "batch",
+            "size": size, "full": 64, "shape": [size, 32], "full_shape": [64, 32], "op_flops": 2 * 64 * 32 * 32,
+            "op_bytes": 4 * (64 * 32 * 2 + 32 * 32), "n_inputs": 2, "device": device, "mean_us": us, "std_us": 0.1,
+            "repeats": 5}
+
+
+def test_log_appends_resumes_and_reports_corrupt_lines(tmp_path):
+    log = ProfileLog(str(tmp_path))
+    log.append(_op_rec(8, 10.0))
+    log.append(_op_rec(16, 20.0))
+    with open(log.path, "a", encoding="utf-8") as f:
+        f.write('{"type": "op", "sig": "trunc')  # a run killed mid-line
+    warnings = []
+    again = ProfileLog(str(tmp_path), warn=warnings.append)
+    assert len(again) == 2 and sample_key(_op_rec(8, 0)) in again
+    assert again.bad_lines == [3] and "line 3" in warnings[0]
+    again.append(_op_rec(32, 40.0))  # starts on a new line: the truncated one stays alone
+    third = ProfileLog(str(tmp_path), warn=lambda m: None)
+    assert len(third) == 3 and third.bad_lines == [3]
+    rec = third.records[-1]
+    assert rec["tvm"] and rec["fingerprint"]["cores"] >= 1 and "cpu" in rec["fingerprint"]
+
+
+# ----------------------------------------------------------------------------- real profile
+@pytest.fixture(scope="module")
+def profiled(tmp_path_factory):
+    from tvm_partition.cost_models import profiler
+
+    folder = str(tmp_path_factory.mktemp("logs") / "machine")
+    graph = OpGraph(mlp_model().mod)
+    devices = parse_devices("cpu,cpu")
+    stats = profiler.profile([graph], devices, folder)
+    return folder, graph, devices, stats
+
+
+def test_profile_times_every_op_axis_and_copy_then_resumes(profiled):
+    from tvm_partition.cost_models import profiler
+
+    folder, graph, devices, stats = profiled
+    assert stats["measured"] > 40 and stats["left"] == 0
+    log = ProfileLog(folder)
+    assert len(log) == stats["measured"]
+    ops = log.ops("cpu")
+    for op in graph.ops.values():
+        if op.is_view:
+            continue
+        for dim in op.split_dims:
+            sizes = {r["size"] for r in ops if r["fused"] == op.fused_name and r["dim"] == dim}
+            assert op.output_shapes[-1][dim] in sizes and 1 in sizes, (op.id, dim, sizes)
+    batch = {r["size"] for r in ops if r["dim_name"] == "batch"}
+    assert 1024 in batch  # EOP samples batch 1..1024, beyond the model's own batch of 4
+    assert all(r["mean_us"] > 0 and r["repeats"] >= 1 for r in log.records)
+    comms = {(r["comm"], r["src"], r["dst"]) for r in log.comms()}
+    assert {("copy", "cpu", "cpu"), ("slice", "cpu", "cpu"), ("concat", "cpu", "cpu")} <= comms
+    again = profiler.profile([graph], devices, folder)  # everything is there: nothing to time
+    assert again["total"] == 0 and again["measured"] == 0
+
+
+def test_profiled_cost_model_uses_patterns_where_profiled_and_xgboost_elsewhere(profiled):
+    folder, graph, devices, _ = profiled
+    cm = ProfiledCostModel(folder, devices)
+    op = next(o for o in graph.ops.values() if o.kind == "matmul" and 1 in o.split_dims)
+    full = tuple(op.output_shapes[-1])
+    whole = cm.estimate(op, "cpu", None)
+    half = cm.estimate(op, "cpu1", (full[0], full[1] // 2))
+    assert whole.source == "pattern" and half.source == "pattern" and whole.us > 0 and half.us > 0
+    # an op never profiled (other shapes: another signature) goes to the regressor
+    other = OpGraph(mlp_model(batch=3, d_in=24, d_hidden=40).mod)
+    unseen = next(o for o in other.ops.values() if o.kind == "matmul")
+    est = cm.estimate(unseen, "cpu")
+    assert est.source == "xgboost" and est.us > 0 and math.isfinite(est.us)
+    assert cm.comm_time(0, "cpu", "cpu1") == 0 and cm.comm_time(1 << 20, "cpu", "cpu") == 0
+    small, big = cm.comm_time(1 << 10, "cpu", "cpu1"), cm.comm_time(1 << 24, "cpu", "cpu1")
+    assert 0 < small < big
+    assert cm.slice_time(1 << 20, "cpu") > 0 and cm.concat_time(1 << 20, "cpu") > 0
+    assert "fused_matmul" in cm.explain() and "copy cpu->cpu" in cm.explain()
+    paths = cm.save_regressors() + [cm.save_fits()]
+    assert paths and all(os.path.exists(p) for p in paths)
+    reloaded = ProfiledCostModel(folder, devices)  # fits and regressors come from disk
+    assert reloaded.estimate(op, "cpu1", (full[0], full[1] // 2)) == half
+    assert reloaded.estimate(unseen, "cpu").us == pytest.approx(est.us, rel=1e-5)
+
+
+def test_cost_model_without_profile_says_what_to_run_or_falls_back(tmp_path):
+    from tvm_partition.cost_models.profiled import CostModelError
+
+    graph = OpGraph(mlp_model().mod)
+    op = next(o for o in graph.ops.values() if o.kind == "matmul")
+    with pytest.raises(CostModelError, match="tvm_partition.profile"):
+        ProfiledCostModel(str(tmp_path)).op_time(op, "gpu")
+    roof = AnalyticCostModel({"cpu": DeviceRoofline(100, 20), "gpu": DeviceRoofline(10000, 1000)})
+    est = ProfiledCostModel(str(tmp_path), fallback=roof).estimate(op, "gpu")
+    assert est.source == "analytic" and est.us == pytest.approx(roof.op_time(op, "gpu"))
+
+
+def test_sample_kernels_are_the_kernels_a_split_build_launches():
+    """A sample at a part size lowers to the very PrimFuncs the build of a split plan launches."""
+    import tvm
+    import tvm_ffi
+
+    from tvm_partition.build import lower
+    from tvm_partition.cost_models.samples import lower_sample, sample_function
+    from tvm_partition.plan import Plan, Split
+    from tvm_partition.tuning import kernel_module
+
+    model = mlp_model(batch=4)
+    graph = OpGraph(model.mod)
+    devices = parse_devices("cpu,cpu")
+    op = next(o for o in graph.ops.values() if o.kind == "matmul" and 1 in o.split_dims)
+    plan = Plan(devices, {op.id: Split(1, (0.25, 0.75), ("cpu1", "cpu"))})
+    lowered, _ = lower(model.mod, plan, graph)
+    built = {tvm_ffi.structural_hash(kernel_module(f)) for _, f in lowered.functions_items()
+             if isinstance(f, tvm.tirx.PrimFunc)}
+    n = op.output_shapes[-1][1]
+    for size in (n // 4, n - n // 4):
+        kernels = lower_sample(sample_function(graph, op, 1, size))
+        assert len(kernels) == 1
+        assert tvm_ffi.structural_hash(kernels[0][1]) in built, size
+
+
+# ----------------------------------------------------------------------------- accuracy
+def _synthetic_log(folder):
+    rng = np.random.default_rng(1)
+    log = ProfileLog(folder)
+    for sig, f in (("matmul-stair", lambda s: 30 + 40 * math.ceil(s / 16)), ("matmul-lin", lambda s: 5 + 3 * s),
+                   ("matmul-flat", lambda s: 12.0)):
+        for size in range(1, 65, 3):
+            log.append(_op_rec(size, f(size) * rng.normal(1, 0.01), sig=sig))
+    return log
+
+
+def test_evaluate_reports_held_out_mape_and_beats_linear_on_steps(tmp_path):
+    from tvm_partition.cost_models.evaluate import evaluate
+
+    _synthetic_log(str(tmp_path / "logs"))
+    text = evaluate(str(tmp_path / "logs"), str(tmp_path / "out"))
+    last = text.strip().splitlines()[-1]
+    vals = dict(kv.split("=") for kv in last.split())
+    assert set(vals) == {"mape_pattern", "mape_xgboost", "mape_linear"}
+    assert float(vals["mape_pattern"]) < float(vals["mape_linear"])
+    report = json.load(open(tmp_path / "out" / "accuracy.json"))
+    chosen = {s["sig"]: s["pattern"] for s in report["series"]}
+    assert chosen == {"matmul-stair": "staircase", "matmul-lin": "linear", "matmul-flat": "constant"}
+    stair = next(s for s in report["series"] if s["sig"] == "matmul-stair")
+    assert stair["mape_pattern"] < 0.05 < stair["mape_linear"]
+    assert os.path.getsize(tmp_path / "out" / "accuracy.png") > 10_000
+
+
+# ----------------------------------------------------------------------------- CLI and bundles
+def _cli(*args, env=None, cwd=ROOT):
+    return subprocess.run([sys.executable, *args], capture_output=True, text=True, cwd=cwd,
+                          env={**os.environ, **(env or {})}, timeout=600)
+
+
+def test_cli_help_and_clear_errors(tmp_path):
+    r = _cli("-m", "tvm_partition.profile", "--help")
+    assert r.returncode == 0 and "--budget-s" in r.stdout and "--export-bundle" in r.stdout
+    r = _cli("-m", "tvm_partition.profile", "--tuning-logs", str(tmp_path))
+    assert r.returncode == 2 and "name at least one model" in r.stderr
+    r = _cli("-m", "tvm_partition.profile", "--evaluate", "--tuning-logs", str(tmp_path))
+    assert r.returncode == 1 and "no op profiled" in r.stderr and "Traceback" not in r.stderr
+    r = _cli("-m", "tvm_partition.profile", "nosuchmodel", "--tuning-logs", str(tmp_path))
+    assert r.returncode == 1 and "unknown model" in r.stderr and "Traceback" not in r.stderr
+
+
+def test_bundle_runs_with_the_runtime_only_and_imports_back(tmp_path):
+    """Export, time with TVM_USE_RUNTIME_LIB=1 and no tvm_partition on the path, import."""
+    from tvm_partition.cost_models import profiler
+
+    graph = OpGraph(mlp_model().mod)
+    pending = [p for p in profiler.pending_samples([graph], parse_devices("cpu,cpu")) if p.level == 0]
+    bundle = tmp_path / "bundle"
+    spec = profiler.write_bundle(str(bundle), pending)
+    assert (bundle / "cpu.so").exists() and (bundle / "time_samples.py").exists()
+    env = {"TVM_USE_RUNTIME_LIB": "1", "PYTHONPATH": "", "PYTHONNOUSERSITE": "1"}
+    # -I: isolated mode, so neither the checkout nor an editable install of tvm_partition is importable
+    probe = _cli("-I", "-c", "import importlib.util as u; print(u.find_spec('tvm_partition'))", env=env, cwd=str(bundle))
+    r = _cli("-I", "time_samples.py", ".", env=env, cwd=str(bundle))
+    assert r.returncode == 0, r.stderr[-2000:]
+    lines = [json.loads(x) for x in open(bundle / "results.jsonl")]
+    assert len(lines) == len(spec["records"]) and all(x["mean_us"] > 0 for x in lines)
+    r = _cli("-m", "tvm_partition.profile", "--import", str(bundle), "--tuning-logs", str(tmp_path / "logs"))
+    assert r.returncode == 0 and f"imported {len(lines)} samples" in r.stdout, r.stderr
+    folder = r.stdout.strip().split(" into ")[-1]
+    assert len(ProfileLog(folder)) == len(lines)
+    assert probe.returncode == 0
