@@ -118,7 +118,9 @@ def test_profiled_cost_model_uses_patterns_where_profiled_and_xgboost_elsewhere(
     full = tuple(op.output_shapes[-1])
     whole = cm.estimate(op, "cpu", None)
     half = cm.estimate(op, "cpu1", (full[0], full[1] // 2))
-    assert whole.source == "pattern" and half.source == "pattern" and whole.us > 0 and half.us > 0
+    assert whole.source == "measured" and half.source == "measured" and whole.us > 0 and half.us > 0
+    between = cm.estimate(op, "cpu", (5, full[1]))  # batch 5 was not sampled (4, 8 were)
+    assert between.source == "pattern" and between.us > 0
     # an op never profiled (other shapes: another signature) goes to the regressor
     other = OpGraph(mlp_model(batch=3, d_in=24, d_hidden=40).mod)
     unseen = next(o for o in other.ops.values() if o.kind == "matmul")
@@ -134,6 +136,29 @@ def test_profiled_cost_model_uses_patterns_where_profiled_and_xgboost_elsewhere(
     reloaded = ProfiledCostModel(folder, devices)  # fits and regressors come from disk
     assert reloaded.estimate(op, "cpu1", (full[0], full[1] // 2)) == half
     assert reloaded.estimate(unseen, "cpu").us == pytest.approx(est.us, rel=1e-5)
+
+
+def test_tuned_sizes_are_answered_exactly_and_patterns_fit_the_default_schedule(tmp_path):
+    """A tuned kernel at the model's own size must not bend the pattern of the default-schedule parts."""
+    from tvm_partition.cost_models.samples import op_signature
+
+    graph = OpGraph(mlp_model(batch=16).mod)
+    op = next(o for o in graph.ops.values() if o.kind == "matmul" and 0 in o.split_dims)
+    full = tuple(op.output_shapes[-1])
+    log = ProfileLog(str(tmp_path))
+    for size in range(1, 17):
+        rec = dict(_op_rec(size, 10.0 * size, sig=op_signature(op)), shape=[size, *full[1:]],
+                   full=full[0], full_shape=list(full), tuned=size == full[0])
+        if size == full[0]:
+            rec["mean_us"] = 20.0  # the tuned schedule: 8x faster than the default one
+        log.append(rec)
+    cm = ProfiledCostModel(str(tmp_path))
+    assert cm.estimate(op, "cpu") == cm.estimate(op, "cpu", full)
+    assert cm.estimate(op, "cpu").source == "measured" and cm.op_time(op, "cpu") == pytest.approx(20.0)
+    part = cm.estimate(op, "cpu", (6, *full[1:]))
+    assert part.source == "measured" and part.us == pytest.approx(60.0)
+    fit = cm.fit(op_signature(op), "cpu", 0)
+    assert fit.pattern == "linear" and fit.predict(12) == pytest.approx(120.0, rel=1e-6)
 
 
 def test_cost_model_without_profile_says_what_to_run_or_falls_back(tmp_path):

@@ -2,8 +2,9 @@
 elsewhere (the issue's "composite"), each answer saying which it used.
 
 * ``op_time(op, device, shape)``: the op's signature (:func:`samples.op_signature`) and the axis
-  ``shape`` cuts pick a series of samples (one op, one device kind, one axis); its pattern fit
-  (:mod:`.patterns`) answers at that size. Ops or axes never profiled go to the device's XGBoost
+  ``shape`` cuts pick a series of samples (one op, one device kind, one axis); a size that was
+  measured is answered by its measurement, any other by the series' pattern fit
+  (:mod:`.patterns`, over the default-schedule samples: :func:`fit_records`). Ops or axes never profiled go to the device's XGBoost
   regressor (:mod:`.xgb`), and if the device has no samples at all, to ``fallback``.
 * ``comm_time(bytes, src, dst)``: a pattern fit of measured copies between the two device kinds
   (cpu->cpu is the copy between two CPU virtual devices); ``slice_time`` / ``concat_time``
@@ -42,6 +43,17 @@ def _load_fits(folder: str) -> dict:
         return {}
 
 
+def fit_records(records: list[dict]) -> list[dict]:
+    """The samples of one series a pattern is fitted on: those running TVM's default schedule when
+    there are any. A tuning database holds schedules for a few exact shapes (the model's own, the
+    ratios ``tune`` was given), so a series mixes a fast tuned kernel at those sizes with default
+    kernels everywhere else: two curves no single pattern fits. Tuned sizes are answered exactly
+    from their measurement (``measured``); the pattern covers the sizes in between, which a build
+    runs with the default schedule."""
+    untuned = [r for r in records if not r.get("tuned")]
+    return untuned or records
+
+
 class CostModelError(LookupError):
     """No profile answers the question; the message says which profile to run."""
 
@@ -65,13 +77,19 @@ class ProfiledCostModel(CostModel):
         self.devices = devices
         self.fallback = fallback
         self.log = log or ProfileLog(folder)
-        self.series: dict[tuple, list[tuple[int, float]]] = defaultdict(list)
         self.names: dict[str, dict] = {}
+        #: every measured sample, looked up exactly: (sig, device, dim, size) -> us
+        self.measured: dict[tuple, float] = {}
+        by_series = defaultdict(list)
         for r in self.log.ops():
-            self.series[(r["sig"], r["device"], int(r["dim"]))].append((int(r["size"]), float(r["mean_us"])))
+            by_series[(r["sig"], r["device"], int(r["dim"]))].append(r)
+            self.measured[(r["sig"], r["device"], int(r["dim"]), int(r["size"]))] = float(r["mean_us"])
             self.names.setdefault(r["sig"], {"kind": r["kind"], "fused": r.get("fused", ""),
                                               "full_shape": r["full_shape"], "dims": {}})["dims"][int(r["dim"])] = \
                 r.get("dim_name", f"axis{r['dim']}")
+        #: the points each pattern is fitted on (see :func:`fit_records`)
+        self.series = {key: [(int(r["size"]), float(r["mean_us"])) for r in fit_records(recs)]
+                       for key, recs in by_series.items()}
         self.comm: dict[tuple, list[tuple[int, float]]] = defaultdict(list)
         for r in self.log.comms():
             self.comm[(r["comm"], r["src"], r["dst"])].append((int(r["bytes"]), float(r["mean_us"])))
@@ -139,9 +157,11 @@ class ProfiledCostModel(CostModel):
         if len(diff) <= 1:
             dims = diff or sorted(d for (s, k, d) in self.series if s == sig and k == kind)
             for dim in dims:
+                size = full[dim] if not diff else shape[dim]
+                if (sig, kind, dim, size) in self.measured:
+                    return Estimate(self.measured[(sig, kind, dim, size)], "measured")
                 f = self.fit(sig, kind, dim)
                 if f is not None:
-                    size = full[dim] if not diff else shape[dim]
                     return Estimate(f.predict(size), "pattern")
         model = self.regressor(kind)
         if model is not None:

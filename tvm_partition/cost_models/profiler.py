@@ -181,14 +181,16 @@ def import_results(results: str, logs: str, bundle: str | None = None, log: Prof
 
 
 def profile(graphs: list, devices: list, folder: str, database=None, budget_s: float | None = None,
-            progress=None) -> dict:
+            progress=None, session=None, fingerprint: dict | None = None) -> dict:
     """Time every sample of ``graphs`` on ``devices`` missing from ``folder``'s log, round by round,
     until done or ``budget_s`` is spent. Returns counts: measured, left, skipped.
 
     ``progress(event, what, seconds_left)``: ``event`` is ``build`` (a round's kernels are being
-    compiled) or ``sample`` (``what`` is about to be timed)."""
+    compiled) or ``sample`` (``what`` is about to be timed). With an RPC ``session`` the kernels
+    are timed on that machine (see :func:`timing.run_bundle`), whose ``fingerprint`` the records
+    carry."""
     log = ProfileLog(folder)
-    todo = pending_samples(graphs, devices, log)
+    todo = [p for p in pending_samples(graphs, devices, log) if session is None or p.make is not None]
     t0 = time.monotonic()
     stats = {"measured": 0, "left": 0, "skipped": 0, "total": len(todo)}
     todo.sort(key=lambda p: p.level)  # stable: heaviest op first within a round
@@ -213,7 +215,7 @@ def profile(graphs: list, devices: list, folder: str, database=None, budget_s: f
 
             measured = []
             try:  # every result reaches the log as soon as it is measured
-                timing.run_bundle(tmp, None, progress=on_sample,
+                timing.run_bundle(tmp, None, progress=on_sample, session=session, fingerprint=fingerprint,
                                   on_result=lambda res, spec=spec: measured.append(log.append(result_record(spec["records"], res))))
             except _BudgetSpent:
                 pass
