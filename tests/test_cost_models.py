@@ -24,6 +24,8 @@ from tvm_partition.devices import parse_devices
 from tvm_partition.graph import OpGraph
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+LINEAR_ONNX = os.path.join(os.path.dirname(__import__("onnx").__file__), "backend", "test", "data", "pytorch-converted",
+                           "test_Linear", "model.onnx")
 
 
 # ----------------------------------------------------------------------------- patterns
@@ -241,6 +243,11 @@ def test_cli_help_and_clear_errors(tmp_path):
     assert r.returncode == 1 and "no op profiled" in r.stderr and "Traceback" not in r.stderr
     r = _cli("-m", "tvm_partition.profile", "nosuchmodel", "--tuning-logs", str(tmp_path))
     assert r.returncode == 1 and "unknown model" in r.stderr and "Traceback" not in r.stderr
+    from tvm_partition.devices import gpu_available
+
+    if not gpu_available():
+        r = _cli("-m", "tvm_partition.profile", str(LINEAR_ONNX), "--devices", "cpu,gpu", "--tuning-logs", str(tmp_path))
+        assert r.returncode == 1 and "--export-bundle" in r.stderr and "Traceback" not in r.stderr
 
 
 def test_bundle_runs_with_the_runtime_only_and_imports_back(tmp_path):

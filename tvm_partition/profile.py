@@ -111,7 +111,7 @@ def _profile(args, devices, folder) -> int:
     from .cost_models import profiler
     from .cost_models.logs import ProfileLog
     from .cost_models.profiled import ProfiledCostModel
-    from .devices import check_local
+    from .devices import DeviceError, check_local
     from .tuning import open_database
 
     graphs = _graphs(args)
@@ -124,7 +124,12 @@ def _profile(args, devices, folder) -> int:
               f"there: python time_samples.py {os.path.basename(os.path.abspath(args.export_bundle))}; "
               f"here: python -m tvm_partition.profile --import RESULTS")
         return 0
-    check_local(devices)
+    try:
+        check_local(devices)
+    except DeviceError:
+        raise DeviceError(f"this machine has no CUDA GPU to time --devices {args.devices} on: build the samples "
+                          "with --export-bundle DIR, run `python DIR/time_samples.py DIR` on the GPU machine, "
+                          "then --import DIR here") from None
     todo = len(profiler.pending_samples(graphs, devices, ProfileLog(folder, warn=lambda m: None)))
     print(f"{todo} samples to time on {','.join(d.name for d in devices)}; log {folder}/profile.jsonl")
     t0 = time.monotonic()
