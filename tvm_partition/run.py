@@ -107,6 +107,25 @@ class Runner:
         return times
 
 
+def read_inputs(path: str) -> dict[str, np.ndarray]:
+    try:
+        with np.load(path) as z:
+            return {k: z[k] for k in z.files}
+    except (OSError, ValueError) as e:
+        raise ValueError(f"{path}: not a readable npz file ({e})") from None
+
+
+def write_outputs(path: str | None, outs: list[np.ndarray]) -> None:
+    """Write ``output0``, ``output1``, ... to ``path`` (if given) and print their shapes."""
+    if path:
+        try:
+            np.savez(path, **{f"output{i}": o for i, o in enumerate(outs)})
+        except OSError as e:
+            raise ValueError(f"{path}: cannot write the outputs ({e.strerror or e})") from None
+    for i, o in enumerate(outs):
+        print(f"output{i}: shape={list(o.shape)} dtype={o.dtype}")
+
+
 def latency_line(times_us: list[float]) -> str:
     return f"median_us={np.median(times_us):.1f} p90_us={np.percentile(times_us, 90):.1f}"
 
@@ -137,22 +156,9 @@ def main(argv=None) -> int:
 
     try:
         runner = _runner(args)
-        if args.input:
-            try:
-                with np.load(args.input) as z:
-                    inputs = {k: z[k] for k in z.files}
-            except (OSError, ValueError) as e:
-                raise ValueError(f"{args.input}: not a readable npz file ({e})") from None
-        else:
-            inputs = runner.example_inputs(args.seed)
+        inputs = read_inputs(args.input) if args.input else runner.example_inputs(args.seed)
         outs = runner.run(inputs)
-        if args.output:
-            try:
-                np.savez(args.output, **{f"output{i}": o for i, o in enumerate(outs)})
-            except OSError as e:
-                raise ValueError(f"{args.output}: cannot write the outputs ({e.strerror or e})") from None
-        for i, o in enumerate(outs):
-            print(f"output{i}: shape={list(o.shape)} dtype={o.dtype}")
+        write_outputs(args.output, outs)
         if args.repeat > 0:
             times = runner.time(inputs, args.repeat)
             print(latency_line(times))
