@@ -64,6 +64,10 @@ def server():
 
 @pytest.fixture(scope="module")
 def tracker():
+    import importlib.util
+
+    if importlib.util.find_spec("tornado") is None:
+        pytest.fail("TVM's RPC tracker needs tornado: pip install -e '.[test]'")
     port = free_port()
     procs = [Proc([sys.executable, "-m", "tvm.exec.rpc_tracker", "--host", "127.0.0.1", "--port", str(port),
                    "--port-end", str(port + 1)])]

@@ -41,6 +41,7 @@ import os
 import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+sys.dont_write_bytecode = True  # leave the bundle as it was copied
 if sys.version_info[:2] != {version}:
     sys.exit("error: this bundle was made for Python %d.%d, not %d.%d (rebuild it with deploy --python)"
              % ({version} + sys.version_info[:2]))
