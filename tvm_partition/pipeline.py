@@ -57,13 +57,15 @@ class Pipeline:
         arts = self.spec["artifacts"] * (n if self.spec["mode"] == "split" else 1)
         for a in set(arts):  # refuse a tampered artifact before anything is uploaded
             artifact.verify(os.path.join(path, a), artifact.read_manifest(os.path.join(path, a)))
-        with ThreadPoolExecutor(n) as pool:  # connect and load every server at once
-            self.runners = list(pool.map(lambda ae: RemoteRunner(os.path.join(path, ae[0]), ae[1]), zip(arts, endpoints)))
+        # one after the other: concurrent tvm.rpc.connect calls were seen to hang (TVM 0.27)
+        self.runners = [RemoteRunner(os.path.join(path, a), e) for a, e in zip(arts, endpoints)]
         self.label = "stage" if self.spec["mode"] == "stages" else "part"
         self.pool = ThreadPoolExecutor(n)
 
     def close(self) -> None:
         self.pool.shutdown()
+        for r in self.runners:
+            r.close()
 
     def run(self, inputs: dict[str, np.ndarray]) -> tuple[list[np.ndarray], list[float]]:
         """Outputs and the microseconds each stage / part took as seen from here."""

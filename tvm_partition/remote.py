@@ -223,6 +223,14 @@ class RemoteRunner(Runner):
     def _outputs(self, out) -> list:
         return array_items(self.sess, out)
 
+    def close(self) -> None:
+        """End the session: the server (which serves one session at a time) is free again once
+        every remote handle (library, VM, weights) is gone."""
+        import gc
+
+        self.main = self.vm = self.lib = self.params = self.host = self.sess = None
+        gc.collect()
+
     def _retrying(self, fn):
         try:
             return fn()
