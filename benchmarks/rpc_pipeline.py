@@ -90,6 +90,7 @@ def main(argv=None) -> int:
     compile_pipeline(args.model, 2, "split", os.path.join(work, "split"), threads=1, **load)
     stages = compile_pipeline(args.model, 2, "stages", os.path.join(work, "stages"), threads=1, **load)
     print(f"compiled in {time.perf_counter() - t0:.0f}s into {work}", flush=True)
+    load_before = os.getloadavg()[0]
     servers = [start_server(0), start_server(1)]
     try:
         addr = [a for _, a in servers]
@@ -120,7 +121,8 @@ def main(argv=None) -> int:
     results["setup"] = {"model": args.model, **load, "repeat": args.repeat, "tuning": "none (default schedules)",
                         "servers": "python -m tvm.exec.rpc_server --host 127.0.0.1, taskset -c 0 / -c 1, TVM_NUM_THREADS=1",
                         "machine": hardware_fingerprint(), "cpu": platform.processor() or platform.machine(),
-                        "cores": os.cpu_count(), "date": time.strftime("%Y-%m-%d"),
+                        "cores": os.cpu_count(),
+                        "loadavg_1min_before": round(load_before, 2), "date": time.strftime("%Y-%m-%d"),
                         "command": "python benchmarks/rpc_pipeline.py " + " ".join(argv if argv is not None else sys.argv[1:])}
     os.makedirs(os.path.dirname(args.out), exist_ok=True)
     with open(args.out, "w", encoding="utf-8") as f:
