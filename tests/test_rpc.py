@@ -217,3 +217,29 @@ def test_time_remote_kernel(server, tmp_path):
     assert len(times) == 3 and all(0 < t < 0.1 for t in times)
     with pytest.raises(RemoteError, match=r"timing nosuch of double\.so"):
         time_remote(sess, str(tmp_path / "double.so"), "nosuch", [([256], "float32")] * 2)
+
+
+@pytest.mark.parametrize("argv,pattern", [
+    (["--cut-after", "nosuchvar"], r"cannot cut after 'nosuchvar': not a binding of main"),
+    (["--mode", "split", "--batch", "3"], r"batch 3 does not divide into 2 equal parts"),
+    (["--servers", "0"], r"--servers must be >= 1"),
+])
+def test_stages_cli_refuses(tmp_path, capsys, argv, pattern):
+    from tvm_partition.stages import main
+
+    assert main(["lstm", "--seq-len", "2", "--batch", "2", *argv, "--out", str(tmp_path / "p")]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("error: ") and re.search(pattern, err[0]), err
+
+
+def test_pipeline_refuses_tampered_stage(pipelines, server, tmp_path, capsys):
+    import shutil
+
+    from tvm_partition.pipeline import main
+
+    d, _ = pipelines
+    shutil.copytree(d / "stages", tmp_path / "p")
+    with open(tmp_path / "p" / "stage1" / "params.npz", "ab") as f:
+        f.write(b"x")
+    assert main([str(tmp_path / "p"), "--rpc", f"{server},{server}"]) == 2
+    assert re.search(r"stage1/params\.npz: checksum mismatch", capsys.readouterr().err)
