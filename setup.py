@@ -31,7 +31,10 @@ setup(
         "matplotlib",
     ],
     extras_require={
-        "test": ["pytest", "hypothesis", "onnx", "onnxruntime"],
+        # tornado: TVM's RPC tracker (python -m tvm.exec.rpc_tracker), which the RPC tests start
+        "test": ["pytest", "hypothesis", "onnx", "onnxruntime", "tornado"],
+        # deployment over TVM RPC through a tracker (run/pipeline --tracker): the tracker needs tornado
+        "rpc": ["tornado"],
         "torch": ["torch"],
     },
 )

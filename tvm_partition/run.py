@@ -1,10 +1,15 @@
-"""Run or time a compiled artifact on the local devices it was built for.
+"""Run or time a compiled artifact on the devices it was built for, here or on an RPC server.
 
     python -m tvm_partition.run ARTIFACT_DIR [--input FILE.npz] [--output FILE.npz] [--repeat N]
+        [--rpc HOST:PORT | --tracker HOST:PORT --key KEY]
 
 Inputs come from an npz keyed by input name (seeded random inputs when omitted); outputs are
 written as an npz (``output0``, ``output1``, ...). With ``--repeat N`` it prints
 ``median_us=<v> p90_us=<v>`` over N timed runs after warm-up. Only the TVM runtime is used.
+With ``--rpc`` / ``--tracker`` the artifact is checked here, its library uploaded to a plain
+``python -m tvm.exec.rpc_server`` and run there; ``median_us`` is then the end-to-end time seen
+here, and a second line gives ``device_median_us`` (TVM's time evaluator on the server) and
+``rpc_overhead_us`` (the difference).
 """
 
 from __future__ import annotations
@@ -38,18 +43,24 @@ class Runner:
 
     def __init__(self, art_dir: str):
         import tvm
-        from tvm.runtime import vm as rvm
 
+        self.art_dir = art_dir
         self.manifest = artifact.read_manifest(art_dir)
         artifact.verify(art_dir, self.manifest)
         self.devices = artifact.devices_of(self.manifest)
-        check_local(self.devices)
         self.tvm = tvm
+        self._load()
+
+    def _load(self) -> None:
+        """Load the library and the weights on this machine's devices."""
+        from tvm.runtime import vm as rvm
+
+        check_local(self.devices)
         set_threads(self.manifest.get("num_threads"))
-        self.lib = tvm.runtime.load_module(f"{art_dir}/model.so")
+        self.lib = self.tvm.runtime.load_module(f"{self.art_dir}/model.so")
         self.host = self.devices[0].tvm_device()
         self.vm = rvm.VirtualMachine(self.lib, [d.tvm_device() for d in self.devices])
-        params = [tvm.runtime.tensor(p, device=self.host) for p in artifact.load_params(art_dir, self.manifest)]
+        params = [self.tvm.runtime.tensor(p, device=self.host) for p in artifact.load_params(self.art_dir, self.manifest)]
         if self.manifest.get("transform_params"):
             self.params = list(self.vm["main_transform_params"](params))
         else:
@@ -78,9 +89,10 @@ class Runner:
         return args
 
     def run(self, inputs: dict[str, np.ndarray]) -> list[np.ndarray]:
-        out = self.main(*self._args(inputs), *self.params)
-        outs = list(out) if isinstance(out, tuple | list) or type(out).__name__ == "Array" else [out]
-        return [o.numpy() for o in outs]
+        return [o.numpy() for o in self._outputs(self.main(*self._args(inputs), *self.params))]
+
+    def _outputs(self, out) -> list:
+        return list(out) if isinstance(out, tuple | list) or type(out).__name__ == "Array" else [out]
 
     def time(self, inputs: dict[str, np.ndarray], repeat: int, warmup: int = 3) -> list[float]:
         """Wall time of ``repeat`` end-to-end runs in microseconds (outputs return to the host)."""
@@ -95,8 +107,35 @@ class Runner:
         return times
 
 
+def read_inputs(path: str) -> dict[str, np.ndarray]:
+    try:
+        with np.load(path) as z:
+            return {k: z[k] for k in z.files}
+    except (OSError, ValueError) as e:
+        raise ValueError(f"{path}: not a readable npz file ({e})") from None
+
+
+def write_outputs(path: str | None, outs: list[np.ndarray]) -> None:
+    """Write ``output0``, ``output1``, ... to ``path`` (if given) and print their shapes."""
+    if path:
+        try:
+            np.savez(path, **{f"output{i}": o for i, o in enumerate(outs)})
+        except OSError as e:
+            raise ValueError(f"{path}: cannot write the outputs ({e.strerror or e})") from None
+    for i, o in enumerate(outs):
+        print(f"output{i}: shape={list(o.shape)} dtype={o.dtype}")
+
+
 def latency_line(times_us: list[float]) -> str:
     return f"median_us={np.median(times_us):.1f} p90_us={np.percentile(times_us, 90):.1f}"
+
+
+def _runner(args) -> Runner:
+    if not (args.rpc or args.tracker or args.key):
+        return Runner(args.artifact)
+    from .remote import Endpoint, RemoteRunner
+
+    return RemoteRunner(args.artifact, Endpoint(args.rpc, args.tracker, args.key))
 
 
 def main(argv=None) -> int:
@@ -106,31 +145,27 @@ def main(argv=None) -> int:
     ap.add_argument("--output", help="write the outputs to this npz file")
     ap.add_argument("--repeat", type=int, default=0, help="time N runs and print median_us / p90_us")
     ap.add_argument("--seed", type=int, default=0, help="seed of the random inputs")
+    ap.add_argument("--rpc", metavar="HOST:PORT", help="run on this TVM RPC server (python -m tvm.exec.rpc_server)")
+    ap.add_argument("--tracker", metavar="HOST:PORT", help="ask this TVM RPC tracker for a server (with --key)")
+    ap.add_argument("--key", help="device key the RPC servers registered with at the tracker")
     args = ap.parse_args(argv)
     if args.repeat < 0:
         print("error: --repeat must be >= 0", file=sys.stderr)
         return 2
+    from .remote import RemoteError
+
     try:
-        runner = Runner(args.artifact)
-        if args.input:
-            try:
-                with np.load(args.input) as z:
-                    inputs = {k: z[k] for k in z.files}
-            except (OSError, ValueError) as e:
-                raise ValueError(f"{args.input}: not a readable npz file ({e})") from None
-        else:
-            inputs = runner.example_inputs(args.seed)
+        runner = _runner(args)
+        inputs = read_inputs(args.input) if args.input else runner.example_inputs(args.seed)
         outs = runner.run(inputs)
-        if args.output:
-            try:
-                np.savez(args.output, **{f"output{i}": o for i, o in enumerate(outs)})
-            except OSError as e:
-                raise ValueError(f"{args.output}: cannot write the outputs ({e.strerror or e})") from None
-        for i, o in enumerate(outs):
-            print(f"output{i}: shape={list(o.shape)} dtype={o.dtype}")
+        write_outputs(args.output, outs)
         if args.repeat > 0:
-            print(latency_line(runner.time(inputs, args.repeat)))
-    except (artifact.ArtifactError, DeviceError, ValueError) as e:
+            times = runner.time(inputs, args.repeat)
+            print(latency_line(times))
+            if hasattr(runner, "device_times"):
+                device = float(np.median(runner.device_times(inputs, args.repeat)))
+                print(f"device_median_us={device:.1f} rpc_overhead_us={np.median(times) - device:.1f}")
+    except (artifact.ArtifactError, DeviceError, ValueError, RemoteError) as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
     return 0

@@ -1,0 +1,198 @@
+"""The artifact format, runtime-only loading and the deploy bundle.
+
+The bundle is run the way an edge server runs it: ``python -S`` (no site-packages, so not this
+venv's TVM) with only numpy added to the path, ``TVM_USE_RUNTIME_LIB=1`` set by the bundle's
+own script.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from rpc_servers import REPO, free_port, rpc_server, wait_port
+from tvm_partition import artifact
+from tvm_partition.run import Runner
+
+
+@pytest.fixture(scope="module")
+def compiled(tmp_path_factory):
+    from tvm_partition import frontend
+    from tvm_partition.compile import compile_model
+    from tvm_partition.devices import parse_devices
+
+    d = tmp_path_factory.mktemp("deploy")
+    c = compile_model(frontend.load("lstm", seq_len=4, batch=2), parse_devices("cpu,cpu"), "equal")
+    c.save(str(d / "art"))
+    return c, d / "art"
+
+
+@pytest.fixture(scope="module")
+def bundle(compiled):
+    from tvm_partition.deploy import bundle
+
+    _, art = compiled
+    return bundle(str(art), str(art.parent / "bundle"))
+
+
+@pytest.fixture(scope="module")
+def numpy_only(tmp_path_factory):
+    """A folder holding nothing but numpy (links to this venv's), for ``python -S``."""
+    d = tmp_path_factory.mktemp("numpy_only")
+    site = os.path.dirname(os.path.dirname(np.__file__))
+    for name in ("numpy", "numpy.libs"):
+        if os.path.exists(os.path.join(site, name)):
+            os.symlink(os.path.join(site, name), d / name)
+    return d
+
+
+def bare_env(numpy_only) -> dict:
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("PYTHON", "TVM_"))}
+    return dict(env, PYTHONPATH=str(numpy_only))
+
+
+def test_round_trip(compiled):
+    from tvm_partition.compile import reference_outputs, tolerance
+
+    c, art = compiled
+    manifest = artifact.read_manifest(str(art))
+    expected = c.manifest()
+    for key in ("inputs", "outputs", "devices", "targets", "tvm_version", "hardware_fingerprint"):
+        assert manifest[key] == json.loads(json.dumps(expected[key])), key
+    assert set(manifest["sha256"]) == set(artifact.FILES)
+    params = artifact.load_params(str(art), manifest)
+    assert len(params) == len(c.model.params)
+    assert all(np.array_equal(a, b) for a, b in zip(params, c.model.params))
+    outs = Runner(str(art)).run(c.model.inputs)
+    ref = reference_outputs(c.model)
+    assert float(np.max(np.abs(outs[0] - ref[0]))) <= tolerance(ref)
+
+
+@pytest.mark.parametrize("damage,pattern", [
+    ("flip-model", r"model\.so: checksum mismatch"),
+    ("truncate-params", r"params\.npz: checksum mismatch"),
+    ("edit-plan", r"plan\.json: checksum mismatch"),
+    ("drop-model", r"model\.so: missing"),
+    ("manifest-sha", r"model\.so: checksum mismatch"),
+])
+def test_damaged_artifact_refused(compiled, tmp_path, damage, pattern):
+    _, art = compiled
+    bad = tmp_path / "bad"
+    shutil.copytree(art, bad)
+    if damage == "flip-model":
+        data = bytearray((bad / "model.so").read_bytes())
+        data[len(data) // 2] ^= 0xFF
+        (bad / "model.so").write_bytes(bytes(data))
+    elif damage == "truncate-params":
+        with open(bad / "params.npz", "r+b") as f:
+            f.truncate(100)
+    elif damage == "edit-plan":
+        (bad / "plan.json").write_text((bad / "plan.json").read_text().replace("equal", "manual"))
+    elif damage == "drop-model":
+        os.remove(bad / "model.so")
+    else:
+        m = json.loads((bad / "manifest.json").read_text())
+        m["sha256"]["model.so"] = "0" * 64
+        (bad / "manifest.json").write_text(json.dumps(m))
+    with pytest.raises(artifact.ArtifactError, match=pattern):
+        Runner(str(bad))
+
+
+def test_runtime_only_load_in_subprocess(compiled):
+    """TVM_USE_RUNTIME_LIB=1: the runner works, and the compiler really is absent."""
+    c, art = compiled
+    code = (
+        "import sys, numpy as np\n"
+        "from tvm_partition.run import Runner\n"
+        f"r = Runner({str(art)!r})\n"
+        "out = r.run(r.example_inputs())[0]\n"
+        "print('mods', any(m.startswith('tvm.relax') for m in sys.modules))\n"
+        "print('sum', float(np.abs(out).sum()))\n"
+        "try:\n    import tvm.relax\n    print('relax importable')\n"
+        "except Exception:\n    print('no compiler')\n"
+    )
+    env = dict(os.environ, TVM_USE_RUNTIME_LIB="1", PYTHONPATH=REPO)
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, cwd=REPO, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    assert "mods False" in proc.stdout and "no compiler" in proc.stdout, proc.stdout
+    expected = float(np.abs(Runner(str(art)).run(Runner(str(art)).example_inputs())[0]).sum())
+    assert abs(float(re.search(r"sum (\S+)", proc.stdout).group(1)) - expected) < 1e-4
+
+
+def test_bundle_has_no_compiler(bundle):
+    names = {f for _, _, fs in os.walk(bundle) for f in fs}
+    assert "libtvm_runtime.so" in names and "libtvm_compiler.so" not in names
+    assert sorted(os.listdir(bundle)) == ["artifact", "rpc_server.py", "run.py", "site"]
+    artifact.verify(os.path.join(bundle, "artifact"), artifact.read_manifest(os.path.join(bundle, "artifact")))
+
+
+def test_bundle_runs_with_python_and_numpy_only(compiled, bundle, numpy_only, tmp_path):
+    _, art = compiled
+    env = bare_env(numpy_only)
+    before = sorted(os.path.relpath(os.path.join(d, f), bundle) for d, _, fs in os.walk(bundle) for f in fs)
+    proc = subprocess.run([sys.executable, "-S", os.path.join(bundle, "run.py"), "--repeat", "2", "--output", "out.npz"],
+                          capture_output=True, text=True, env=env, cwd=tmp_path, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    assert re.search(r"^median_us=[0-9.]+ p90_us=[0-9.]+$", proc.stdout, re.M)
+    runner = Runner(str(art))
+    with np.load(tmp_path / "out.npz") as z:
+        np.testing.assert_allclose(z["output0"], runner.run(runner.example_inputs())[0], rtol=0, atol=1e-6)
+    assert os.listdir(tmp_path) == ["out.npz"]  # nothing else written where it ran
+    after = sorted(os.path.relpath(os.path.join(d, f), bundle) for d, _, fs in os.walk(bundle) for f in fs)
+    assert after == before  # nor into the bundle
+    # the TVM it used is the bundle's: without site-packages nothing else is importable
+    probe = subprocess.run([sys.executable, "-S", "-c", "import tvm"], capture_output=True, text=True, env=env)
+    assert probe.returncode != 0 and "No module named 'tvm'" in probe.stderr
+
+
+def test_bundle_rpc_server_binds_loopback(compiled, bundle, numpy_only, tmp_path):
+    from tvm_partition.remote import Endpoint, RemoteRunner
+
+    _, art = compiled
+    port = free_port()
+    server = rpc_server(port, python=[sys.executable, "-S", os.path.join(bundle, "rpc_server.py")],
+                        env=bare_env(numpy_only), cwd=str(tmp_path))
+    try:
+        wait_port(port, server)
+        log = (tmp_path / "server.log").read_text()
+        assert f"bind to 127.0.0.1:{port}" in log, log
+        runner = RemoteRunner(str(art), Endpoint(rpc=f"127.0.0.1:{port}"))
+        local = Runner(str(art))
+        np.testing.assert_allclose(runner.run(local.example_inputs())[0], local.run(local.example_inputs())[0],
+                                   rtol=0, atol=1e-6)
+    finally:
+        server.stop()
+
+
+@pytest.mark.parametrize("case,pattern", [
+    ("exists", r"bundle: exists and is not an empty folder"),
+    ("old-python", r"--python '2\.7': give the server's Python as X\.Y, 3\.10 or newer"),
+    ("offline", r"cannot get apache-tvm-ffi==\S+ for Python 3\.99 .*--find-links"),
+    ("tampered", r"params\.npz: checksum mismatch"),
+])
+def test_deploy_refuses(compiled, bundle, tmp_path, capsys, case, pattern):
+    from tvm_partition.deploy import main
+
+    _, art = compiled
+    out = tmp_path / "b"
+    argv = {
+        "exists": [str(art), "--bundle", bundle],
+        "old-python": [str(art), "--bundle", str(out), "--python", "2.7"],
+        "offline": [str(art), "--bundle", str(out), "--python", "3.99", "--find-links", str(tmp_path)],
+    }.get(case)
+    if case == "tampered":
+        shutil.copytree(art, tmp_path / "t")
+        with open(tmp_path / "t" / "params.npz", "ab") as f:
+            f.write(b"x")
+        argv = [str(tmp_path / "t"), "--bundle", str(out)]
+    assert main(argv) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and re.search(pattern, err[0]), err
+    assert not out.exists()  # nothing left behind

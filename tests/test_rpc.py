@@ -1,0 +1,245 @@
+"""Artifacts and multi-server pipelines run on TVM RPC servers the tests start on loopback.
+
+The fixtures start a tracker with two servers registered under one key, and a plain server;
+every one is stopped (its whole process group) when the module ends. A server killed mid-run
+must give a clear error after bounded reconnect attempts.
+"""
+
+from __future__ import annotations
+
+import re
+import sys
+import time
+
+import numpy as np
+import pytest
+
+from rpc_servers import Proc, free_port, rpc_server, wait_port, wait_tracker
+from tvm_partition import artifact
+from tvm_partition.remote import Endpoint, RemoteError, RemoteRunner, connect, time_remote
+from tvm_partition.run import Runner
+
+KEY = "tvmp-test"
+LSTM = dict(seq_len=4, batch=2)
+
+
+@pytest.fixture(scope="module")
+def art(tmp_path_factory):
+    from tvm_partition import frontend
+    from tvm_partition.compile import compile_model
+    from tvm_partition.devices import parse_devices
+
+    d = tmp_path_factory.mktemp("rpc")
+    compile_model(frontend.load("lstm", **LSTM), parse_devices("cpu,cpu"), "equal").save(str(d / "art"))
+    return d / "art"
+
+
+@pytest.fixture(scope="module")
+def local(art):
+    runner = Runner(str(art))
+    inputs = runner.example_inputs()
+    return inputs, runner.run(inputs)
+
+
+@pytest.fixture(scope="module")
+def pipelines(art):
+    from tvm_partition.stages import compile_pipeline
+
+    d = art.parent
+    info = compile_pipeline("lstm", 2, "stages", str(d / "stages"), **LSTM)
+    compile_pipeline("lstm", 2, "split", str(d / "split"), **LSTM)
+    return d, info
+
+
+@pytest.fixture(scope="module")
+def server():
+    port = free_port()
+    proc = rpc_server(port)
+    try:
+        wait_port(port, proc)
+        yield f"127.0.0.1:{port}"
+    finally:
+        proc.stop()
+
+
+@pytest.fixture(scope="module")
+def tracker():
+    import importlib.util
+
+    if importlib.util.find_spec("tornado") is None:
+        pytest.fail("TVM's RPC tracker needs tornado: pip install -e '.[test]'")
+    port = free_port()
+    procs = [Proc([sys.executable, "-m", "tvm.exec.rpc_tracker", "--host", "127.0.0.1", "--port", str(port),
+                   "--port-end", str(port + 1)])]
+    try:
+        wait_port(port, procs[0])
+        for _ in range(2):
+            procs.append(rpc_server(free_port(), "--tracker", f"127.0.0.1:{port}", "--key", KEY))
+        wait_tracker(port, KEY, 2)
+        yield f"127.0.0.1:{port}"
+    finally:
+        for p in procs:
+            p.stop()
+
+
+def test_remote_run_matches_local(art, local, server):
+    inputs, expected = local
+    runner = RemoteRunner(str(art), Endpoint(rpc=server))
+    outs = runner.run(inputs)
+    assert len(outs) == len(expected)
+    np.testing.assert_allclose(outs[0], expected[0], rtol=0, atol=1e-6)
+    assert runner.device_times(inputs, 2)[0] > 0
+
+
+def test_run_cli_rpc(art, local, server, tmp_path, capsys):
+    from tvm_partition.run import main
+
+    assert main([str(art), "--rpc", server, "--repeat", "3", "--output", str(tmp_path / "out.npz")]) == 0
+    out = capsys.readouterr().out
+    assert re.search(r"^median_us=[0-9.]+ p90_us=[0-9.]+$", out, re.M), out
+    assert re.search(r"^device_median_us=[0-9.]+ rpc_overhead_us=-?[0-9.]+$", out, re.M), out
+    with np.load(tmp_path / "out.npz") as z:
+        np.testing.assert_allclose(z["output0"], local[1][0], rtol=0, atol=1e-6)
+
+
+def test_run_over_tracker(art, local, tracker):
+    outs = RemoteRunner(str(art), Endpoint(tracker=tracker, key=KEY)).run(local[0])
+    np.testing.assert_allclose(outs[0], local[1][0], rtol=0, atol=1e-6)
+
+
+def test_two_stage_pipeline_across_both_servers(pipelines, local, tracker, capsys):
+    from tvm import rpc
+
+    from tvm_partition.pipeline import Pipeline, main
+
+    d, info = pipelines
+    assert len(info["cut_after"]) == 1
+    pipe = Pipeline(str(d / "stages"), [Endpoint(tracker=tracker, key=KEY)] * 2)
+    try:
+        # both servers hold a session now: the tracker has none free
+        host, port = tracker.split(":")
+        assert rpc.connect_tracker(host, int(port)).summary()["queue_info"][KEY]["free"] == 0
+        outs, times = pipe.run(local[0])
+    finally:
+        pipe.close()
+        del pipe
+    np.testing.assert_allclose(outs[0], local[1][0], rtol=0, atol=1e-5)
+    assert len(times) == 2 and all(t > 0 for t in times)
+    time.sleep(1)  # the servers re-register with the tracker once their sessions end
+    assert main([str(d / "stages"), "--tracker", tracker, "--key", KEY, "--repeat", "2"]) == 0
+    out = capsys.readouterr().out
+    assert re.search(r"^stage0_median_us=[0-9.]+ ", out, re.M) and re.search(r"^stage1_median_us=[0-9.]+ ", out, re.M)
+    assert re.search(r"^median_us=[0-9.]+ p90_us=[0-9.]+$", out, re.M), out
+
+
+def test_split_pipeline_runs_parts_concurrently(pipelines, local, tracker):
+    from tvm_partition.pipeline import Pipeline
+
+    d, _ = pipelines
+    manifest = artifact.read_manifest(str(d / "split" / "part"))
+    assert manifest["inputs"][0]["shape"][0] == LSTM["batch"] // 2
+    time.sleep(1)
+    pipe = Pipeline(str(d / "split"), [Endpoint(tracker=tracker, key=KEY)] * 2)
+    try:
+        outs, times = pipe.run(local[0])
+    finally:
+        pipe.close()
+    np.testing.assert_allclose(outs[0], local[1][0], rtol=0, atol=1e-5)
+    assert len(times) == 2
+
+
+def test_pipeline_needs_one_server_per_stage(pipelines, server, capsys):
+    from tvm_partition.pipeline import main
+
+    d, _ = pipelines
+    assert main([str(d / "stages"), "--rpc", server]) == 2
+    assert "2-server stages pipeline: give 2 servers" in capsys.readouterr().err
+
+
+def test_killed_server_gives_clear_error(art, local):
+    port = free_port()
+    proc = rpc_server(port)
+    try:
+        wait_port(port, proc)
+        runner = RemoteRunner(str(art), Endpoint(rpc=f"127.0.0.1:{port}"), retries=2)
+        runner.run(local[0])
+        proc.stop()
+        t0 = time.perf_counter()
+        with pytest.raises(RemoteError, match=r"127\.0\.0\.1:\d+ went away during the run .*cannot connect after 3 attempts"):
+            runner.run(local[0])
+        assert time.perf_counter() - t0 < 30  # bounded: 0.5 + 1 s of back-off
+    finally:
+        proc.stop()
+
+
+@pytest.mark.parametrize("argv,pattern", [
+    (["--rpc", "127.0.0.1"], r"--rpc '127\.0\.0\.1': expected HOST:PORT"),
+    (["--tracker", "127.0.0.1:9"], r"--tracker needs --key"),
+    (["--rpc", "127.0.0.1:{closed}"], r"cannot connect after 4 attempts"),
+])
+def test_run_cli_refuses_bad_endpoints(art, capsys, argv, pattern):
+    from tvm_partition.run import main
+
+    argv = [a.format(closed=free_port()) for a in argv]
+    assert main([str(art), *argv]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("error: ") and re.search(pattern, err[0]), err
+
+
+def test_tracker_without_that_key(tracker):
+    with pytest.raises(RemoteError, match=r"no RPC server registered with key 'nosuchkey'"):
+        connect(Endpoint(tracker=tracker, key="nosuchkey"))
+
+
+def test_tampered_artifact_is_not_uploaded(art, server, tmp_path):
+    import shutil
+
+    bad = tmp_path / "bad"
+    shutil.copytree(art, bad)
+    with open(bad / "model.so", "r+b") as f:
+        f.truncate(1000)
+    with pytest.raises(artifact.ArtifactError, match=r"model\.so: checksum mismatch"):
+        RemoteRunner(str(bad), Endpoint(rpc=server))
+
+
+def test_time_remote_kernel(server, tmp_path):
+    """The profiler's entry point: one exported kernel timed on the server."""
+    import tvm
+    from tvm import te
+
+    a = te.placeholder((256,), "float32", name="a")
+    b = te.compute((256,), lambda i: a[i] * 2.0, name="b")
+    lib = tvm.compile(te.create_prim_func([a, b]).with_attr("global_symbol", "double"), target="llvm")
+    lib.export_library(str(tmp_path / "double.so"))
+    sess = connect(Endpoint(rpc=server))
+    times = time_remote(sess, str(tmp_path / "double.so"), "double", [([256], "float32"), ([256], "float32")],
+                        number=5, repeat=3)
+    assert len(times) == 3 and all(0 < t < 0.1 for t in times)
+    with pytest.raises(RemoteError, match=r"timing nosuch of double\.so"):
+        time_remote(sess, str(tmp_path / "double.so"), "nosuch", [([256], "float32")] * 2)
+
+
+@pytest.mark.parametrize("argv,pattern", [
+    (["--cut-after", "nosuchvar"], r"cannot cut after 'nosuchvar': not a binding of main"),
+    (["--mode", "split", "--batch", "3"], r"batch 3 does not divide into 2 equal parts"),
+    (["--servers", "0"], r"--servers must be >= 1"),
+])
+def test_stages_cli_refuses(tmp_path, capsys, argv, pattern):
+    from tvm_partition.stages import main
+
+    assert main(["lstm", "--seq-len", "2", "--batch", "2", *argv, "--out", str(tmp_path / "p")]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("error: ") and re.search(pattern, err[0]), err
+
+
+def test_pipeline_refuses_tampered_stage(pipelines, server, tmp_path, capsys):
+    import shutil
+
+    from tvm_partition.pipeline import main
+
+    d, _ = pipelines
+    shutil.copytree(d / "stages", tmp_path / "p")
+    with open(tmp_path / "p" / "stage1" / "params.npz", "ab") as f:
+        f.write(b"x")
+    assert main([str(tmp_path / "p"), "--rpc", f"{server},{server}"]) == 2
+    assert re.search(r"stage1/params\.npz: checksum mismatch", capsys.readouterr().err)

@@ -1,0 +1,245 @@
+"""Compile a model for several edge servers: consecutive stages, or parts of the batch.
+
+    python -m tvm_partition.stages MODEL --servers N (--mode stages [--cut-after VAR,...] | --mode split)
+        [--batch N] [--seq-len N] [--layers N] [--image-size N] [--threads N] [--no-tuning] --out DIR
+
+``--mode stages`` cuts ``main`` into N consecutive stages, one per server; a stage hands the
+tensors still live at its cut (e.g. an LSTM's h and c) to the next. The cut points are
+hand-written (``--cut-after``: names of the Relax bindings after which to cut, as TVMScript
+prints ``main``) or chosen to balance an estimate of each stage's arithmetic (multiply-adds of
+matmul / conv, one per output element elsewhere), forwarding the fewest bytes near each share. ``--mode split`` divides the batch into N equal parts (FlexPie's setting: one
+layer's work divided over the servers): one artifact compiled for batch/N, run on every server
+at once, outputs concatenated on axis 0; it needs a model whose rows are independent (every zoo
+model) and a batch divisible by N.
+
+Each stage or part is an ordinary artifact (``DIR/stage0``, ... or ``DIR/part``) for one CPU;
+``DIR/pipeline.json`` says how they chain. ``python -m tvm_partition.pipeline DIR --rpc A,B``
+runs it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+
+import numpy as np
+
+FORMAT_VERSION = 1
+
+
+class StageError(ValueError):
+    """The model cannot be cut as asked; the message says why and what to try."""
+
+
+def _main_block(func):
+    from tvm import relax
+
+    body = func.body
+    if not isinstance(body, relax.SeqExpr) or len(body.blocks) != 1 or not isinstance(body.blocks[0], relax.DataflowBlock):
+        raise StageError("main must be one dataflow block to be cut into stages")
+    return list(body.blocks[0].bindings), body.body
+
+
+def _cost(binding) -> float:
+    """Multiply-adds of matmul / conv, one unit per output element otherwise (a balancing proxy)."""
+    ty = getattr(binding.var, "ty", None)
+    shape = getattr(ty, "shape", None)
+    try:
+        out = float(np.prod([int(v) for v in shape.values])) if shape is not None else 0.0
+    except (TypeError, ValueError, AttributeError):
+        return 0.0
+    value = binding.value
+    op = getattr(getattr(value, "op", None), "name", "")
+    try:
+        if op == "relax.matmul":
+            return out * int(value.args[0].ty.shape.values[-1])
+        if op.startswith("relax.nn.conv"):
+            return out * float(np.prod([int(v) for v in value.args[1].ty.shape.values[1:]]))
+    except (TypeError, ValueError, AttributeError, IndexError):
+        pass
+    return out
+
+
+def cut_points(func) -> list[tuple[int, list]]:
+    """``(k, live)`` for every k where cutting before binding k leaves only tensors ``live`` (in
+    definition order) for the rest of ``main``, besides the weights."""
+    from tvm import relax
+
+    bindings, ret = _main_block(func)
+    num_input = int(func.attrs["num_input"]) if func.attrs and "num_input" in func.attrs else len(func.params)
+    defined = {p: -1 for p in func.params[:num_input]}
+    last_use: dict = {}
+    for i, b in enumerate(bindings):
+        for v in relax.analysis.free_vars(b.value):
+            last_use[v] = i
+        defined[b.var] = i
+    for v in relax.analysis.free_vars(ret):
+        last_use[v] = len(bindings)
+    points = []
+    for k in range(1, len(bindings)):
+        live = [v for v, d in defined.items() if d < k <= last_use.get(v, -1)]
+        if live and all(isinstance(getattr(v, "ty", None), relax.TensorType) for v in live):
+            points.append((k, live))
+    return points
+
+
+def _bytes(live) -> int:
+    return sum(int(np.prod([int(d) for d in v.ty.shape.values])) * np.dtype(str(v.ty.dtype)).itemsize for v in live)
+
+
+def choose_cuts(func, n: int, cut_after: list[str] | None = None) -> list[tuple[int, list]]:
+    """``n - 1`` cut points: the named ones, or, near each equal share of the cost (within 10% of
+    the total), the one forwarding the fewest bytes."""
+    bindings, _ = _main_block(func)
+    points = cut_points(func)
+    if cut_after:
+        by_name = {bindings[k - 1].var.name: (k, live) for k, live in points}
+        bad = [name for name in cut_after if name not in by_name]
+        if bad:
+            raise StageError(f"cannot cut after {bad[0]!r}: not a binding of main's dataflow block "
+                             f"(e.g. {', '.join(list(by_name)[:8])}, ...)")
+        if len(cut_after) != n - 1:
+            raise StageError(f"{n} servers need {n - 1} cut points, --cut-after gives {len(cut_after)}")
+        cuts = sorted((by_name[name] for name in cut_after), key=lambda c: c[0])
+    else:
+        cum = np.cumsum([_cost(b) for b in bindings])
+        cuts, last = [], 0
+        for i in range(1, n):
+            target = cum[-1] * i / n
+            options = [(abs(cum[k - 1] - target), k, live) for k, live in points if k > last]
+            if not options:
+                break
+            near = [o for o in options if o[0] <= 0.1 * cum[-1]] or [min(options, key=lambda o: o[0])]
+            _, last, live = min(near, key=lambda o: (_bytes(o[2]), o[0]))
+            cuts.append((last, live))
+    if len(cuts) != n - 1 or len({k for k, _ in cuts}) != n - 1:
+        raise StageError(f"main has {len(points)} cut points: cannot make {n} stages")
+    return cuts
+
+
+def _outputs(body: list, live: list, i: int):
+    """Bind the tensors a stage hands on to one output var (a tuple where there are several)."""
+    from tvm import relax
+
+    if len(live) == 1:
+        out = relax.Var(f"stage{i}_out", live[0].ty)
+        body.append(relax.VarBinding(out, live[0]))
+    else:
+        out = relax.Var(f"stage{i}_out", relax.TupleType([v.ty for v in live]))
+        body.append(relax.VarBinding(out, relax.Tuple(list(live))))
+    return out
+
+
+def stage_modules(model, cuts) -> list:
+    """One :class:`~tvm_partition.model.Model` per stage, in order."""
+    import tvm
+    from tvm import relax
+
+    from . import frontend
+
+    func = model.mod["main"]
+    bindings, ret = _main_block(func)
+    num_input = int(func.attrs["num_input"]) if func.attrs and "num_input" in func.attrs else len(func.params)
+    weights = dict(zip(func.params[num_input:], model.params))
+    bounds = [0] + [k for k, _ in cuts] + [len(bindings)]
+    live = [None] + [v for _, v in cuts] + [None]
+    stages = []
+    for i in range(len(bounds) - 1):
+        body = list(bindings[bounds[i]:bounds[i + 1]])
+        if live[i] is None:
+            inputs, example = list(func.params[:num_input]), dict(model.inputs)
+        else:
+            inputs = [relax.Var(f"stage{i}_in{j}", v.ty) for j, v in enumerate(live[i])]
+            body[:0] = [relax.VarBinding(v, p) for v, p in zip(live[i], inputs)]
+            example = {p.name: np.zeros([int(d) for d in p.ty.shape.values], str(p.ty.dtype)) for p in inputs}
+        out = ret if live[i + 1] is None else _outputs(body, live[i + 1], i)
+        used = set(relax.analysis.free_vars(out))
+        for b in body:
+            used.update(relax.analysis.free_vars(b.value))
+        params = [p for p in func.params[num_input:] if p in used]
+        f = relax.Function(inputs + params, relax.SeqExpr([relax.DataflowBlock(body)], out), out.ty,
+                           attrs=tvm.ir.make_node("ir.DictAttrs", num_input=len(inputs), global_symbol="main"))
+        stage = frontend.load(tvm.IRModule({"main": f}), params=[weights[p] for p in params], inputs=example)
+        stage.name = f"{model.name}-stage{i}"
+        stages.append(stage)
+    return stages
+
+
+def write(out_dir: str, mode: str, servers: int, artifacts: list[str], model, extra: dict) -> None:
+    spec = {"format_version": FORMAT_VERSION, "mode": mode, "servers": servers, "model": model.name,
+            "inputs": model.input_info(), "outputs": model.output_info(), "artifacts": artifacts, **extra}
+    from .pipeline import PIPELINE
+
+    with open(os.path.join(out_dir, PIPELINE), "w", encoding="utf-8") as f:
+        json.dump(spec, f, indent=2)
+        f.write("\n")
+
+
+def compile_pipeline(model_name: str, servers: int, mode: str, out_dir: str, *, cut_after=None,
+                     threads: int | None = None, tuning_db: str | None = None, **load_args) -> dict:
+    from . import frontend
+    from .compile import compile_model
+    from .devices import parse_devices
+
+    cpu = parse_devices("cpu")
+    model = frontend.load(model_name, **load_args)
+    os.makedirs(out_dir, exist_ok=True)
+    if mode == "split":
+        batch = next(iter(model.inputs.values())).shape[0]
+        if batch % servers:
+            raise StageError(f"batch {batch} does not divide into {servers} equal parts (use --batch)")
+        part = frontend.load(model_name, **{**load_args, "batch": batch // servers})
+        compile_model(part, cpu, "cpu", tuning_db=tuning_db, num_threads=threads).save(os.path.join(out_dir, "part"))
+        write(out_dir, "split", servers, ["part"], model, {"axis": 0})
+        return {"parts": servers, "part_batch": batch // servers}
+    cuts = choose_cuts(model.mod["main"], servers, cut_after)
+    bindings, _ = _main_block(model.mod["main"])
+    after = [bindings[k - 1].var.name for k, _ in cuts]
+    names = []
+    for i, stage in enumerate(stage_modules(model, cuts)):
+        compile_model(stage, cpu, "cpu", tuning_db=tuning_db, num_threads=threads).save(os.path.join(out_dir, f"stage{i}"))
+        names.append(f"stage{i}")
+    write(out_dir, "stages", servers, names, model, {"cut_after": after})
+    return {"stages": servers, "cut_after": after}
+
+
+def main(argv=None) -> int:
+    from . import artifact
+    from . import frontend
+    from .compile import _tuning_db
+
+    ap = argparse.ArgumentParser(prog="python -m tvm_partition.stages",
+                                 description="Compile a model as stages or batch parts for several RPC edge servers.")
+    ap.add_argument("model", help="zoo name or .onnx path")
+    ap.add_argument("--servers", type=int, default=2, help="number of edge servers (default 2)")
+    ap.add_argument("--mode", choices=["stages", "split"], default="stages",
+                    help="stages: consecutive stages, one per server; split: batch parts run at once")
+    ap.add_argument("--cut-after", help="stages: comma-separated Relax binding names to cut after")
+    ap.add_argument("--batch", type=int)
+    ap.add_argument("--seq-len", type=int)
+    ap.add_argument("--layers", type=int)
+    ap.add_argument("--image-size", type=int)
+    ap.add_argument("--threads", type=int, help="CPU threads each server's runner uses (default: all here)")
+    ap.add_argument("--no-tuning", action="store_true", help="build without the tuning database")
+    ap.add_argument("--out", required=True, help="folder for the stage artifacts and pipeline.json")
+    args = ap.parse_args(argv)
+    if args.servers < 1:
+        print("error: --servers must be >= 1", file=sys.stderr)
+        return 2
+    load_args = {k: getattr(args, k) for k in ("batch", "seq_len", "layers", "image_size") if getattr(args, k)}
+    try:
+        info = compile_pipeline(args.model, args.servers, args.mode, args.out,
+                                cut_after=args.cut_after.split(",") if args.cut_after else None,
+                                threads=args.threads, tuning_db=None if args.no_tuning else _tuning_db(None),
+                                **load_args)
+    except (StageError, frontend.ModelError, artifact.ArtifactError) as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    print(f"wrote {args.out}/ ({args.mode}: {info})")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
