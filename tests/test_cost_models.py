@@ -271,3 +271,23 @@ def test_bundle_runs_with_the_runtime_only_and_imports_back(tmp_path):
     folder = r.stdout.strip().split(" into ")[-1]
     assert len(ProfileLog(folder)) == len(lines)
     assert probe.returncode == 0
+
+
+def test_profile_over_rpc_times_on_the_server_and_logs_here(tmp_path):
+    """profile --rpc: built here, timed by a plain TVM RPC server, written under --machine."""
+    from rpc_servers import free_port, rpc_server, wait_port
+
+    port = free_port()
+    server = rpc_server(port)
+    try:
+        wait_port(port, server)
+        r = _cli("-m", "tvm_partition.profile", LINEAR_ONNX, "--rpc", f"127.0.0.1:{port}", "--machine", "edge1",
+                 "--tuning-logs", str(tmp_path))
+    finally:
+        server.stop()
+    assert r.returncode == 0, r.stderr[-2000:]
+    log = ProfileLog(str(tmp_path / "edge1"))
+    assert log.ops() and log.comms() and all(x["fingerprint"]["rpc"] == f"127.0.0.1:{port}" for x in log.records)
+    assert not [x for x in log.comms() if x["comm"] == "copy"]  # copies are not timed over RPC
+    r = _cli("-m", "tvm_partition.profile", LINEAR_ONNX, "--rpc", "127.0.0.1:1", "--tuning-logs", str(tmp_path))
+    assert r.returncode == 1 and "cannot connect" in r.stderr and "Traceback" not in r.stderr

@@ -2,6 +2,8 @@
 
     python -m tvm_partition.profile MODEL... --devices cpu|cpu,gpu|cpu,cpu [--budget-s S]
         [--tuning-logs DIR] [--batch N] [--seq-len N] [--layers N] [--image-size N]
+    python -m tvm_partition.profile MODEL... --devices cpu --rpc HOST:PORT | --tracker HOST:PORT --key KEY
+        [--machine NAME] [--target-cpu MCPU]
     python -m tvm_partition.profile MODEL... --devices cpu,gpu --export-bundle DIR
     python -m tvm_partition.profile --import RESULTS [--tuning-logs DIR]
     python -m tvm_partition.profile --explain [MODEL...] [--tuning-logs DIR]
@@ -15,6 +17,10 @@ are timed over tensor sizes. Samples go to ``<tuning logs>/<hardware fingerprint
 saved beside it. ``--budget-s`` caps the time: every op is first timed at its full size, finer
 sizes follow while time is left.
 
+``--rpc`` / ``--tracker --key`` profile a remote edge server over TVM RPC: the samples are built
+here, uploaded and timed there with TVM's time evaluator (RPC latency is not in the figures;
+copies between devices are not timed remotely), and written to ``<tuning logs>/<NAME>/`` here
+(``--machine NAME``, default ``rpc-<key or host>``; give ``--target-cpu`` when its CPU differs).
 ``--export-bundle DIR`` builds the samples for a machine this one cannot reach (an air-gapped edge
 server, the GPU machine): ``python DIR/time_samples.py DIR`` there needs only numpy and the
 runtime-only TVM; ``--import DIR`` (or its results.jsonl) merges the results into the logs of that
@@ -27,6 +33,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import re
 import sys
 import time
 
@@ -50,6 +57,10 @@ def _parser() -> argparse.ArgumentParser:
                       help="merge a bundle's results (the bundle folder or its results.jsonl) into the logs")
     mode.add_argument("--explain", action="store_true", help="print the pattern fit of every profiled op")
     mode.add_argument("--evaluate", action="store_true", help="held-out accuracy of the cost models")
+    ap.add_argument("--rpc", metavar="HOST:PORT", help="time on this TVM RPC server (python -m tvm.exec.rpc_server)")
+    ap.add_argument("--tracker", metavar="HOST:PORT", help="ask this TVM RPC tracker for a server (with --key)")
+    ap.add_argument("--key", help="device key the RPC servers registered with at the tracker")
+    ap.add_argument("--machine", help="with --rpc/--tracker: the name of the remote machine's tuning-logs folder")
     ap.add_argument("--out", help="--evaluate: folder for the report and PNG (default benchmarks/results/<fingerprint>)")
     return ap
 
@@ -70,7 +81,12 @@ def main(argv=None) -> int:
     from .tuning import DEFAULT_LOGS, database_dir
 
     logs = args.tuning_logs or DEFAULT_LOGS
-    folder = database_dir(logs)
+    remote = bool(args.rpc or args.tracker or args.key)
+    if remote:
+        name = args.machine or "rpc-" + re.sub(r"[^a-z0-9]+", "-", (args.key or args.rpc or "").lower()).strip("-")
+        folder = os.path.join(logs, name)
+    else:
+        folder = database_dir(logs)
     try:
         if args.import_:
             from .cost_models.profiler import import_results
@@ -100,7 +116,7 @@ def main(argv=None) -> int:
         text = args.devices if args.devices.split(",")[0].strip() == "cpu" else "cpu," + args.devices
         devices = parse_devices(text, gpu_arch=args.gpu_arch, cpu_mcpu=args.target_cpu)
         return _profile(args, devices, folder)
-    except (DeviceError, ValueError, FileNotFoundError, OSError) as e:
+    except (DeviceError, ValueError, FileNotFoundError, OSError, RuntimeError) as e:  # RemoteError too
         print(f"error: {e}", file=sys.stderr)
         return 1
 
@@ -116,6 +132,13 @@ def _profile(args, devices, folder) -> int:
 
     graphs = _graphs(args)
     db = open_database(folder)
+    session = fingerprint = None
+    if args.rpc or args.tracker or args.key:
+        from .remote import Endpoint, connect
+
+        session = connect(Endpoint(args.rpc, args.tracker, args.key))
+        fingerprint = {"cpu": os.path.basename(folder), "cores": None, "gpu": None, "driver": None,
+                       "rpc": args.rpc or f"{args.tracker} key {args.key}"}
     if args.export_bundle:
         pending = profiler.pending_samples(graphs, devices)
         spec = profiler.write_bundle(args.export_bundle, pending, db, progress=lambda m: print(m, file=sys.stderr))
@@ -125,15 +148,18 @@ def _profile(args, devices, folder) -> int:
               f"here: python -m tvm_partition.profile --import RESULTS")
         return 0
     try:
-        check_local(devices)
+        if session is None:
+            check_local(devices)
     except DeviceError:
         raise DeviceError(f"this machine has no CUDA GPU to time --devices {args.devices} on: build the samples "
                           "with --export-bundle DIR, run `python DIR/time_samples.py DIR` on the GPU machine, "
                           "then --import DIR here") from None
-    todo = len(profiler.pending_samples(graphs, devices, ProfileLog(folder, warn=lambda m: None)))
-    print(f"{todo} samples to time on {','.join(d.name for d in devices)}; log {folder}/profile.jsonl")
+    todo = [p for p in profiler.pending_samples(graphs, devices, ProfileLog(folder, warn=lambda m: None))
+            if session is None or p.make is not None]
+    where = "" if session is None else f" of {fingerprint['rpc']}"
+    print(f"{len(todo)} samples to time on {','.join(d.name for d in devices)}{where}; log {folder}/profile.jsonl")
     t0 = time.monotonic()
-    with tqdm(total=todo, unit="sample", dynamic_ncols=True) as bar:
+    with tqdm(total=len(todo), unit="sample", dynamic_ncols=True) as bar:
         def progress(event, what, left):
             if event == "build":
                 bar.set_description(what, refresh=True)
@@ -143,7 +169,7 @@ def _profile(args, devices, folder) -> int:
                 bar.set_postfix_str(f"{left:.0f} s left", refresh=False)
             bar.update(1)
 
-        stats = profiler.profile(graphs, devices, folder, db, args.budget_s, progress)
+        stats = profiler.profile(graphs, devices, folder, db, args.budget_s, progress, session, fingerprint)
     model = ProfiledCostModel(folder)
     paths = model.save_regressors() + [model.save_fits()]
     print(f"measured {stats['measured']} samples in {time.monotonic() - t0:.0f} s, {stats['left']} left for a later "
