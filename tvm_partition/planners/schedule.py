@@ -1,0 +1,148 @@
+"""Schedules of a placement problem: device timelines, re-timing a placement, the lower bound,
+and the independent checker every strategy's result must pass.
+
+A schedule maps each node to ``(start, end)`` in us. It is *feasible* when every node runs on one
+device that can run it, ``end - start`` equals its time there, no two nodes with non-zero time
+overlap on one device, every consumer starts no earlier than each producer's end plus the transfer
+time between their devices, and every device's memory holds the nodes placed on it.
+"""
+
+from __future__ import annotations
+
+import bisect
+import dataclasses
+import math
+
+from .problem import Problem, ProblemError, Result
+
+#: Relative slack the checker allows for float rounding.
+_EPS = 1e-6
+
+
+@dataclasses.dataclass
+class Context:
+    """State carried into a sub-problem (SortingHat Sec. 3.3): devices busy until ``release``,
+    ``external`` inputs ``{node: [(ready_us, device, bytes)]}`` from nodes already scheduled, and
+    memory already used on each device."""
+
+    release: dict = dataclasses.field(default_factory=dict)
+    external: dict = dataclasses.field(default_factory=dict)
+    mem_used: dict = dataclasses.field(default_factory=dict)
+
+
+class Timeline:
+    """Busy intervals of one device; ``insertion`` lets a node fill an earlier idle gap (HEFT)."""
+
+    def __init__(self, free_from: float = 0.0, insertion: bool = True):
+        self.busy: list[tuple[float, float]] = [(-math.inf, free_from)] if free_from > 0 else []
+        self.insertion = insertion
+
+    @property
+    def free(self) -> float:
+        return self.busy[-1][1] if self.busy else 0.0
+
+    def earliest(self, ready: float, dur: float) -> float:
+        if dur <= 0:
+            return ready
+        if not self.insertion:
+            return max(ready, self.free)
+        t = ready
+        for s, e in self.busy:
+            if t + dur <= s:
+                return t
+            t = max(t, e)
+        return t
+
+    def reserve(self, start: float, end: float) -> None:
+        if end > start:
+            bisect.insort(self.busy, (start, end))
+
+
+def data_ready(problem: Problem, v, device: str, placement: dict, end: dict, ctx: Context | None = None) -> float:
+    """When all inputs of ``v`` can be on ``device``: producer ends plus transfers."""
+    t = 0.0
+    for u in problem.graph.predecessors(v):
+        t = max(t, end[u] + problem.edge_time(u, v, placement[u], device))
+    if ctx is not None:
+        for ready, dev, nbytes in ctx.external.get(v, ()):
+            t = max(t, ready + problem.comm_time(nbytes, dev, device))
+    return t
+
+
+def timelines(problem: Problem, ctx: Context | None = None, insertion: bool = True) -> dict[str, Timeline]:
+    rel = ctx.release if ctx else {}
+    return {d: Timeline(rel.get(d, 0.0), insertion) for d in problem.device_names}
+
+
+def retime(problem: Problem, placement: dict, order: list, ctx: Context | None = None) -> tuple[dict, float]:
+    """Earliest schedule of ``placement`` where each device runs its nodes in ``order`` (a
+    topological order). Re-timing a solver's placement with exact times in its start order never
+    ends later than the solver's own (rounded) schedule."""
+    lines = timelines(problem, ctx, insertion=False)
+    sched: dict = {}
+    end: dict = {}
+    for v in order:
+        d = placement[v]
+        dur = problem.time(v, d)
+        if dur is None:
+            raise ProblemError(f"node {v!r} placed on {d!r}, where it cannot run")
+        s = lines[d].earliest(data_ready(problem, v, d, placement, end, ctx), dur)
+        lines[d].reserve(s, s + dur)
+        sched[v] = (s, s + dur)
+        end[v] = s + dur
+    return sched, max((e for _, e in sched.values()), default=0.0)
+
+
+def result_from(problem: Problem, strategy: str, placement: dict, order: list, solve_s: float, **meta) -> Result:
+    sched, makespan = retime(problem, placement, order)
+    return Result(strategy, makespan, dict(placement), sched, lower_bound(problem), solve_s, dict(meta))
+
+
+def lower_bound(problem: Problem) -> float:
+    """max(critical path at each node's fastest time with free transfers, total fastest work / devices)."""
+    fastest = {v: min(problem.graph.nodes[v]["time_us"].values()) for v in problem.graph}
+    longest: dict = {}
+    for v in problem.topo_order():
+        longest[v] = fastest[v] + max((longest[u] for u in problem.graph.predecessors(v)), default=0.0)
+    cp = max(longest.values(), default=0.0)
+    return max(cp, sum(fastest.values()) / len(problem.devices))
+
+
+def check(problem: Problem, placement: dict, schedule: dict, makespan: float | None = None) -> list[str]:
+    """Every way ``schedule`` breaks the problem (empty list: feasible). Independent of the solvers."""
+    errs: list[str] = []
+    g = problem.graph
+    missing = [v for v in g if v not in placement or v not in schedule]
+    if missing:
+        return [f"nodes without a device or a time: {missing[:5]}"]
+    tol = _EPS * max([1.0] + [abs(e) for _, e in schedule.values()])
+    per_dev: dict[str, list] = {}
+    used: dict[str, float] = {}
+    for v in g:
+        d = placement[v]
+        t = problem.time(v, d)
+        s, e = schedule[v]
+        if t is None:
+            errs.append(f"{v!r} on {d!r}, which cannot run it")
+            continue
+        if s < -tol or abs((e - s) - t) > tol:
+            errs.append(f"{v!r} runs [{s}, {e}] but takes {t} on {d!r}")
+        if t > 0:
+            per_dev.setdefault(d, []).append((s, e, v))
+        used[d] = used.get(d, 0.0) + problem.mem(v)
+    for d, ivs in per_dev.items():
+        ivs.sort()
+        for (s1, e1, a), (s2, e2, b) in zip(ivs, ivs[1:]):
+            if s2 < e1 - tol:
+                errs.append(f"{a!r} and {b!r} overlap on {d!r}")
+    for u, v in g.edges:
+        need = schedule[u][1] + problem.edge_time(u, v, placement[u], placement[v])
+        if schedule[v][0] < need - tol:
+            errs.append(f"{v!r} starts at {schedule[v][0]} before its input from {u!r} arrives at {need}")
+    for d, m in used.items():
+        if m > problem.capacity(d) * (1 + _EPS):
+            errs.append(f"{d!r} holds {m:.4g} bytes, over its {problem.capacity(d):.4g}")
+    last = max((e for _, e in schedule.values()), default=0.0)
+    if makespan is not None and abs(makespan - last) > tol:
+        errs.append(f"makespan {makespan} is not the last end {last}")
+    return errs
