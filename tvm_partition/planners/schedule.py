@@ -74,6 +74,25 @@ def timelines(problem: Problem, ctx: Context | None = None, insertion: bool = Tr
     return {d: Timeline(rel.get(d, 0.0), insertion) for d in problem.device_names}
 
 
+def priority_order(graph, key) -> list:
+    """A topological order that takes the ready node of least ``key(node)`` first."""
+    import heapq
+
+    waiting = {v: graph.in_degree(v) for v in graph}
+    heap = [(key(v), i, v) for i, v in enumerate(graph) if waiting[v] == 0]
+    heapq.heapify(heap)
+    ids = {v: i for i, v in enumerate(graph)}
+    out = []
+    while heap:
+        _, _, v = heapq.heappop(heap)
+        out.append(v)
+        for w in graph.successors(v):
+            waiting[w] -= 1
+            if waiting[w] == 0:
+                heapq.heappush(heap, (key(w), ids[w], w))
+    return out
+
+
 def retime(problem: Problem, placement: dict, order: list, ctx: Context | None = None) -> tuple[dict, float]:
     """Earliest schedule of ``placement`` where each device runs its nodes in ``order`` (a
     topological order). Re-timing a solver's placement with exact times in its start order never

@@ -1,0 +1,130 @@
+"""Placement strategies by name, on problems and on TVM OpGraphs.
+
+:func:`solve` runs one strategy on a :class:`~.problem.Problem`. ``milp`` solves graphs of up to
+``coarsen_above`` nodes in one CP-SAT model; larger graphs are either decomposed at dominators
+(``large="decompose"``, the default: :mod:`.dominators`, one MILP per submodel) or coarsened with
+QuickP's rules first (``large="coarsen"``: :mod:`.coarsen`, then one MILP, or dominators if the
+coarse graph is still large). Either way the result is re-timed on the original graph and
+compared with the best heuristic on the original graph, so it is never worse than its warm start. :func:`plan_placement` turns an OpGraph into a problem with a cost
+model, solves it and returns a :class:`~tvm_partition.plan.Plan` of ``OnDevice`` decisions (views
+get none): that is what ``python -m tvm_partition.compile --strategy milp`` uses.
+"""
+
+from __future__ import annotations
+
+import time
+
+from .coarsen import coarsen, colocation_groups
+from .dominators import solve_dominators
+from .dp import solve_dp
+from .heuristics import HEURISTICS, best_heuristic
+from .milp import solve_milp
+from .problem import Device, Problem, ProblemError, Result, from_opgraph, local_topology
+from .schedule import lower_bound, retime
+
+STRATEGY_NAMES = ("milp", "dominators", "dp", "heft", "metf", "msct")
+
+
+def _milp(problem: Problem, time_limit: float, coarsen_above: int, colocate: bool, large: str) -> Result:
+    t0 = time.perf_counter()
+    warm = best_heuristic(problem)
+    n = problem.graph.number_of_nodes()
+    if n <= coarsen_above:
+        groups = colocation_groups(problem) if colocate else None
+        return solve_milp(problem, time_limit, hint=warm, colocate=groups)
+    if large == "decompose":
+        res = solve_dominators(problem, time_limit, warm=warm)
+        res.strategy = "milp"
+        res.meta["large"] = "decompose"
+        return res
+    c = coarsen(problem)
+    left = max(0.5, time_limit - (time.perf_counter() - t0))
+    if c.problem.graph.number_of_nodes() > coarsen_above:
+        coarse = solve_dominators(c.problem, left)
+    else:
+        groups = colocation_groups(c.problem) if colocate else None
+        coarse = solve_milp(c.problem, left, hint=_better(c.project(warm), best_heuristic(c.problem), c.problem),
+                            colocate=groups)
+    placement = c.expand(coarse.placement)
+    pos = {v: i for i, v in enumerate(problem.topo_order())}
+    first = {v: coarse.schedule[g][0] for g, vs in c.members.items() for v in vs}
+    order = sorted(problem.graph, key=lambda v: (first[v], pos[v]))
+    sched, makespan = retime(problem, placement, order)
+    meta = {"large": "coarsen", "coarsen": c.report, "coarse_status": coarse.meta.get("status"),
+            "coarse_gap": coarse.gap, "warm_start": warm.strategy, "warm_start_makespan_us": warm.makespan_us}
+    if warm.makespan_us <= makespan:
+        meta["returned_warm_start"] = True
+        placement, sched, makespan = warm.placement, warm.schedule, warm.makespan_us
+    return Result("milp", makespan, dict(placement), sched, lower_bound(problem), time.perf_counter() - t0, meta)
+
+
+def _better(a: Result, b: Result, problem: Problem) -> Result:
+    """Of two warm starts for ``problem``, the one whose re-timed schedule ends first."""
+    mk_a = retime(problem, a.placement, a.meta["order"])[1]
+    return a if mk_a <= retime(problem, b.placement, b.meta["order"])[1] else b
+
+
+def solve(problem: Problem, strategy: str, time_limit: float = 10.0, coarsen_above: int = 400,
+          colocate: bool = False, large: str = "decompose") -> Result:
+    """Run ``strategy`` (one of :data:`STRATEGY_NAMES`) on ``problem``; ``large``: how milp handles
+    graphs above ``coarsen_above`` nodes, ``decompose`` (dominators) or ``coarsen`` (QuickP)."""
+    if large not in ("decompose", "coarsen"):
+        raise ProblemError(f"large must be 'decompose' or 'coarsen', not {large!r}")
+    if strategy == "milp":
+        res = _milp(problem, time_limit, coarsen_above, colocate, large)
+    elif strategy == "dominators":
+        res = solve_dominators(problem, time_limit)
+    elif strategy == "dp":
+        res = solve_dp(problem)
+    elif strategy in HEURISTICS:
+        res = HEURISTICS[strategy](problem)
+    else:
+        raise ProblemError(f"unknown placement strategy {strategy!r}: choose one of {', '.join(STRATEGY_NAMES)}")
+    res.meta.pop("order", None)
+    return res
+
+
+# ---------------------------------------------------------------------- TVM models
+def default_cost_model(devices):
+    """A roofline model for ``devices`` (DeviceSpec list) until a profiled one is given: CPU
+    ~100 GFLOP/s and 20 GB/s, GPU ~20 TFLOP/s and 1.5 TB/s. Assumed figures, not measured."""
+    from ..cost_models import AnalyticCostModel, DeviceRoofline
+
+    roof = {"cpu": DeviceRoofline(100.0, 20.0, 2.0), "gpu": DeviceRoofline(20000.0, 1500.0, 5.0)}
+    return AnalyticCostModel({d.name: roof[d.kind] for d in devices})
+
+
+def problem_for(opgraph, devices, cost_model=None, topology=None) -> Problem:
+    """The placement problem of an OpGraph on ``devices`` (DeviceSpec list). ``topology``:
+    ``(devices, bandwidth, latency)`` from :func:`.problem.load_topology` (its devices must be
+    named as in ``devices``; missing ones take this machine's memory), or None for this machine."""
+    cost_model = cost_model or default_cost_model(devices)
+    local, bw, lat = local_topology(devices)
+    if topology is not None:
+        t_devs, t_bw, t_lat = topology
+        names = [d.name for d in devices]
+        unknown = [d.name for d in t_devs if d.name not in names]
+        if unknown:
+            raise ProblemError(f"the topology names device {unknown[0]!r}, which --devices does not have "
+                               f"(devices: {names})")
+        caps = {d.name: d.memory_bytes for d in t_devs}
+        local = [Device(d.name, caps.get(d.name, d.memory_bytes)) for d in local]
+        bw, lat = (t_bw or bw), (t_lat or lat)
+    return from_opgraph(opgraph, cost_model, local, bw, lat)
+
+
+def plan_placement(strategy: str, opgraph, devices, cost_model=None, topology=None, time_limit: float = 10.0):
+    """A Plan of OnDevice decisions (none for views) from a placement strategy."""
+    from ..plan import OnDevice, Plan
+
+    problem = problem_for(opgraph, devices, cost_model, topology)
+    res = solve(problem, strategy, time_limit)
+    ops = {v: OnDevice(d) for v, d in res.placement.items() if not opgraph.ops[v].is_view}
+    meta = {"placement": {k: v for k, v in res.to_json().items() if k not in ("placement", "schedule", "meta")}}
+    return Plan(list(devices), ops, strategy=strategy, predicted_latency_us=res.makespan_us, meta=meta)
+
+
+def strategies(time_limit: float = 10.0) -> dict:
+    """``{name: plan(graph, devices)}`` for ``planners.STRATEGIES``."""
+    return {name: (lambda graph, devices, _n=name: plan_placement(_n, graph, devices, time_limit=time_limit))
+            for name in STRATEGY_NAMES}
