@@ -109,7 +109,8 @@ def problem_for(opgraph, devices, cost_model=None, topology=None) -> Problem:
                                f"(devices: {names})")
         caps = {d.name: d.memory_bytes for d in t_devs}
         local = [Device(d.name, caps.get(d.name, d.memory_bytes)) for d in local]
-        bw, lat = (t_bw or bw), (t_lat or lat)
+        if t_bw:  # links as the topology gives them (a missing latency is 0); else this machine's defaults
+            bw, lat = t_bw, t_lat
     return from_opgraph(opgraph, cost_model, local, bw, lat)
 
 

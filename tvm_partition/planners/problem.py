@@ -377,7 +377,7 @@ def from_opgraph(opgraph, cost_model, devices: list[Device], bandwidth: dict, la
                 times[d] = 0.0 if op.is_view else float(cost_model.op_time(op, d))
             except KeyError:
                 continue
-        out_bytes = sum(math.prod(s) * np.dtype(t).itemsize for s, t in zip(op.output_shapes, op.output_dtypes))
+        out_bytes = sum(math.prod(s) * np.dtype(str(t)).itemsize for s, t in zip(op.output_shapes, op.output_dtypes))
         g.add_node(op_id, time_us=times, mem_bytes=float(out_bytes), kind=op.kind)
     for u, v, data in opgraph.graph.edges(data=True):
         g.add_edge(u, v, bytes=float(data.get("bytes", 0)))
