@@ -179,3 +179,38 @@ def test_node_restricted_to_some_devices_stays_there():
     for res in [fn(p) for fn in HEURISTICS.values()] + [solve_milp(p, time_limit=3)]:
         assert_valid(p, res)
         assert all(res.placement[v] != "d0" for v in list(p.graph)[:4])
+
+
+def test_joint_split_is_chosen_when_it_pays_and_the_checker_enforces_it():
+    d = _example(**{"nodes.0.time_us": {"gpu0": 100.0, "cpu0": 100.0}})
+    d["nodes"][0]["splits"] = [{"devices": ["gpu0", "cpu0"], "ratios": [0.5, 0.5], "time_us": 55.0},
+                               {"devices": ["cpu0", "gpu0"], "ratios": [0.25, 0.75], "time_us": 90.0}]
+    p = Problem.from_json(d)
+    res = solve_milp(p, time_limit=5)
+    assert res.splits["conv1"]["ratios"] == (0.5, 0.5)
+    assert res.makespan_us == pytest.approx(57.0)
+    assert check(p, res.placement, res.schedule, res.makespan_us, res.splits) == []
+    assert res.to_json()["splits"] == {"conv1": {"devices": ["gpu0", "cpu0"], "ratios": [0.5, 0.5]}}
+    # a split occupies both devices: relu1 on cpu0 during it overlaps
+    bad = dict(res.schedule, relu1=(10.0, 13.0))
+    assert any("overlap" in e for e in check(p, {**res.placement, "relu1": "cpu0"}, bad, None, res.splits))
+    with pytest.raises(ProblemError, match="ratios sum"):
+        d["nodes"][0]["splits"][0]["ratios"] = [0.5, 0.6]
+        Problem.from_json(d)
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_joint_split_never_worse_than_whole_placement(seed):
+    import random
+
+    p = random_dag(9, 3, seed=seed, p_edge=0.25)
+    base = solve_milp(p, time_limit=3)
+    r = random.Random(seed)
+    for v in list(p.graph)[:4]:
+        t = p.graph.nodes[v]["time_us"]
+        p.graph.nodes[v]["splits"] = [{"devices": ("d0", "d1"), "ratios": (0.5, 0.5),
+                                       "time_us": float(max(t["d0"], t["d1"]) // 2 + r.randint(0, 3))}]
+    p.validate()
+    joint = solve_milp(p, time_limit=3)
+    assert check(p, joint.placement, joint.schedule, joint.makespan_us, joint.splits) == []
+    assert joint.makespan_us <= base.makespan_us + 1e-9

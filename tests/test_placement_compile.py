@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 
-from helpers import SMALL
+from helpers import SMALL, mlp_model
 from tvm_partition import compile as compile_cli
 from tvm_partition import frontend
 from tvm_partition.compile import check, compile_model
@@ -55,3 +55,14 @@ def test_compile_cli_rejects_a_topology_naming_other_devices(tmp_path, capsys):
                            "--topology", str(tpath)])
     err = capsys.readouterr().err
     assert rc == 2 and "gpu7" in err and "Traceback" not in err
+
+
+def test_joint_split_and_placement_plan_compiles_and_matches():
+    from tvm_partition.plan import Split
+
+    model = mlp_model(batch=64, d_in=256, d_hidden=1024, d_out=16)  # a chain: only splits use both CPUs
+    compiled = compile_model(model, parse_devices("cpu,cpu"), "milp", time_limit=3, split_ratios=(0.25, 0.5, 0.75))
+    kinds = {type(d) for d in compiled.plan.ops.values()}
+    assert Split in kinds, "two equal CPUs: the MILP splits the big matmul"
+    err, tol = check(compiled)
+    assert err <= tol, f"max_abs_err={err} > {tol}"

@@ -84,15 +84,16 @@ class Compiled:
 
 
 def make_plan(graph, devices: list[DeviceSpec], strategy: str = "equal", plan_file: str | None = None,
-              topology=None, time_limit: float = 10.0, cost_model=None) -> Plan:
-    """``topology`` / ``time_limit`` / ``cost_model`` are for the placement strategies (milp...)."""
+              topology=None, time_limit: float = 10.0, cost_model=None, split_ratios=()) -> Plan:
+    """``topology`` / ``time_limit`` / ``cost_model`` / ``split_ratios`` are for the placement
+    strategies (milp...)."""
     _, _, _, planners, _ = _lazy()
     from .planners.placement import STRATEGY_NAMES, plan_placement
 
     if plan_file:
         plan = Plan.load(plan_file)
     elif strategy in STRATEGY_NAMES:
-        plan = plan_placement(strategy, graph, devices, cost_model, topology, time_limit)
+        plan = plan_placement(strategy, graph, devices, cost_model, topology, time_limit, split_ratios)
     else:
         plan = planners.plan_with(strategy, graph, devices)
     plan.validate(graph)
@@ -207,6 +208,16 @@ def _tuning_db(logs: str | None) -> str | None:
     return path if os.path.isdir(path) else None
 
 
+def _ratios(text: str) -> tuple[float, ...]:
+    try:
+        ratios = tuple(float(x) for x in text.split(",") if x.strip())
+    except ValueError:
+        raise PlanError(f"--split-ratios {text!r}: expected numbers like 0.25,0.5,0.75") from None
+    if any(not 0 < r < 1 for r in ratios):
+        raise PlanError(f"--split-ratios {text!r}: every ratio must be strictly between 0 and 1")
+    return ratios
+
+
 def parser() -> argparse.ArgumentParser:
     from . import zoo
 
@@ -224,6 +235,8 @@ def parser() -> argparse.ArgumentParser:
     ap.add_argument("--topology", help="placement: JSON/YAML with the devices' memory_bytes, bandwidth_Bps and "
                                        "latency_us (the 'graph' part of a placement problem)")
     ap.add_argument("--time-limit", type=float, default=10.0, help="placement: solver seconds (default 10)")
+    ap.add_argument("--split-ratios", default="", help="placement: milp may also split key ops at these ratios, "
+                                                       "e.g. 0.25,0.5,0.75 (joint split + placement)")
     ap.add_argument("--export-problem", help="write the model's placement problem (node-link JSON) here")
     ap.add_argument("--gpu-arch", default=DEFAULT_GPU_ARCH, help=f"CUDA arch for cross-compiling (default {DEFAULT_GPU_ARCH})")
     ap.add_argument("--batch", type=int, help="batch size (zoo models and ONNX models with a free batch)")
@@ -263,11 +276,12 @@ def main(argv=None) -> int:
         print(f"model {model.name}: inputs {[(i['name'], i['shape']) for i in model.input_info()]}")
         tuning_db = None if args.no_tuning else _tuning_db(args.tuning_logs)
         topology = load_topology(args.topology) if args.topology else None
+        ratios = _ratios(args.split_ratios)
         if args.export_problem:
-            problem_for(graph_mod.OpGraph(model.mod), devices, topology=topology).save(args.export_problem)
+            problem_for(graph_mod.OpGraph(model.mod), devices, topology=topology, split_ratios=ratios).save(args.export_problem)
             print(f"wrote {args.export_problem} (placement problem)")
         compiled = compile_model(model, devices, args.strategy, args.plan, tuning_db, args.threads,
-                                 topology=topology, time_limit=args.time_limit)
+                                 topology=topology, time_limit=args.time_limit, split_ratios=ratios)
         print(f"plan {compiled.plan.strategy}: {len(compiled.graph)} fused ops, "
               f"{sum(1 for d in compiled.plan.ops.values() if hasattr(d, 'ratios'))} split; "
               f"compiled in {time.perf_counter() - t0:.1f}s")

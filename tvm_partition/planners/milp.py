@@ -49,6 +49,7 @@ class _Units:
 
     def __init__(self, problem: Problem, horizon_us: float):
         times = [t for v in problem.graph for t in problem.graph.nodes[v]["time_us"].values()]
+        times += [o["time_us"] for v in problem.graph for o in problem.splits(v)]
         comms = [problem.edge_time(u, v, a, b) for u, v in problem.graph.edges
                  for a in problem.allowed(u) for b in problem.allowed(v) if a != b]
         comms = [c for c in comms if math.isfinite(c)]
@@ -77,6 +78,31 @@ def _int_schedule(problem: Problem, placement: dict, order: list, units: _Units,
             free[d] = t + dur
         start[v], end[v] = t, t + dur
     return start, end
+
+
+def _split_choices(m, problem: Problem, units: _Units, v, i: int, loc: dict, start, end, per_dev: dict,
+                   split_vars: dict) -> dict:
+    """Joint split + placement: the node runs whole on one device (``whole[d]``) or as one of its
+    split options (``y``, an interval on every device of the split); ``loc[d]`` (where the output
+    is) is the whole choice or a split joined on ``d``. Returns the ``whole`` literals."""
+    opts = [o for o in problem.splits(v) if o["devices"][0] in loc]
+    dur = {d: units.up(problem.time(v, d)) for d in loc}
+    if not opts:
+        m.add_exactly_one(loc.values())
+        m.add(end == start + sum(dur[d] * loc[d] for d in loc))
+        return loc
+    whole = {d: m.new_bool_var(f"w{i}_{d}") for d in loc}
+    ys = [m.new_bool_var(f"y{i}_{k}") for k in range(len(opts))]
+    m.add_exactly_one(list(whole.values()) + ys)
+    for d in loc:
+        m.add(loc[d] == whole[d] + sum(y for y, o in zip(ys, opts) if o["devices"][0] == d))
+    m.add(end == start + sum(dur[d] * whole[d] for d in loc) + sum(units.up(o["time_us"]) * y for y, o in zip(ys, opts)))
+    for k, (y, o) in enumerate(zip(ys, opts)):
+        if units.up(o["time_us"]) > 0:
+            for d in o["devices"]:
+                per_dev[d].append(m.new_optional_fixed_size_interval_var(start, units.up(o["time_us"]), y, f"p{i}_{k}_{d}"))
+    split_vars[v] = list(zip(ys, opts))
+    return whole
 
 
 def _precedence(m, problem: Problem, units: _Units, u, v, x, start, end) -> None:
@@ -142,6 +168,7 @@ def solve_milp(problem: Problem, time_limit: float = 10.0, ctx: Context | None =
     g = problem.graph
     used = ctx.mem_used if ctx else {}
     x: dict = {}
+    split_vars: dict = {}
     start, end = {}, {}
     per_dev: dict = {d: [] for d in problem.device_names}
     for d, rel in (ctx.release if ctx else {}).items():
@@ -154,12 +181,11 @@ def solve_milp(problem: Problem, time_limit: float = 10.0, ctx: Context | None =
         if not devs:
             raise ProblemError(f"node {v!r} fits in the memory of none of its devices {problem.allowed(v)}")
         x[v] = {d: m.new_bool_var(f"x{i}_{d}") for d in devs}
-        m.add_exactly_one(x[v].values())
+        whole = _split_choices(m, problem, units, v, i, x[v], start[v], end[v], per_dev, split_vars)
         dur = {d: units.up(problem.time(v, d)) for d in devs}
-        m.add(end[v] == start[v] + sum(dur[d] * x[v][d] for d in devs))
         for d in devs:
             if dur[d] > 0:
-                per_dev[d].append(m.new_optional_fixed_size_interval_var(start[v], dur[d], x[v][d], f"i{i}_{d}"))
+                per_dev[d].append(m.new_optional_fixed_size_interval_var(start[v], dur[d], whole[d], f"i{i}_{d}"))
         for ready, dev, nb in (ctx.external.get(v, ()) if ctx else ()):
             for d in devs:
                 m.add(start[v] >= units.up(ready + problem.comm_time(nb, dev, d))).only_enforce_if(x[v][d])
@@ -211,11 +237,12 @@ def solve_milp(problem: Problem, time_limit: float = 10.0, ctx: Context | None =
     best = hint
     if status in (cp_model.OPTIMAL, cp_model.FEASIBLE):
         placement = {v: next(d for d, xv in x[v].items() if solver.boolean_value(xv)) for v in g}
+        splits = {v: o for v, opts in split_vars.items() for y, o in opts if solver.boolean_value(y)}
         pos = {v: i for i, v in enumerate(problem.topo_order())}
         sorder = sorted(g, key=lambda v: (solver.value(start[v]), pos[v]))
-        sched, mk = retime(problem, placement, sorder, ctx)
+        sched, mk = retime(problem, placement, sorder, ctx, splits)
         if hint is None or mk < hint.makespan_us - 1e-9:
-            best = Result(strategy, mk, placement, sched, meta=dict(order=sorder))
+            best = Result(strategy, mk, placement, sched, meta=dict(order=sorder), splits=splits)
     # a critical chain of the rounded model has at most one rounded duration and transfer per node
     slack = 0.0 if units.exact else units.us * (2 * g.number_of_nodes() + 1)
     bound = solver.best_objective_bound * units.us - slack if status != cp_model.UNKNOWN else 0.0
@@ -224,5 +251,5 @@ def solve_milp(problem: Problem, time_limit: float = 10.0, ctx: Context | None =
     meta["improved_over_warm_start"] = best is not hint
     meta["order"] = best.meta.get("order", order)
     return Result(strategy, best.makespan_us, dict(best.placement), dict(best.schedule), lb,
-                  time.perf_counter() - t0, meta)
+                  time.perf_counter() - t0, meta, dict(best.splits))
 

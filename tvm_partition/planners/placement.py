@@ -94,10 +94,11 @@ def default_cost_model(devices):
     return AnalyticCostModel({d.name: roof[d.kind] for d in devices})
 
 
-def problem_for(opgraph, devices, cost_model=None, topology=None) -> Problem:
+def problem_for(opgraph, devices, cost_model=None, topology=None, split_ratios=()) -> Problem:
     """The placement problem of an OpGraph on ``devices`` (DeviceSpec list). ``topology``:
     ``(devices, bandwidth, latency)`` from :func:`.problem.load_topology` (its devices must be
-    named as in ``devices``; missing ones take this machine's memory), or None for this machine."""
+    named as in ``devices``; missing ones take this machine's memory), or None for this machine.
+    ``split_ratios``: give the key ops split options at these ratios (joint split + placement)."""
     cost_model = cost_model or default_cost_model(devices)
     local, bw, lat = local_topology(devices)
     if topology is not None:
@@ -111,16 +112,25 @@ def problem_for(opgraph, devices, cost_model=None, topology=None) -> Problem:
         local = [Device(d.name, caps.get(d.name, d.memory_bytes)) for d in local]
         if t_bw:  # links as the topology gives them (a missing latency is 0); else this machine's defaults
             bw, lat = t_bw, t_lat
-    return from_opgraph(opgraph, cost_model, local, bw, lat)
+    problem = from_opgraph(opgraph, cost_model, local, bw, lat)
+    if split_ratios:
+        from .joint import add_split_options
+
+        add_split_options(problem, opgraph, cost_model, split_ratios)
+    return problem
 
 
-def plan_placement(strategy: str, opgraph, devices, cost_model=None, topology=None, time_limit: float = 10.0):
-    """A Plan of OnDevice decisions (none for views) from a placement strategy."""
+def plan_placement(strategy: str, opgraph, devices, cost_model=None, topology=None, time_limit: float = 10.0,
+                   split_ratios=()):
+    """A Plan of OnDevice decisions (none for views) from a placement strategy; with
+    ``split_ratios`` the MILP may also split key ops (Split decisions, :mod:`.joint`)."""
     from ..plan import OnDevice, Plan
+    from .joint import split_decision
 
-    problem = problem_for(opgraph, devices, cost_model, topology)
+    problem = problem_for(opgraph, devices, cost_model, topology, split_ratios)
     res = solve(problem, strategy, time_limit)
-    ops = {v: OnDevice(d) for v, d in res.placement.items() if not opgraph.ops[v].is_view}
+    ops = {v: (split_decision(opgraph, v, res.splits[v]) if v in res.splits else OnDevice(d))
+           for v, d in res.placement.items() if not opgraph.ops[v].is_view}
     meta = {"placement": {k: v for k, v in res.to_json().items() if k not in ("placement", "schedule", "meta")}}
     return Plan(list(devices), ops, strategy=strategy, predicted_latency_us=res.makespan_us, meta=meta)
 

@@ -9,7 +9,13 @@ A problem is networkx node-link JSON (``nx.node_link_data(G, edges="links")``)::
      "nodes": [{"id": "conv1", "time_us": {"gpu0": 12.5, "cpu0": 80.0}, "mem_bytes": 1048576}],
      "links": [{"source": "conv1", "target": "relu1", "bytes": 4096}]}
 
-A node runs only on the devices its ``time_us`` names. A transfer between two devices takes
+A node runs only on the devices its ``time_us`` names. A node may also list ``splits``, ways to
+run it split over several devices at once (joint split + placement)::
+
+    "splits": [{"devices": ["gpu0", "cpu0"], "ratios": [0.75, 0.25], "time_us": 9.5}]
+
+``time_us`` there is the whole split op (slowest part plus moving the parts); it occupies every
+device of the split, and its output is on the first device (where the parts are joined). A transfer between two devices takes
 ``latency_us + bytes / bandwidth_Bps``; a pair the file does not give uses the best multi-hop
 path, whose bandwidth is the minimum over its links (MOIRAI Sec. III-C, "Communication time")
 and whose latency is the sum over its links. Zero-time nodes occupy no device time.
@@ -58,6 +64,7 @@ class Result:
     lower_bound_us: float | None = None
     solve_s: float = 0.0
     meta: dict = dataclasses.field(default_factory=dict)
+    splits: dict = dataclasses.field(default_factory=dict)  # node -> split option (joint mode)
 
     @property
     def gap(self) -> float | None:
@@ -72,7 +79,8 @@ class Result:
             "strategy": self.strategy, "makespan_us": self.makespan_us, "lower_bound_us": self.lower_bound_us,
             "gap": self.gap, "solve_s": round(self.solve_s, 4), "placement": dict(self.placement),
             "schedule": {k: [s, e] for k, (s, e) in self.schedule.items()}, "meta": self.meta,
-        }
+        } | ({"splits": {k: {"devices": list(o["devices"]), "ratios": list(o["ratios"])}
+                          for k, o in self.splits.items()}} if self.splits else {})
 
 
 def _num(x, what: str) -> float:
@@ -117,6 +125,16 @@ class Problem:
     def allowed(self, node) -> list[str]:
         t = self.graph.nodes[node]["time_us"]
         return [d for d in self.device_names if d in t]
+
+    def splits(self, node) -> list[dict]:
+        """Split options of ``node``: ``{"devices", "ratios", "time_us"}``; the output is on devices[0]."""
+        return self.graph.nodes[node].get("splits") or []
+
+    def busy(self, node, device: str, split: dict | None = None) -> tuple[list[str], float]:
+        """Devices ``node`` occupies and for how long, run whole on ``device`` or as ``split``."""
+        if split is not None:
+            return list(split["devices"]), split["time_us"]
+        return [device], self.time(node, device)
 
     def mem(self, node) -> float:
         return self.graph.nodes[node].get("mem_bytes", 0.0)
@@ -187,6 +205,9 @@ class Problem:
                     raise ProblemError(f"node {v!r}: time_us names unknown device {d!r} (devices: {names})")
                 t[d] = _num(x, f"node {v!r} time_us[{d!r}]")
             data["mem_bytes"] = _num(data.get("mem_bytes", 0.0), f"node {v!r} mem_bytes")
+            data["splits"] = [self._split_option(v, o) for o in data.get("splits") or []]
+            if not data["splits"]:
+                del data["splits"]
             fits = [d for d in t if data["mem_bytes"] <= self.capacity(d)]
             if not fits:
                 raise ProblemError(f"node {v!r} needs {data['mem_bytes']:.4g} bytes, more than the memory of "
@@ -198,6 +219,20 @@ class Problem:
         if total > cap:
             raise ProblemError(f"infeasible memory: the nodes need {total:.4g} bytes, all devices together "
                                f"hold {cap:.4g}")
+
+    def _split_option(self, v, o) -> dict:
+        where = f"node {v!r} split {o!r}"
+        if not isinstance(o, dict) or not {"devices", "ratios", "time_us"} <= set(o):
+            raise ProblemError(f"{where}: needs devices, ratios and time_us")
+        devs, ratios = [str(d) for d in o["devices"]], [_num(r, f"{where} ratio") for r in o["ratios"]]
+        if len(devs) < 2 or len(set(devs)) != len(devs) or len(ratios) != len(devs):
+            raise ProblemError(f"{where}: needs two or more distinct devices and one ratio each")
+        bad = [d for d in devs if d not in self.graph.nodes[v]["time_us"]]
+        if bad:
+            raise ProblemError(f"{where}: device {bad[0]!r} is not one the node can run on")
+        if abs(sum(ratios) - 1) > 1e-6:
+            raise ProblemError(f"{where}: ratios sum to {sum(ratios):.6g}, not 1")
+        return {"devices": tuple(devs), "ratios": tuple(ratios), "time_us": _num(o["time_us"], f"{where} time_us")}
 
     # ------------------------------------------------------------------ JSON
     def topology_json(self) -> dict:

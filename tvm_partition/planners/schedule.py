@@ -93,20 +93,24 @@ def priority_order(graph, key) -> list:
     return out
 
 
-def retime(problem: Problem, placement: dict, order: list, ctx: Context | None = None) -> tuple[dict, float]:
-    """Earliest schedule of ``placement`` where each device runs its nodes in ``order`` (a
-    topological order). Re-timing a solver's placement with exact times in its start order never
-    ends later than the solver's own (rounded) schedule."""
+def retime(problem: Problem, placement: dict, order: list, ctx: Context | None = None,
+           splits: dict | None = None) -> tuple[dict, float]:
+    """Earliest schedule of ``placement`` (and ``splits``: node -> split option) where each device
+    runs its nodes in ``order`` (a topological order). Re-timing a solver's placement with exact
+    times in its start order never ends later than the solver's own (rounded) schedule."""
     lines = timelines(problem, ctx, insertion=False)
     sched: dict = {}
     end: dict = {}
     for v in order:
         d = placement[v]
-        dur = problem.time(v, d)
+        devs, dur = problem.busy(v, d, (splits or {}).get(v))
         if dur is None:
             raise ProblemError(f"node {v!r} placed on {d!r}, where it cannot run")
-        s = lines[d].earliest(data_ready(problem, v, d, placement, end, ctx), dur)
-        lines[d].reserve(s, s + dur)
+        s = data_ready(problem, v, d, placement, end, ctx)
+        if dur > 0:
+            s = max([s] + [lines[x].free for x in devs])
+        for x in devs:
+            lines[x].reserve(s, s + dur)
         sched[v] = (s, s + dur)
         end[v] = s + dur
     return sched, max((e for _, e in sched.values()), default=0.0)
@@ -127,8 +131,10 @@ def lower_bound(problem: Problem) -> float:
     return max(cp, sum(fastest.values()) / len(problem.devices))
 
 
-def check(problem: Problem, placement: dict, schedule: dict, makespan: float | None = None) -> list[str]:
-    """Every way ``schedule`` breaks the problem (empty list: feasible). Independent of the solvers."""
+def check(problem: Problem, placement: dict, schedule: dict, makespan: float | None = None,
+          splits: dict | None = None) -> list[str]:
+    """Every way ``schedule`` breaks the problem (empty list: feasible). Independent of the solvers.
+    A node in ``splits`` must use one of its split options, with ``placement`` its first device."""
     errs: list[str] = []
     g = problem.graph
     missing = [v for v in g if v not in placement or v not in schedule]
@@ -139,15 +145,24 @@ def check(problem: Problem, placement: dict, schedule: dict, makespan: float | N
     used: dict[str, float] = {}
     for v in g:
         d = placement[v]
-        t = problem.time(v, d)
+        t, devs = problem.time(v, d), [d]
         s, e = schedule[v]
+        opt = (splits or {}).get(v)
+        if opt is not None:
+            opt = next((o for o in problem.splits(v) if tuple(o["devices"]) == tuple(opt["devices"])
+                        and tuple(o["ratios"]) == tuple(opt["ratios"])), None)
+            if opt is None or opt["devices"][0] != d:
+                errs.append(f"{v!r}: split {splits[v]} is not one of its options on {d!r}")
+                continue
+            t, devs = opt["time_us"], list(opt["devices"])
         if t is None:
             errs.append(f"{v!r} on {d!r}, which cannot run it")
             continue
         if s < -tol or abs((e - s) - t) > tol:
-            errs.append(f"{v!r} runs [{s}, {e}] but takes {t} on {d!r}")
+            errs.append(f"{v!r} runs [{s}, {e}] but takes {t} on {devs}")
         if t > 0:
-            per_dev.setdefault(d, []).append((s, e, v))
+            for x in devs:
+                per_dev.setdefault(x, []).append((s, e, v))
         used[d] = used.get(d, 0.0) + problem.mem(v)
     for d, ivs in per_dev.items():
         ivs.sort()
