@@ -163,3 +163,34 @@ def test_place_cli_reports_bad_input_without_traceback(tmp_path, capsys):
     assert "not valid JSON" in capsys.readouterr().err
     assert place.main([str(tmp_path / "missing.json")]) == 2
     assert "cannot read" in capsys.readouterr().err
+
+
+def test_milp_on_a_large_graph_is_never_worse_than_its_warm_start():
+    from tvm_partition.planners.dp import solve_dp
+    from tvm_partition.planners.heuristics import HEURISTICS
+
+    p = dnn_like(500, 4, seed=7)
+    res = solve(p, "milp", time_limit=4, coarsen_above=150)
+    assert_valid(p, res)
+    assert set(res.meta["tried"]) == {"coarsen", "decompose"}
+    others = [fn(p).makespan_us for fn in HEURISTICS.values()] + [solve_dp(p).makespan_us]
+    assert res.makespan_us <= min(others) + 1e-9
+    assert res.solve_s < 4 + 3  # the time limit, plus building the models
+
+
+def test_published_tarnawski_format_converts():
+    from tvm_partition.planners.convert import from_tarnawski
+
+    d = {"maxSizePerFPGA": 100.0, "maxFPGAs": 2, "maxCPUs": 8,
+         "nodes": [{"id": 0, "supportedOnFpga": True, "cpuLatency": 0, "fpgaLatency": 0, "size": 50.0},
+                   {"id": 1, "supportedOnFpga": True, "cpuLatency": 9.0, "fpgaLatency": 1.0, "size": 60.0},
+                   {"id": 2, "supportedOnFpga": False, "cpuLatency": 2.0, "fpgaLatency": 0.5, "size": 0.0}],
+         "edges": [{"sourceId": 0, "destId": 1, "cost": 0.5}, {"sourceId": 1, "destId": 2, "cost": 3.0}]}
+    p = from_tarnawski(d)
+    assert p.device_names == ["cpu", "acc0", "acc1"]
+    assert p.allowed("2") == ["cpu"]
+    assert p.comm_time(p.edge_bytes("1", "2"), "acc0", "cpu") == 3.0
+    res = solve(p, "milp", time_limit=2)
+    assert_valid(p, res)
+    # 0 and 1 together exceed an accelerator's memory: 0.5 (move) + 1 (acc) + 3 (back) + 2 (cpu)
+    assert res.makespan_us == 6.5 and res.placement["1"].startswith("acc")

@@ -1,7 +1,7 @@
 """Place a task graph over several devices.
 
     python -m tvm_partition.place PROBLEM.json --strategy milp|dominators|dp|heft|metf|msct
-        [--time-limit S] [--coarsen-above N] [--large decompose|coarsen] [--colocate] [--out RESULT.json]
+        [--time-limit S] [--coarsen-above N] [--large both|decompose|coarsen] [--colocate] [--out RESULT.json]
 
 PROBLEM.json is networkx node-link JSON with devices, memory caps and links in ``graph`` (see
 :mod:`tvm_partition.planners.problem`, or ``python -m tvm_partition.compile --export-problem``).
@@ -30,8 +30,9 @@ def parser() -> argparse.ArgumentParser:
     ap.add_argument("--time-limit", type=float, default=10.0, help="seconds for milp / dominators (default 10)")
     ap.add_argument("--coarsen-above", type=int, default=400,
                     help="milp solves graphs up to this many nodes in one model (default 400)")
-    ap.add_argument("--large", default="decompose", choices=["decompose", "coarsen"],
-                    help="milp on larger graphs: decompose at dominators (default) or coarsen first (QuickP)")
+    ap.add_argument("--large", default="both", choices=["both", "decompose", "coarsen"],
+                    help="milp on larger graphs: decompose at dominators, coarsen first (QuickP), or both "
+                         "with half the time each (default)")
     ap.add_argument("--colocate", action="store_true", help="milp: add QuickP co-location groups (Eq. 7)")
     ap.add_argument("--out", help="write the result JSON here")
     return ap

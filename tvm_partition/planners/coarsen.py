@@ -25,7 +25,7 @@ import networkx as nx
 import numpy as np
 
 from .problem import Problem
-from .schedule import priority_order
+from .schedule import priority_order, retime
 
 
 @dataclasses.dataclass
@@ -54,7 +54,8 @@ class Coarsened:
             placement[c] = max(can, key=lambda d: votes[d])
             first[c] = min(result.schedule[v][0] for v in vs)
         order = priority_order(self.problem.graph, first.get)
-        return Result(result.strategy + "-projected", result.makespan_us, placement, {}, meta={"order": order})
+        sched, makespan = retime(self.problem, placement, order)
+        return Result(result.strategy + "-projected", makespan, placement, sched, meta={"order": order})
 
 
 def _fastest(times: dict) -> float:

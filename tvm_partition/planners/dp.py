@@ -57,11 +57,11 @@ def solve_dp(problem: Problem, max_labels: int = 64) -> Result:
                 continue
             cands = []
             for p, labs in labels.items():
+                f = _unit_time(problem, unit, prev, p, d)
+                if not math.isfinite(f):
+                    continue
                 for t, used, choices in labs:
-                    if used[di] + mem > caps[di]:
-                        continue
-                    f = _unit_time(problem, unit, prev, p, d)
-                    if math.isfinite(f):
+                    if used[di] + mem <= caps[di]:
                         cands.append((t + f, used[:di] + (used[di] + mem,) + used[di + 1:], choices + (d,)))
             if cands:
                 new[d] = _pareto(cands, max_labels)
@@ -72,9 +72,10 @@ def solve_dp(problem: Problem, max_labels: int = 64) -> Result:
         prev = unit[-1]
     _, _, choices = min((lab for labs in labels.values() for lab in labs), key=lambda x: x[0])
     placement = {v: d for unit, d in zip(units, choices) for v in unit}
-    sched, makespan = retime(problem, placement, [v for unit in units for v in unit])
+    order = [v for unit in units for v in unit]
+    sched, makespan = retime(problem, placement, order)
     return Result("dp", makespan, placement, sched, lower_bound(problem), time.perf_counter() - t0,
-                  {"units": len(units), "max_labels": max_labels})
+                  {"units": len(units), "max_labels": max_labels, "order": order})
 
 
 def _pareto(cands: list, limit: int) -> list:

@@ -224,6 +224,9 @@ def solve_milp(problem: Problem, time_limit: float = 10.0, ctx: Context | None =
     solver = cp_model.CpSolver()
     solver.parameters.max_time_in_seconds = max(0.05, time_limit - (time.perf_counter() - t0))
     solver.parameters.num_workers = workers
+    # presolve's symmetry breaking (identical devices) otherwise makes the hint infeasible, and
+    # CP-SAT may spend the whole time limit repairing it (seen on 418 nodes x 7 devices)
+    solver.parameters.keep_symmetry_in_presolve = True
     status = solver.solve(m)
     meta = {"status": solver.status_name(status), "warm_start": hint.strategy if hint else None,
             "warm_start_makespan_us": hint.makespan_us if hint else None, "tick_us": units.us,
