@@ -25,7 +25,7 @@ def parser() -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser(prog="python -m tvm_partition.place",
                                  description="Place the nodes of a task graph on devices and schedule them "
                                              "(minimum makespan under memory caps and link bandwidths).")
-    ap.add_argument("problem", help="problem file: networkx node-link JSON (see README 'Placement problems')")
+    ap.add_argument("problem", help="problem file: networkx node-link JSON (format: README, 'Use')")
     ap.add_argument("--strategy", default="milp", choices=STRATEGY_NAMES, help="planner (default: milp)")
     ap.add_argument("--time-limit", type=float, default=10.0, help="seconds for milp / dominators (default 10)")
     ap.add_argument("--coarsen-above", type=int, default=400,

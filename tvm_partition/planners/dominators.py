@@ -13,13 +13,14 @@ best heuristic on the whole graph is returned instead if it is better.
 
 from __future__ import annotations
 
+import dataclasses
 import time
 
 import networkx as nx
 
 from .heuristics import best_heuristic
 from .milp import solve_milp
-from .problem import Problem, Result
+from .problem import Problem, ProblemError, Result
 from .schedule import Context, lower_bound, retime
 
 _SOURCE, _SINK = ("__source__",), ("__sink__",)
@@ -79,7 +80,11 @@ def solve_dominators(problem: Problem, time_limit: float = 30.0, max_nodes: int 
         sub = Problem(problem.graph.subgraph(nodes).copy(), problem.devices, problem.bandwidth, problem.latency)
         ctx.external = {v: [(end[u], placement[u], problem.edge_bytes(u, v))
                             for u in problem.graph.predecessors(v) if u in placement] for v in nodes}
-        res = solve_milp(sub, budget, ctx, strategy="dominators")
+        try:
+            res = solve_milp(sub, budget, ctx, strategy="dominators")
+        except ProblemError as e:  # memory left by earlier submodels too small: keep the warm start
+            return dataclasses.replace(warm, strategy="dominators", solve_s=time.perf_counter() - t0,
+                                       meta={"returned_warm_start": True, "submodel_failed": str(e)})
         for v in nodes:
             placement[v] = res.placement[v]
             sched[v] = res.schedule[v]

@@ -249,8 +249,9 @@ def solve_milp(problem: Problem, time_limit: float = 10.0, ctx: Context | None =
     # a critical chain of the rounded model has at most one rounded duration and transfer per node
     slack = 0.0 if units.exact else units.us * (2 * g.number_of_nodes() + 1)
     bound = solver.best_objective_bound * units.us - slack if status != cp_model.UNKNOWN else 0.0
-    lb = max(bound, lower_bound(problem) if ctx is None else 0.0)
-    lb = min(lb, best.makespan_us)
+    simple = lower_bound(problem) if ctx is None else 0.0
+    meta["bound"] = "cp-sat" if bound > simple else "simple"
+    lb = min(max(bound, simple), best.makespan_us)
     meta["improved_over_warm_start"] = best is not hint
     meta["order"] = best.meta.get("order", order)
     return Result(strategy, best.makespan_us, dict(best.placement), dict(best.schedule), lb,
