@@ -76,12 +76,15 @@ def solve_dominators(problem: Problem, time_limit: float = 30.0, max_nodes: int 
     placement, end, sched = {}, {}, {}
     ctx = Context()
     for k, nodes in enumerate(parts):
-        budget = max(0.2, (time_limit - (time.perf_counter() - t0)) * len(nodes) / max(1, n - len(placement)))
+        left = time_limit - (time.perf_counter() - t0)
+        budget = left * len(nodes) / max(1, n - len(placement))
         sub = Problem(problem.graph.subgraph(nodes).copy(), problem.devices, problem.bandwidth, problem.latency)
         ctx.external = {v: [(end[u], placement[u], problem.edge_bytes(u, v))
                             for u in problem.graph.predecessors(v) if u in placement] for v in nodes}
         try:
-            res = solve_milp(sub, budget, ctx, strategy="dominators")
+            # out of time: the rest of the submodels take the heuristics' schedule
+            res = (solve_milp(sub, budget, ctx, strategy="dominators") if budget >= 0.2
+                   else best_heuristic(sub, ctx))
         except ProblemError as e:  # memory left by earlier submodels too small: keep the warm start
             return dataclasses.replace(warm, strategy="dominators", solve_s=time.perf_counter() - t0,
                                        meta={"returned_warm_start": True, "submodel_failed": str(e)})

@@ -41,11 +41,17 @@ def _unit_time(problem: Problem, unit: list, prev, p: str | None, d: str) -> flo
     return max(end.values())
 
 
-def solve_dp(problem: Problem, max_labels: int = 64) -> Result:
+def solve_dp(problem: Problem, max_labels: int | None = None) -> Result:
+    """``max_labels``: Pareto labels kept per device (default 64, 8 beyond 300 units: the label
+    filter is quadratic in it)."""
     t0 = time.perf_counter()
     units = segments(problem)
+    if max_labels is None:
+        max_labels = 64 if len(units) <= 300 else 8
     names = problem.device_names
     caps = [problem.capacity(d) for d in names]
+    if sum(problem.mem(v) for v in problem.graph) <= min(caps):
+        max_labels = 1  # memory never binds: the fastest label per device is exact
     # labels[d] = [(time, mem tuple, choices tuple)]
     labels = {None: [(0.0, tuple(0.0 for _ in names), ())]}
     prev = None

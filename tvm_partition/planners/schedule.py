@@ -47,7 +47,9 @@ class Timeline:
         if not self.insertion:
             return max(ready, self.free)
         t = ready
-        for s, e in self.busy:
+        # intervals do not overlap, so they are sorted by end too: skip those ending before ready
+        first = max(0, bisect.bisect_right(self.busy, (ready, math.inf)) - 1)
+        for s, e in self.busy[first:]:
             if t + dur <= s:
                 return t
             t = max(t, e)
