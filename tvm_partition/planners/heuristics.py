@@ -118,9 +118,10 @@ def _ready_list(problem: Problem, ctx: Context | None, strategy: str, favourite:
                 fav_parent.setdefault(w, u)
     waiting = {v: g.in_degree(v) for v in g}
     ready = {v for v, k in waiting.items() if k == 0}
+    pos = {v: i for i, v in enumerate(problem.topo_order())}
     while ready:
         best = None
-        for v in ready:
+        for v in sorted(ready, key=pos.get):  # a set's order varies between runs: ties must not
             opts = st.options(v)
             s, f, d = min(opts)
             u = fav_parent.get(v)
@@ -129,7 +130,7 @@ def _ready_list(problem: Problem, ctx: Context | None, strategy: str, favourite:
                 saved = problem.edge_time(u, v, st.placement[u], d) if d != st.placement[u] else 0.0
                 if home and home[0][0] <= s + saved:
                     s, f, d = home[0]
-            key = (s, -rank[v])
+            key = (s, -rank[v], pos[v])
             if best is None or key < best[0]:
                 best = (key, v, d, s)
         _, v, d, s = best

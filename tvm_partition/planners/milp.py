@@ -203,7 +203,7 @@ def solve_milp(problem: Problem, time_limit: float = 10.0, ctx: Context | None =
     for group in colocate or ():
         group = [v for v in group if v in x]
         for a, b in zip(group, group[1:]):
-            for d in set(x[a]) | set(x[b]):
+            for d in sorted(set(x[a]) | set(x[b])):
                 if d in x[a] and d in x[b]:
                     m.add(x[a][d] == x[b][d])
                 else:
