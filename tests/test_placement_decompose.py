@@ -175,7 +175,7 @@ def test_milp_on_a_large_graph_is_never_worse_than_its_warm_start():
     assert set(res.meta["tried"]) == {"coarsen", "decompose"}
     others = [fn(p).makespan_us for fn in HEURISTICS.values()] + [solve_dp(p).makespan_us]
     assert res.makespan_us <= min(others) + 1e-9
-    assert res.solve_s < 4 + 3  # the time limit, plus building the models
+    assert res.solve_s < 2 * 4  # the time limit (measured 3.9 s), with room for a loaded CI machine
 
 
 def test_published_tarnawski_format_converts():
