@@ -1,7 +1,8 @@
 """Compile a model into one CPU+GPU split executable.
 
-    python -m tvm_partition.compile [MODEL] [--strategy cpu|gpu|equal] [--plan FILE]
-        [--devices cpu,gpu|cpu,cpu] [--batch N] [--seq-len N] [--layers N] [--image-size N]
+    python -m tvm_partition.compile [MODEL] [--strategy cpu|gpu|equal|milp|dominators|dp|heft|metf|msct]
+        [--plan FILE] [--devices cpu,gpu|cpu,cpu|cpu,gpu,gpu...] [--topology FILE] [--time-limit S]
+        [--export-problem FILE] [--batch N] [--seq-len N] [--layers N] [--image-size N]
         [--tuning-logs DIR | --no-tuning] [--target-cpu MCPU] [--threads N]
         [--out DIR] [--check] [--explain]
 
@@ -9,7 +10,10 @@ MODEL is a zoo name (default: lstm) or a path to an .onnx file. Kernels the tuni
 (``python -m tvm_partition.tune``) has records for run their tuned schedules. ``--out`` writes
 model.so, params.npz, plan.json and manifest.json. ``--check`` runs the unpartitioned and the partitioned
 model on the same seeded input on this machine's devices (``cpu,cpu`` where there is no GPU),
-prints ``max_abs_err=<value>`` and fails beyond tolerance.
+prints ``max_abs_err=<value>`` and fails beyond tolerance. The placement strategies (milp,
+dominators, dp, heft, metf, msct) place whole ops over any number of devices using the
+roofline cost model, ``--topology`` (devices' memory and links) and ``--time-limit``;
+``--export-problem`` writes the model's placement problem for ``python -m tvm_partition.place``.
 """
 
 from __future__ import annotations
@@ -79,10 +83,17 @@ class Compiled:
         )
 
 
-def make_plan(graph, devices: list[DeviceSpec], strategy: str = "equal", plan_file: str | None = None) -> Plan:
+def make_plan(graph, devices: list[DeviceSpec], strategy: str = "equal", plan_file: str | None = None,
+              topology=None, time_limit: float = 10.0, cost_model=None, split_ratios=()) -> Plan:
+    """``topology`` / ``time_limit`` / ``cost_model`` / ``split_ratios`` are for the placement
+    strategies (milp...)."""
     _, _, _, planners, _ = _lazy()
+    from .planners.placement import STRATEGY_NAMES, plan_placement
+
     if plan_file:
         plan = Plan.load(plan_file)
+    elif strategy in STRATEGY_NAMES:
+        plan = plan_placement(strategy, graph, devices, cost_model, topology, time_limit, split_ratios)
     else:
         plan = planners.plan_with(strategy, graph, devices)
     plan.validate(graph)
@@ -90,14 +101,14 @@ def make_plan(graph, devices: list[DeviceSpec], strategy: str = "equal", plan_fi
 
 
 def compile_model(model, devices: list[DeviceSpec], strategy: str = "equal", plan_file: str | None = None,
-                  tuning_db: str | None = None, num_threads: int | None = None) -> Compiled:
+                  tuning_db: str | None = None, num_threads: int | None = None, **placement) -> Compiled:
     """Plan and build ``model``; ``tuning_db``: a tuning database folder to apply (None: no tuning)."""
     build, _, graph_mod, _, _ = _lazy()
     from .tuning import open_database
 
     g = graph_mod.OpGraph(model.mod)
     t0 = time.perf_counter()
-    plan = make_plan(g, devices, strategy, plan_file)
+    plan = make_plan(g, devices, strategy, plan_file, **placement)
     plan_s = time.perf_counter() - t0
     db = open_database(tuning_db) if tuning_db else None
     result = build.build(model.mod, plan, g, db)
@@ -197,6 +208,16 @@ def _tuning_db(logs: str | None) -> str | None:
     return path if os.path.isdir(path) else None
 
 
+def _ratios(text: str) -> tuple[float, ...]:
+    try:
+        ratios = tuple(float(x) for x in text.split(",") if x.strip())
+    except ValueError:
+        raise PlanError(f"--split-ratios {text!r}: expected numbers like 0.25,0.5,0.75") from None
+    if any(not 0 < r < 1 for r in ratios):
+        raise PlanError(f"--split-ratios {text!r}: every ratio must be strictly between 0 and 1")
+    return ratios
+
+
 def parser() -> argparse.ArgumentParser:
     from . import zoo
 
@@ -206,9 +227,17 @@ def parser() -> argparse.ArgumentParser:
         epilog=f"zoo models: {', '.join(zoo.NAMES)}",
     )
     ap.add_argument("model", nargs="?", default="lstm", help="zoo name or path to an .onnx file (default: lstm)")
-    ap.add_argument("--strategy", default="equal", choices=["cpu", "gpu", "equal"], help="planner (default: equal)")
+    ap.add_argument("--strategy", default="equal",
+                    choices=["cpu", "gpu", "equal", "milp", "dominators", "dp", "heft", "metf", "msct"],
+                    help="planner (default: equal); milp..msct place whole ops over the devices")
     ap.add_argument("--plan", help="apply this plan.json instead of planning")
-    ap.add_argument("--devices", default="cpu,gpu", help="cpu,gpu (default) or cpu,cpu")
+    ap.add_argument("--devices", default="cpu,gpu", help="cpu,gpu (default), cpu,cpu, or more, e.g. cpu,gpu,gpu")
+    ap.add_argument("--topology", help="placement: JSON/YAML with the devices' memory_bytes, bandwidth_Bps and "
+                                       "latency_us (the 'graph' part of a placement problem)")
+    ap.add_argument("--time-limit", type=float, default=10.0, help="placement: solver seconds (default 10)")
+    ap.add_argument("--split-ratios", default="", help="placement: milp may also split key ops at these ratios, "
+                                                       "e.g. 0.25,0.5,0.75 (joint split + placement)")
+    ap.add_argument("--export-problem", help="write the model's placement problem (node-link JSON) here")
     ap.add_argument("--gpu-arch", default=DEFAULT_GPU_ARCH, help=f"CUDA arch for cross-compiling (default {DEFAULT_GPU_ARCH})")
     ap.add_argument("--batch", type=int, help="batch size (zoo models and ONNX models with a free batch)")
     ap.add_argument("--seq-len", type=int, help="sequence length (lstm, gru, bert)")
@@ -228,14 +257,17 @@ def parser() -> argparse.ArgumentParser:
 
 def main(argv=None) -> int:
     args = parser().parse_args(argv)
-    for flag in ("batch", "seq_len", "layers", "image_size", "threads"):
+    for flag in ("batch", "seq_len", "layers", "image_size", "threads", "time_limit"):
         v = getattr(args, flag)
         if v is not None and v < 1:
             print(f"error: --{flag.replace('_', '-')} must be >= 1", file=sys.stderr)
             return 2
     build, frontend, graph_mod, _, split_rules = _lazy()
+    from .planners.placement import problem_for
+    from .planners.problem import ProblemError, load_topology
+
     errors = (frontend.ModelError, PlanError, DeviceError, graph_mod.GraphError, build.BuildError,
-              split_rules.IllegalSplit, artifact.ArtifactError)
+              split_rules.IllegalSplit, artifact.ArtifactError, ProblemError)
     try:
         devices = parse_devices(args.devices, gpu_arch=args.gpu_arch, cpu_mcpu=args.target_cpu)
         t0 = time.perf_counter()
@@ -243,7 +275,13 @@ def main(argv=None) -> int:
                               image_size=args.image_size, seed=args.seed)
         print(f"model {model.name}: inputs {[(i['name'], i['shape']) for i in model.input_info()]}")
         tuning_db = None if args.no_tuning else _tuning_db(args.tuning_logs)
-        compiled = compile_model(model, devices, args.strategy, args.plan, tuning_db, args.threads)
+        topology = load_topology(args.topology) if args.topology else None
+        ratios = _ratios(args.split_ratios)
+        if args.export_problem:
+            problem_for(graph_mod.OpGraph(model.mod), devices, topology=topology, split_ratios=ratios).save(args.export_problem)
+            print(f"wrote {args.export_problem} (placement problem)")
+        compiled = compile_model(model, devices, args.strategy, args.plan, tuning_db, args.threads,
+                                 topology=topology, time_limit=args.time_limit, split_ratios=ratios)
         print(f"plan {compiled.plan.strategy}: {len(compiled.graph)} fused ops, "
               f"{sum(1 for d in compiled.plan.ops.values() if hasattr(d, 'ratios'))} split; "
               f"compiled in {time.perf_counter() - t0:.1f}s")

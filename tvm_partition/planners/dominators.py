@@ -1,0 +1,108 @@
+"""Dominator decomposition for graphs too large for one MILP (SortingHat, ICS'25, Sec. 3.1-3.3).
+
+The partition points are the dominators of the output: nodes every input-to-output path passes
+through, found with ``nx.immediate_dominators`` from a super-source to a super-sink (Sec. 3.1).
+Cutting the topological order at them gives segments whose only inputs from earlier segments
+come from the previous dominator. Consecutive segments are joined into submodels of up to
+``max_nodes`` nodes (SortingHat's nDom; a segment larger than that is one submodel), and the
+submodels are solved one after another with the MILP, each starting from the schedule of the
+ones before: device finish times, memory already used, and the fixed producers of its inputs
+(Sec. 3.3, the "placeholder" node). The merged schedule is re-timed on the whole graph, and the
+best heuristic on the whole graph is returned instead if it is better.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+
+import networkx as nx
+
+from .heuristics import best_heuristic
+from .milp import solve_milp
+from .problem import Problem, ProblemError, Result
+from .schedule import Context, lower_bound, retime
+
+_SOURCE, _SINK = ("__source__",), ("__sink__",)
+
+
+def dominator_cuts(graph: nx.DiGraph) -> list:
+    """Dominators of the output in topological order (every source-to-sink path crosses each)."""
+    g = nx.DiGraph(graph.edges)
+    g.add_nodes_from(graph)
+    g.add_edges_from((_SOURCE, v) for v in graph if graph.in_degree(v) == 0)
+    g.add_edges_from((v, _SINK) for v in graph if graph.out_degree(v) == 0)
+    idom = nx.immediate_dominators(g, _SOURCE)
+    chain = []
+    v = idom[_SINK]
+    while v != _SOURCE:
+        chain.append(v)
+        v = idom[v]
+    return chain[::-1]
+
+
+def segments(problem: Problem) -> list[list]:
+    """The topological order cut after each dominator of the output."""
+    cuts = set(dominator_cuts(problem.graph))
+    out, cur = [], []
+    for v in problem.topo_order():
+        cur.append(v)
+        if v in cuts:
+            out.append(cur)
+            cur = []
+    if cur:
+        out.append(cur)
+    return out
+
+
+def submodels(problem: Problem, max_nodes: int) -> list[list]:
+    groups, cur = [], []
+    for seg in segments(problem):
+        if cur and len(cur) + len(seg) > max_nodes:
+            groups.append(cur)
+            cur = []
+        cur = cur + seg
+    if cur:
+        groups.append(cur)
+    return groups
+
+
+def solve_dominators(problem: Problem, time_limit: float = 30.0, max_nodes: int = 150,
+                     warm: Result | None = None) -> Result:
+    t0 = time.perf_counter()
+    warm = warm or best_heuristic(problem)
+    parts = submodels(problem, max_nodes)
+    n = problem.graph.number_of_nodes()
+    placement, end, sched = {}, {}, {}
+    ctx = Context()
+    for k, nodes in enumerate(parts):
+        left = time_limit - (time.perf_counter() - t0)
+        budget = left * len(nodes) / max(1, n - len(placement))
+        sub = Problem(problem.graph.subgraph(nodes).copy(), problem.devices, problem.bandwidth, problem.latency)
+        ctx.external = {v: [(end[u], placement[u], problem.edge_bytes(u, v))
+                            for u in problem.graph.predecessors(v) if u in placement] for v in nodes}
+        try:
+            # out of time: the rest of the submodels take the heuristics' schedule
+            res = (solve_milp(sub, budget, ctx, strategy="dominators") if budget >= 0.2
+                   else best_heuristic(sub, ctx))
+        except ProblemError as e:  # memory left by earlier submodels too small: keep the warm start
+            return dataclasses.replace(warm, strategy="dominators", solve_s=time.perf_counter() - t0,
+                                       meta={"returned_warm_start": True, "submodel_failed": str(e)})
+        for v in nodes:
+            placement[v] = res.placement[v]
+            sched[v] = res.schedule[v]
+            end[v] = sched[v][1]
+            d = placement[v]
+            ctx.mem_used[d] = ctx.mem_used.get(d, 0.0) + problem.mem(v)
+            if sched[v][1] > sched[v][0]:
+                ctx.release[d] = max(ctx.release.get(d, 0.0), sched[v][1])
+    pos = {v: i for i, v in enumerate(problem.topo_order())}
+    order = sorted(problem.graph, key=lambda v: (sched[v][0], pos[v]))
+    full, makespan = retime(problem, placement, order)
+    meta = {"submodels": len(parts), "segments": len(segments(problem)), "max_nodes": max_nodes,
+            "warm_start": warm.strategy, "warm_start_makespan_us": warm.makespan_us}
+    if warm.makespan_us < makespan:
+        meta["returned_warm_start"] = True
+        placement, full, makespan = warm.placement, warm.schedule, warm.makespan_us
+    return Result("dominators", makespan, dict(placement), full, lower_bound(problem),
+                  time.perf_counter() - t0, meta)

@@ -1,0 +1,165 @@
+"""Placement strategies by name, on problems and on TVM OpGraphs.
+
+:func:`solve` runs one strategy on a :class:`~.problem.Problem`. ``milp`` solves graphs of up to
+``coarsen_above`` nodes in one CP-SAT model, warm-started from the best of HEFT, m-ETF, m-SCT
+and the DP. Larger graphs are decomposed at dominators (``large="decompose"``: :mod:`.dominators`,
+one MILP per submodel), coarsened with QuickP's rules first (``large="coarsen"``: :mod:`.coarsen`,
+then one MILP, or dominators if the coarse graph is still large), or both with half the time each
+(``large="both"``, the default: coarsening wins on the published operator graphs, decomposition on
+our synthetic ones, see BENCHMARKS.md). The result is re-timed on the original graph and compared
+with the warm start, so it is never worse than it. :func:`plan_placement` turns an OpGraph into a problem with a cost
+model, solves it and returns a :class:`~tvm_partition.plan.Plan` of ``OnDevice`` decisions (views
+get none): that is what ``python -m tvm_partition.compile --strategy milp`` uses.
+"""
+
+from __future__ import annotations
+
+import time
+
+from .coarsen import coarsen, colocation_groups
+from .dominators import solve_dominators
+from .dp import solve_dp
+from .heuristics import HEURISTICS, best_heuristic
+from .milp import solve_milp
+from .problem import Device, Problem, ProblemError, Result, from_opgraph, local_topology
+from .schedule import lower_bound, retime
+
+STRATEGY_NAMES = ("milp", "dominators", "dp", "heft", "metf", "msct")
+
+
+def _warm_start(problem: Problem) -> Result:
+    """The best of HEFT, m-ETF, m-SCT and the DP: the MILP's hint and the result it must beat."""
+    best = best_heuristic(problem)
+    try:
+        dp = solve_dp(problem)
+    except ProblemError:
+        return best
+    return dp if dp.makespan_us < best.makespan_us else best
+
+
+def _milp(problem: Problem, time_limit: float, coarsen_above: int, colocate: bool, large: str) -> Result:
+    t0 = time.perf_counter()
+    warm = _warm_start(problem)
+    if problem.graph.number_of_nodes() <= coarsen_above:
+        groups = colocation_groups(problem) if colocate else None
+        return solve_milp(problem, time_limit - (time.perf_counter() - t0), hint=warm, colocate=groups)
+    tried = []
+    if large in ("coarsen", "both"):
+        share = 0.5 if large == "both" else 1.0
+        tried.append(_coarsened(problem, share * (time_limit - (time.perf_counter() - t0)), warm, coarsen_above,
+                                colocate))
+    if large in ("decompose", "both"):
+        tried.append(solve_dominators(problem, time_limit - (time.perf_counter() - t0), warm=warm))
+    best = min(tried, key=lambda r: r.makespan_us)
+    meta = {"large": large, "tried": {r.meta.get("large", "decompose"): r.makespan_us for r in tried},
+            "warm_start": warm.strategy, "warm_start_makespan_us": warm.makespan_us}
+    meta.update({k: v for r in tried for k, v in r.meta.items() if k in ("coarsen", "submodels")})
+    if warm.makespan_us <= best.makespan_us:
+        meta["returned_warm_start"] = True
+        best = warm
+    return Result("milp", best.makespan_us, dict(best.placement), dict(best.schedule), lower_bound(problem),
+                  time.perf_counter() - t0, meta)
+
+
+def _coarsened(problem: Problem, time_limit: float, warm: Result, coarsen_above: int, colocate: bool) -> Result:
+    """QuickP: coarsen, solve the coarse graph (warm-started from the projected fine warm start),
+    expand and re-time on the fine graph."""
+    t0 = time.perf_counter()
+    c = coarsen(problem)
+    left = max(0.5, time_limit - (time.perf_counter() - t0))
+    if c.problem.graph.number_of_nodes() > coarsen_above:
+        coarse = solve_dominators(c.problem, left)
+    else:
+        groups = colocation_groups(c.problem) if colocate else None
+        coarse = solve_milp(c.problem, left, hint=_better(c.project(warm), best_heuristic(c.problem), c.problem),
+                            colocate=groups)
+    placement = c.expand(coarse.placement)
+    pos = {v: i for i, v in enumerate(problem.topo_order())}
+    first = {v: coarse.schedule[g][0] for g, vs in c.members.items() for v in vs}
+    order = sorted(problem.graph, key=lambda v: (first[v], pos[v]))
+    sched, makespan = retime(problem, placement, order)
+    return Result("milp", makespan, placement, sched, meta={"large": "coarsen", "coarsen": c.report})
+
+
+def _better(a: Result, b: Result, problem: Problem) -> Result:
+    """Of two warm starts for ``problem``, the one whose re-timed schedule ends first."""
+    mk_a = retime(problem, a.placement, a.meta["order"])[1]
+    return a if mk_a <= retime(problem, b.placement, b.meta["order"])[1] else b
+
+
+def solve(problem: Problem, strategy: str, time_limit: float = 10.0, coarsen_above: int = 400,
+          colocate: bool = False, large: str = "both") -> Result:
+    """Run ``strategy`` (one of :data:`STRATEGY_NAMES`) on ``problem``; ``large``: how milp handles
+    graphs above ``coarsen_above`` nodes: ``decompose`` (dominators), ``coarsen`` (QuickP), or
+    ``both`` (half the time each, the better result)."""
+    if large not in ("decompose", "coarsen", "both"):
+        raise ProblemError(f"large must be 'decompose', 'coarsen' or 'both', not {large!r}")
+    if strategy == "milp":
+        res = _milp(problem, time_limit, coarsen_above, colocate, large)
+    elif strategy == "dominators":
+        res = solve_dominators(problem, time_limit)
+    elif strategy == "dp":
+        res = solve_dp(problem)
+    elif strategy in HEURISTICS:
+        res = HEURISTICS[strategy](problem)
+    else:
+        raise ProblemError(f"unknown placement strategy {strategy!r}: choose one of {', '.join(STRATEGY_NAMES)}")
+    res.meta.pop("order", None)
+    return res
+
+
+# ---------------------------------------------------------------------- TVM models
+def default_cost_model(devices):
+    """A roofline model for ``devices`` (DeviceSpec list) until a profiled one is given: CPU
+    ~100 GFLOP/s and 20 GB/s, GPU ~20 TFLOP/s and 1.5 TB/s. Assumed figures, not measured."""
+    from ..cost_models import AnalyticCostModel, DeviceRoofline
+
+    roof = {"cpu": DeviceRoofline(100.0, 20.0, 2.0), "gpu": DeviceRoofline(20000.0, 1500.0, 5.0)}
+    return AnalyticCostModel({d.name: roof[d.kind] for d in devices})
+
+
+def problem_for(opgraph, devices, cost_model=None, topology=None, split_ratios=()) -> Problem:
+    """The placement problem of an OpGraph on ``devices`` (DeviceSpec list). ``topology``:
+    ``(devices, bandwidth, latency)`` from :func:`.problem.load_topology` (its devices must be
+    named as in ``devices``; missing ones take this machine's memory), or None for this machine.
+    ``split_ratios``: give the key ops split options at these ratios (joint split + placement)."""
+    cost_model = cost_model or default_cost_model(devices)
+    local, bw, lat = local_topology(devices)
+    if topology is not None:
+        t_devs, t_bw, t_lat = topology
+        names = [d.name for d in devices]
+        unknown = [d.name for d in t_devs if d.name not in names]
+        if unknown:
+            raise ProblemError(f"the topology names device {unknown[0]!r}, which --devices does not have "
+                               f"(devices: {names})")
+        caps = {d.name: d.memory_bytes for d in t_devs}
+        local = [Device(d.name, caps.get(d.name, d.memory_bytes)) for d in local]
+        if t_bw:  # links as the topology gives them (a missing latency is 0); else this machine's defaults
+            bw, lat = t_bw, t_lat
+    problem = from_opgraph(opgraph, cost_model, local, bw, lat)
+    if split_ratios:
+        from .joint import add_split_options
+
+        add_split_options(problem, opgraph, cost_model, split_ratios)
+    return problem
+
+
+def plan_placement(strategy: str, opgraph, devices, cost_model=None, topology=None, time_limit: float = 10.0,
+                   split_ratios=()):
+    """A Plan of OnDevice decisions (none for views) from a placement strategy; with
+    ``split_ratios`` the MILP may also split key ops (Split decisions, :mod:`.joint`)."""
+    from ..plan import OnDevice, Plan
+    from .joint import split_decision
+
+    problem = problem_for(opgraph, devices, cost_model, topology, split_ratios)
+    res = solve(problem, strategy, time_limit)
+    ops = {v: (split_decision(opgraph, v, res.splits[v]) if v in res.splits else OnDevice(d))
+           for v, d in res.placement.items() if not opgraph.ops[v].is_view}
+    meta = {"placement": {k: v for k, v in res.to_json().items() if k not in ("placement", "schedule", "meta")}}
+    return Plan(list(devices), ops, strategy=strategy, predicted_latency_us=res.makespan_us, meta=meta)
+
+
+def strategies(time_limit: float = 10.0) -> dict:
+    """``{name: plan(graph, devices)}`` for ``planners.STRATEGIES``."""
+    return {name: (lambda graph, devices, _n=name: plan_placement(_n, graph, devices, time_limit=time_limit))
+            for name in STRATEGY_NAMES}
