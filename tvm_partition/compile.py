@@ -263,7 +263,7 @@ def main(argv=None) -> int:
             print(f"error: --{flag.replace('_', '-')} must be >= 1", file=sys.stderr)
             return 2
     build, frontend, graph_mod, _, split_rules = _lazy()
-    from .planners.placement import problem_for
+    from .planners.placement import STRATEGY_NAMES, default_cost_model, problem_for
     from .planners.problem import ProblemError, load_topology
 
     errors = (frontend.ModelError, PlanError, DeviceError, graph_mod.GraphError, build.BuildError,
@@ -277,11 +277,16 @@ def main(argv=None) -> int:
         tuning_db = None if args.no_tuning else _tuning_db(args.tuning_logs)
         topology = load_topology(args.topology) if args.topology else None
         ratios = _ratios(args.split_ratios)
+        cost_model = None
+        if args.export_problem or args.strategy in STRATEGY_NAMES:
+            cost_model = default_cost_model(devices, args.tuning_logs)
         if args.export_problem:
-            problem_for(graph_mod.OpGraph(model.mod), devices, topology=topology, split_ratios=ratios).save(args.export_problem)
+            problem_for(graph_mod.OpGraph(model.mod), devices, cost_model, topology=topology,
+                        split_ratios=ratios).save(args.export_problem)
             print(f"wrote {args.export_problem} (placement problem)")
         compiled = compile_model(model, devices, args.strategy, args.plan, tuning_db, args.threads,
-                                 topology=topology, time_limit=args.time_limit, split_ratios=ratios)
+                                 topology=topology, time_limit=args.time_limit, split_ratios=ratios,
+                                 cost_model=cost_model)
         print(f"plan {compiled.plan.strategy}: {len(compiled.graph)} fused ops, "
               f"{sum(1 for d in compiled.plan.ops.values() if hasattr(d, 'ratios'))} split; "
               f"compiled in {time.perf_counter() - t0:.1f}s")
