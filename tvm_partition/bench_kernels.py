@@ -47,18 +47,11 @@ def _timed(fn) -> float:
 
 
 def _kernel_args(func, dev):
-    import tvm
+    from .cost_models.timing import random_tensor
 
     rng = np.random.default_rng(0)
-    args = []
-    for buf in func.params:  # TVM 0.27: a PrimFunc's params are its buffers
-        shape = [int(x) for x in buf.shape]
-        if str(buf.dtype).startswith("float"):
-            x = rng.standard_normal(shape).astype(str(buf.dtype))
-        else:  # indices (take, gather): zeros are in bounds
-            x = np.zeros(shape, dtype=str(buf.dtype))
-        args.append(tvm.runtime.tensor(x, device=dev))
-    return args
+    # TVM 0.27: a PrimFunc's params are its buffers
+    return [random_tensor([int(x) for x in buf.shape], str(buf.dtype), dev, rng) for buf in func.params]
 
 
 def time_kernel(func, target, min_repeat_ms: int = 50, repeat: int = 5) -> float:

@@ -41,7 +41,8 @@ def device(kind: str, index: int = 0, session=None):
     return where.cuda(index) if kind == "gpu" else where.cpu(index)
 
 
-def _tensor(shape, dtype, dev, rng):
+def random_tensor(shape, dtype, dev, rng):
+    """A kernel argument on ``dev``: standard-normal floats; zeros for integers (indices stay in bounds)."""
     import tvm
 
     if dtype.startswith("float"):
@@ -54,7 +55,7 @@ def _tensor(shape, dtype, dev, rng):
 def time_kernel(lib, name: str, args_spec: list, dev, repeat: int = REPEAT, min_repeat_ms: int = MIN_REPEAT_MS):
     """``(mean_us, std_us, repeats)`` of kernel ``name`` of ``lib`` on ``dev``."""
     rng = np.random.default_rng(0)
-    args = [_tensor(shape, dtype, dev, rng) for shape, dtype in args_spec]
+    args = [random_tensor(shape, dtype, dev, rng) for shape, dtype in args_spec]
     f = lib[name]
     f(*args)  # warm-up
     dev.sync()
