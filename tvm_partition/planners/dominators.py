@@ -78,7 +78,8 @@ def solve_dominators(problem: Problem, time_limit: float = 30.0, max_nodes: int 
     for k, nodes in enumerate(parts):
         left = time_limit - (time.perf_counter() - t0)
         budget = left * len(nodes) / max(1, n - len(placement))
-        sub = Problem(problem.graph.subgraph(nodes).copy(), problem.devices, problem.bandwidth, problem.latency)
+        sub = Problem(problem.graph.subgraph(nodes).copy(), problem.devices, problem.bandwidth, problem.latency,
+                      problem.congestion)
         ctx.external = {v: [(end[u], placement[u], problem.edge_bytes(u, v))
                             for u in problem.graph.predecessors(v) if u in placement] for v in nodes}
         try:
@@ -98,11 +99,11 @@ def solve_dominators(problem: Problem, time_limit: float = 30.0, max_nodes: int 
                 ctx.release[d] = max(ctx.release.get(d, 0.0), sched[v][1])
     pos = {v: i for i, v in enumerate(problem.topo_order())}
     order = sorted(problem.graph, key=lambda v: (sched[v][0], pos[v]))
-    full, makespan = retime(problem, placement, order)
+    full, makespan, tx = retime(problem, placement, order)
     meta = {"submodels": len(parts), "segments": len(segments(problem)), "max_nodes": max_nodes,
             "warm_start": warm.strategy, "warm_start_makespan_us": warm.makespan_us}
     if warm.makespan_us < makespan:
         meta["returned_warm_start"] = True
-        placement, full, makespan = warm.placement, warm.schedule, warm.makespan_us
+        placement, full, makespan, tx = warm.placement, warm.schedule, warm.makespan_us, warm.transfers
     return Result("dominators", makespan, dict(placement), full, lower_bound(problem),
-                  time.perf_counter() - t0, meta)
+                  time.perf_counter() - t0, meta, transfers=dict(tx))

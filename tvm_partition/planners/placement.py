@@ -58,7 +58,7 @@ def _milp(problem: Problem, time_limit: float, coarsen_above: int, colocate: boo
         meta["returned_warm_start"] = True
         best = warm
     return Result("milp", best.makespan_us, dict(best.placement), dict(best.schedule), lower_bound(problem),
-                  time.perf_counter() - t0, meta)
+                  time.perf_counter() - t0, meta, transfers=dict(best.transfers))
 
 
 def _coarsened(problem: Problem, time_limit: float, warm: Result, coarsen_above: int, colocate: bool) -> Result:
@@ -77,8 +77,8 @@ def _coarsened(problem: Problem, time_limit: float, warm: Result, coarsen_above:
     pos = {v: i for i, v in enumerate(problem.topo_order())}
     first = {v: coarse.schedule[g][0] for g, vs in c.members.items() for v in vs}
     order = sorted(problem.graph, key=lambda v: (first[v], pos[v]))
-    sched, makespan = retime(problem, placement, order)
-    return Result("milp", makespan, placement, sched, meta={"large": "coarsen", "coarsen": c.report})
+    sched, makespan, tx = retime(problem, placement, order)
+    return Result("milp", makespan, placement, sched, meta={"large": "coarsen", "coarsen": c.report}, transfers=tx)
 
 
 def _better(a: Result, b: Result, problem: Problem) -> Result:
