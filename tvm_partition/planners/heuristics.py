@@ -11,7 +11,7 @@
 
 All three are memory-aware (a node goes only where the device's memory still holds it) and accept
 a :class:`~.schedule.Context` so sub-problems can be scheduled after their predecessors. They
-decide placements with transfers that overlap freely; with congestion (MOIRAI Eq. 9) the result
+decide placements with transfers that overlap freely; with congestion (MOIRAI Eq. 8) the result
 is then re-timed (:func:`~.schedule.simulate`, same placement, nodes in start order, each
 device's transfers one at a time), so every schedule they return is congestion-feasible.
 """

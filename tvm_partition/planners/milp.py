@@ -10,7 +10,13 @@ MOIRAI's MILP, as a CP-SAT model instead of Gurobi big-M constraints:
   (direct link or widest multi-hop path, MOIRAI Sec. III-C), chosen when the problem is loaded;
 * non-overlap on a device: one optional interval per (node, device), ``AddNoOverlap`` per device
   (instead of MOIRAI's big-M disjunctions; zero-time nodes get no interval);
-* memory caps (Eq. 8): ``sum_v mem(v) x[v, d] <= capacity(d)``;
+* memory caps (Eq. 5, (4d)): ``sum_v mem(v) x[v, d] <= capacity(d)``;
+* link congestion (Sec. III-D "Congestion control", Eq. 8, term (4g) of model (4)), when the
+  problem has it (the default): the transfer of each edge is one start ``ts`` and size shared by
+  a *send* interval per source device (present iff the edge leaves it) and a *receive* interval
+  per destination device (present iff it arrives there), ``end[u] <= ts``, ``ts + size <= start[v]`` when the edge crosses devices, and ``AddNoOverlap``
+  over each device's sends and over its receives (:func:`_transfer`): 2*E*D optional intervals,
+  not one per (edge, source, destination);
 * co-location groups (QuickP Sec. IV-C, Eq. 9-10): nodes of a group share their device;
 * objective: the makespan ``M >= end[v]``.
 
@@ -22,8 +28,9 @@ never worse than that hint: if the solver returns nothing better in the time lim
 returned. The lower bound is CP-SAT's objective bound (less the rounding slack), or the simple
 bound of :func:`.schedule.lower_bound` if that is higher; ``gap = (makespan - bound) / makespan``.
 
-Not modelled: MOIRAI's link congestion (Eq. 9) -- transfers leaving or entering one device may
-overlap here, as they do on a full-duplex link with several DMA engines.
+The warm start is re-timed with congestion (:func:`.schedule.simulate`), so its hint is feasible;
+the solver's schedule is re-timed in its start order, transfers included. Transfers from an
+earlier sub-problem (a :class:`.Context`'s ``external`` inputs) are not serialised with this one's.
 """
 
 from __future__ import annotations
@@ -155,15 +162,15 @@ def _and_not(m, p, q, name: str):
 
 def _transfer(m, problem: Problem, units: _Units, k: int, u, v, x, start, end, horizon: int, outs: dict,
               ins: dict):
-    """The transfer of edge ``u -> v`` as intervals for congestion (MOIRAI Eq. 9).
+    """The transfer of edge ``u -> v`` as intervals for congestion (MOIRAI Eq. 8).
 
     MOIRAI gives each data flow q a start S_q and end C_q (Eq. 7) and, for two flows r, q leaving
-    (or entering) one device k, the big-M disjunction S_q >= C_r or S_r >= C_q (Eq. 9). Here the
-    flow has one start ``ts`` and size (its transfer time, the largest over device pairs where
-    they differ), and 2D optional intervals sharing them: a *send* interval on device ``a``
+    (or entering) one device k, the big-M disjunction S_q >= C_r or S_r >= C_q (Eq. 8). Here the
+    flow has one start ``ts`` and a size (its transfer time; where device pairs differ, at least
+    the time of the chosen pair), and 2D optional intervals sharing them: a *send* interval on device ``a``
     present iff ``u`` is on ``a`` and ``v`` is not, and a *receive* interval on ``b`` present iff
     ``v`` is on ``b`` and ``u`` is not; ``AddNoOverlap`` over each device's sends and over its
-    receives is Eq. 9 without big-M, with O(E*D) intervals instead of one per (edge, a, b).
+    receives is Eq. 8 without big-M, with O(E*D) intervals instead of one per (edge, a, b).
     ``end[u] <= ts`` and ``ts + size <= start[v]`` hold when the edge crosses devices.
     Returns ``(ts, send, recv, cross)`` for the hint, or None where no crossing transfer takes time (an
     edge whose transfer is free on some crossing pair and not on another is left unserialised
@@ -344,7 +351,9 @@ def solve_milp(problem: Problem, time_limit: float = 10.0, ctx: Context | None =
             best = Result(strategy, mk, placement, sched, meta=dict(order=[v for v in sorder if v in g]),
                           splits=splits, transfers=tx)
     # a critical chain of the rounded model has at most one rounded duration and transfer per node
-    slack = 0.0 if units.exact else units.us * (2 * g.number_of_nodes() + 1)
+    # (with congestion, also one per transfer queued on a link before it)
+    chain = 2 * g.number_of_nodes() + 1 + (g.number_of_edges() if problem.congestion else 0)
+    slack = 0.0 if units.exact else units.us * chain
     bound = solver.best_objective_bound * units.us - slack if status != cp_model.UNKNOWN else 0.0
     simple = lower_bound(problem) if ctx is None else 0.0
     meta["bound"] = "cp-sat" if bound > simple else "simple"

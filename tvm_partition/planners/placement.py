@@ -22,7 +22,7 @@ from .dp import solve_dp
 from .heuristics import HEURISTICS, best_heuristic
 from .milp import solve_milp
 from .problem import Device, Problem, ProblemError, Result, from_opgraph, local_topology
-from .schedule import lower_bound, retime
+from .schedule import check, lower_bound, retime
 
 STRATEGY_NAMES = ("milp", "dominators", "dp", "heft", "metf", "msct")
 
@@ -91,7 +91,9 @@ def solve(problem: Problem, strategy: str, time_limit: float = 10.0, coarsen_abo
           colocate: bool = False, large: str = "both") -> Result:
     """Run ``strategy`` (one of :data:`STRATEGY_NAMES`) on ``problem``; ``large``: how milp handles
     graphs above ``coarsen_above`` nodes: ``decompose`` (dominators), ``coarsen`` (QuickP), or
-    ``both`` (half the time each, the better result)."""
+    ``both`` (half the time each, the better result). With the problem's ``congestion`` (on by
+    default, MOIRAI Eq. 8) every strategy's schedule serialises the transfers out of and into
+    each device; the result (its ``transfers`` included) is checked before it is returned."""
     if large not in ("decompose", "coarsen", "both"):
         raise ProblemError(f"large must be 'decompose', 'coarsen' or 'both', not {large!r}")
     if strategy == "milp":
@@ -105,6 +107,10 @@ def solve(problem: Problem, strategy: str, time_limit: float = 10.0, coarsen_abo
     else:
         raise ProblemError(f"unknown placement strategy {strategy!r}: choose one of {', '.join(STRATEGY_NAMES)}")
     res.meta.pop("order", None)
+    res.meta["congestion"] = problem.congestion
+    errs = check(problem, res.placement, res.schedule, res.makespan_us, res.splits, res.transfers)
+    if errs:  # a bug in a strategy, not bad input
+        raise RuntimeError(f"internal error: the {strategy} schedule is infeasible: {errs[0]}")
     return res
 
 

@@ -20,8 +20,8 @@ device of the split, and its output is on the first device (where the parts are 
 path, whose bandwidth is the minimum over its links (MOIRAI Sec. III-C, "Communication time")
 and whose latency is the sum over its links. Zero-time nodes occupy no device time.
 
-Link congestion (MOIRAI Sec. IV, Eq. 9, "Congestion control") is on by default: two transfers
-leaving one device, or two arriving at one device, never overlap in time. ``"congestion": false``
+Link congestion (MOIRAI Sec. III-D, "Congestion control", Eq. 8, term (4g) of its model (4)) is
+on by default: two transfers leaving one device, or two arriving at one device, never overlap. ``"congestion": false``
 in the ``graph`` part (or ``Problem(..., congestion=False)``) turns it off, for comparison with
 the model where transfers overlap freely.
 
@@ -107,7 +107,7 @@ class Problem:
     ``graph``: DAG whose nodes carry ``time_us`` ({device: us}) and ``mem_bytes``, edges ``bytes``.
     ``devices``: :class:`Device` list. ``bandwidth`` / ``latency``: the direct links as given.
     ``congestion``: transfers out of one device, and into one device, are serialised (MOIRAI
-    Eq. 9); False lets them overlap (the model before congestion, for comparison).
+    Eq. 8); False lets them overlap (the model before congestion, for comparison).
     """
 
     def __init__(self, graph: nx.DiGraph, devices: list[Device], bandwidth: dict | None = None,

@@ -6,8 +6,8 @@ device that can run it, ``end - start`` equals its time there, no two nodes with
 overlap on one device, every consumer starts no earlier than each producer's end plus the transfer
 time between their devices, and every device's memory holds the nodes placed on it.
 
-With congestion (MOIRAI Sec. IV, Eq. 9; on unless the problem turns it off) every cross-device
-transfer that takes time is an interval of its own (a result's ``transfers``,
+With congestion (MOIRAI Eq. 8, term (4g) of its model (4); on unless the problem turns it off)
+every cross-device transfer that takes time is an interval of its own (a result's ``transfers``,
 ``{(u, v): (start, end)}``) between its producer's end and its consumer's start, and the transfers
 leaving one device, and those arriving at one device, run one at a time. :func:`simulate` times
 a placement that way; every strategy's result is re-timed by it, so every result is feasible.
@@ -138,7 +138,7 @@ class Durations:
 def simulate(problem: Problem, placement: dict, order: list, ctx: Context | None = None, splits: dict | None = None,
              units=None) -> Timed:
     """Earliest schedule where each device runs its nodes in ``order`` and, with congestion
-    (MOIRAI Eq. 9), each device sends and receives its transfers one at a time, in order.
+    (MOIRAI Eq. 8), each device sends and receives its transfers one at a time, in order.
 
     ``order`` is a topological order of the nodes; it may also hold :class:`Transfer` events, which
     fix where a transfer goes in its links' order; a transfer not listed goes right before its
@@ -270,7 +270,7 @@ def check(problem: Problem, placement: dict, schedule: dict, makespan: float | N
 def check_transfers(problem: Problem, placement: dict, schedule: dict, transfers: dict, tol: float = 1e-9) -> list[str]:
     """Every cross-device edge ``u -> v`` whose transfer takes time has one transfer
     ``[start, end]`` of exactly that time within ``[end of u, start of v]``; with congestion
-    (MOIRAI Eq. 9: "two communication operations should not be processing simultaneously on the
+    (MOIRAI Eq. 8: "two communication operations should not be processing simultaneously on the
     same channel"), no two transfers out of one device overlap, nor two into one device."""
     errs: list[str] = []
     outs: dict = {}
@@ -296,5 +296,5 @@ def check_transfers(problem: Problem, placement: dict, schedule: dict, transfers
                 for (_, e1, x), (s2, _, y) in zip(ivs, ivs[1:]):
                     if s2 < e1 - tol:
                         errs.append(f"transfers {x[0]!r}->{x[1]!r} and {y[0]!r}->{y[1]!r} overlap {what} {d!r} "
-                                    "(congestion, MOIRAI Eq. 9)")
+                                    "(congestion, MOIRAI Eq. 8)")
     return errs
