@@ -21,7 +21,7 @@ import networkx as nx
 from .heuristics import best_heuristic
 from .milp import solve_milp
 from .problem import Problem, ProblemError, Result
-from .schedule import Context, lower_bound, retime
+from .schedule import Context, lower_bound, retime, start_order
 
 _SOURCE, _SINK = ("__source__",), ("__sink__",)
 
@@ -73,7 +73,7 @@ def solve_dominators(problem: Problem, time_limit: float = 30.0, max_nodes: int 
     warm = warm or best_heuristic(problem)
     parts = submodels(problem, max_nodes)
     n = problem.graph.number_of_nodes()
-    placement, end, sched = {}, {}, {}
+    placement, end, sched, tx = {}, {}, {}, {}
     ctx = Context()
     for k, nodes in enumerate(parts):
         left = time_limit - (time.perf_counter() - t0)
@@ -89,6 +89,7 @@ def solve_dominators(problem: Problem, time_limit: float = 30.0, max_nodes: int 
         except ProblemError as e:  # memory left by earlier submodels too small: keep the warm start
             return dataclasses.replace(warm, strategy="dominators", solve_s=time.perf_counter() - t0,
                                        meta={"returned_warm_start": True, "submodel_failed": str(e)})
+        tx.update(res.transfers)
         for v in nodes:
             placement[v] = res.placement[v]
             sched[v] = res.schedule[v]
@@ -97,8 +98,7 @@ def solve_dominators(problem: Problem, time_limit: float = 30.0, max_nodes: int 
             ctx.mem_used[d] = ctx.mem_used.get(d, 0.0) + problem.mem(v)
             if sched[v][1] > sched[v][0]:
                 ctx.release[d] = max(ctx.release.get(d, 0.0), sched[v][1])
-    pos = {v: i for i, v in enumerate(problem.topo_order())}
-    order = sorted(problem.graph, key=lambda v: (sched[v][0], pos[v]))
+    order = start_order(problem, {v: s for v, (s, _) in sched.items()}, {e: s for e, (s, _) in tx.items()})
     full, makespan, tx = retime(problem, placement, order)
     meta = {"submodels": len(parts), "segments": len(segments(problem)), "max_nodes": max_nodes,
             "warm_start": warm.strategy, "warm_start_makespan_us": warm.makespan_us}

@@ -42,7 +42,7 @@ from ortools.sat.python import cp_model
 
 from .heuristics import best_heuristic
 from .problem import Problem, ProblemError, Result
-from .schedule import Context, Durations, Transfer, lower_bound, retime, simulate
+from .schedule import Context, Durations, lower_bound, retime, simulate, start_order
 
 _MAX_UNITS = 2_000_000
 
@@ -229,13 +229,10 @@ def _hint_transfers(m, transfers: dict, x: dict, placement: dict, h_end: dict, h
 
 
 def _solver_order(problem: Problem, solver, start: dict, transfers: dict, placement: dict) -> list:
-    """Nodes and :class:`.Transfer` events by the solver's start times (a transfer after its
-    producer, before its consumer): re-timing in this order never ends later than the solver."""
-    pos = {v: i for i, v in enumerate(problem.topo_order())}
-    keys = [((solver.value(start[v]), 0, pos[v]), v) for v in problem.graph]
-    keys += [((solver.value(t[0]), 1, pos[v]), Transfer(u, v)) for (u, v), t in transfers.items()
-             if placement[u] != placement[v]]
-    return [e for _, e in sorted(keys, key=lambda kv: kv[0])]
+    """Nodes and transfers by the solver's start times (:func:`.start_order`): re-timing in this
+    order never ends later than the solver."""
+    return start_order(problem, {v: solver.value(start[v]) for v in problem.graph},
+                       {(u, v): solver.value(t[0]) for (u, v), t in transfers.items() if placement[u] != placement[v]})
 
 
 def solve_milp(problem: Problem, time_limit: float = 10.0, ctx: Context | None = None, hint: Result | None = None,

@@ -188,6 +188,16 @@ def simulate(problem: Problem, placement: dict, order: list, ctx: Context | None
     return Timed(sched, max((e for _, e in sched.values()), default=0.0), tx)
 
 
+def start_order(problem: Problem, starts: dict, transfer_starts: dict | None = None) -> list:
+    """Nodes by ``starts`` and :class:`Transfer` events by ``transfer_starts`` (``{(u, v): t}``),
+    a transfer after its producer and before its consumer at equal times: the order in which
+    :func:`simulate` re-times a schedule no later than it was (device and link orders kept)."""
+    pos = {v: i for i, v in enumerate(problem.topo_order())}
+    keys = [((starts[v], 0, pos[v]), v) for v in problem.graph]
+    keys += [((t, 1, pos[v]), Transfer(u, v)) for (u, v), t in (transfer_starts or {}).items()]
+    return [e for _, e in sorted(keys, key=lambda kv: kv[0])]
+
+
 def retime(problem: Problem, placement: dict, order: list, ctx: Context | None = None,
            splits: dict | None = None) -> Timed:
     """Earliest schedule of ``placement`` (and ``splits``: node -> split option) in ``order``
