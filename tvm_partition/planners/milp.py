@@ -14,9 +14,10 @@ MOIRAI's MILP, as a CP-SAT model instead of Gurobi big-M constraints:
 * link congestion (Sec. III-D "Congestion control", Eq. 8, term (4g) of model (4)), when the
   problem has it (the default): the transfer of each edge is one start ``ts`` and size shared by
   a *send* interval per source device (present iff the edge leaves it) and a *receive* interval
-  per destination device (present iff it arrives there), ``end[u] <= ts``, ``ts + size <= start[v]`` when the edge crosses devices, and ``AddNoOverlap``
-  over each device's sends and over its receives (:func:`_transfer`): 2*E*D optional intervals,
-  not one per (edge, source, destination);
+  per destination device (present iff it arrives there), ``end[u] <= ts`` and
+  ``ts + size <= start[v]`` when the edge crosses devices, and ``AddNoOverlap`` over each
+  device's sends and over its receives (:func:`_transfer`): 2*E*D optional intervals, not one per
+  (edge, source, destination), and E*D on two devices;
 * co-location groups (QuickP Sec. IV-C, Eq. 9-10): nodes of a group share their device;
 * objective: the makespan ``M >= end[v]``.
 
@@ -170,7 +171,8 @@ def _transfer(m, problem: Problem, units: _Units, k: int, u, v, x, start, end, h
     the time of the chosen pair), and 2D optional intervals sharing them: a *send* interval on device ``a``
     present iff ``u`` is on ``a`` and ``v`` is not, and a *receive* interval on ``b`` present iff
     ``v`` is on ``b`` and ``u`` is not; ``AddNoOverlap`` over each device's sends and over its
-    receives is Eq. 8 without big-M, with O(E*D) intervals instead of one per (edge, a, b).
+    receives is Eq. 8 without big-M, with O(E*D) intervals instead of one per (edge, a, b) (on
+    two devices the sends alone: a device's receives are the other's sends).
     ``end[u] <= ts`` and ``ts + size <= start[v]`` hold when the edge crosses devices.
     Returns ``(ts, send, recv, cross)`` for the hint, or None where no crossing transfer takes time (an
     edge whose transfer is free on some crossing pair and not on another is left unserialised
@@ -189,7 +191,8 @@ def _transfer(m, problem: Problem, units: _Units, k: int, u, v, x, start, end, h
             if c > lo:
                 m.add(size >= c).only_enforce_if([x[u][a], x[v][b]])
     send = {a: _and_not(m, x[u][a], x[v].get(a), f"snd{k}_{a}") for a in x[u]}
-    recv = {b: _and_not(m, x[v][b], x[u].get(b), f"rcv{k}_{b}") for b in x[v]}
+    # on two devices the receives on one are the sends from the other: sends alone serialise both
+    recv = {b: _and_not(m, x[v][b], x[u].get(b), f"rcv{k}_{b}") for b in x[v]} if len(problem.devices) > 2 else {}
     cross = m.new_bool_var(f"cross{k}")
     m.add(cross == sum(send.values()))
     m.add(ts >= end[u]).only_enforce_if(cross)
@@ -328,6 +331,8 @@ def solve_milp(problem: Problem, time_limit: float = 10.0, ctx: Context | None =
     # presolve's symmetry breaking (identical devices) otherwise makes the hint infeasible, and
     # CP-SAT may spend the whole time limit repairing it (seen on 418 nodes x 7 devices)
     solver.parameters.keep_symmetry_in_presolve = True
+    if transfers:  # probing the transfer literals took 10 of 20 s on 500 nodes x 6 devices, then no solution
+        solver.parameters.probing_deterministic_time_limit = 0.05
     status = solver.solve(m)
     meta = {"status": solver.status_name(status), "warm_start": hint.strategy if hint else None,
             "warm_start_makespan_us": hint.makespan_us if hint else None, "tick_us": units.us,
