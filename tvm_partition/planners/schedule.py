@@ -164,6 +164,8 @@ def simulate(problem: Problem, placement: dict, order: list, ctx: Context | None
 
     for x in order:
         if isinstance(x, Transfer):
+            if x.u not in sched:
+                raise ProblemError(f"the order lists the transfer {x.u!r}->{x.v!r} before {x.u!r} runs")
             if placement[x.u] != placement[x.v] and (x.u, x.v) not in tx:
                 send(x.u, x.v)
             continue
