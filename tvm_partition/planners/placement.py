@@ -165,7 +165,8 @@ def plan_placement(strategy: str, opgraph, devices, cost_model=None, topology=No
     res = solve(problem, strategy, time_limit)
     ops = {v: (split_decision(opgraph, v, res.splits[v]) if v in res.splits else OnDevice(d))
            for v, d in res.placement.items() if not opgraph.ops[v].is_view}
-    meta = {"placement": {k: v for k, v in res.to_json().items() if k not in ("placement", "schedule", "transfers", "meta")}}
+    skip = ("placement", "schedule", "transfers", "meta")
+    meta = {"placement": {k: v for k, v in res.to_json().items() if k not in skip}}
     return Plan(list(devices), ops, strategy=strategy, predicted_latency_us=res.makespan_us, meta=meta)
 
 
