@@ -1,6 +1,6 @@
 """Placement benchmark: milp vs HEFT / m-ETF / m-SCT / DP, side by side in one run.
 
-    python benchmarks/placement.py [--time-limit 15] [--sizes 500,1000,2000] [--devices 2,4,6]
+    python benchmarks/placement.py [--time-limit 15] [--sizes 500,1000,2000] [--devices 2,4,6] [--no-congestion]
         [--zoo lstm,gru,bert,inception_v3,resnet50,mobilenetv2] [--zoo-devices cpu,gpu cpu,gpu,gpu,gpu]
         [--external DIR] [--out benchmarks/results/amd-epyc-2c]
 
@@ -8,7 +8,9 @@ Instances: synthetic DNN-like graphs (:func:`tvm_partition.planners.synthetic.dn
 size and device count); zoo models' OpGraphs (TVM fused kernels) with the roofline cost model
 and this machine's memory; with ``--external DIR``, the profiled latency graphs that Tarnawski et
 al. (NeurIPS'20) publish (``DIR`` = a checkout's ``latency-inputs/``). Every result is checked
-with the independent schedule checker. Writes ``placement.json`` and ``placement.md`` to ``--out``.
+with the independent schedule checker (link congestion included, MOIRAI Eq. 8: on by default;
+``--no-congestion`` solves the model where transfers overlap, for comparison). Writes
+``placement.json`` and ``placement.md`` to ``--out``.
 """
 
 from __future__ import annotations
@@ -26,6 +28,8 @@ import time
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 STRATEGIES = ("heft", "metf", "msct", "dp", "milp")
+#: MOIRAI's link congestion (Eq. 8) in every problem; ``--no-congestion`` turns it off
+CONGESTION = True
 
 
 def run_instance(name: str, problem, time_limit: float) -> dict:
@@ -33,15 +37,16 @@ def run_instance(name: str, problem, time_limit: float) -> dict:
     from tvm_partition.planners.problem import ProblemError
     from tvm_partition.planners.schedule import check
 
+    problem.congestion = CONGESTION
     row = {"instance": name, "nodes": problem.graph.number_of_nodes(), "edges": problem.graph.number_of_edges(),
-           "devices": len(problem.devices), "results": {}}
+           "devices": len(problem.devices), "congestion": CONGESTION, "results": {}}
     for s in STRATEGIES:
         try:
             r = solve(problem, s, time_limit)
         except ProblemError as e:
             row["results"][s] = {"error": str(e)}
             continue
-        errs = check(problem, r.placement, r.schedule, r.makespan_us, r.splits)
+        errs = check(problem, r.placement, r.schedule, r.makespan_us, r.splits, r.transfers)
         meta = r.meta
         row["results"][s] = {"makespan_us": r.makespan_us, "lower_bound_us": r.lower_bound_us, "gap": r.gap,
                              "solve_s": round(r.solve_s, 3), "valid": not errs,
@@ -127,7 +132,11 @@ def main(argv=None) -> int:
     ap.add_argument("--zoo-devices", nargs="*", default=["cpu,gpu", "cpu,gpu,gpu,gpu"])
     ap.add_argument("--external", help="Tarnawski et al. latency-inputs/ folder (optional)")
     ap.add_argument("--out", default="benchmarks/results/amd-epyc-2c")
+    ap.add_argument("--no-congestion", action="store_true",
+                    help="let transfers out of / into one device overlap (the model before MOIRAI Eq. 8)")
     args = ap.parse_args(argv)
+    global CONGESTION
+    CONGESTION = not args.no_congestion
     t0 = time.time()
     rows = []
     sizes = [int(x) for x in args.sizes.split(",") if x]

@@ -54,8 +54,8 @@ class Coarsened:
             placement[c] = max(can, key=lambda d: votes[d])
             first[c] = min(result.schedule[v][0] for v in vs)
         order = priority_order(self.problem.graph, first.get)
-        sched, makespan = retime(self.problem, placement, order)
-        return Result(result.strategy + "-projected", makespan, placement, sched, meta={"order": order})
+        sched, makespan, tx = retime(self.problem, placement, order)
+        return Result(result.strategy + "-projected", makespan, placement, sched, meta={"order": order}, transfers=tx)
 
 
 def _fastest(times: dict) -> float:
@@ -81,7 +81,8 @@ def coarsen(problem: Problem, percentile: float = 90.0, max_nodes: int | None = 
                     changed = True
                     break
     pairs_before = parallel_pairs(problem.graph)
-    coarse = Problem(g, problem.devices, problem.bandwidth, problem.latency)
+    coarse = Problem(g, problem.devices, problem.bandwidth, problem.latency,
+                  problem.congestion)
     report = {"nodes_before": problem.graph.number_of_nodes(), "nodes_after": g.number_of_nodes(),
               "edges_before": problem.graph.number_of_edges(), "edges_after": g.number_of_edges(),
               "parallel_pairs_before": pairs_before, "parallel_pairs_after": parallel_pairs(g),

@@ -21,7 +21,7 @@ import networkx as nx
 from .heuristics import best_heuristic
 from .milp import solve_milp
 from .problem import Problem, ProblemError, Result
-from .schedule import Context, lower_bound, retime
+from .schedule import Context, lower_bound, retime, start_order
 
 _SOURCE, _SINK = ("__source__",), ("__sink__",)
 
@@ -73,12 +73,13 @@ def solve_dominators(problem: Problem, time_limit: float = 30.0, max_nodes: int 
     warm = warm or best_heuristic(problem)
     parts = submodels(problem, max_nodes)
     n = problem.graph.number_of_nodes()
-    placement, end, sched = {}, {}, {}
+    placement, end, sched, tx = {}, {}, {}, {}
     ctx = Context()
     for k, nodes in enumerate(parts):
         left = time_limit - (time.perf_counter() - t0)
         budget = left * len(nodes) / max(1, n - len(placement))
-        sub = Problem(problem.graph.subgraph(nodes).copy(), problem.devices, problem.bandwidth, problem.latency)
+        sub = Problem(problem.graph.subgraph(nodes).copy(), problem.devices, problem.bandwidth, problem.latency,
+                      problem.congestion)
         ctx.external = {v: [(end[u], placement[u], problem.edge_bytes(u, v))
                             for u in problem.graph.predecessors(v) if u in placement] for v in nodes}
         try:
@@ -88,6 +89,7 @@ def solve_dominators(problem: Problem, time_limit: float = 30.0, max_nodes: int 
         except ProblemError as e:  # memory left by earlier submodels too small: keep the warm start
             return dataclasses.replace(warm, strategy="dominators", solve_s=time.perf_counter() - t0,
                                        meta={"returned_warm_start": True, "submodel_failed": str(e)})
+        tx.update(res.transfers)
         for v in nodes:
             placement[v] = res.placement[v]
             sched[v] = res.schedule[v]
@@ -96,13 +98,12 @@ def solve_dominators(problem: Problem, time_limit: float = 30.0, max_nodes: int 
             ctx.mem_used[d] = ctx.mem_used.get(d, 0.0) + problem.mem(v)
             if sched[v][1] > sched[v][0]:
                 ctx.release[d] = max(ctx.release.get(d, 0.0), sched[v][1])
-    pos = {v: i for i, v in enumerate(problem.topo_order())}
-    order = sorted(problem.graph, key=lambda v: (sched[v][0], pos[v]))
-    full, makespan = retime(problem, placement, order)
+    order = start_order(problem, {v: s for v, (s, _) in sched.items()}, {e: s for e, (s, _) in tx.items()})
+    full, makespan, tx = retime(problem, placement, order)
     meta = {"submodels": len(parts), "segments": len(segments(problem)), "max_nodes": max_nodes,
             "warm_start": warm.strategy, "warm_start_makespan_us": warm.makespan_us}
     if warm.makespan_us < makespan:
         meta["returned_warm_start"] = True
-        placement, full, makespan = warm.placement, warm.schedule, warm.makespan_us
+        placement, full, makespan, tx = warm.placement, warm.schedule, warm.makespan_us, warm.transfers
     return Result("dominators", makespan, dict(placement), full, lower_bound(problem),
-                  time.perf_counter() - t0, meta)
+                  time.perf_counter() - t0, meta, transfers=dict(tx))

@@ -79,9 +79,9 @@ def solve_dp(problem: Problem, max_labels: int | None = None) -> Result:
     _, _, choices = min((lab for labs in labels.values() for lab in labs), key=lambda x: x[0])
     placement = {v: d for unit, d in zip(units, choices) for v in unit}
     order = [v for unit in units for v in unit]
-    sched, makespan = retime(problem, placement, order)
+    sched, makespan, tx = retime(problem, placement, order)
     return Result("dp", makespan, placement, sched, lower_bound(problem), time.perf_counter() - t0,
-                  {"units": len(units), "max_labels": max_labels, "order": order})
+                  {"units": len(units), "max_labels": max_labels, "order": order}, transfers=tx)
 
 
 def _pareto(cands: list, limit: int) -> list:

@@ -10,7 +10,10 @@
   children with an LP relaxation; the most-bytes rule is our simplification.)
 
 All three are memory-aware (a node goes only where the device's memory still holds it) and accept
-a :class:`~.schedule.Context` so sub-problems can be scheduled after their predecessors.
+a :class:`~.schedule.Context` so sub-problems can be scheduled after their predecessors. They
+decide placements with transfers that overlap freely; with congestion (MOIRAI Eq. 8) the result
+is then re-timed (:func:`~.schedule.simulate`, same placement, nodes in start order, each
+device's transfers one at a time), so every schedule they return is congestion-feasible.
 """
 
 from __future__ import annotations
@@ -19,7 +22,7 @@ import math
 import time
 
 from .problem import Problem, ProblemError, Result
-from .schedule import Context, data_ready, lower_bound, timelines
+from .schedule import Context, data_ready, lower_bound, retime, timelines
 
 
 def upward_rank(problem: Problem) -> dict:
@@ -86,9 +89,13 @@ class _State:
         self.order.append(v)
 
     def result(self, strategy: str, t0: float) -> Result:
-        makespan = max((e for _, e in self.sched.values()), default=0.0)
-        return Result(strategy, makespan, dict(self.placement), dict(self.sched), lower_bound(self.p),
-                      time.perf_counter() - t0, {"order": list(self.order)})
+        """The schedule in start order, re-timed by :func:`.retime` (no later where transfers do
+        not congest; serialised transfers where they do)."""
+        pos = {v: i for i, v in enumerate(self.order)}
+        order = sorted(self.sched, key=lambda v: (self.sched[v][0], pos[v]))
+        sched, makespan, tx = retime(self.p, self.placement, order, self.ctx)
+        return Result(strategy, makespan, dict(self.placement), sched, lower_bound(self.p),
+                      time.perf_counter() - t0, {"order": order}, transfers=tx)
 
 
 def heft(problem: Problem, ctx: Context | None = None) -> Result:
@@ -97,11 +104,7 @@ def heft(problem: Problem, ctx: Context | None = None) -> Result:
     for v in _ordered(problem, upward_rank(problem)):
         s, _, d = min(st.options(v), key=lambda o: (o[1], o[0]))
         st.place(v, d, s)
-    res = st.result("heft", t0)
-    # HEFT fills gaps, so its start order per device is the schedule's own order
-    pos = {v: i for i, v in enumerate(st.order)}
-    res.meta["order"] = sorted(res.schedule, key=lambda v: (res.schedule[v][0], pos[v]))
-    return res
+    return st.result("heft", t0)  # HEFT fills gaps: re-timed in its start order
 
 
 def _ready_list(problem: Problem, ctx: Context | None, strategy: str, favourite: bool) -> Result:

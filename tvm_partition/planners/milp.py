@@ -10,7 +10,14 @@ MOIRAI's MILP, as a CP-SAT model instead of Gurobi big-M constraints:
   (direct link or widest multi-hop path, MOIRAI Sec. III-C), chosen when the problem is loaded;
 * non-overlap on a device: one optional interval per (node, device), ``AddNoOverlap`` per device
   (instead of MOIRAI's big-M disjunctions; zero-time nodes get no interval);
-* memory caps (Eq. 8): ``sum_v mem(v) x[v, d] <= capacity(d)``;
+* memory caps (Eq. 5, (4d)): ``sum_v mem(v) x[v, d] <= capacity(d)``;
+* link congestion (Sec. III-D "Congestion control", Eq. 8, term (4g) of model (4)), when the
+  problem has it (the default): the transfer of each edge is one start ``ts`` and size shared by
+  a *send* interval per source device (present iff the edge leaves it) and a *receive* interval
+  per destination device (present iff it arrives there), ``end[u] <= ts`` and
+  ``ts + size <= start[v]`` when the edge crosses devices, and ``AddNoOverlap`` over each
+  device's sends and over its receives (:func:`_transfer`): 2*E*D optional intervals, not one per
+  (edge, source, destination), and E*D on two devices;
 * co-location groups (QuickP Sec. IV-C, Eq. 9-10): nodes of a group share their device;
 * objective: the makespan ``M >= end[v]``.
 
@@ -22,8 +29,9 @@ never worse than that hint: if the solver returns nothing better in the time lim
 returned. The lower bound is CP-SAT's objective bound (less the rounding slack), or the simple
 bound of :func:`.schedule.lower_bound` if that is higher; ``gap = (makespan - bound) / makespan``.
 
-Not modelled: MOIRAI's link congestion (Eq. 9) -- transfers leaving or entering one device may
-overlap here, as they do on a full-duplex link with several DMA engines.
+The warm start is re-timed with congestion (:func:`.schedule.simulate`), so its hint is feasible;
+the solver's schedule is re-timed in its start order, transfers included. Transfers from an
+earlier sub-problem (a :class:`.Context`'s ``external`` inputs) are not serialised with this one's.
 """
 
 from __future__ import annotations
@@ -35,7 +43,7 @@ from ortools.sat.python import cp_model
 
 from .heuristics import best_heuristic
 from .problem import Problem, ProblemError, Result
-from .schedule import Context, lower_bound, retime
+from .schedule import Context, Durations, lower_bound, retime, simulate, start_order
 
 _MAX_UNITS = 2_000_000
 
@@ -61,23 +69,33 @@ class _Units:
         return int(math.ceil(us / self.us - 1e-9))
 
 
+class _Ticks(Durations):
+    """The problem's durations in ticks, rounded up (the model's own times)."""
+
+    def __init__(self, problem: Problem, units: _Units):
+        super().__init__(problem)
+        self.units = units
+
+    def busy(self, v, device, split):
+        devs, dur = super().busy(v, device, split)
+        return devs, None if dur is None else self.units.up(dur)
+
+    def edge(self, u, v, src, dst):
+        return self.units.up(super().edge(u, v, src, dst))
+
+    def external(self, ready, nbytes, src, dst):
+        return self.units.up(super().external(ready, nbytes, src, dst))
+
+    def release(self, device, ctx):
+        return self.units.up(super().release(device, ctx))
+
+
 def _int_schedule(problem: Problem, placement: dict, order: list, units: _Units, ctx: Context | None):
-    """The hint's schedule in ticks (same placement and device order, rounded-up times)."""
-    free: dict = {d: units.up((ctx.release if ctx else {}).get(d, 0.0)) for d in problem.device_names}
-    start, end = {}, {}
-    for v in order:
-        d = placement[v]
-        t = 0
-        for u in problem.graph.predecessors(v):
-            t = max(t, end[u] + units.up(problem.edge_time(u, v, placement[u], d)))
-        for ready, dev, nb in (ctx.external.get(v, ()) if ctx else ()):
-            t = max(t, units.up(ready + problem.comm_time(nb, dev, d)))
-        dur = units.up(problem.time(v, d))
-        if dur > 0:
-            t = max(t, free[d])
-            free[d] = t + dur
-        start[v], end[v] = t, t + dur
-    return start, end
+    """The hint's schedule in ticks (same placement and device order, rounded-up times, transfers
+    serialised with congestion): ``(start, end, transfers)``."""
+    sched, _, tx = simulate(problem, placement, order, ctx, units=_Ticks(problem, units))
+    return ({v: int(s) for v, (s, _) in sched.items()}, {v: int(e) for v, (_, e) in sched.items()},
+            {k: (int(s), int(e)) for k, (s, e) in tx.items()})
 
 
 def _split_choices(m, problem: Problem, units: _Units, v, i: int, loc: dict, start, end, per_dev: dict,
@@ -132,6 +150,59 @@ def _precedence(m, problem: Problem, units: _Units, u, v, x, start, end) -> None
                 m.add(start[v] >= end[u] + c).only_enforce_if([xa, x[v][b]])
 
 
+def _and_not(m, p, q, name: str):
+    """A literal equal to ``p and not q`` (``p`` itself where ``q`` is None)."""
+    if q is None:
+        return p
+    z = m.new_bool_var(name)
+    m.add_implication(z, p)
+    m.add_implication(z, q.Not())
+    m.add_bool_or([p.Not(), q, z])
+    return z
+
+
+def _transfer(m, problem: Problem, units: _Units, k: int, u, v, x, start, end, horizon: int, outs: dict,
+              ins: dict):
+    """The transfer of edge ``u -> v`` as intervals for congestion (MOIRAI Eq. 8).
+
+    MOIRAI gives each data flow q a start S_q and end C_q (Eq. 7) and, for two flows r, q leaving
+    (or entering) one device k, the big-M disjunction S_q >= C_r or S_r >= C_q (Eq. 8). Here the
+    flow has one start ``ts`` and a size (its transfer time; where device pairs differ, at least
+    the time of the chosen pair), and 2D optional intervals sharing them: a *send* interval on device ``a``
+    present iff ``u`` is on ``a`` and ``v`` is not, and a *receive* interval on ``b`` present iff
+    ``v`` is on ``b`` and ``u`` is not; ``AddNoOverlap`` over each device's sends and over its
+    receives is Eq. 8 without big-M, with O(E*D) intervals instead of one per (edge, a, b) (on
+    two devices the sends alone: a device's receives are the other's sends).
+    ``end[u] <= ts`` and ``ts + size <= start[v]`` hold when the edge crosses devices.
+    Returns ``(ts, send, recv, cross)`` for the hint, or None where no crossing transfer takes time (an
+    edge whose transfer is free on some crossing pair and not on another is left unserialised
+    here; :func:`.simulate` still serialises it in the returned schedule)."""
+    costs = {(a, b): problem.edge_time(u, v, a, b) for a in x[u] for b in x[v] if a != b}
+    costs = {ab: units.up(c) for ab, c in costs.items() if math.isfinite(c)}
+    if not costs or min(costs.values()) <= 0:
+        return None
+    lo, hi = min(costs.values()), max(costs.values())
+    ts = m.new_int_var(0, horizon, f"ts{k}")
+    if lo == hi:
+        size, te = lo, ts + lo
+    else:
+        size, te = m.new_int_var(lo, hi, f"tz{k}"), m.new_int_var(0, horizon, f"te{k}")
+        for (a, b), c in costs.items():
+            if c > lo:
+                m.add(size >= c).only_enforce_if([x[u][a], x[v][b]])
+    send = {a: _and_not(m, x[u][a], x[v].get(a), f"snd{k}_{a}") for a in x[u]}
+    # on two devices the receives on one are the sends from the other: sends alone serialise both
+    recv = {b: _and_not(m, x[v][b], x[u].get(b), f"rcv{k}_{b}") for b in x[v]} if len(problem.devices) > 2 else {}
+    cross = m.new_bool_var(f"cross{k}")
+    m.add(cross == sum(send.values()))
+    m.add(ts >= end[u]).only_enforce_if(cross)
+    m.add(te <= start[v]).only_enforce_if(cross)
+    for table, lits in ((outs, send), (ins, recv)):
+        for d, lit in lits.items():
+            table[d].append(m.new_optional_interval_var(ts, size, te, lit, f"t{k}_{d}_{len(table[d])}"))
+    return ts, send, recv, cross
+
+
 def _serial_bound(problem: Problem, ctx: Context | None) -> float:
     """A horizon no optimal schedule exceeds: everything one after another, slowest choices."""
     g = problem.graph
@@ -146,6 +217,27 @@ def _serial_bound(problem: Problem, ctx: Context | None) -> float:
     return t
 
 
+def _hint_transfers(m, transfers: dict, x: dict, placement: dict, h_end: dict, h_tx: dict) -> None:
+    """Hint each transfer's start and literals from the (congestion-feasible) warm start."""
+    for (u, v), (ts, send, recv, cross) in transfers.items():
+        a, b = placement[u], placement[v]
+        m.add_hint(ts, h_tx[u, v][0] if (u, v) in h_tx else h_end[u])
+        m.add_hint(cross, a != b)
+        for d, lit in send.items():
+            if lit is not x[u][d]:
+                m.add_hint(lit, d == a != b)
+        for d, lit in recv.items():
+            if lit is not x[v][d]:
+                m.add_hint(lit, d == b != a)
+
+
+def _solver_order(problem: Problem, solver, start: dict, transfers: dict, placement: dict) -> list:
+    """Nodes and transfers by the solver's start times (:func:`.start_order`): re-timing in this
+    order never ends later than the solver."""
+    return start_order(problem, {v: solver.value(start[v]) for v in problem.graph},
+                       {(u, v): solver.value(t[0]) for (u, v), t in transfers.items() if placement[u] != placement[v]})
+
+
 def solve_milp(problem: Problem, time_limit: float = 10.0, ctx: Context | None = None, hint: Result | None = None,
                colocate: list | None = None, workers: int = 2, strategy: str = "milp") -> Result:
     """Minimise the makespan of ``problem`` within ``time_limit`` seconds (see the module docstring)."""
@@ -158,7 +250,7 @@ def solve_milp(problem: Problem, time_limit: float = 10.0, ctx: Context | None =
     if hint is not None:
         order = hint.meta.get("order") or sorted(hint.schedule, key=lambda v: hint.schedule[v][0])
         units = _Units(problem, hint.makespan_us)
-        h_start, h_end = _int_schedule(problem, hint.placement, order, units, ctx)
+        h_start, h_end, h_tx = _int_schedule(problem, hint.placement, order, units, ctx)
         horizon = max(h_end.values(), default=0)
     else:
         order = problem.topo_order()
@@ -194,6 +286,17 @@ def solve_milp(problem: Problem, time_limit: float = 10.0, ctx: Context | None =
             m.add_no_overlap(ivs)
     for u, v in g.edges:
         _precedence(m, problem, units, u, v, x, start, end)
+    transfers: dict = {}
+    if problem.congestion:
+        outs: dict = {d: [] for d in problem.device_names}
+        ins: dict = {d: [] for d in problem.device_names}
+        for k, (u, v) in enumerate(g.edges):
+            t = _transfer(m, problem, units, k, u, v, x, start, end, horizon, outs, ins)
+            if t is not None:
+                transfers[u, v] = t
+        for ivs in list(outs.values()) + list(ins.values()):
+            if len(ivs) > 1:
+                m.add_no_overlap(ivs)
     for d in problem.device_names:
         cap = problem.capacity(d) - used.get(d, 0.0)
         users = [(problem.mem(v), x[v][d]) for v in g if d in x[v] and problem.mem(v) > 0]
@@ -220,6 +323,7 @@ def solve_milp(problem: Problem, time_limit: float = 10.0, ctx: Context | None =
             m.add_hint(start[v], h_start[v])
             m.add_hint(end[v], h_end[v])
         m.add_hint(makespan, horizon)
+        _hint_transfers(m, transfers, x, hint.placement, h_end, h_tx)
 
     solver = cp_model.CpSolver()
     solver.parameters.max_time_in_seconds = max(0.05, time_limit - (time.perf_counter() - t0))
@@ -227,6 +331,8 @@ def solve_milp(problem: Problem, time_limit: float = 10.0, ctx: Context | None =
     # presolve's symmetry breaking (identical devices) otherwise makes the hint infeasible, and
     # CP-SAT may spend the whole time limit repairing it (seen on 418 nodes x 7 devices)
     solver.parameters.keep_symmetry_in_presolve = True
+    if transfers:  # probing the transfer literals took 10 of 20 s on 500 nodes x 6 devices, then no solution
+        solver.parameters.probing_deterministic_time_limit = 0.05
     status = solver.solve(m)
     meta = {"status": solver.status_name(status), "warm_start": hint.strategy if hint else None,
             "warm_start_makespan_us": hint.makespan_us if hint else None, "tick_us": units.us,
@@ -241,13 +347,15 @@ def solve_milp(problem: Problem, time_limit: float = 10.0, ctx: Context | None =
     if status in (cp_model.OPTIMAL, cp_model.FEASIBLE):
         placement = {v: next(d for d, xv in x[v].items() if solver.boolean_value(xv)) for v in g}
         splits = {v: o for v, opts in split_vars.items() for y, o in opts if solver.boolean_value(y)}
-        pos = {v: i for i, v in enumerate(problem.topo_order())}
-        sorder = sorted(g, key=lambda v: (solver.value(start[v]), pos[v]))
-        sched, mk = retime(problem, placement, sorder, ctx, splits)
+        sorder = _solver_order(problem, solver, start, transfers, placement)
+        sched, mk, tx = retime(problem, placement, sorder, ctx, splits)
         if hint is None or mk < hint.makespan_us - 1e-9:
-            best = Result(strategy, mk, placement, sched, meta=dict(order=sorder), splits=splits)
+            best = Result(strategy, mk, placement, sched, meta=dict(order=[v for v in sorder if v in g]),
+                          splits=splits, transfers=tx)
     # a critical chain of the rounded model has at most one rounded duration and transfer per node
-    slack = 0.0 if units.exact else units.us * (2 * g.number_of_nodes() + 1)
+    # (with congestion, also one per transfer queued on a link before it)
+    chain = 2 * g.number_of_nodes() + 1 + (g.number_of_edges() if problem.congestion else 0)
+    slack = 0.0 if units.exact else units.us * chain
     bound = solver.best_objective_bound * units.us - slack if status != cp_model.UNKNOWN else 0.0
     simple = lower_bound(problem) if ctx is None else 0.0
     meta["bound"] = "cp-sat" if bound > simple else "simple"
@@ -255,5 +363,5 @@ def solve_milp(problem: Problem, time_limit: float = 10.0, ctx: Context | None =
     meta["improved_over_warm_start"] = best is not hint
     meta["order"] = best.meta.get("order", order)
     return Result(strategy, best.makespan_us, dict(best.placement), dict(best.schedule), lb,
-                  time.perf_counter() - t0, meta, dict(best.splits))
+                  time.perf_counter() - t0, meta, dict(best.splits), dict(best.transfers))
 

@@ -22,7 +22,7 @@ from .dp import solve_dp
 from .heuristics import HEURISTICS, best_heuristic
 from .milp import solve_milp
 from .problem import Device, Problem, ProblemError, Result, from_opgraph, local_topology
-from .schedule import lower_bound, retime
+from .schedule import check, lower_bound, retime
 
 STRATEGY_NAMES = ("milp", "dominators", "dp", "heft", "metf", "msct")
 
@@ -58,7 +58,7 @@ def _milp(problem: Problem, time_limit: float, coarsen_above: int, colocate: boo
         meta["returned_warm_start"] = True
         best = warm
     return Result("milp", best.makespan_us, dict(best.placement), dict(best.schedule), lower_bound(problem),
-                  time.perf_counter() - t0, meta)
+                  time.perf_counter() - t0, meta, transfers=dict(best.transfers))
 
 
 def _coarsened(problem: Problem, time_limit: float, warm: Result, coarsen_above: int, colocate: bool) -> Result:
@@ -77,8 +77,8 @@ def _coarsened(problem: Problem, time_limit: float, warm: Result, coarsen_above:
     pos = {v: i for i, v in enumerate(problem.topo_order())}
     first = {v: coarse.schedule[g][0] for g, vs in c.members.items() for v in vs}
     order = sorted(problem.graph, key=lambda v: (first[v], pos[v]))
-    sched, makespan = retime(problem, placement, order)
-    return Result("milp", makespan, placement, sched, meta={"large": "coarsen", "coarsen": c.report})
+    sched, makespan, tx = retime(problem, placement, order)
+    return Result("milp", makespan, placement, sched, meta={"large": "coarsen", "coarsen": c.report}, transfers=tx)
 
 
 def _better(a: Result, b: Result, problem: Problem) -> Result:
@@ -91,7 +91,9 @@ def solve(problem: Problem, strategy: str, time_limit: float = 10.0, coarsen_abo
           colocate: bool = False, large: str = "both") -> Result:
     """Run ``strategy`` (one of :data:`STRATEGY_NAMES`) on ``problem``; ``large``: how milp handles
     graphs above ``coarsen_above`` nodes: ``decompose`` (dominators), ``coarsen`` (QuickP), or
-    ``both`` (half the time each, the better result)."""
+    ``both`` (half the time each, the better result). With the problem's ``congestion`` (on by
+    default, MOIRAI Eq. 8) every strategy's schedule serialises the transfers out of and into
+    each device; the result (its ``transfers`` included) is checked before it is returned."""
     if large not in ("decompose", "coarsen", "both"):
         raise ProblemError(f"large must be 'decompose', 'coarsen' or 'both', not {large!r}")
     if strategy == "milp":
@@ -105,6 +107,10 @@ def solve(problem: Problem, strategy: str, time_limit: float = 10.0, coarsen_abo
     else:
         raise ProblemError(f"unknown placement strategy {strategy!r}: choose one of {', '.join(STRATEGY_NAMES)}")
     res.meta.pop("order", None)
+    res.meta["congestion"] = problem.congestion
+    errs = check(problem, res.placement, res.schedule, res.makespan_us, res.splits, res.transfers)
+    if errs:  # a bug in a strategy, not bad input
+        raise RuntimeError(f"internal error: the {strategy} schedule is infeasible: {errs[0]}")
     return res
 
 
@@ -159,7 +165,8 @@ def plan_placement(strategy: str, opgraph, devices, cost_model=None, topology=No
     res = solve(problem, strategy, time_limit)
     ops = {v: (split_decision(opgraph, v, res.splits[v]) if v in res.splits else OnDevice(d))
            for v, d in res.placement.items() if not opgraph.ops[v].is_view}
-    meta = {"placement": {k: v for k, v in res.to_json().items() if k not in ("placement", "schedule", "meta")}}
+    skip = ("placement", "schedule", "transfers", "meta")
+    meta = {"placement": {k: v for k, v in res.to_json().items() if k not in skip}}
     return Plan(list(devices), ops, strategy=strategy, predicted_latency_us=res.makespan_us, meta=meta)
 
 

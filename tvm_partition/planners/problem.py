@@ -20,6 +20,11 @@ device of the split, and its output is on the first device (where the parts are 
 path, whose bandwidth is the minimum over its links (MOIRAI Sec. III-C, "Communication time")
 and whose latency is the sum over its links. Zero-time nodes occupy no device time.
 
+Link congestion (MOIRAI Sec. III-D, "Congestion control", Eq. 8, term (4g) of its model (4)) is
+on by default: two transfers leaving one device, or two arriving at one device, never overlap. ``"congestion": false``
+in the ``graph`` part (or ``Problem(..., congestion=False)``) turns it off, for comparison with
+the model where transfers overlap freely.
+
 The ``graph`` part alone is a *topology* (``--topology FILE`` of ``compile``; JSON, or YAML where
 PyYAML is installed). :func:`from_opgraph` turns a TVM :class:`~tvm_partition.graph.OpGraph` and
 a cost model into the same problem, so the planners never need TVM.
@@ -65,6 +70,8 @@ class Result:
     solve_s: float = 0.0
     meta: dict = dataclasses.field(default_factory=dict)
     splits: dict = dataclasses.field(default_factory=dict)  # node -> split option (joint mode)
+    #: (u, v) -> (start, end) of every cross-device transfer that takes time (see schedule.check)
+    transfers: dict = dataclasses.field(default_factory=dict)
 
     @property
     def gap(self) -> float | None:
@@ -78,7 +85,8 @@ class Result:
         return {
             "strategy": self.strategy, "makespan_us": self.makespan_us, "lower_bound_us": self.lower_bound_us,
             "gap": self.gap, "solve_s": round(self.solve_s, 4), "placement": dict(self.placement),
-            "schedule": {k: [s, e] for k, (s, e) in self.schedule.items()}, "meta": self.meta,
+            "schedule": {k: [s, e] for k, (s, e) in self.schedule.items()},
+            "transfers": {f"{u}->{v}": [s, e] for (u, v), (s, e) in self.transfers.items()}, "meta": self.meta,
         } | ({"splits": {k: {"devices": list(o["devices"]), "ratios": list(o["ratios"])}
                           for k, o in self.splits.items()}} if self.splits else {})
 
@@ -98,11 +106,14 @@ class Problem:
 
     ``graph``: DAG whose nodes carry ``time_us`` ({device: us}) and ``mem_bytes``, edges ``bytes``.
     ``devices``: :class:`Device` list. ``bandwidth`` / ``latency``: the direct links as given.
+    ``congestion``: transfers out of one device, and into one device, are serialised (MOIRAI
+    Eq. 8); False lets them overlap (the model before congestion, for comparison).
     """
 
     def __init__(self, graph: nx.DiGraph, devices: list[Device], bandwidth: dict | None = None,
-                 latency: dict | None = None):
+                 latency: dict | None = None, congestion: bool = True):
         self.graph = graph
+        self.congestion = bool(congestion)
         self.devices = list(devices)
         self.bandwidth = {a: dict(b) for a, b in (bandwidth or {}).items()}
         self.latency = {a: dict(b) for a, b in (latency or {}).items()}
@@ -237,7 +248,7 @@ class Problem:
     # ------------------------------------------------------------------ JSON
     def topology_json(self) -> dict:
         return {"devices": [d.to_json() for d in self.devices], "bandwidth_Bps": self.bandwidth,
-                "latency_us": self.latency}
+                "latency_us": self.latency} | ({} if self.congestion else {"congestion": False})
 
     def to_json(self) -> dict:
         g = self.graph.copy()
@@ -269,7 +280,10 @@ class Problem:
                                     "links": links}, edges="links")
         except (KeyError, TypeError, nx.NetworkXError) as e:
             raise ProblemError(f"bad node-link data: {e}") from None
-        return Problem(nx.DiGraph(g), devices, bw, lat)
+        congestion = (d.get("graph") or {}).get("congestion", True)
+        if not isinstance(congestion, bool):
+            raise ProblemError(f"graph.congestion must be true or false, got {congestion!r}")
+        return Problem(nx.DiGraph(g), devices, bw, lat, congestion)
 
     @staticmethod
     def load(path) -> "Problem":
