@@ -126,8 +126,8 @@ def test_memory_too_small_for_every_placement_is_reported():
 def test_multi_hop_takes_the_bottleneck_bandwidth():
     devs = [Device("a"), Device("b"), Device("c")]
     g = nx.DiGraph()
-    p = Problem(g, devs, {"a": {"b": 10.0}, "b": {"c": 5.0}}, {"a": {"b": 1.0}, "b": {"c": 2.0}})
-    assert p.comm_time(100, "a", "c") == pytest.approx(3.0 + 100 / 5.0)  # MOIRAI Sec. III-C example
+    p = Problem(g, devs, {"a": {"b": 10e6}, "b": {"c": 5e6}}, {"a": {"b": 1.0}, "b": {"c": 2.0}})
+    assert p.comm_time(100, "a", "c") == pytest.approx(3.0 + 100 / 5.0)  # MOIRAI Sec. III-C example, in us
     assert p.comm_time(100, "a", "b") == pytest.approx(1.0 + 10.0)
     assert math.isinf(p.comm_time(100, "c", "a"))
 
@@ -135,7 +135,7 @@ def test_multi_hop_takes_the_bottleneck_bandwidth():
 def test_checker_catches_each_kind_of_violation():
     p = Problem.from_json(EXAMPLE)
     place = {"conv1": "gpu0", "relu1": "cpu0"}
-    ok = {"conv1": (0.0, 12.5), "relu1": (12.5 + 10 + 4096 / 1.2e10, 25.5 + 4096 / 1.2e10)}
+    ok = {"conv1": (0.0, 12.5), "relu1": (12.5 + 10 + 4096 / 1.2e4, 25.5 + 4096 / 1.2e4)}  # 1.2e10 B/s
     assert check(p, place, ok) == []
     assert any("before its input" in e for e in check(p, place, {**ok, "relu1": (12.5, 15.5)}))
     assert any("takes" in e for e in check(p, place, {**ok, "conv1": (0.0, 10.0)}))

@@ -89,13 +89,13 @@ def congested_brute_force(p: Problem) -> float:
 
 def _problem(nodes: dict, edges: list, devices=("d0", "d1"), bw: float = 1.0, congestion: bool = True) -> Problem:
     """``nodes``: {id: {device: us}}; ``edges``: (u, v, bytes); every link takes bytes / ``bw`` us
-    (``comm_time`` divides bytes by bandwidth_Bps and reads the quotient as us), no latency."""
+    (``bw`` bytes per us is bandwidth_Bps ``bw * 1e6``), no latency."""
     g = nx.DiGraph()
     for v, t in nodes.items():
         g.add_node(v, time_us=dict(t), mem_bytes=0.0)
     for u, v, nb in edges:
         g.add_edge(u, v, bytes=float(nb))
-    links = {a: {b: bw for b in devices if b != a} for a in devices}
+    links = {a: {b: bw * 1e6 for b in devices if b != a} for a in devices}
     return Problem(g, [Device(d) for d in devices], links, {}, congestion=congestion)
 
 

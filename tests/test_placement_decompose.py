@@ -26,7 +26,7 @@ def _problem(edges, times=None, devices=("a", "b"), mem=None, cap=None, nbytes=1
         t = (times or {}).get(v, {d: float(3 + (i * 7 + k * 5) % 11) for k, d in enumerate(devices)})
         g.add_node(v, time_us=t, mem_bytes=(mem or {}).get(v, 1.0))
     g.add_edges_from(edges, bytes=nbytes)
-    bw = {a: {b: 50.0 for b in devices if b != a} for a in devices}
+    bw = {a: {b: 5e7 for b in devices if b != a} for a in devices}  # 50 bytes per us
     lat = {a: {b: 1.0 for b in devices if b != a} for a in devices}
     return Problem(g, [Device(d, cap or 1e9) for d in devices], bw, lat)
 

@@ -9,7 +9,7 @@ accelerators of ``maxSizePerFPGA`` bytes.
 
 The mapping: ``maxFPGAs`` accelerators ``acc0..`` (memory ``maxSizePerFPGA``) and one CPU device
 ``cpu`` (unbounded memory; the source models ``maxCPUs`` cores, we model one CPU device); every
-link takes ``cost`` (bytes = cost, bandwidth 1, latency 0), also between two accelerators, and
+link takes ``cost`` (bytes = cost, bandwidth 1e6 B/s = 1 byte per us, latency 0), also between two accelerators, and
 per edge (the source charges a node's output once per device: ours is at least as costly).
 ``colorClass`` co-location is not kept. Times stay in the source's unit.
 """
@@ -42,6 +42,6 @@ def from_tarnawski(d: dict, accelerators: int | None = None) -> Problem:
         else:
             g.add_edge(u, v, bytes=float(e["cost"]))
     names = ["cpu"] + accs
-    bw = {a: {b: 1.0 for b in names if b != a} for a in names}
+    bw = {a: {b: 1e6 for b in names if b != a} for a in names}  # 1 byte per us: a transfer takes ``cost`` us
     devices = [Device("cpu")] + [Device(a, cap) for a in accs]
     return Problem(g, devices, bw, {})

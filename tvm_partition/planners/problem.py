@@ -157,13 +157,14 @@ class Problem:
         return list(self._topo)
 
     def comm_time(self, nbytes: float, src: str, dst: str) -> float:
-        """``latency + bytes / bandwidth`` on the link or best path (inf where none connects them)."""
+        """Microseconds: ``latency_us + bytes / bandwidth_Bps`` (seconds, so times 1e6) on the link or
+        best path (inf where none connects them)."""
         if src == dst:
             return 0.0
         bw, lat = self._paths.get((src, dst), (0.0, 0.0))
         if bw <= 0:
             return math.inf
-        return lat + nbytes / bw
+        return lat + nbytes / bw * 1e6
 
     def edge_time(self, u, v, src: str, dst: str) -> float:
         return self.comm_time(self.edge_bytes(u, v), src, dst)

@@ -29,7 +29,7 @@ def random_dag(n: int, devices: int, seed: int = 0, p_edge: float = 0.3, integra
         for j in range(i + 1, n):
             if r.random() < p_edge:
                 g.add_edge(f"n{i}", f"n{j}", bytes=float(r.randint(0, 5) * 10))
-    bw = {a: {b: 10.0 for b in names if b != a} for a in names}
+    bw = {a: {b: 1e7 for b in names if b != a} for a in names}  # 10 bytes per us: small integral times
     lat = {a: {b: 2.0 for b in names if b != a} for a in names}
     cap = 50.0 * n / devices * 2.0
     return Problem(g, [Device(d, cap) for d in names], bw, lat)
