@@ -98,15 +98,48 @@ def test_split_decision_is_refused(mlp, tmp_path):
         compile_pipeline(model, 2, "stages", str(tmp_path / "p"), plan_file=plan)
 
 
-def test_heft_pipeline_matches(servers, tmp_path):
+def test_heft_pipeline_from_the_cli_matches(servers, tmp_path, capsys):
     from tvm_partition import frontend
+    from tvm_partition.stages import main
 
     model = frontend.load("lstm", **SMALL["lstm"])
-    info = compile_pipeline("lstm", 2, "stages", str(tmp_path / "p"), strategy="heft", **SMALL["lstm"])
+    assert main(["lstm", "--seq-len", "4", "--batch", "2", "--strategy", "heft", "--no-tuning",
+                 "--out", str(tmp_path / "p")]) == 0
+    assert "stage_servers" in capsys.readouterr().out
     spec = json.loads((tmp_path / "p" / "pipeline.json").read_text())
-    assert spec["plan_strategy"] == "heft" and len(spec["stage_servers"]) == info["stages"] >= 1
+    assert spec["plan_strategy"] == "heft" and spec["servers"] == 2
+    assert len(spec["stage_servers"]) == len(spec["artifacts"]) == len(spec["stage_io"])
     outs, _ = run_remote(tmp_path / "p", servers, model.inputs)
     np.testing.assert_allclose(outs[0], reference_outputs(model)[0], rtol=0, atol=1e-5)
+
+
+def test_tensor_handed_past_a_stage(servers, tmp_path):
+    """LSTM: the input slices on cpu, the first gate matmul on cpu1, the rest on cpu again: the
+    third stage needs slices from the first, which the runner keeps (a stage cannot return its
+    own input over RPC)."""
+    from tvm_partition import frontend
+    from tvm_partition.graph import OpGraph
+
+    model = frontend.load("lstm", **SMALL["lstm"])
+    order = OpGraph(model.mod).topo_order()
+    ops = {op: on("cpu1" if "matmul" in op and i == min(j for j, o in enumerate(order) if "matmul" in o) else "cpu")
+           for i, op in enumerate(order)}
+    info = compile_pipeline(model, 2, "stages", str(tmp_path / "p"), plan_file=write_plan(tmp_path / "plan.json", ops))
+    assert info["stage_servers"] == [0, 1, 0]
+    io = json.loads((tmp_path / "p" / "pipeline.json").read_text())["stage_io"]
+    assert set(io[0]["outputs"]) & set(io[2]["inputs"]), io  # from stage 0 straight to stage 2
+    outs, _ = run_remote(tmp_path / "p", servers, model.inputs)
+    np.testing.assert_allclose(outs[0], reference_outputs(model)[0], rtol=0, atol=1e-5)
+
+
+def test_gpu_device_is_refused(mlp, tmp_path):
+    from tvm_partition.devices import parse_devices
+
+    model, _ = mlp
+    plan = {"version": 1, "devices": [d.to_json() for d in parse_devices("cpu,gpu")], "ops": {OPS[2]: on("gpu")}}
+    (tmp_path / "plan.json").write_text(json.dumps(plan))
+    with pytest.raises(StageError, match=r"device 'gpu' is a gpu: stages are compiled for CPU servers only"):
+        compile_pipeline(model, 2, "stages", str(tmp_path / "p"), plan_file=str(tmp_path / "plan.json"))
 
 
 @pytest.mark.parametrize("argv,pattern", [

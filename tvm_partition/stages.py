@@ -1,16 +1,25 @@
 """Compile a model for several edge servers: consecutive stages, or parts of the batch.
 
-    python -m tvm_partition.stages MODEL --servers N (--mode stages [--cut-after VAR,...] | --mode split)
+    python -m tvm_partition.stages MODEL --servers N (--mode stages [--cut-after VAR,... | --plan FILE |
+        --strategy NAME [--time-limit S]] | --mode split)
         [--batch N] [--seq-len N] [--layers N] [--image-size N] [--threads N] [--no-tuning] --out DIR
 
-``--mode stages`` cuts ``main`` into N consecutive stages, one per server; a stage hands the
-tensors still live at its cut (e.g. an LSTM's h and c) to the next. The cut points are
+``--mode stages`` cuts ``main`` into N consecutive stages, one per server; a stage hands on the
+tensors it computes that are still live at its cut (e.g. an LSTM's h and c); the pipeline runner
+gives each to the later stages that need it (``stage_io`` in ``pipeline.json``). The cut points are
 hand-written (``--cut-after``: names of the Relax bindings after which to cut, as TVMScript
 prints ``main``) or chosen to balance an estimate of each stage's arithmetic (multiply-adds of
 matmul / conv, one per output element elsewhere), forwarding the fewest bytes near each share. ``--mode split`` divides the batch into N equal parts (FlexPie's setting: one
 layer's work divided over the servers): one artifact compiled for batch/N, run on every server
 at once, outputs concatenated on axis 0; it needs a model whose rows are independent (every zoo
 model) and a batch divisible by N.
+
+``--plan plan.json`` (or ``--strategy milp|heft|dp|...``: a placement planner over ``--servers``
+CPUs ``cpu,cpu1,...``) stages a placement instead: each plan device is one server, the ops are
+put in a topological order that stays on one device as long as it can, and ``main`` is cut
+wherever the device changes. A placement that returns to a device (A, B, A) gives more stages
+than servers; that server holds both stages in one session. Split decisions are refused (a
+stage is whole ops on one server); so are GPU devices (stages are compiled for CPU).
 
 Each stage or part is an ordinary artifact (``DIR/stage0``, ... or ``DIR/part``) for one CPU;
 ``DIR/pipeline.json`` says how they chain. ``python -m tvm_partition.pipeline DIR --rpc A,B``
@@ -140,10 +149,10 @@ def plan_of(model, plan_file: str | None, strategy: str | None, servers: int, ti
         if not hasattr(dec, "device"):
             raise StageError(f"op {op_id!r} is split over {list(dec.devices)}: stages place whole ops on one "
                              "server each; give it an on_device decision (Split plans: compile, on one machine)")
-    gpus = [d.name for d in plan.devices if d.kind != "cpu"]
+    gpus = [d for d in plan.devices if d.kind != "cpu"]
     if gpus:
-        raise StageError(f"device {gpus[0]!r} is a {plan.devices[[d.name for d in plan.devices].index(gpus[0])].kind}: "
-                         "stages are compiled for CPU servers only; use cpu devices in the plan")
+        raise StageError(f"device {gpus[0].name!r} is a {gpus[0].kind}: stages are compiled for CPU servers "
+                         "only; use cpu devices in the plan")
     return graph, plan
 
 
