@@ -155,3 +155,28 @@ def test_stages_cli_refuses_bad_plans(tmp_path, capsys, argv, pattern):
     assert main(["lstm", "--seq-len", "2", "--batch", "2", *argv, "--out", str(tmp_path / "p")]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and err[0].startswith("error: ") and re.search(pattern, err[0]), err
+
+
+def test_restarted_server_keeps_both_its_stages(mlp, servers, tmp_path):
+    """A server holding stages 0 and 2 restarts: stage 0 reconnects, and stage 2 moves to the new
+    session (the server serves one session at a time; the old one is gone)."""
+    model, expected = mlp
+    plan = write_plan(tmp_path / "plan.json", {OPS[0]: on("cpu"), OPS[2]: on("cpu1"), OPS[3]: on("cpu")})
+    compile_pipeline(model, 2, "stages", str(tmp_path / "p"), plan_file=plan)
+    port = free_port()
+    proc = rpc_server(port)
+    try:
+        wait_port(port, proc)
+        pipe = Pipeline(str(tmp_path / "p"), [Endpoint(rpc=f"127.0.0.1:{port}"), Endpoint(rpc=servers[1])])
+        try:
+            pipe.run(model.inputs)
+            proc.stop()
+            proc = rpc_server(port)
+            wait_port(port, proc)
+            outs, _ = pipe.run(model.inputs)
+            assert pipe.runners[0].sess is pipe.runners[2].sess
+        finally:
+            pipe.close()
+    finally:
+        proc.stop()
+    np.testing.assert_allclose(outs[0], expected[0], rtol=0, atol=1e-6)
