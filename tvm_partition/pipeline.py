@@ -6,8 +6,9 @@
 One RPC session per server, each holding its stage(s) (or its part of the batch) loaded once.
 ``stages``: stage i runs on server i, or, for stages made from a placement plan, on the server
 of its plan device (``stage_servers`` in pipeline.json; the servers are given in plan-device
-order, and a server may hold several stages, e.g. A, B, A); the tensors a stage hands on come
-back here and go to the next stage's server. ``split``: every server runs the same part artifact on its slice of the batch at the
+order, and a server may hold several stages, e.g. A, B, A, in its one session); the tensors a
+stage hands on come back here and go to the servers of the stages that need them
+(``stage_io``). ``split``: every server runs the same part artifact on its slice of the batch at the
 same time (one thread per session), the outputs are concatenated. With ``--repeat N`` it prints
 one ``stage<i>_median_us=`` (or ``part<i>_median_us=``) line per server, each as seen from here
 (transfers included), then ``median_us= p90_us=`` of the whole pipeline. Only the TVM runtime

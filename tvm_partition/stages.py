@@ -148,7 +148,8 @@ def plan_of(model, plan_file: str | None, strategy: str | None, servers: int, ti
     for op_id, dec in plan.ops.items():
         if not hasattr(dec, "device"):
             raise StageError(f"op {op_id!r} is split over {list(dec.devices)}: stages place whole ops on one "
-                             "server each; give it an on_device decision (Split plans: compile, on one machine)")
+                             "server each; give it an on_device decision (a Split runs on the devices of one machine: "
+                             "python -m tvm_partition.compile --plan)")
     gpus = [d for d in plan.devices if d.kind != "cpu"]
     if gpus:
         raise StageError(f"device {gpus[0].name!r} is a {gpus[0].kind}: stages are compiled for CPU servers "
@@ -194,8 +195,7 @@ def placed_bindings(model, graph, plan):
     for i in reversed(range(len(bindings))):  # a binding outside every op goes with its first user
         op = graph.op_of_binding.get(i)
         rank[i] = op_rank[op] if op is not None else min([rank[u] for u in graph.users[bindings[i].var]] or [rank[i]])
-    deps = [{graph.index_of[v] for v in graph.free[i] if v in graph.index_of} for i in range(len(bindings))]
-    waiting = [len(d) for d in deps]
+    waiting = [len({v for v in graph.free[i] if v in graph.index_of}) for i in range(len(bindings))]
     ready = [(rank[i], i) for i in range(len(bindings)) if not waiting[i]]
     heapq.heapify(ready)
     order = []
@@ -206,10 +206,13 @@ def placed_bindings(model, graph, plan):
             waiting[u] -= 1
             if not waiting[u]:
                 heapq.heappush(ready, (rank[u], u))
+    if len(order) != len(bindings):
+        raise StageError("main's bindings have no topological order (a cycle?)")
     devices = []
     for i in order:
         op = graph.op_of_binding.get(i)
-        devices.append(None if op is None or (graph.ops[op].is_view and op not in plan.ops) else plan.decision(op).device)
+        free = op is None or (graph.ops[op].is_view and op not in plan.ops)
+        devices.append(None if free else plan.decision(op).device)
     func = model.mod["main"]
     body = relax.SeqExpr([relax.DataflowBlock([bindings[i] for i in order])], ret)
     return relax.Function(list(func.params), body, ret.ty, attrs=func.attrs), devices
@@ -382,7 +385,8 @@ def _arg_problem(args) -> str | None:
     """What is wrong with the combination of flags, or None."""
     if args.servers is not None and args.servers < 1:
         return "--servers must be >= 1"
-    placement = [f for f, v in (("--plan", args.plan), ("--strategy", args.strategy), ("--cut-after", args.cut_after)) if v]
+    given = (("--plan", args.plan), ("--strategy", args.strategy), ("--cut-after", args.cut_after))
+    placement = [flag for flag, value in given if value]
     if len(placement) > 1:
         return f"{placement[0]} and {placement[1]} both say where to cut: give one"
     if placement and args.mode == "split":
