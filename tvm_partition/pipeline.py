@@ -3,9 +3,12 @@
     python -m tvm_partition.pipeline DIR (--rpc HOST:PORT,HOST:PORT,... | --tracker HOST:PORT --key KEY)
         [--input FILE.npz] [--output FILE.npz] [--repeat N]
 
-One RPC session per server, each holding its stage (or its part of the batch) loaded once.
-``stages``: stage i runs on server i; the tensors it hands on come back here and go to the next
-server. ``split``: every server runs the same part artifact on its slice of the batch at the
+One RPC session per server, each holding its stage(s) (or its part of the batch) loaded once.
+``stages``: stage i runs on server i, or, for stages made from a placement plan, on the server
+of its plan device (``stage_servers`` in pipeline.json; the servers are given in plan-device
+order, and a server may hold several stages, e.g. A, B, A, in its one session); the tensors a
+stage hands on come back here and go to the servers of the stages that need them
+(``stage_io``). ``split``: every server runs the same part artifact on its slice of the batch at the
 same time (one thread per session), the outputs are concatenated. With ``--repeat N`` it prints
 one ``stage<i>_median_us=`` (or ``part<i>_median_us=``) line per server, each as seen from here
 (transfers included), then ``median_us= p90_us=`` of the whole pipeline. Only the TVM runtime
@@ -25,7 +28,7 @@ import numpy as np
 
 from . import artifact
 from .devices import DeviceError
-from .remote import Endpoint, RemoteError, RemoteRunner
+from .remote import Endpoint, RemoteError, RemoteRunner, connect
 from .run import latency_line, read_inputs, write_outputs
 
 PIPELINE = "pipeline.json"
@@ -55,10 +58,17 @@ class Pipeline:
             raise RemoteError(f"{path} is a {n}-server {self.spec['mode']} pipeline: give {n} servers "
                               f"(--rpc A,B,... or a tracker with {n} free servers), got {len(endpoints)}")
         arts = self.spec["artifacts"] * (n if self.spec["mode"] == "split" else 1)
+        self.servers = stage_servers(self.spec, path) if self.spec["mode"] == "stages" else list(range(n))
         for a in set(arts):  # refuse a tampered artifact before anything is uploaded
             artifact.verify(os.path.join(path, a), artifact.read_manifest(os.path.join(path, a)))
-        # one after the other: concurrent tvm.rpc.connect calls were seen to hang (TVM 0.27)
-        self.runners = [RemoteRunner(os.path.join(path, a), e) for a, e in zip(arts, endpoints)]
+        # one after the other: concurrent tvm.rpc.connect calls were seen to hang (TVM 0.27); one
+        # session per server, shared by its stages (a TVM RPC server serves one session at a time)
+        sessions: dict = {}
+        self.runners = []
+        for a, s in zip(arts, self.servers):
+            if s not in sessions:
+                sessions[s] = connect(endpoints[s])
+            self.runners.append(RemoteRunner(os.path.join(path, a), endpoints[s], session=sessions[s]))
         self.label = "stage" if self.spec["mode"] == "stages" else "part"
         self.pool = ThreadPoolExecutor(n)
 
@@ -71,14 +81,44 @@ class Pipeline:
         """Outputs and the microseconds each stage / part took as seen from here."""
         if self.spec["mode"] == "split":
             return self._split(inputs)
+        if "stage_io" in self.spec:
+            return self._stages_by_key(inputs)
         times, values, outs = [], inputs, []
         for i, runner in enumerate(self.runners):
             t0 = time.perf_counter()
-            outs = runner.run(values)
+            outs = self._run_stage(i, values)
             times.append((time.perf_counter() - t0) * 1e6)
             if i + 1 < len(self.runners):  # the next stage's inputs, in order
                 values = dict(zip([x["name"] for x in self.runners[i + 1].input_info], outs))
         return outs, times
+
+    def _stages_by_key(self, inputs: dict[str, np.ndarray]):
+        """Stages that take tensors from any earlier stage: every handed-on tensor is kept here
+        under its key (``stage_io``) until the last stage that needs it has run."""
+        env, times, outs = dict(inputs), [], []
+        for i, io in enumerate(self.spec["stage_io"]):
+            missing = [k for k in io["inputs"] if k not in env]
+            if missing:
+                raise ValueError(f"stage {i} needs {missing[0]!r}, which no input or earlier stage gives")
+            names = [x["name"] for x in self.runners[i].input_info]
+            t0 = time.perf_counter()
+            outs = self._run_stage(i, dict(zip(names, (env[k] for k in io["inputs"]))))
+            times.append((time.perf_counter() - t0) * 1e6)
+            env.update(zip(io["outputs"] or [], outs))
+        return outs, times
+
+    def _run_stage(self, i: int, values: dict) -> list:
+        """Run stage ``i``; if its runner had to reconnect, the other stages of that server move to
+        the new session (the server serves one session at a time: the old one is gone)."""
+        runner = self.runners[i]
+        before = runner.sess
+        outs = runner.run(values)
+        if runner.sess is not before:
+            for other in self.runners:
+                if other is not runner and other.sess is before:
+                    other.sess = runner.sess
+                    other._load()
+        return outs
 
     def _split(self, inputs: dict[str, np.ndarray]):
         n, axis = len(self.runners), int(self.spec.get("axis", 0))
@@ -103,6 +143,17 @@ class Pipeline:
         return {i["name"]: random_input(i["shape"], i["dtype"], rng) for i in self.spec["inputs"]}
 
 
+def stage_servers(spec: dict, path: str) -> list[int]:
+    """The server index of each stage: ``stage_servers`` of a placement pipeline, else i."""
+    n, count = int(spec["servers"]), len(spec["artifacts"])
+    servers = spec.get("stage_servers", list(range(count)))
+    if (not isinstance(servers, list) or len(servers) != count
+            or not all(isinstance(s, int) and 0 <= s < n for s in servers)):
+        raise artifact.ArtifactError(f"{os.path.join(path, PIPELINE)}: stage_servers must give a server "
+                                     f"index below {n} for each of the {count} stages")
+    return servers
+
+
 def endpoints_of(args) -> list[Endpoint]:
     """One endpoint per server: the --rpc list, or the tracker once per server the pipeline needs
     (the tracker hands each request a different free server)."""
@@ -113,10 +164,17 @@ def endpoints_of(args) -> list[Endpoint]:
     return [Endpoint(tracker=args.tracker, key=args.key)] * int(read_spec(args.pipeline)["servers"])
 
 
+def _device_note(pipe: Pipeline, i: int) -> str:
+    """`` device=NAME`` for a stage of a placement pipeline (the plan device its server stands for)."""
+    names = pipe.spec.get("server_devices")
+    return f" device={names[pipe.servers[i]]}" if pipe.label == "stage" and names else ""
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(prog="python -m tvm_partition.pipeline", description=__doc__.split("\n\n")[0])
     ap.add_argument("pipeline", help="directory written by `python -m tvm_partition.stages --out`")
-    ap.add_argument("--rpc", metavar="HOST:PORT,...", help="the RPC servers, one per stage / part, in order")
+    ap.add_argument("--rpc", metavar="HOST:PORT,...",
+                    help="the RPC servers, one per stage / part in order (placement stages: one per plan device)")
     ap.add_argument("--tracker", metavar="HOST:PORT", help="request the servers from this TVM RPC tracker")
     ap.add_argument("--key", help="device key of the servers at the tracker")
     ap.add_argument("--input", help="npz file keyed by input name (default: seeded random inputs)")
@@ -142,7 +200,8 @@ def main(argv=None) -> int:
                 per.append(pipe.run(inputs)[1])
                 total.append((time.perf_counter() - t0) * 1e6)
             for i, col in enumerate(zip(*per)):
-                print(f"{pipe.label}{i}_median_us={np.median(col):.1f} server={pipe.runners[i].endpoint}")
+                print(f"{pipe.label}{i}_median_us={np.median(col):.1f} server={pipe.runners[i].endpoint}"
+                      + _device_note(pipe, i))
             print(latency_line(total))
     except (artifact.ArtifactError, DeviceError, ValueError, RemoteError) as e:
         print(f"error: {e}", file=sys.stderr)

@@ -1,0 +1,182 @@
+"""Stages from a placement plan: each plan device is one RPC server (two on loopback here)."""
+
+from __future__ import annotations
+
+import json
+import re
+
+import numpy as np
+import pytest
+
+from helpers import SMALL, mlp_model
+from rpc_servers import free_port, rpc_server, wait_port
+from tvm_partition.compile import reference_outputs
+from tvm_partition.pipeline import Pipeline
+from tvm_partition.remote import Endpoint
+from tvm_partition.stages import StageError, compile_pipeline
+
+# the MLP's fused ops: dense+tanh, reshape (a view), dense, softmax
+OPS = ["000_fused_matmul_add_tir_tanh", "001_reshape", "002_fused_matmul1_add1", "003_softmax"]
+
+
+@pytest.fixture(scope="module")
+def servers():
+    procs, ports = [], [free_port(), free_port()]
+    try:
+        for port in ports:
+            procs.append(rpc_server(port))
+        for port, proc in zip(ports, procs):
+            wait_port(port, proc)
+        yield [f"127.0.0.1:{p}" for p in ports]
+    finally:
+        for p in procs:
+            p.stop()
+
+
+@pytest.fixture(scope="module")
+def mlp():
+    model = mlp_model()
+    return model, reference_outputs(model)
+
+
+def write_plan(path, ops: dict) -> str:
+    from tvm_partition.devices import parse_devices
+
+    plan = {"version": 1, "devices": [d.to_json() for d in parse_devices("cpu,cpu")], "ops": ops}
+    path.write_text(json.dumps(plan))
+    return str(path)
+
+
+def on(device: str) -> dict:
+    return {"kind": "on_device", "device": device}
+
+
+def run_remote(out_dir, servers, inputs):
+    pipe = Pipeline(str(out_dir), [Endpoint(rpc=s) for s in servers])
+    try:
+        return pipe.run(inputs)
+    finally:
+        pipe.close()
+
+
+def test_first_half_on_server0_rest_on_server1(mlp, servers, tmp_path):
+    model, expected = mlp
+    plan = write_plan(tmp_path / "plan.json", {OPS[0]: on("cpu"), OPS[2]: on("cpu1"), OPS[3]: on("cpu1")})
+    info = compile_pipeline(model, 2, "stages", str(tmp_path / "p"), plan_file=plan)
+    assert info["stages"] == 2 and info["stage_servers"] == [0, 1]
+    spec = json.loads((tmp_path / "p" / "pipeline.json").read_text())
+    assert spec["server_devices"] == ["cpu", "cpu1"] and spec["stage_servers"] == [0, 1]
+    outs, times = run_remote(tmp_path / "p", servers, model.inputs)
+    np.testing.assert_allclose(outs[0], expected[0], rtol=0, atol=1e-6)
+    assert len(times) == 2
+
+
+def test_plan_returning_to_first_server(mlp, servers, tmp_path, capsys):
+    """cpu, cpu1, cpu: three stages, the first server holds two of them (one shared session)."""
+    from tvm_partition.pipeline import main
+
+    model, expected = mlp
+    plan = write_plan(tmp_path / "plan.json", {OPS[0]: on("cpu"), OPS[2]: on("cpu1"), OPS[3]: on("cpu")})
+    info = compile_pipeline(model, 2, "stages", str(tmp_path / "p"), plan_file=plan)
+    assert info["stage_servers"] == [0, 1, 0]
+    np.savez(tmp_path / "in.npz", **model.inputs)
+    assert main([str(tmp_path / "p"), "--rpc", ",".join(servers), "--input", str(tmp_path / "in.npz"),
+                 "--output", str(tmp_path / "out.npz"), "--repeat", "2"]) == 0
+    out = capsys.readouterr().out
+    for i, (dev, server) in enumerate([("cpu", servers[0]), ("cpu1", servers[1]), ("cpu", servers[0])]):
+        assert re.search(rf"^stage{i}_median_us=[0-9.]+ server=RPC server {server} device={dev}$", out, re.M), out
+    with np.load(tmp_path / "out.npz") as z:
+        np.testing.assert_allclose(z["output0"], expected[0], rtol=0, atol=1e-6)
+
+
+def test_split_decision_is_refused(mlp, tmp_path):
+    model, _ = mlp
+    split = {"kind": "split", "dim": 0, "ratios": [0.5, 0.5], "devices": ["cpu", "cpu1"]}
+    plan = write_plan(tmp_path / "plan.json", {OPS[0]: on("cpu"), OPS[2]: split})
+    with pytest.raises(StageError, match=r"op '002_fused_matmul1_add1' is split over \['cpu', 'cpu1'\]: stages "
+                                         r"place whole ops"):
+        compile_pipeline(model, 2, "stages", str(tmp_path / "p"), plan_file=plan)
+
+
+def test_heft_pipeline_from_the_cli_matches(servers, tmp_path, capsys):
+    from tvm_partition import frontend
+    from tvm_partition.stages import main
+
+    model = frontend.load("lstm", **SMALL["lstm"])
+    assert main(["lstm", "--seq-len", "4", "--batch", "2", "--strategy", "heft", "--no-tuning",
+                 "--out", str(tmp_path / "p")]) == 0
+    assert "stage_servers" in capsys.readouterr().out
+    spec = json.loads((tmp_path / "p" / "pipeline.json").read_text())
+    assert spec["plan_strategy"] == "heft" and spec["servers"] == 2
+    assert len(spec["stage_servers"]) == len(spec["artifacts"]) == len(spec["stage_io"])
+    outs, _ = run_remote(tmp_path / "p", servers, model.inputs)
+    np.testing.assert_allclose(outs[0], reference_outputs(model)[0], rtol=0, atol=1e-5)
+
+
+def test_tensor_handed_past_a_stage(servers, tmp_path):
+    """LSTM: the input slices on cpu, the first gate matmul on cpu1, the rest on cpu again: the
+    third stage needs slices from the first, which the runner keeps (a stage cannot return its
+    own input over RPC)."""
+    from tvm_partition import frontend
+    from tvm_partition.graph import OpGraph
+
+    model = frontend.load("lstm", **SMALL["lstm"])
+    order = OpGraph(model.mod).topo_order()
+    ops = {op: on("cpu1" if "matmul" in op and i == min(j for j, o in enumerate(order) if "matmul" in o) else "cpu")
+           for i, op in enumerate(order)}
+    info = compile_pipeline(model, 2, "stages", str(tmp_path / "p"), plan_file=write_plan(tmp_path / "plan.json", ops))
+    assert info["stage_servers"] == [0, 1, 0]
+    io = json.loads((tmp_path / "p" / "pipeline.json").read_text())["stage_io"]
+    assert set(io[0]["outputs"]) & set(io[2]["inputs"]), io  # from stage 0 straight to stage 2
+    outs, _ = run_remote(tmp_path / "p", servers, model.inputs)
+    np.testing.assert_allclose(outs[0], reference_outputs(model)[0], rtol=0, atol=1e-5)
+
+
+def test_gpu_device_is_refused(mlp, tmp_path):
+    from tvm_partition.devices import parse_devices
+
+    model, _ = mlp
+    plan = {"version": 1, "devices": [d.to_json() for d in parse_devices("cpu,gpu")], "ops": {OPS[2]: on("gpu")}}
+    (tmp_path / "plan.json").write_text(json.dumps(plan))
+    with pytest.raises(StageError, match=r"device 'gpu' is a gpu: stages are compiled for CPU servers only"):
+        compile_pipeline(model, 2, "stages", str(tmp_path / "p"), plan_file=str(tmp_path / "plan.json"))
+
+
+@pytest.mark.parametrize("argv,pattern", [
+    (["--plan", "{tmp}/nosuch.json"], r"placement plan: cannot read plan .*nosuch\.json"),
+    (["--plan", "{tmp}/p.json", "--cut-after", "lv"], r"--plan and --cut-after both say where to cut"),
+    (["--strategy", "heft", "--mode", "split"], r"--strategy is for --mode stages"),
+    (["--plan", "{tmp}/p.json", "--servers", "3"], r"--plan decides the servers"),
+])
+def test_stages_cli_refuses_bad_plans(tmp_path, capsys, argv, pattern):
+    from tvm_partition.stages import main
+
+    argv = [a.format(tmp=tmp_path) for a in argv]
+    assert main(["lstm", "--seq-len", "2", "--batch", "2", *argv, "--out", str(tmp_path / "p")]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("error: ") and re.search(pattern, err[0]), err
+
+
+def test_restarted_server_keeps_both_its_stages(mlp, servers, tmp_path):
+    """A server holding stages 0 and 2 restarts: stage 0 reconnects, and stage 2 moves to the new
+    session (the server serves one session at a time; the old one is gone)."""
+    model, expected = mlp
+    plan = write_plan(tmp_path / "plan.json", {OPS[0]: on("cpu"), OPS[2]: on("cpu1"), OPS[3]: on("cpu")})
+    compile_pipeline(model, 2, "stages", str(tmp_path / "p"), plan_file=plan)
+    port = free_port()
+    proc = rpc_server(port)
+    try:
+        wait_port(port, proc)
+        pipe = Pipeline(str(tmp_path / "p"), [Endpoint(rpc=f"127.0.0.1:{port}"), Endpoint(rpc=servers[1])])
+        try:
+            pipe.run(model.inputs)
+            proc.stop()
+            proc = rpc_server(port)
+            wait_port(port, proc)
+            outs, _ = pipe.run(model.inputs)
+            assert pipe.runners[0].sess is pipe.runners[2].sess
+        finally:
+            pipe.close()
+    finally:
+        proc.stop()
+    np.testing.assert_allclose(outs[0], expected[0], rtol=0, atol=1e-6)
