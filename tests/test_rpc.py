@@ -16,7 +16,7 @@ import pytest
 
 from rpc_servers import Proc, free_port, rpc_server, wait_port, wait_tracker
 from tvm_partition import artifact
-from tvm_partition.remote import Endpoint, RemoteError, RemoteRunner, connect, time_remote
+from tvm_partition.remote import Endpoint, RemoteError, RemoteRunner, connect
 from tvm_partition.run import Runner
 
 KEY = "tvmp-test"
@@ -200,23 +200,6 @@ def test_tampered_artifact_is_not_uploaded(art, server, tmp_path):
         f.truncate(1000)
     with pytest.raises(artifact.ArtifactError, match=r"model\.so: checksum mismatch"):
         RemoteRunner(str(bad), Endpoint(rpc=server))
-
-
-def test_time_remote_kernel(server, tmp_path):
-    """The profiler's entry point: one exported kernel timed on the server."""
-    import tvm
-    from tvm import te
-
-    a = te.placeholder((256,), "float32", name="a")
-    b = te.compute((256,), lambda i: a[i] * 2.0, name="b")
-    lib = tvm.compile(te.create_prim_func([a, b]).with_attr("global_symbol", "double"), target="llvm")
-    lib.export_library(str(tmp_path / "double.so"))
-    sess = connect(Endpoint(rpc=server))
-    times = time_remote(sess, str(tmp_path / "double.so"), "double", [([256], "float32"), ([256], "float32")],
-                        number=5, repeat=3)
-    assert len(times) == 3 and all(0 < t < 0.1 for t in times)
-    with pytest.raises(RemoteError, match=r"timing nosuch of double\.so"):
-        time_remote(sess, str(tmp_path / "double.so"), "nosuch", [([256], "float32")] * 2)
 
 
 @pytest.mark.parametrize("argv,pattern", [

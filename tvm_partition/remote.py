@@ -1,7 +1,7 @@
 """TVM RPC: reach an edge server, put a library on it, run and time things there.
 
 Used by ``python -m tvm_partition.run --rpc/--tracker``, the multi-server pipeline
-(:mod:`tvm_partition.pipeline`) and the profiler (``profile --rpc``: :func:`time_remote`). The
+(:mod:`tvm_partition.pipeline`) and the profiler (``profile --rpc``: :func:`connect`). The
 server is TVM's own, unmodified: ``python -m tvm.exec.rpc_server --host 127.0.0.1 --port 9090``
 (optionally ``--tracker HOST:PORT --key KEY``), which needs only the TVM runtime.
 
@@ -150,42 +150,6 @@ def remote_array(sess, tensors: list, tag: str):
     for name in names:
         remove(name)  # the array keeps the tensors alive
     return arr
-
-
-def time_remote(session, lib_path: str, func_name: str, arg_shapes_dtypes: list[tuple[list[int], str]],
-                number: int = 10, repeat: int = 3, device: str = "cpu", device_index: int = 0,
-                seed: int = 0) -> list[float]:
-    """Time one kernel of an exported library on the server: seconds per run, one value per repeat.
-
-    ``session``: an ``RPCSession`` (from :func:`connect`). ``lib_path``: a local ``.so`` exported
-    with ``export_library`` (built here for the server's target). ``func_name``: the kernel's
-    symbol in it (e.g. ``matmul_llvm``, or the PrimFunc's ``global_symbol``).
-    ``arg_shapes_dtypes``: every argument, outputs included, as ``(shape, dtype)``; they are
-    filled with seeded random values on the server's ``device`` (``cpu``/``gpu``) ``device_index``.
-    Like ``Module.time_evaluator``: one warm-up call, then ``repeat`` averages over ``number`` runs.
-    """
-    import tvm
-
-    if number < 1 or repeat < 1:
-        raise ValueError("number and repeat must be >= 1")
-    try:
-        lib = load_library(session, lib_path)
-        dev = remote_device(session, device, device_index)
-        rng = np.random.default_rng(seed)
-        args = [tvm.runtime.tensor(_random(shape, dtype, rng), device=dev) for shape, dtype in arg_shapes_dtypes]
-        timer = lib.time_evaluator(func_name, dev, number=number, repeat=repeat)
-        return [float(t) for t in timer(*args).results]
-    except (OSError, RuntimeError) as e:
-        if isinstance(e, RemoteError):
-            raise
-        raise RemoteError(f"timing {func_name} of {os.path.basename(lib_path)} on the RPC server failed: "
-                          f"{_short(e)}") from None
-
-
-def _random(shape, dtype, rng) -> np.ndarray:
-    from .inputs import random_input
-
-    return random_input(list(shape), dtype, rng)
 
 
 class RemoteRunner(Runner):
