@@ -220,6 +220,7 @@ def _ratios(text: str) -> tuple[float, ...]:
 
 def parser() -> argparse.ArgumentParser:
     from . import zoo
+    from .frontend import add_model_args
 
     ap = argparse.ArgumentParser(
         prog="python -m tvm_partition.compile",
@@ -239,10 +240,7 @@ def parser() -> argparse.ArgumentParser:
                                                        "e.g. 0.25,0.5,0.75 (joint split + placement)")
     ap.add_argument("--export-problem", help="write the model's placement problem (node-link JSON) here")
     ap.add_argument("--gpu-arch", default=DEFAULT_GPU_ARCH, help=f"CUDA arch for cross-compiling (default {DEFAULT_GPU_ARCH})")
-    ap.add_argument("--batch", type=int, help="batch size (zoo models and ONNX models with a free batch)")
-    ap.add_argument("--seq-len", type=int, help="sequence length (lstm, gru, bert)")
-    ap.add_argument("--layers", type=int, help="number of layers (lstm, gru, bert)")
-    ap.add_argument("--image-size", type=int, help="input height/width (image models)")
+    add_model_args(ap)
     ap.add_argument("--seed", type=int, default=0, help="seed of the zoo weights and example inputs")
     ap.add_argument("--tuning-logs", help="tuning logs folder (default: the shipped tuning_logs/, the folder "
                                           "matching this machine)")
@@ -271,8 +269,7 @@ def main(argv=None) -> int:
     try:
         devices = parse_devices(args.devices, gpu_arch=args.gpu_arch, cpu_mcpu=args.target_cpu)
         t0 = time.perf_counter()
-        model = frontend.load(args.model, batch=args.batch, seq_len=args.seq_len, layers=args.layers,
-                              image_size=args.image_size, seed=args.seed)
+        model = frontend.load(args.model, seed=args.seed, **{k: getattr(args, k) for k in frontend.MODEL_OPTIONS})
         print(f"model {model.name}: inputs {[(i['name'], i['shape']) for i in model.input_info()]}")
         tuning_db = None if args.no_tuning else _tuning_db(args.tuning_logs)
         topology = load_topology(args.topology) if args.topology else None

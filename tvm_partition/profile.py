@@ -125,7 +125,6 @@ def _profile(args, devices, folder) -> int:
     from tqdm import tqdm
 
     from .cost_models import profiler
-    from .cost_models.logs import ProfileLog
     from .cost_models.profiled import ProfiledCostModel
     from .devices import DeviceError, check_local
     from .tuning import open_database
@@ -154,13 +153,15 @@ def _profile(args, devices, folder) -> int:
         raise DeviceError(f"this machine has no CUDA GPU to time --devices {args.devices} on: build the samples "
                           "with --export-bundle DIR, run `python DIR/time_samples.py DIR` on the GPU machine, "
                           "then --import DIR here") from None
-    todo = [p for p in profiler.pending_samples(graphs, devices, ProfileLog(folder, warn=lambda m: None))
-            if session is None or p.make is not None]
     where = "" if session is None else f" of {fingerprint['rpc']}"
-    print(f"{len(todo)} samples to time on {','.join(d.name for d in devices)}{where}; log {folder}/profile.jsonl")
     t0 = time.monotonic()
-    with tqdm(total=len(todo), unit="sample", dynamic_ncols=True) as bar:
+    with tqdm(unit="sample", dynamic_ncols=True) as bar:
         def progress(event, what, left):
+            if event == "total":
+                bar.write(f"{what} samples to time on {','.join(d.name for d in devices)}{where}; "
+                          f"log {folder}/profile.jsonl")
+                bar.reset(total=what)
+                return
             if event == "build":
                 bar.set_description(what, refresh=True)
                 return

@@ -416,10 +416,7 @@ def main(argv=None) -> int:
     ap.add_argument("--strategy", choices=STRATEGY_NAMES,
                     help="stages: make the placement plan with this strategy over --servers CPUs (cpu,cpu1,...)")
     ap.add_argument("--time-limit", type=float, default=10.0, help="seconds for --strategy milp/dominators")
-    ap.add_argument("--batch", type=int)
-    ap.add_argument("--seq-len", type=int)
-    ap.add_argument("--layers", type=int)
-    ap.add_argument("--image-size", type=int)
+    frontend.add_model_args(ap)
     ap.add_argument("--threads", type=int, help="CPU threads each server's runner uses (default: all here)")
     ap.add_argument("--no-tuning", action="store_true", help="build without the tuning database")
     ap.add_argument("--out", required=True, help="folder for the stage artifacts and pipeline.json")
@@ -428,7 +425,7 @@ def main(argv=None) -> int:
     if problem:
         print(f"error: {problem}", file=sys.stderr)
         return 2
-    load_args = {k: getattr(args, k) for k in ("batch", "seq_len", "layers", "image_size") if getattr(args, k)}
+    load_args = {k: getattr(args, k) for k in frontend.MODEL_OPTIONS if getattr(args, k)}
     try:
         info = compile_pipeline(args.model, args.servers or 2, args.mode, args.out,
                                 cut_after=args.cut_after.split(",") if args.cut_after else None,

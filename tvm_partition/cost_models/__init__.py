@@ -5,7 +5,7 @@ answers from this machine's profile (:mod:`.profiled`; ``python -m tvm_partition
 :class:`AnalyticCostModel` is a roofline estimate for machines never profiled.
 """
 
-from .base import AnalyticCostModel, CostModel, DeviceRoofline, Estimate, part_fraction
+from .base import AnalyticCostModel, CostModel, DeviceRoofline, Estimate, cut_axes, part_fraction
 from .profiled import CostModelError, ProfiledCostModel
 
 
@@ -22,4 +22,4 @@ def open_cost_model(devices, logs: str | None = None, fallback: CostModel | None
 
 
 __all__ = ["AnalyticCostModel", "CostModel", "CostModelError", "DeviceRoofline", "Estimate", "ProfiledCostModel",
-           "open_cost_model", "part_fraction"]
+           "cut_axes", "open_cost_model", "part_fraction"]

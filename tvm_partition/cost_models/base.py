@@ -47,9 +47,6 @@ class CostModel(abc.ABC):
             return 0.0
         return self.comm_estimate(nbytes, src, dst).us
 
-    def source(self, op, device: str, shape: tuple[int, ...] | None = None) -> str:
-        return self.estimate(op, device, shape).source
-
     def slice_time(self, nbytes: float, device: str) -> float:
         """Cutting a part of ``nbytes`` out of a tensor on ``device`` (the *Split* of EOP Eq. 2)."""
         return 0.0
@@ -57,6 +54,13 @@ class CostModel(abc.ABC):
     def concat_time(self, nbytes: float, device: str) -> float:
         """Joining parts into a tensor of ``nbytes`` on ``device`` (the *Concatenate* of EOP Eq. 2)."""
         return 0.0
+
+
+def cut_axes(op, shape: tuple[int, ...] | None) -> list[int]:
+    """The axes along which ``shape`` (a part of ``op``'s output; None: the whole) is cut."""
+    if shape is None:
+        return []
+    return [a for a, (s, f) in enumerate(zip(shape, op.output_shapes[-1])) if s != f]
 
 
 def part_fraction(op, shape: tuple[int, ...] | None) -> float:

@@ -20,7 +20,7 @@ import re
 from collections import defaultdict
 
 from . import patterns, xgb
-from .base import CostModel, Estimate
+from .base import CostModel, Estimate, cut_axes
 from .logs import ProfileLog
 from .samples import op_signature
 
@@ -152,7 +152,7 @@ class ProfiledCostModel(CostModel):
             return Estimate(0.0, "view")
         kind = device_kind(device, self.devices)
         full = tuple(op.output_shapes[-1])
-        diff = [] if shape is None else [a for a, (s, f) in enumerate(zip(shape, full)) if s != f]
+        diff = cut_axes(op, shape)
         sig = op_signature(op)
         if len(diff) <= 1:
             dims = diff or sorted(d for (s, k, d) in self.series if s == sig and k == kind)

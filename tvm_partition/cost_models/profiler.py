@@ -185,14 +185,17 @@ def profile(graphs: list, devices: list, folder: str, database=None, budget_s: f
     """Time every sample of ``graphs`` on ``devices`` missing from ``folder``'s log, round by round,
     until done or ``budget_s`` is spent. Returns counts: measured, left, skipped.
 
-    ``progress(event, what, seconds_left)``: ``event`` is ``build`` (a round's kernels are being
-    compiled) or ``sample`` (``what`` is about to be timed). With an RPC ``session`` the kernels
+    ``progress(event, what, seconds_left)``: ``event`` is ``total`` (``what``: the number of samples
+    to time, said once first), ``build`` (a round's kernels are being compiled) or ``sample``
+    (``what`` is about to be timed). With an RPC ``session`` the kernels
     are timed on that machine (see :func:`timing.run_bundle`), whose ``fingerprint`` the records
     carry."""
     log = ProfileLog(folder)
     todo = [p for p in pending_samples(graphs, devices, log) if session is None or p.make is not None]
     t0 = time.monotonic()
     stats = {"measured": 0, "left": 0, "skipped": 0, "total": len(todo)}
+    if progress:
+        progress("total", len(todo), None)
     todo.sort(key=lambda p: p.level)  # stable: heaviest op first within a round
     for start in range(0, len(todo), CHUNK):
         batch = todo[start:start + CHUNK]

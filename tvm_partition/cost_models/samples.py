@@ -53,10 +53,6 @@ class Sample:
     shape: tuple[int, ...]  # output shape of the sample
     device: str  # device kind: cpu | gpu
 
-    @property
-    def key(self) -> tuple:
-        return ("op", self.sig, self.device, self.dim, self.size)
-
 
 def size_grid(full: int, extend: bool, points: int = 16) -> list[int]:
     """Sizes to sample along an axis of extent ``full``, in coarse-to-fine order.
@@ -115,7 +111,7 @@ def samples_of(graph, device_kinds: list[str]) -> list[Sample]:
 
 
 # ----------------------------------------------------------------------------- Relax functions
-def _region_shape(expr, region: Region | None, full_axis_size: int | None = None) -> tuple[int, ...]:
+def _region_shape(expr, region: Region | None) -> tuple[int, ...]:
     shape = shape_of(expr)
     if region is None:
         return shape
@@ -218,9 +214,6 @@ class KernelLibrary:
     target: dict
     kernels: dict[str, dict]
     samples: dict[str, list[str]]
-
-    def spec(self) -> dict:
-        return {"device": self.device, "target": self.target, "kernels": self.kernels, "samples": self.samples}
 
 
 def lower_sample(func) -> list:

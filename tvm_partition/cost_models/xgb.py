@@ -16,6 +16,8 @@ import os
 
 import numpy as np
 
+from .base import cut_axes
+
 KINDS = ("matmul", "conv2d", "max_pool2d", "avg_pool2d", "adaptive_avg_pool2d", "softmax", "layer_norm",
          "mean", "sum", "concat", "take", "strided_slice", "add", "multiply", "tanh", "sigmoid", "relu",
          "gelu", "clip", "permute_dims", "subtract", "divide")
@@ -43,10 +45,9 @@ def op_features(op, shape=None) -> list[float]:
     """Feature row of a :class:`tvm_partition.graph.Op`, whole or cut to output ``shape``."""
     full = tuple(op.output_shapes[-1])
     dim, size = 0, full[0] if full else 1
-    if shape is not None:
-        diff = [a for a, (s, f) in enumerate(zip(shape, full)) if s != f]
-        if diff:
-            dim, size = diff[0], shape[diff[0]]
+    cut = cut_axes(op, shape)
+    if cut:
+        dim, size = cut[0], shape[cut[0]]
     return features(op.kind, op.flops, op.bytes, full, dim, size, len(op.input_shapes))
 
 
