@@ -172,5 +172,6 @@ def plan_placement(strategy: str, opgraph, devices, cost_model=None, topology=No
 
 def strategies(time_limit: float = 10.0) -> dict:
     """``{name: plan(graph, devices)}`` for ``planners.STRATEGIES``."""
-    return {name: (lambda graph, devices, _n=name: plan_placement(_n, graph, devices, time_limit=time_limit))
+    return {name: (lambda graph, devices, cost_model=None, _n=name:
+                   plan_placement(_n, graph, devices, cost_model, time_limit=time_limit))
             for name in STRATEGY_NAMES}
