@@ -223,7 +223,9 @@ def test_out_writes_artifact_and_manifest(cli_results):
 
     art = cli_results["dir"] / "art"
     assert f"wrote {art}" in ok(cli_results["art"]).stdout
-    assert sorted(os.listdir(art)) == ["manifest.json", "model.so", "params.npz", "plan.json"]
+    assert sorted(os.listdir(art)) == ["manifest.json", "model.so", "params.npz", "plan.json", "plan.png"]
+    with open(art / "plan.png", "rb") as f:
+        assert f.read(8) == b"\x89PNG\r\n\x1a\n", "the Gantt chart is a PNG"
     manifest = json.loads((art / "manifest.json").read_text())
     assert manifest["inputs"] == [LSTM_INPUT]
     assert manifest["outputs"] == [LSTM_OUTPUT]

@@ -25,7 +25,9 @@ def test_milp_plan_for_lstm_compiles_and_matches_on_cpu_cpu():
     assert all(isinstance(d, OnDevice) for d in plan.ops.values())
     assert not any(compiled.graph.ops[k].is_view for k in plan.ops)
     assert {d.device for d in plan.ops.values()} == {"cpu", "cpu1"}, "the LSTM's layers pipeline over both"
-    assert plan.meta["placement"]["makespan_us"] == plan.predicted_latency_us
+    # the placement's own makespan is kept; predicted_latency_us is the VM list schedule, on which
+    # two CPU devices share one thread, so it is at least the placement's (parallel CPUs) makespan
+    assert 0 < plan.meta["placement"]["makespan_us"] <= plan.predicted_latency_us + 1e-6
     err, tol = check(compiled)
     assert err <= tol, f"max_abs_err={err} > {tol}"
 

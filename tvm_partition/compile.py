@@ -48,6 +48,7 @@ class Compiled:
     plan_s: float
     tuning_db: str | None = None  # the tuning database applied, if any
     num_threads: int = dataclasses.field(default_factory=lambda: os.cpu_count() or 1)
+    simulation: object = None  # simulate.Simulation of the plan on the planning cost model
 
     @property
     def tuned_kernels(self) -> list[str]:
@@ -83,37 +84,55 @@ class Compiled:
         )
 
 
-def make_plan(graph, devices: list[DeviceSpec], strategy: str = "equal", plan_file: str | None = None,
-              topology=None, time_limit: float = 10.0, cost_model=None, split_ratios=()) -> Plan:
-    """``topology`` / ``time_limit`` / ``cost_model`` / ``split_ratios`` are for the placement
-    strategies (milp...)."""
+def make_plan(graph, devices: list[DeviceSpec], strategy: str = "auto", plan_file: str | None = None,
+              **options) -> Plan:
+    """The plan of :func:`plan_and_simulate`."""
+    return plan_and_simulate(graph, devices, strategy, plan_file, **options)[0]
+
+
+def plan_and_simulate(graph, devices: list[DeviceSpec], strategy: str = "auto", plan_file: str | None = None,
+                      topology=None, time_limit: float = 10.0, cost_model=None, split_ratios=()):
+    """Plan ``graph`` with ``strategy`` (a name of :data:`tvm_partition.planners.STRATEGIES`) or
+    load ``plan_file``; ``cost_model`` (default: :func:`tvm_partition.cost_models.default_cost_model`)
+    prices the plan. ``topology`` / ``time_limit`` / ``split_ratios`` are for the placement
+    strategies (milp...). ``predicted_latency_us`` is the simulated latency (:mod:`.simulate`),
+    whatever the strategy, so every plan is scored the same way. Returns ``(plan, simulation)``."""
     _, _, _, planners, _ = _lazy()
     from .planners.placement import STRATEGY_NAMES, plan_placement
+    from .simulate import simulate
 
+    if cost_model is None:
+        from .cost_models import default_cost_model
+
+        cost_model = default_cost_model(devices)[0]
     if plan_file:
         plan = Plan.load(plan_file)
     elif strategy in STRATEGY_NAMES:
         plan = plan_placement(strategy, graph, devices, cost_model, topology, time_limit, split_ratios)
     else:
-        plan = planners.plan_with(strategy, graph, devices)
+        plan = planners.plan_with(strategy, graph, devices, cost_model)
     plan.validate(graph)
-    return plan
+    sim = simulate(graph, plan, cost_model)
+    plan.predicted_latency_us = sim.latency_us
+    plan.meta["predicted"] = {"latency_us": sim.latency_us, "sum_us": sim.sum_us, "cost_model": type(cost_model).__name__}
+    return plan, sim
 
 
-def compile_model(model, devices: list[DeviceSpec], strategy: str = "equal", plan_file: str | None = None,
-                  tuning_db: str | None = None, num_threads: int | None = None, **placement) -> Compiled:
-    """Plan and build ``model``; ``tuning_db``: a tuning database folder to apply (None: no tuning)."""
+def compile_model(model, devices: list[DeviceSpec], strategy: str = "auto", plan_file: str | None = None,
+                  tuning_db: str | None = None, num_threads: int | None = None, **planning) -> Compiled:
+    """Plan and build ``model``; ``tuning_db``: a tuning database folder to apply (None: no tuning);
+    ``planning``: :func:`make_plan`'s keyword arguments (``cost_model``, placement options)."""
     build, _, graph_mod, _, _ = _lazy()
     from .tuning import open_database
 
     g = graph_mod.OpGraph(model.mod)
     t0 = time.perf_counter()
-    plan = make_plan(g, devices, strategy, plan_file, **placement)
+    plan, sim = plan_and_simulate(g, devices, strategy, plan_file, **planning)
     plan_s = time.perf_counter() - t0
     db = open_database(tuning_db) if tuning_db else None
     result = build.build(model.mod, plan, g, db)
     return Compiled(model, g, plan, result, plan_s, tuning_db if db is not None else None,
-                    num_threads or os.cpu_count() or 1)
+                    num_threads or os.cpu_count() or 1, sim)
 
 
 def local_devices(devices: list[DeviceSpec]) -> list[DeviceSpec]:
@@ -192,11 +211,39 @@ def explain(compiled: Compiled) -> str:
     lines = ["  ".join(c.ljust(w) if i != 3 else c.rjust(w) for i, (c, w) in enumerate(zip(r, widths))) + "  " + r[-1]
              for r in [head] + rows]
     lines.append(f"{len(g.ops)} fused ops; {sum(1 for op in g.ops.values() if op.split_dims)} splittable")
+    lines += explain_plan(plan)
     tuned = compiled.tuned_kernels
     lines.append(f"{len(tuned)} of {len(compiled.build.kernel_devices)} kernels tuned"
                  + (f" (database {compiled.tuning_db}): {', '.join(tuned)}" if tuned else
                     " (no tuning database: python -m tvm_partition.tune)"))
     return "\n".join(lines)
+
+
+def explain_plan(plan: Plan) -> list[str]:
+    """The prediction, auto's candidates and EOP's key ops (dims, ratios, times: EOP Table 5)."""
+    lines = []
+    pred = plan.meta.get("predicted")
+    if pred:
+        lines.append(f"predicted latency {pred['latency_us'] / 1e3:.3f} ms (list schedule); EOP's sum of op times "
+                     f"AT(G,R) {pred['sum_us'] / 1e3:.3f} ms; cost model {pred['cost_model']}")
+    auto = plan.meta.get("auto")
+    if auto:
+        lines.append("auto: " + ", ".join(f"{k} {v / 1e3:.3f} ms" for k, v in sorted(auto["predicted_us"].items(),
+                                                                                   key=lambda kv: kv[1]))
+                     + f" -> {auto['chosen']}")
+    eop = plan.meta.get("eop")
+    if eop:
+        lines.append(f"EOP: {len(eop['key_ops'])} key ops take {eop['threshold']:.0%} of the time; candidates "
+                     + ", ".join(f"{k} {v / 1e3:.3f} ms" for k, v in eop["simulated_us"].items())
+                     + f" -> {eop['chosen']}")
+        head = ("key op", "kind", "decision", "dim", "alpha(cpu)", "beta(gpu)", "cpu us", "gpu us", "Eq.2 us", "sim us")
+        rows = [(r["op"], r["kind"], r["decision"], r.get("dim", "-"), f"{r['alpha']:.2f}" if "alpha" in r else "-",
+                 f"{r['beta']:.2f}" if "beta" in r else "-", f"{r['cpu_us']:.1f}", f"{r['gpu_us']:.1f}",
+                 f"{r['eq2_us']:.1f}", "-" if r["simulated_us"] is None else f"{r['simulated_us']:.1f}")
+                for r in eop["table"]]
+        widths = [max(len(str(x[i])) for x in rows + [head]) for i in range(len(head))]
+        lines += ["  ".join(str(c).ljust(w) for c, w in zip(r, widths)) for r in [head] + rows]
+    return lines
 
 
 def _tuning_db(logs: str | None) -> str | None:
@@ -221,6 +268,7 @@ def _ratios(text: str) -> tuple[float, ...]:
 def parser() -> argparse.ArgumentParser:
     from . import zoo
     from .frontend import add_model_args
+    from .planners import NAMES
 
     ap = argparse.ArgumentParser(
         prog="python -m tvm_partition.compile",
@@ -228,9 +276,10 @@ def parser() -> argparse.ArgumentParser:
         epilog=f"zoo models: {', '.join(zoo.NAMES)}",
     )
     ap.add_argument("model", nargs="?", default="lstm", help="zoo name or path to an .onnx file (default: lstm)")
-    ap.add_argument("--strategy", default="equal",
-                    choices=["cpu", "gpu", "equal", "milp", "dominators", "dp", "heft", "metf", "msct"],
-                    help="planner (default: equal); milp..msct place whole ops over the devices")
+    ap.add_argument("--strategy", default="auto", choices=NAMES,
+                    help="planner (default: auto, the best predicted of cpu, gpu, equal, fixed, eop and the "
+                         "placement heuristics); eop: EOP's key-op split ratios; fixed: subgraph-speedup ratios; "
+                         "milp..msct place whole ops over the devices")
     ap.add_argument("--plan", help="apply this plan.json instead of planning")
     ap.add_argument("--devices", default="cpu,gpu", help="cpu,gpu (default), cpu,cpu, or more, e.g. cpu,gpu,gpu")
     ap.add_argument("--topology", help="placement: JSON/YAML with the devices' memory_bytes, bandwidth_Bps and "
@@ -242,14 +291,17 @@ def parser() -> argparse.ArgumentParser:
     ap.add_argument("--gpu-arch", default=DEFAULT_GPU_ARCH, help=f"CUDA arch for cross-compiling (default {DEFAULT_GPU_ARCH})")
     add_model_args(ap)
     ap.add_argument("--seed", type=int, default=0, help="seed of the zoo weights and example inputs")
-    ap.add_argument("--tuning-logs", help="tuning logs folder (default: the shipped tuning_logs/, the folder "
-                                          "matching this machine)")
+    ap.add_argument("--tuning-logs", help="tuning logs folder: tuning database and profile (default: the shipped "
+                                          "tuning_logs/, the folder matching this machine; planning a GPU on a "
+                                          "machine without one uses the shipped GPU-machine profile)")
     ap.add_argument("--no-tuning", action="store_true", help="build without the tuning database")
     ap.add_argument("--target-cpu", help="LLVM -mcpu of the target CPU (default: this machine's)")
     ap.add_argument("--threads", type=int, help="CPU threads the runner uses (default: all cores here)")
-    ap.add_argument("--out", help="write model.so, params.npz, plan.json, manifest.json here")
+    ap.add_argument("--out", help="write model.so, params.npz, plan.json, manifest.json and plan.png (Gantt chart "
+                                  "of the predicted schedule) here")
     ap.add_argument("--check", action="store_true", help="compare with the unpartitioned model; print max_abs_err")
-    ap.add_argument("--explain", action="store_true", help="print the fused ops, their legal dims and the plan")
+    ap.add_argument("--explain", action="store_true", help="print the fused ops, their legal dims, the plan and the "
+                                                           "key ops' dims, ratios and predicted times (EOP Table 5)")
     return ap
 
 
@@ -261,7 +313,8 @@ def main(argv=None) -> int:
             print(f"error: --{flag.replace('_', '-')} must be >= 1", file=sys.stderr)
             return 2
     build, frontend, graph_mod, _, split_rules = _lazy()
-    from .planners.placement import STRATEGY_NAMES, default_cost_model, problem_for
+    from .cost_models import default_cost_model
+    from .planners.placement import problem_for
     from .planners.problem import ProblemError, load_topology
 
     errors = (frontend.ModelError, PlanError, DeviceError, graph_mod.GraphError, build.BuildError,
@@ -274,9 +327,8 @@ def main(argv=None) -> int:
         tuning_db = None if args.no_tuning else _tuning_db(args.tuning_logs)
         topology = load_topology(args.topology) if args.topology else None
         ratios = _ratios(args.split_ratios)
-        cost_model = None
-        if args.export_problem or args.strategy in STRATEGY_NAMES:
-            cost_model = default_cost_model(devices, args.tuning_logs)
+        cost_model, note = default_cost_model(devices, args.tuning_logs)
+        print(note)
         if args.export_problem:
             problem_for(graph_mod.OpGraph(model.mod), devices, cost_model, topology=topology,
                         split_ratios=ratios).save(args.export_problem)
@@ -284,14 +336,20 @@ def main(argv=None) -> int:
         compiled = compile_model(model, devices, args.strategy, args.plan, tuning_db, args.threads,
                                  topology=topology, time_limit=args.time_limit, split_ratios=ratios,
                                  cost_model=cost_model)
-        print(f"plan {compiled.plan.strategy}: {len(compiled.graph)} fused ops, "
-              f"{sum(1 for d in compiled.plan.ops.values() if hasattr(d, 'ratios'))} split; "
+        plan = compiled.plan
+        chosen = plan.meta.get("auto", {}).get("chosen")
+        print(f"plan {plan.strategy}{f' (chose {chosen})' if chosen else ''}: {len(compiled.graph)} fused ops, "
+              f"{sum(1 for d in plan.ops.values() if hasattr(d, 'ratios'))} split; predicted "
+              f"{plan.predicted_latency_us / 1e3:.3f} ms; planned in {compiled.plan_s:.2f}s, "
               f"compiled in {time.perf_counter() - t0:.1f}s")
         if args.explain:
             print(explain(compiled))
         if args.out:
+            from .gantt import draw
+
             compiled.save(args.out)
-            print(f"wrote {args.out}/ (model.so, params.npz, plan.json, manifest.json)")
+            draw(compiled.simulation, os.path.join(args.out, "plan.png"), f"{model.name}: {plan.strategy} on {args.devices}")
+            print(f"wrote {args.out}/ (model.so, params.npz, plan.json, manifest.json, plan.png)")
         if args.check:
             err, tol = check(compiled, args.out)
             print(f"max_abs_err={err:.3g}")

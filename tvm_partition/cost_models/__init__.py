@@ -21,5 +21,56 @@ def open_cost_model(devices, logs: str | None = None, fallback: CostModel | None
     return ProfiledCostModel(folder, devices, fallback)
 
 
-__all__ = ["AnalyticCostModel", "CostModel", "CostModelError", "DeviceRoofline", "Estimate", "ProfiledCostModel",
-           "cut_axes", "open_cost_model", "part_fraction"]
+#: Assumed roofline figures where nothing was profiled (not measured): CPU ~100 GFLOP/s and
+#: 20 GB/s, GPU ~20 TFLOP/s and 1.5 TB/s.
+ROOFLINE = {"cpu": DeviceRoofline(100.0, 20.0, 2.0), "gpu": DeviceRoofline(20000.0, 1500.0, 5.0)}
+
+
+def _has_gpu_profile(folder: str) -> bool:
+    import os
+
+    path = os.path.join(folder, "profile.jsonl")
+    if not os.path.exists(path):
+        return False
+    with open(path, encoding="utf-8", errors="replace") as f:
+        return any('"device": "gpu"' in line for line in f)
+
+
+def gpu_logs(logs: str | None = None) -> str | None:
+    """A fingerprint folder under ``logs`` (default: the shipped ``tuning_logs/``) whose profile
+    has GPU samples: what a machine without a GPU plans ``cpu,gpu`` with."""
+    import os
+
+    from ..tuning import DEFAULT_LOGS
+
+    logs = logs or DEFAULT_LOGS
+    if _has_gpu_profile(logs):
+        return logs
+    folders = sorted(os.path.join(logs, d) for d in os.listdir(logs)) if os.path.isdir(logs) else []
+    return next((f for f in folders if _has_gpu_profile(f)), None)
+
+
+def default_cost_model(devices, logs: str | None = None) -> tuple[CostModel, str]:
+    """The cost model planners use, and a line saying where its times come from.
+
+    This machine's profile (``logs``: a tuning-logs folder, default the shipped one), falling back
+    per op to :data:`ROOFLINE`. Planning for a GPU on a machine whose profile has none takes the
+    shipped logs of a GPU machine (:func:`gpu_logs`) where there are some."""
+    roofline = AnalyticCostModel({d.name: ROOFLINE[d.kind] for d in devices})
+    folder = None
+    local = open_cost_model(devices, logs, fallback=roofline)
+    if any(d.kind == "gpu" for d in devices) and not local.log.ops("gpu"):
+        folder = gpu_logs(logs)
+    if folder is not None:
+        return ProfiledCostModel(folder, devices, roofline), f"cost model: GPU-machine profile {folder}"
+    if not len(local.log):
+        return roofline, "cost model: roofline estimates (no profile: python -m tvm_partition.profile MODEL)"
+    note = f"cost model: profile {local.folder}"
+    if any(d.kind == "gpu" for d in devices) and not local.log.ops("gpu"):
+        note += ("; no GPU profile in the tuning logs, GPU times are roofline estimates "
+                 "(profile one: python -m tvm_partition.profile MODEL --devices cpu,gpu --export-bundle DIR)")
+    return local, note
+
+
+__all__ = ["ROOFLINE", "AnalyticCostModel", "CostModel", "CostModelError", "DeviceRoofline", "Estimate",
+           "ProfiledCostModel", "cut_axes", "default_cost_model", "gpu_logs", "open_cost_model", "part_fraction"]

@@ -56,18 +56,23 @@ class CostModel(abc.ABC):
         return 0.0
 
 
+def full_shape(op) -> tuple[int, ...]:
+    """The op's output shape; ``()`` for an op whose output is a tuple."""
+    return tuple(op.output_shapes[-1]) if op.output_shapes else ()
+
+
 def cut_axes(op, shape: tuple[int, ...] | None) -> list[int]:
     """The axes along which ``shape`` (a part of ``op``'s output; None: the whole) is cut."""
     if shape is None:
         return []
-    return [a for a, (s, f) in enumerate(zip(shape, op.output_shapes[-1])) if s != f]
+    return [a for a, (s, f) in enumerate(zip(shape, full_shape(op))) if s != f]
 
 
 def part_fraction(op, shape: tuple[int, ...] | None) -> float:
     """Fraction of the op's output that ``shape`` covers (1.0 for ``None``)."""
     if shape is None:
         return 1.0
-    full = math.prod(op.output_shapes[-1]) or 1
+    full = math.prod(full_shape(op)) or 1
     return min(1.0, math.prod(shape) / full)
 
 

@@ -20,7 +20,7 @@ import re
 from collections import defaultdict
 
 from . import patterns, xgb
-from .base import CostModel, Estimate, cut_axes, part_fraction
+from .base import CostModel, Estimate, cut_axes, full_shape, part_fraction
 from .logs import ProfileLog
 from .samples import op_signature
 
@@ -152,7 +152,7 @@ class ProfiledCostModel(CostModel):
         if op.is_view:
             return Estimate(0.0, "view")
         kind = device_kind(device, self.devices)
-        full = tuple(op.output_shapes[-1])
+        full = full_shape(op)
         diff = cut_axes(op, shape)
         sig = op_signature(op)
         if len(diff) <= 1:

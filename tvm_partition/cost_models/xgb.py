@@ -16,7 +16,7 @@ import os
 
 import numpy as np
 
-from .base import cut_axes
+from .base import cut_axes, full_shape
 
 KINDS = ("matmul", "conv2d", "max_pool2d", "avg_pool2d", "adaptive_avg_pool2d", "softmax", "layer_norm",
          "mean", "sum", "concat", "take", "strided_slice", "add", "multiply", "tanh", "sigmoid", "relu",
@@ -43,7 +43,7 @@ def record_features(rec: dict) -> list[float]:
 
 def op_features(op, shape=None) -> list[float]:
     """Feature row of a :class:`tvm_partition.graph.Op`, whole or cut to output ``shape``."""
-    full = tuple(op.output_shapes[-1])
+    full = full_shape(op)
     dim, size = 0, full[0] if full else 1
     cut = cut_axes(op, shape)
     if cut:

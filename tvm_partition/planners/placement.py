@@ -116,16 +116,10 @@ def solve(problem: Problem, strategy: str, time_limit: float = 10.0, coarsen_abo
 
 # ---------------------------------------------------------------------- TVM models
 def default_cost_model(devices, logs: str | None = None):
-    """This machine's profiled cost model (``logs``: the tuning-logs folder, default the shipped
-    one; :func:`tvm_partition.cost_models.open_cost_model`) where it has a profile, falling back
-    per op to a roofline model: CPU ~100 GFLOP/s and 20 GB/s, GPU ~20 TFLOP/s and 1.5 TB/s
-    (assumed figures, not measured; the only model where nothing was profiled)."""
-    from ..cost_models import AnalyticCostModel, DeviceRoofline, open_cost_model
+    """The planners' cost model (:func:`tvm_partition.cost_models.default_cost_model`)."""
+    from ..cost_models import default_cost_model as pick
 
-    roof = {"cpu": DeviceRoofline(100.0, 20.0, 2.0), "gpu": DeviceRoofline(20000.0, 1500.0, 5.0)}
-    roofline = AnalyticCostModel({d.name: roof[d.kind] for d in devices})
-    profiled = open_cost_model(devices, logs, fallback=roofline)
-    return profiled if len(profiled.log) else roofline
+    return pick(devices, logs)[0]
 
 
 def problem_for(opgraph, devices, cost_model=None, topology=None, split_ratios=()) -> Problem:
