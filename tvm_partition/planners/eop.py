@@ -27,8 +27,10 @@ Follows EOP Sec. 3.2-3.3 and Alg. 1-3, on a :class:`tvm_partition.cost_models.Co
 
 The result is the best, in simulated latency, of the separate plan (each key op at its own Eq. 2
 optimum), the collaborative walks (the last ones pricing each output's copies to where an earlier
-plan put its consumers) and the two single-device plans (Eq. 3 for the whole model), so
-collaboration never makes a plan worse and EOP never predicts worse than one device. ``meta``
+plan put its consumers), the uniform plan (every split key op at the balance ratio of all of them
+together, which keeps a chain's parts in place: on Fig. 1's toy it is what the list schedule
+prefers) and the two single-device plans (Eq. 3 for the whole model), so collaboration never
+makes a plan worse and EOP never predicts worse than one device. ``meta``
 records every candidate's simulated latency and which was chosen.
 """
 
@@ -319,6 +321,9 @@ class EOP:
         plans = {"separate": self._plan(self.walk(choices, False))}
         if collaborative:
             plans["collaborative"] = self._plan(self.walk(choices, True))
+            uniform = self.uniform(choices)
+            if uniform is not None:
+                plans["uniform"] = self._plan(self.walk(uniform, False))
         sims = {k: self.sim.run(p) for k, p in plans.items()}
         if collaborative:  # walk again, pricing each output's copies to where the best plans so far put its consumers
             for start in ("cpu", "gpu", min(sims, key=lambda k: sims[k].latency_us)):
@@ -345,6 +350,26 @@ class EOP:
             }
         }
         return plan
+
+    def uniform(self, choices: dict) -> dict | None:
+        """The split key ops all at one ratio: the Eq. 5 balance of their whole times together
+        (Fig. 1(c)'s Fixed ratio with the model as one subgraph). Split alike, a chain of ops
+        keeps its parts where they are and the GPU runs ahead of the CPU without waiting; the
+        walks, which decide op by op, can miss that when the ops' own balance points differ."""
+        split = [v for v, c in choices.items() if c.split]
+        if not split:
+            return None
+        cpu = sum(self.sim.op_time(v, self.host) for v in split)
+        gpu = sum(self.sim.op_time(v, self.acc) for v in split)
+        beta = round(cpu / (cpu + gpu), 2) if cpu + gpu > 0 else 0.5
+        if not 0 < beta < 1:
+            return None
+        out = dict(choices)
+        for v in split:
+            s = choices[v].decision
+            out[v] = dataclasses.replace(choices[v], decision=Split(s.dim, (beta, round(1 - beta, 2)), s.devices),
+                                         gpu_ratio=beta)
+        return out
 
     def _plan(self, decisions: dict) -> Plan:
         return Plan(self.devices, dict(decisions), strategy="eop")
