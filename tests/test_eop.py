@@ -225,12 +225,14 @@ def test_collaborative_never_worse_than_separate_fig1(fig1):
 
 
 def test_collaboration_strictly_better_on_a_chain():
-    """Two matmuls whose own balance points differ (0.75 and 0.5 on the GPU): split separately,
-    the second reads rows of the first from both devices, so the first's GPU part is copied back,
-    concatenated and cut again; split the same way, each part reads its rows in place."""
+    """Two matmuls whose own balance points differ (0.6 and 0.5 on the GPU): split separately,
+    the second's CPU part reads rows of the first from both devices, so the first's GPU part is
+    copied back and concatenated (before either part of the second is launched); split the same
+    way, each part reads its rows in place. Copies cost 1 ms: separately 1 + 3.6 + 1 + 3 + 1 ms,
+    together 1 + 3.6 + 3.6 + 1 ms."""
     g = OpGraph(load(Chain(), x=(100, 32)).mod)
     first, second = g.topo_order()
-    cm = TableCostModel({first: (3000.0, 1000.0), second: (2000.0, 2000.0)}, copy_us=200.0)
+    cm = TableCostModel({first: (9000.0, 6000.0), second: (6000.0, 6000.0)}, copy_us=1000.0)
     eop = EOP(g, CPU_GPU, cm)
     a, b = eop.best_choice(first), eop.best_choice(second)
     assert a.split and b.split and a.gpu_ratio != b.gpu_ratio
@@ -238,9 +240,10 @@ def test_collaboration_strictly_better_on_a_chain():
     assert collab.predicted_latency_us < separate.predicted_latency_us - 100, (
         collab.meta["eop"]["simulated_us"], separate.meta["eop"]["simulated_us"])
     # it is the walk (Alg. 2's pairwise tuning: the second op follows the first's split) that
-    # finds it: x's GPU rows in (0.2 ms), 0.75 ms, the second op's GPU part 1.5 ms, out (0.2 ms)
+    # finds it: x's GPU rows in (1 ms), 3.6 ms, the second op's GPU part 3.6 ms, out (1 ms)
+    assert separate.predicted_latency_us == pytest.approx(9600.0)
     walked = collab.meta["eop"]["simulated_us"]["collaborative"]
-    assert walked <= 2650 + 1e-6 and collab.meta["eop"]["chosen"].startswith("collaborative")
+    assert walked <= 9200 + 1e-6 and collab.meta["eop"]["chosen"].startswith("collaborative")
     d1, d2 = collab.ops[first], collab.ops[second]
     assert isinstance(d1, Split) and isinstance(d2, Split)
     assert d1.parts(100) == d2.parts(100), (d1, d2)  # the same rows on the same devices

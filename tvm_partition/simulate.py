@@ -14,7 +14,8 @@ The execution model is TVM's Relax VM, which runs ``main`` on one host thread:
   plans are serial, as measured);
 * a kernel on a GPU is queued on that GPU's stream: it starts when the stream is free and the
   VM has reached it, and the VM goes on at once (CUDA launches are asynchronous), so the GPU
-  part of a split (emitted first) overlaps with the CPU part;
+  part of a split (emitted first, after the inputs of both parts are in place) overlaps with the
+  CPU part;
 * a copy between devices (``to_vdevice``) blocks the VM and waits for the streams of the GPUs
   it touches (``cudaMemcpy`` orders after earlier work on the stream);
 * slices and concats are kernels on the device holding the data.
@@ -329,9 +330,14 @@ class Run:
         if isinstance(dec, Split):
             parts = dec.parts(op.output_shapes[-1][dec.dim], op.granules.get(dec.dim, 1))
             if len(parts) > 1:
+                regions = [(dev, Region(dec.dim, lo, hi)) for dev, lo, hi in sorted(parts, key=lambda p: self.rank[p[0]])]
+                for dev, region in regions:  # all parts' inputs first, as the pass does
+                    needs = self.s.needs(op_id, region)
+                    for x in op.inputs:
+                        self.get(x, dev, needs.get(x))
                 longest = 0.0
-                for dev, lo, hi in sorted(parts, key=lambda p: self.rank[p[0]]):
-                    longest = max(longest, self.emit_part(op, dev, Region(dec.dim, lo, hi)))
+                for dev, region in regions:
+                    longest = max(longest, self.emit_part(op, dev, region))
                 self._op_done(op_id, longest)
                 self.clock.sum_us += longest
                 return

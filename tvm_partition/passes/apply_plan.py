@@ -11,6 +11,8 @@ where a consumer needs the whole tensor. The rewrite follows these rules (founda
   made once and reused;
 * the parts of a split op are emitted GPU first: CUDA launches are asynchronous, so the GPU part
   runs while the VM executes the CPU part (EOP Sec. 3.1, Eq. 2: T = max(cpu, gpu) + copies);
+  the inputs of all parts are sliced and copied before the first part is launched, so a copy back
+  from the GPU (which waits for the GPU's stream) never waits for this op's own GPU part;
 * consecutive ops split the same way stay split: a consumer whose part needs exactly (or a slice
   of) a producer part on the same device reads it directly, with no concat + split round trip.
 """
@@ -177,8 +179,14 @@ class _Emitter:
             if len(parts) == 1:
                 dec = OnDevice(parts[0][0])
             else:
-                for dev, lo, hi in sorted(parts, key=lambda p: self.gpu_first[p[0]]):
-                    self.emit_part(op, dev, Region(dec.dim, lo, hi))
+                regions = [(dev, Region(dec.dim, lo, hi)) for dev, lo, hi in sorted(parts, key=lambda p: self.gpu_first[p[0]])]
+                for dev, region in regions:  # every part's inputs first: a copy back from the GPU
+                    needs = self.g.propagate(op, region)[0]  # must not wait for this op's GPU part
+                    for x in op.inputs:
+                        if is_tensor(x) and (x in self.whole or x in self.parts):
+                            self.get(x, dev, needs.get(x))
+                for dev, region in regions:
+                    self.emit_part(op, dev, region)
                 return
         env = self.emit_members(op, dec.device, *self.g.propagate(op, None)[:2])
         for o in op.outputs:
