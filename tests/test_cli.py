@@ -145,6 +145,7 @@ def cli_results(tmp_path_factory):
         "check-explain": ("compile", *LSTM, *CPU2, "--strategy", "equal", "--check", "--explain"),
         "strategy-cpu": ("compile", *LSTM, *CPU2, "--strategy", "cpu", "--check"),
         "strategy-gpu": ("compile", *LSTM, *CPU2, "--strategy", "gpu", "--check"),
+        "eop-explain": ("compile", *LSTM, "--devices", "cpu,gpu", "--strategy", "eop", "--explain"),
         "strategy-unknown": ("compile", *LSTM, "--strategy", "fastest"),
         "illegal-softmax": ("compile", d / "softmax.onnx", "--plan", d / "softmax_plan.json"),
         "run-missing-dir": ("run", d / "nowhere"),
@@ -266,6 +267,17 @@ def test_strategies_check(cli_results, strategy):
     proc = ok(cli_results[f"strategy-{strategy}"])
     assert max_abs_err(proc) <= 1e-4
     assert f"plan {strategy}:" in proc.stdout
+
+
+def test_eop_explain_prints_key_ops_and_prediction(cli_results):
+    out = ok(cli_results["eop-explain"]).stdout
+    assert "cost model:" in out and "GPU times are roofline estimates" in out, "says where GPU times come from"
+    assert re.search(r"plan eop: \d+ fused ops, \d+ split; predicted \d+\.\d+ ms", out)
+    assert re.search(r"predicted latency \d+\.\d+ ms \(list schedule\); EOP's sum of op times AT\(G,R\)", out)
+    assert re.search(r"EOP: \d+ key ops take 95% of the time; candidates separate ", out)
+    header = next(line for line in out.splitlines() if line.startswith("key op "))
+    for col in ("decision", "dim", "alpha(cpu)", "beta(gpu)", "Eq.2 us", "sim us"):
+        assert col in header
 
 
 # --- compile: bad input ----------------------------------------------------------------------

@@ -414,3 +414,24 @@ def test_eop_through_plan_with():
     plan = plan_with("eop", g, CPU_GPU, cm)
     assert plan.strategy == "eop" and plan.predicted_latency_us == pytest.approx(simulate(g, plan, cm).latency_us)
     plan.validate(g)
+
+
+def test_planning_a_gpu_here_uses_a_gpu_machine_profile(tmp_path):
+    """Without a GPU profile of its own, planning cpu,gpu takes the logs of a machine that has one."""
+    import json
+    import os
+
+    from tvm_partition.cost_models import default_cost_model
+    from tvm_partition.tuning import DEFAULT_LOGS
+
+    with open(os.path.join(DEFAULT_LOGS, "amd-epyc-2c", "profile.jsonl")) as f:
+        rec = json.loads(f.readline())
+    box = tmp_path / "h100-box"
+    box.mkdir()
+    (box / "profile.jsonl").write_text("".join(json.dumps(dict(rec, device=d)) + "\n" for d in ("cpu", "gpu")))
+    cm, note = default_cost_model(CPU_GPU, str(tmp_path))
+    assert "GPU-machine profile" in note and cm.folder == str(box), note
+    assert [r["mean_us"] for r in cm.log.ops("gpu")] == [rec["mean_us"]]
+    (box / "profile.jsonl").write_text(json.dumps(rec) + "\n")  # CPU samples only: no GPU profile anywhere
+    cm, note = default_cost_model(CPU_GPU, str(tmp_path))
+    assert "roofline" in note, note
