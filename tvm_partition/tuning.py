@@ -53,17 +53,35 @@ def database_dir(logs: str | None = None, fingerprint: str | None = None) -> str
     return os.path.join(logs, fingerprint or fingerprint_id())
 
 
+#: Databases opened for reading, by (folder, size and mtime of its files): parsing a database of a
+#: few thousand records takes seconds, and a benchmark compiles many builds against the same one.
+_OPENED: dict = {}
+
+
+def _stamp(path: str) -> tuple:
+    files = [os.path.join(path, f) for f in ("database_workload.json", "database_tuning_record.json")]
+    return tuple((os.stat(f).st_size, os.stat(f).st_mtime_ns) if os.path.exists(f) else None for f in files)
+
+
 def open_database(path: str, create: bool = False):
-    """MetaSchedule JSONDatabase at ``path`` (None if absent and not ``create``)."""
+    """MetaSchedule JSONDatabase at ``path`` (None if absent and not ``create``). Read-only opens
+    of unchanged files share one parsed database; ``create`` (tuning) always opens a fresh one."""
     import tvm.s_tir.meta_schedule as ms
 
     if not create and not os.path.exists(os.path.join(path, "database_workload.json")):
         return None
+    key = (os.path.abspath(path), _stamp(path))
+    if not create and key in _OPENED:
+        return _OPENED[key]
     os.makedirs(path, exist_ok=True)
     try:
-        return ms.database.JSONDatabase(work_dir=path, allow_missing=True)
+        db = ms.database.JSONDatabase(work_dir=path, allow_missing=True)
     except Exception as e:  # noqa: BLE001 - MetaSchedule reports corrupt files with TVM errors
         raise TuningError(f"{path}: unreadable tuning database ({str(e).splitlines()[-1]})") from None
+    if not create:
+        _OPENED.clear()  # keep one: a stale parse of the same folder is never wanted again
+        _OPENED[key] = db
+    return db
 
 
 def tuning_target(device: DeviceSpec):
