@@ -42,15 +42,16 @@ import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.dont_write_bytecode = True  # leave the bundle as it was copied
-if sys.version_info[:2] != {version}:
-    sys.exit("error: this bundle was made for Python %d.%d, not %d.%d (rebuild it with deploy --python)"
-             % ({version} + sys.version_info[:2]))
-os.environ["TVM_USE_RUNTIME_LIB"] = "1"  # before tvm is imported: load libtvm_runtime.so only
+{check}os.environ["TVM_USE_RUNTIME_LIB"] = "1"  # before tvm is imported: load libtvm_runtime.so only
 SITE = os.path.join(HERE, "site")
 sys.path.insert(0, SITE)
 # TVM's RPC server runs its loop in a child python: it must find the bundle too
 os.environ["PYTHONPATH"] = os.pathsep.join(p for p in (SITE, os.environ.get("PYTHONPATH")) if p)
 {body}
+'''
+VERSION_CHECK = '''if sys.version_info[:2] != {version}:
+    sys.exit("error: this bundle was made for Python %d.%d, not %d.%d (rebuild it with deploy --python)"
+             % ({version} + sys.version_info[:2]))
 '''
 RUN_BODY = '''from tvm_partition.run import main
 
@@ -97,6 +98,25 @@ def _tvm_ffi(site: str, python: str, work: str, find_links: str | None) -> None:
     shutil.copytree(os.path.join(work, "tvm_ffi"), os.path.join(site, "tvm_ffi"), ignore=_ignore)
 
 
+def copy_runtime_package(site: str, modules=RUNTIME_MODULES) -> None:
+    """Copy the runtime half of ``tvm_partition`` (``modules``) into ``site/tvm_partition``."""
+    pkg = os.path.join(site, "tvm_partition")
+    os.makedirs(pkg, exist_ok=True)
+    here = os.path.dirname(os.path.abspath(__file__))
+    for name in modules:
+        shutil.copy(os.path.join(here, name), pkg)
+
+
+def write_script(path: str, doc: str, body: str, version: tuple[int, int] | None = None) -> None:
+    """A bundle script: runtime-only TVM (``TVM_USE_RUNTIME_LIB=1``), ``HERE/site`` first on the
+    path, then ``body``; with ``version`` it refuses any other Python (the bundled ``tvm_ffi``
+    is built for one)."""
+    check = VERSION_CHECK.format(version=repr(tuple(version))) if version else ""
+    with open(path, "w", encoding="utf-8") as f:
+        f.write(SCRIPT.format(doc=doc, check=check, body=body))
+    os.chmod(path, 0o755)
+
+
 def bundle(art_dir: str, out: str, python: str | None = None, find_links: str | None = None) -> str:
     import cloudpickle
     import tvm
@@ -122,22 +142,15 @@ def bundle(art_dir: str, out: str, python: str | None = None, find_links: str | 
         shutil.copy(typing_extensions.__file__, site)
         # pure Python, needed by TVM's RPC server (its worker process is started with cloudpickle)
         shutil.copytree(os.path.dirname(cloudpickle.__file__), os.path.join(site, "cloudpickle"), ignore=_ignore)
-        pkg = os.path.join(site, "tvm_partition")
-        os.makedirs(pkg)
-        here = os.path.dirname(os.path.abspath(__file__))
-        for name in RUNTIME_MODULES:
-            shutil.copy(os.path.join(here, name), pkg)
+        copy_runtime_package(site)
         shutil.copytree(art_dir, os.path.join(out, "artifact"), ignore=shutil.ignore_patterns(".*"))
         artifact.verify(os.path.join(out, "artifact"), manifest)
-        version = repr((int(parts[0]), int(parts[1])))
+        version = (int(parts[0]), int(parts[1]))
         for script, doc, body in (
             ("run.py", "Run the bundled artifact with the bundled runtime-only TVM: python3 run.py --help", RUN_BODY),
             ("rpc_server.py", "TVM's RPC server on the bundled runtime (127.0.0.1 unless --host is given)", SERVER_BODY),
         ):
-            path = os.path.join(out, script)
-            with open(path, "w", encoding="utf-8") as f:
-                f.write(SCRIPT.format(doc=doc, version=version, body=body))
-            os.chmod(path, 0o755)
+            write_script(os.path.join(out, script), doc, body, version)
     except BaseException:
         shutil.rmtree(out, ignore_errors=True)
         raise
