@@ -214,3 +214,28 @@ def _all_modules(mod):
         out.append(m)
         stack.extend(m.imports)
     return out
+
+
+def build_reference(mod: tvm.IRModule, plan: Plan, database=None) -> BuildResult:
+    """The unpartitioned model built by TVM's own CPU flow, the ``tvm-cpu`` reference of the
+    benchmarks: with a tuning ``database`` (:func:`tvm_partition.tuning.open_database`), TVM's
+    ``static_shape_tuning`` pipeline with no trials (decompose, fusion, ``MetaScheduleApplyDatabase``
+    on that database), then ``tvm.compile`` for the plan's host CPU; without one, plain
+    ``tvm.compile(mod, target)`` (no fusion). ``plan`` is the all-on-host plan the artifact records;
+    kernels scheduled from the database are marked as tuned."""
+    t0 = time.perf_counter()
+    device = plan.devices[0]
+    if database is not None:
+        from .tuning import tuning_target
+
+        with database:  # MetaScheduleApplyDatabase takes the current database before its work_dir
+            mod = relax.get_pipeline("static_shape_tuning", total_trials=0, target=tuning_target(device))(mod)
+        mod = tvm.IRModule({gv: (f.with_attr(TUNED_ATTR, True) if isinstance(f, tvm.tirx.PrimFunc) and f.attrs
+                                 and f.attrs.get("tirx.is_scheduled") else f) for gv, f in mod.functions_items()},
+                           attrs=mod.attrs, global_infos=mod.global_infos)
+    try:
+        ex = tvm.compile(mod, target=device.tvm_target())
+    except Exception as e:  # noqa: BLE001 - TVM's own error types; keep the message
+        raise BuildError(f"TVM could not compile the unpartitioned module: {e}") from e
+    kernels = {gv.name_hint: device.name for gv, f in mod.functions_items() if isinstance(f, tvm.tirx.PrimFunc)}
+    return BuildResult(ex, mod, plan, kernels, time.perf_counter() - t0)

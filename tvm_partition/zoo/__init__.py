@@ -38,7 +38,7 @@ from tvm.relax.frontend import nn
 
 from ..model import Model
 
-__all__ = ["NAMES", "OPS", "ZooModel", "build", "relax_ops"]
+__all__ = ["NAMES", "OPS", "ZooModel", "build", "options", "relax_ops"]
 
 NAMES = ("lstm", "gru", "bert", "bert-tiny", "mobilenetv2", "resnet18", "resnet50", "inception_v3")
 
@@ -135,6 +135,11 @@ def build(
         given[key] = int(value)
     module = importlib.import_module(f".{submodule}", __name__)
     return getattr(module, builder)(name, seed=int(seed), **given)
+
+
+def options(name: str) -> tuple[str, ...]:
+    """The options (of batch, seq_len, layers, image_size) that apply to zoo model ``name``."""
+    return _REGISTRY[name][2]
 
 
 def relax_ops(mod: tvm.IRModule | relax.Function) -> set[str]:
