@@ -86,15 +86,13 @@ def bench_kernels(model, db, device) -> list[dict]:
 
 def bench_model(model, devices, db_path: str | None, repeat: int = 20) -> float:
     """Median end-to-end latency (us) of ``model`` built for the CPU, with ``db_path`` or without tuning."""
+    from .bench_runtime import measure
     from .compile import compile_model
-    from .run import Runner
 
     compiled = compile_model(model, devices, "cpu", tuning_db=db_path)
     with tempfile.TemporaryDirectory(prefix="tvmp-bench-") as out:
         compiled.save(out)
-        runner = Runner(out)
-        inputs = runner.example_inputs()
-        return float(np.median(runner.time(inputs, repeat)))
+        return measure(out, repeat)["measured_median_us"]
 
 
 def render(result: dict) -> str:
