@@ -1,0 +1,208 @@
+"""python -m tvm_partition.bench: rows, resume, error rows, the BENCHMARKS.md section, bundles.
+
+Tiny shapes (lstm, seq 4, batch 2) on ``cpu,cpu``; the runs are in process (``bench.main``), the
+bundle's runner in a child Python with the runtime-only TVM, as on a machine without a compiler.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import csv
+import io
+import json
+import os
+import shutil
+import subprocess
+import sys
+
+import pytest
+
+from rpc_servers import REPO
+from tvm_partition import bench
+from tvm_partition.bench_results import FIELDS
+
+LSTM = ["--models", "lstm", "--seq-len", "4", "--batch", "2", "--repeat", "3"]
+SCHEMA = {"model", "config", "devices", "strategy", "measured_median_us", "measured_p90_us", "predicted_us",
+          "plan_s", "compile_s", "device_names", "ideal_us"}
+
+
+def run_bench(*argv) -> tuple[int, str, str]:
+    """``(exit code, stdout, stderr)`` of ``bench.main(argv)`` (progress goes to stderr)."""
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        rc = bench.main([str(a) for a in argv])
+    return rc, out.getvalue(), err.getvalue()
+
+
+def rows_of(folder) -> list[dict]:
+    with open(os.path.join(folder, "results.json"), encoding="utf-8") as f:
+        return json.load(f)
+
+
+@pytest.fixture(scope="module")
+def measured(tmp_path_factory):
+    out = tmp_path_factory.mktemp("bench") / "res"
+    rc, text, err = run_bench(*LSTM, "--strategies", "cpu,equal,tvm-cpu", "--out", out)
+    assert rc == 0, err
+    return out, text
+
+
+def test_rows_have_the_schema_and_measured_times(measured):
+    out, text = measured
+    rows = rows_of(out)
+    assert [r["strategy"] for r in rows] == ["cpu", "equal", "tvm-cpu"]
+    from tvm_partition.devices import hardware_fingerprint
+
+    cpu_name = hardware_fingerprint()["cpu"]
+    for r in rows:
+        assert SCHEMA <= set(r) and "error" not in r, r
+        assert r["model"] == "lstm" and r["devices"] == "cpu,cpu"
+        assert r["config"] == {"batch": 2, "seq_len": 4, "layers": 2}
+        assert 0 < r["measured_median_us"] <= r["measured_p90_us"]
+        assert r["compile_s"] > 0 and r["ideal_us"] is None and r["repeat"] == 3
+        assert r["command"].startswith("python -m tvm_partition.bench --models lstm")
+    cpu, equal, ref = rows
+    assert cpu["predicted_us"] > 0 and equal["predicted_us"] > 0 and cpu["plan_s"] >= 0
+    assert cpu["device_names"] == [cpu_name, cpu_name]
+    assert ref["predicted_us"] is None and ref["plan_s"] is None and ref["device_names"] == [cpu_name]
+    with open(out / "results.csv", newline="", encoding="utf-8") as f:
+        table = list(csv.DictReader(f))
+    assert tuple(table[0]) == FIELDS
+    assert [(t["strategy"], float(t["measured_median_us"])) for t in table] == \
+        [(r["strategy"], r["measured_median_us"]) for r in rows]
+    assert sorted(os.listdir(out / "plans")) == sorted(f"lstm-batch2-layers2-seq_len4-cpu_cpu-{s}.json"
+                                                       for s in ("cpu", "equal", "tvm-cpu"))
+    # the summary: one table, speedups over the cpu row (the only single-device row here)
+    assert "lstm (batch=2 layers=2 seq_len=4) on cpu,cpu" in text and "speedup" in text
+    speedup = cpu["measured_median_us"] / equal["measured_median_us"]
+    assert f"{speedup:.2f}x" in text and "1.00x" in text
+
+
+def test_rerun_skips_measured_rows_and_force_measures_again(measured, tmp_path):
+    src, _ = measured
+    out = tmp_path / "res"
+    shutil.copytree(src, out)
+    rows = rows_of(out)
+    rows[0]["measured_median_us"] = 1e9  # a sentinel no measurement gives
+    (out / "results.json").write_text(json.dumps(rows))
+    rc, _, err = run_bench(*LSTM, "--strategies", "cpu,equal", "--out", out)
+    assert rc == 0 and err.count("done before, skipped") == 2
+    assert rows_of(out) == rows
+    rc, _, _ = run_bench(*LSTM, "--strategies", "cpu", "--out", out, "--force")
+    after = rows_of(out)
+    assert rc == 0 and len(after) == 3
+    assert 0 < after[0]["measured_median_us"] < 1e9
+    assert after[1:] == rows[1:]
+
+
+def test_a_failing_strategy_is_an_error_row(measured, tmp_path, monkeypatch):
+    from tvm_partition import planners
+
+    def boom(graph, devices, cost_model=None):
+        raise RuntimeError("planner exploded")
+
+    monkeypatch.setitem(planners.STRATEGIES, "boom", boom)
+    src, _ = measured
+    out = tmp_path / "res"
+    shutil.copytree(src, out)
+    rc, text, _ = run_bench(*LSTM, "--strategies", "boom,cpu", "--out", out)
+    assert rc == 1  # the run went on and says that a row failed
+    rows = {r["strategy"]: r for r in rows_of(out)}
+    assert "planner exploded" in rows["boom"]["error"] and rows["boom"]["measured_median_us"] is None
+    assert rows["cpu"] == rows_of(src)[0]  # measured before: skipped, untouched
+    assert "error: RuntimeError: planner exploded" in text
+
+
+def test_update_benchmarks_writes_the_table_between_markers(measured, tmp_path):
+    out, _ = measured
+    md = tmp_path / "BENCHMARKS.md"
+    original = open(os.path.join(REPO, "BENCHMARKS.md"), encoding="utf-8").read()
+    from tvm_partition.bench_report import BEGIN, BEFORE, END, SECTION
+
+    for marker in (BEGIN, END, SECTION):  # a copy without the section, whatever the repository's has now
+        assert original.count(marker) <= 1
+    if SECTION in original:
+        original = original[:original.index(SECTION)] + original[original.index(END) + len(END):].lstrip("\n")
+    md.write_text(original)
+    rc, _, _ = run_bench("--update-benchmarks", "--benchmarks", md, "--out", out)
+    assert rc == 0
+    text = md.read_text()
+    at = original.index(BEFORE)
+    assert text.startswith(original[:at] + SECTION) and text.endswith(original[at:])
+    generated = text[text.index(BEGIN):text.index(END)]
+    assert text.index(END) < text.index(BEFORE)
+    for r in rows_of(out):
+        assert f"| lstm | batch=2 layers=2 seq_len=4 | {r['strategy']} | {r['measured_median_us'] / 1e3:.3f} |" \
+            in generated
+    assert "python -m tvm_partition.bench --models lstm" in generated
+    assert (out / "bench-cpu_cpu.png").exists() and "bench-cpu_cpu.png)" in generated
+    rc, _, _ = run_bench("--update-benchmarks", "--benchmarks", md, "--out", out)
+    assert rc == 0 and md.read_text() == text  # regenerating changes nothing
+
+
+def test_bundle_measured_by_the_runtime_only_runner_and_imported(tmp_path):
+    bundle, res = tmp_path / "bundle", tmp_path / "res"
+    rc, _, err = run_bench(*LSTM, "--strategies", "cpu,equal", "--export-bundle", bundle, "--out", res)
+    assert rc == 0, err
+    assert not (res / "results.json").exists()  # nothing measured here
+    spec = json.loads((bundle / "bench.json").read_text())
+    assert [r["strategy"] for r in spec["rows"]] == ["cpu", "equal"]
+    a, b = (os.stat(bundle / r["artifact"] / "params.npz") for r in spec["rows"])
+    assert a.st_ino == b.st_ino  # the same weights once
+    env = {"TVM_USE_RUNTIME_LIB": "1", "PATH": os.environ.get("PATH", "")}
+    # -I: neither the checkout nor this environment's PYTHONPATH; the bundle brings tvm_partition's runtime half
+    proc = subprocess.run([sys.executable, "-I", str(bundle / "run_bench.py"), "--repeat", "2"], capture_output=True,
+                          text=True, env=env, cwd=str(tmp_path), timeout=300)
+    assert proc.returncode == 0, proc.stderr[-2000:] + proc.stdout[-2000:]
+    there = json.loads((bundle / "results.json").read_text())
+    assert [m["id"] for m in there] == [r["id"] for r in spec["rows"]]
+    assert all(m["measured_median_us"] > 0 and "predicted_us" not in m for m in there)
+    rc, text, err = run_bench("--import", bundle, "--out", res)
+    assert rc == 0 and "imported 2 rows" in text, err
+    rows = rows_of(res)
+    for row, m, exported in zip(rows, there, spec["rows"]):
+        assert SCHEMA <= set(row) and "artifact" not in row and "id" not in row
+        assert row["measured_median_us"] == m["measured_median_us"]
+        assert row["predicted_us"] == exported["predicted_us"] > 0
+        assert row["plan_s"] == exported["plan_s"] and row["compile_s"] == exported["compile_s"] > 0
+
+
+def test_gpu_device_set_without_a_gpu_needs_a_bundle(tmp_path):
+    from tvm_partition.devices import gpu_available
+
+    if gpu_available():
+        pytest.skip("this machine has a GPU: cpu,gpu is measured here")
+    proc = subprocess.run([sys.executable, "-m", "tvm_partition.bench", *LSTM, "--devices", "cpu,gpu",
+                           "--out", str(tmp_path / "res")], capture_output=True, text=True, timeout=300,
+                          env=dict(os.environ, PYTHONPATH=REPO), cwd=REPO)
+    assert proc.returncode == 2 and "--export-bundle" in proc.stderr and "Traceback" not in proc.stderr
+    assert not (tmp_path / "res").exists()
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["--models", "nosuch"], "unknown model 'nosuch'"),
+    (["--models", "lstm", "--strategies", "cpu,nosuch"], "unknown strategy 'nosuch'"),
+    (["--models", "lstm", "--strategies", "tvm-gpu"], "ask for gpu"),
+    (["--models", "lstm", "--devices", "cpu,tpu"], "unknown device kind 'tpu'"),
+    (["--models", "lstm", "--sweep", "batch=x"], "--sweep"),
+    (["--models", "lstm", "--repeat", "0"], "--repeat must be >= 1"),
+])
+def test_bad_input_is_one_line_and_exit_2(argv, message, tmp_path, capsys):
+    assert bench.main([*argv, "--out", str(tmp_path / "res")]) == 2
+    err = capsys.readouterr().err
+    assert message in err and "Traceback" not in err
+    assert not (tmp_path / "res").exists()
+
+
+def test_settings_sweep_and_quick():
+    def settings(*argv):
+        return bench.settings(bench._parser().parse_args(list(argv)))
+
+    assert settings("--models", "lstm,resnet18", "--sweep", "batch=2,4") == [
+        ("lstm", {"batch": 2}), ("lstm", {"batch": 4}), ("resnet18", {"batch": 2}), ("resnet18", {"batch": 4})]
+    # seq_len does not apply to resnet18: left out of a seq_len sweep, ignored as a flag
+    assert settings("--models", "lstm,resnet18", "--sweep", "seq_len=8") == [("lstm", {"seq_len": 8})]
+    assert settings("--models", "lstm,resnet18", "--seq-len", "8") == [("lstm", {"seq_len": 8}), ("resnet18", {})]
+    quick = settings("--quick")
+    assert [m for m, _ in quick] == list(bench.QUICK_MODELS) and quick[0][1] == {"seq_len": 10}
+    assert [m for m, _ in settings()] == list(bench.DEFAULT_MODELS)

@@ -1,0 +1,150 @@
+"""Benchmark rows: identity, the results folder (``results.json`` + ``results.csv``) and the summary.
+
+A row is one model x setting x device set x strategy (``python -m tvm_partition.bench``)::
+
+    {model, config, devices, strategy, measured_median_us, measured_p90_us, predicted_us, plan_s,
+     compile_s, device_names, ideal_us, [error], repeat, machine, date, command, ...}
+
+Both files are rewritten (atomically) after every row, so a killed run keeps every finished row.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import os
+import re
+
+RESULTS_JSON = "results.json"
+RESULTS_CSV = "results.csv"
+#: Columns of results.csv (every row of results.json has these keys, and maybe more).
+FIELDS = ("model", "config", "devices", "strategy", "measured_median_us", "measured_p90_us", "predicted_us",
+          "plan_s", "compile_s", "device_names", "ideal_us", "error", "chosen", "repeat", "machine", "date",
+          "command")
+#: The strategies that place everything on one device: the "best single device" of a speedup.
+SINGLE_DEVICE = ("cpu", "gpu")
+
+
+def row_key(row: dict) -> tuple:
+    return row["model"], json.dumps(row["config"], sort_keys=True), row["devices"], row["strategy"]
+
+
+def row_id(row: dict) -> str:
+    """A folder-safe name of the row, e.g. ``lstm-batch2-seq_len4-cpu_cpu-equal``."""
+    cfg = "-".join(f"{k}{v}" for k, v in sorted(row["config"].items()))
+    text = "-".join(p for p in (row["model"], cfg, row["devices"].replace(",", "_"), row["strategy"]) if p)
+    return re.sub(r"[^A-Za-z0-9_.-]+", "_", text)
+
+
+def measured(row: dict) -> bool:
+    return row.get("measured_median_us") is not None and "error" not in row
+
+
+def load(folder: str) -> list[dict]:
+    path = os.path.join(folder, RESULTS_JSON)
+    if not os.path.exists(path):
+        return []
+    try:
+        with open(path, encoding="utf-8") as f:
+            rows = json.load(f)
+    except (OSError, ValueError) as e:
+        raise ValueError(f"{path}: unreadable results ({e}); move it away or give another --out") from None
+    if not isinstance(rows, list) or not all(isinstance(r, dict) and "strategy" in r for r in rows):
+        raise ValueError(f"{path}: not a list of benchmark rows")
+    return rows
+
+
+def merge(rows: list[dict], row: dict) -> list[dict]:
+    """``rows`` with ``row`` in place of the row of the same key (appended if new)."""
+    key = row_key(row)
+    out = [r for r in rows if row_key(r) != key]
+    at = next((i for i, r in enumerate(rows) if row_key(r) == key), len(out))
+    out.insert(at, row)
+    return out
+
+
+def write_json(path: str, data) -> None:
+    """``data`` as indented JSON at ``path``, written under a temporary name and renamed."""
+    with open(path + ".tmp", "w", encoding="utf-8") as f:
+        json.dump(data, f, indent=1)
+        f.write("\n")
+    os.replace(path + ".tmp", path)
+
+
+def save(folder: str, rows: list[dict]) -> None:
+    """Write results.json and results.csv (each under a temporary name, then renamed)."""
+    os.makedirs(folder, exist_ok=True)
+    write_json(os.path.join(folder, RESULTS_JSON), rows)
+    path = os.path.join(folder, RESULTS_CSV)
+    with open(path + ".tmp", "w", encoding="utf-8", newline="") as f:
+        w = csv.DictWriter(f, FIELDS, extrasaction="ignore")
+        w.writeheader()
+        for r in rows:
+            w.writerow({k: (json.dumps(v) if isinstance(v, dict | list) else v) for k, v in r.items()})
+    os.replace(path + ".tmp", path)
+
+
+def groups(rows: list[dict]) -> dict[tuple, list[dict]]:
+    """Rows by (devices, model, config), in first-seen order."""
+    out: dict[tuple, list[dict]] = {}
+    for r in rows:
+        out.setdefault((r["devices"], r["model"], json.dumps(r["config"], sort_keys=True)), []).append(r)
+    return out
+
+
+def best_single(rows: list[dict]) -> float | None:
+    """The lower median of the cpu and gpu rows of one group (None if neither was measured)."""
+    times = [r["measured_median_us"] for r in rows if r["strategy"] in SINGLE_DEVICE and measured(r)]
+    return min(times) if times else None
+
+
+def derived(row: dict, best: float | None) -> dict:
+    """Prediction error (%) and speedup over the best single device, where both sides exist."""
+    out = {"pred_err_pct": None, "speedup": None}
+    if measured(row):
+        m = row["measured_median_us"]
+        if row.get("predicted_us") is not None:
+            out["pred_err_pct"] = 100.0 * (row["predicted_us"] - m) / m
+        if best is not None:
+            out["speedup"] = best / m
+    return out
+
+
+def _ms(us) -> str:
+    return "-" if us is None else f"{us / 1e3:.3f}"
+
+
+HEAD = ("strategy", "median ms", "p90 ms", "predicted ms", "pred err", "speedup")
+
+
+def table_rows(rows: list[dict]) -> list[tuple[str, ...]]:
+    """One tuple of cells (:data:`HEAD`) per row of a group; an error row says so."""
+    best = best_single(rows)
+    out = []
+    for r in rows:
+        if "error" in r:
+            out.append((r["strategy"], "error: " + str(r["error"])[:80], "", "", "", ""))
+            continue
+        d = derived(r, best)
+        name = r["strategy"] + (f" ({r['chosen']})" if r.get("chosen") else "")
+        out.append((name, _ms(r.get("measured_median_us")), _ms(r.get("measured_p90_us")), _ms(r.get("predicted_us")),
+                    "-" if d["pred_err_pct"] is None else f"{d['pred_err_pct']:+.0f}%",
+                    "-" if d["speedup"] is None else f"{d['speedup']:.2f}x"))
+    return out
+
+
+def config_label(config: dict) -> str:
+    return " ".join(f"{k}={v}" for k, v in sorted(config.items())) or "defaults"
+
+
+def summary(rows: list[dict]) -> str:
+    """Per model and setting, a text table of the strategies (speedup: over the best of cpu / gpu)."""
+    blocks = []
+    for (devices, model, _), rs in groups(rows).items():
+        cells = [HEAD] + table_rows(rs)
+        widths = [max(len(c[i]) for c in cells if len(c[i]) < 40) for i in range(len(HEAD))]
+        lines = [f"{model} ({config_label(rs[0]['config'])}) on {devices}"]
+        lines += ["  " + "  ".join(c.ljust(w) if i == 0 else c.rjust(w) for i, (c, w) in enumerate(zip(cell, widths)))
+                  .rstrip() for cell in cells]
+        blocks.append("\n".join(lines))
+    return "\n\n".join(blocks)
