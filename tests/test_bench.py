@@ -60,6 +60,8 @@ def test_rows_have_the_schema_and_measured_times(measured):
         assert r["config"] == {"batch": 2, "seq_len": 4, "layers": 2}
         assert 0 < r["measured_median_us"] <= r["measured_p90_us"]
         assert r["compile_s"] > 0 and r["ideal_us"] is None and r["repeat"] == 3
+        tuned, kernels = map(int, r["tuned_kernels"].split("/"))
+        assert 0 <= tuned <= kernels and kernels > 0
         assert r["command"].startswith("python -m tvm_partition.bench --models lstm")
     cpu, equal, ref = rows
     assert cpu["predicted_us"] > 0 and equal["predicted_us"] > 0 and cpu["plan_s"] >= 0

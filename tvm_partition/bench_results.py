@@ -3,7 +3,10 @@
 A row is one model x setting x device set x strategy (``python -m tvm_partition.bench``)::
 
     {model, config, devices, strategy, measured_median_us, measured_p90_us, predicted_us, plan_s,
-     compile_s, device_names, ideal_us, [error], repeat, machine, date, command, ...}
+     compile_s, device_names, ideal_us, [error], tuned_kernels, repeat, machine, date, command, ...}
+
+``tuned_kernels`` is "tuned / all" kernels of the build: the others run TVM's default CPU schedule
+(or dlight on a GPU), so a row is only as fast as the tuning database's coverage of its shapes.
 
 Both files are rewritten (atomically) after every row, so a killed run keeps every finished row.
 """
@@ -19,8 +22,8 @@ RESULTS_JSON = "results.json"
 RESULTS_CSV = "results.csv"
 #: Columns of results.csv (every row of results.json has these keys, and maybe more).
 FIELDS = ("model", "config", "devices", "strategy", "measured_median_us", "measured_p90_us", "predicted_us",
-          "plan_s", "compile_s", "device_names", "ideal_us", "error", "chosen", "repeat", "machine", "date",
-          "command")
+          "plan_s", "compile_s", "device_names", "ideal_us", "error", "chosen", "tuned_kernels", "repeat", "machine",
+          "date", "command")
 #: The strategies that place everything on one device: the "best single device" of a speedup.
 SINGLE_DEVICE = ("cpu", "gpu")
 
@@ -114,7 +117,7 @@ def _ms(us) -> str:
     return "-" if us is None else f"{us / 1e3:.3f}"
 
 
-HEAD = ("strategy", "median ms", "p90 ms", "predicted ms", "pred err", "speedup")
+HEAD = ("strategy", "median ms", "p90 ms", "predicted ms", "pred err", "speedup", "tuned")
 
 
 def table_rows(rows: list[dict]) -> list[tuple[str, ...]]:
@@ -123,13 +126,13 @@ def table_rows(rows: list[dict]) -> list[tuple[str, ...]]:
     out = []
     for r in rows:
         if "error" in r:
-            out.append((r["strategy"], "error: " + str(r["error"])[:80], "", "", "", ""))
+            out.append((r["strategy"], "error: " + str(r["error"])[:80], "", "", "", "", ""))
             continue
         d = derived(r, best)
         name = r["strategy"] + (f" ({r['chosen']})" if r.get("chosen") else "")
         out.append((name, _ms(r.get("measured_median_us")), _ms(r.get("measured_p90_us")), _ms(r.get("predicted_us")),
                     "-" if d["pred_err_pct"] is None else f"{d['pred_err_pct']:+.0f}%",
-                    "-" if d["speedup"] is None else f"{d['speedup']:.2f}x"))
+                    "-" if d["speedup"] is None else f"{d['speedup']:.2f}x", r.get("tuned_kernels") or "-"))
     return out
 
 
