@@ -50,7 +50,7 @@ def chart(rows: list[dict], path: str, title: str) -> bool:
     series: dict[str, dict[str, float]] = {}
     labels = []
     for (_, model, _), rs in groups(rows).items():
-        label = f"{model}\n{config_label(rs[0]['config'])}"
+        label = f"{model}\n" + config_label(rs[0]["config"]).replace(" ", "\n")
         best = best_single(rs)
         for r in rs:
             s = derived(r, best)["speedup"]
@@ -60,7 +60,7 @@ def chart(rows: list[dict], path: str, title: str) -> bool:
                     labels.append(label)
     if not labels:
         return False
-    fig, ax = plt.subplots(figsize=(max(6.0, 1.6 * len(labels) + 2), 4.0))
+    fig, ax = plt.subplots(figsize=(max(6.0, 1.8 * len(labels) + 2.5), 4.5))
     width = 0.8 / len(series)
     for i, (strategy, vals) in enumerate(series.items()):
         xs = [j + (i - (len(series) - 1) / 2) * width for j, lab in enumerate(labels) if lab in vals]
@@ -69,7 +69,7 @@ def chart(rows: list[dict], path: str, title: str) -> bool:
     ax.set_xticks(range(len(labels)), labels, fontsize=7)
     ax.set_ylabel("speedup over the best single device (measured)")
     ax.set_title(title, fontsize=9)
-    ax.legend(fontsize=7, ncol=min(4, len(series)))
+    ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.0, 1.0))
     fig.tight_layout()
     fig.savefig(path, dpi=110)
     plt.close(fig)
@@ -95,7 +95,7 @@ def render_folder(folder: str, md_dir: str) -> list[str]:
                   f"Machine: {'; '.join(names) or 'unknown'}. Measured {_dates(rows)}; "
                   f"raw: `{os.path.relpath(os.path.join(folder, 'results.json'), md_dir)}`. Commands:", "", "```",
                   *commands, "```", "",
-                  "| " + " | ".join(MD_HEAD) + " |", "| --- | --- | --- | " + "---: | " * (len(MD_HEAD) - 3)]
+                  "| " + " | ".join(MD_HEAD) + " |", "| --- | --- | --- |" + " ---: |" * (len(MD_HEAD) - 3)]
         for (_, model, cfg), rs in groups(rows).items():
             setting = config_label(json.loads(cfg))
             for cells in table_rows(rs):
