@@ -2,9 +2,13 @@
 elsewhere (the issue's "composite"), each answer saying which it used.
 
 * ``op_time(op, device, shape)``: the op's signature (:func:`samples.op_signature`) and the axis
-  ``shape`` cuts pick a series of samples (one op, one device kind, one axis); a size that was
-  measured is answered by its measurement, any other by the series' pattern fit
-  (:mod:`.patterns`, over the default-schedule samples: :func:`fit_records`). Ops or axes never profiled go to the device's XGBoost
+  ``shape`` cuts pick a series of samples (one op, one device kind, one axis); a size measured
+  with a tuned schedule is answered by its measurement, any other by the series' pattern fit
+  (:mod:`.patterns`, over the default-schedule samples: :func:`fit_records`). Default-schedule
+  samples are answered by the fit too, not by their own noisy measurement: a whole op and its
+  parts must come from one curve, else a planner "gains" from splitting on a single CPU (seen:
+  an LSTM matmul measured 679 us whole on a busy machine while its fit of 40 samples gave halves
+  summing to 330 us; the plan measured 6x slower than the CPU alone). Ops or axes never profiled go to the device's XGBoost
   regressor (:mod:`.xgb`), and if the device has no samples at all, to ``fallback``.
 * ``comm_time(bytes, src, dst)``: a pattern fit of measured copies between the two device kinds
   (cpu->cpu is the copy between two CPU virtual devices); ``slice_time`` / ``concat_time``
@@ -78,12 +82,13 @@ class ProfiledCostModel(CostModel):
         self.fallback = fallback
         self.log = log or ProfileLog(folder)
         self.names: dict[str, dict] = {}
-        #: every measured sample, looked up exactly: (sig, device, dim, size) -> us
+        #: tuned samples, looked up exactly: (sig, device, dim, size) -> us
         self.measured: dict[tuple, float] = {}
         by_series = defaultdict(list)
         for r in self.log.ops():
             by_series[(r["sig"], r["device"], int(r["dim"]))].append(r)
-            self.measured[(r["sig"], r["device"], int(r["dim"]), int(r["size"]))] = float(r["mean_us"])
+            if r.get("tuned"):
+                self.measured[(r["sig"], r["device"], int(r["dim"]), int(r["size"]))] = float(r["mean_us"])
             self.names.setdefault(r["sig"], {"kind": r["kind"], "fused": r.get("fused", ""),
                                               "full_shape": r["full_shape"], "dims": {}})["dims"][int(r["dim"])] = \
                 r.get("dim_name", f"axis{r['dim']}")
