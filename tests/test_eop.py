@@ -387,10 +387,10 @@ def test_zoo_eop_plan_matches_unpartitioned(name, tmp_path):
 def test_eop_cpu_gpu_cross_compiles(which, tmp_path):
     """The default cost model (this machine's profile, roofline GPU) puts the small LSTM on the
     GPU; the comparable one splits it. Either way every GPU kernel is in the CUDA module."""
-    from tvm_partition.planners.placement import default_cost_model
+    from tvm_partition.cost_models import default_cost_model
 
     model = frontend.load("lstm", **SMALL["lstm"])
-    cm = default_cost_model(CPU_GPU) if which == "default" else comparable()
+    cm = default_cost_model(CPU_GPU)[0] if which == "default" else comparable()
     plan = plan_eop(OpGraph(model.mod), CPU_GPU, cm)
     assert plan.predicted_latency_us > 0 and plan.strategy == "eop"
     placed = {d.device if isinstance(d, OnDevice) else "split" for d in plan.ops.values()}

@@ -1,6 +1,6 @@
 """Compile a model into one CPU+GPU split executable.
 
-    python -m tvm_partition.compile [MODEL] [--strategy cpu|gpu|equal|milp|dominators|dp|heft|metf|msct]
+    python -m tvm_partition.compile [MODEL] [--strategy auto|eop|fixed|equal|cpu|gpu|milp|dominators|dp|heft|metf|msct]
         [--plan FILE] [--devices cpu,gpu|cpu,cpu|cpu,gpu,gpu...] [--topology FILE] [--time-limit S]
         [--export-problem FILE] [--batch N] [--seq-len N] [--layers N] [--image-size N]
         [--tuning-logs DIR | --no-tuning] [--target-cpu MCPU] [--threads N]
@@ -8,11 +8,13 @@
 
 MODEL is a zoo name (default: lstm) or a path to an .onnx file. Kernels the tuning database
 (``python -m tvm_partition.tune``) has records for run their tuned schedules. ``--out`` writes
-model.so, params.npz, plan.json and manifest.json. ``--check`` runs the unpartitioned and the partitioned
+model.so, params.npz, plan.json, manifest.json and plan.png (the predicted schedule). ``--check`` runs the unpartitioned and the partitioned
 model on the same seeded input on this machine's devices (``cpu,cpu`` where there is no GPU),
-prints ``max_abs_err=<value>`` and fails beyond tolerance. The placement strategies (milp,
+prints ``max_abs_err=<value>`` and fails beyond tolerance. ``auto`` (default) keeps the best
+predicted plan of the cheap strategies; ``eop`` is the EOP planner (:mod:`.planners.eop`). Every
+plan is priced on the cost model by :mod:`.simulate`. The placement strategies (milp,
 dominators, dp, heft, metf, msct) place whole ops over any number of devices using the
-roofline cost model, ``--topology`` (devices' memory and links) and ``--time-limit``;
+same cost model, ``--topology`` (devices' memory and links) and ``--time-limit``;
 ``--export-problem`` writes the model's placement problem for ``python -m tvm_partition.place``.
 """
 

@@ -115,19 +115,15 @@ def solve(problem: Problem, strategy: str, time_limit: float = 10.0, coarsen_abo
 
 
 # ---------------------------------------------------------------------- TVM models
-def default_cost_model(devices, logs: str | None = None):
-    """The planners' cost model (:func:`tvm_partition.cost_models.default_cost_model`)."""
-    from ..cost_models import default_cost_model as pick
-
-    return pick(devices, logs)[0]
-
-
 def problem_for(opgraph, devices, cost_model=None, topology=None, split_ratios=()) -> Problem:
     """The placement problem of an OpGraph on ``devices`` (DeviceSpec list). ``topology``:
     ``(devices, bandwidth, latency)`` from :func:`.problem.load_topology` (its devices must be
     named as in ``devices``; missing ones take this machine's memory), or None for this machine.
     ``split_ratios``: give the key ops split options at these ratios (joint split + placement)."""
-    cost_model = cost_model or default_cost_model(devices)
+    if cost_model is None:
+        from ..cost_models import default_cost_model
+
+        cost_model = default_cost_model(devices)[0]
     local, bw, lat = local_topology(devices)
     if topology is not None:
         t_devs, t_bw, t_lat = topology
