@@ -130,12 +130,29 @@ class _Emitter:
         return self.slice(self.get(orig, dev, None), region)
 
     # ------------------------------------------------------------------ units
+    def whole_device(self, op_id: str) -> str | None:
+        """The device of an op placed whole (no decision: the host); None for split ops and for
+        views without a decision (they follow their producer)."""
+        dec = self.plan.ops.get(op_id)
+        if dec is None:
+            return None if self.g.ops[op_id].is_view else self.host
+        return dec.device if isinstance(dec, OnDevice) else None
+
     def units(self) -> list:
-        """Static bindings, glue bindings and ops, in a topological order close to the original."""
+        """Static bindings, glue bindings, ops, in a topological order close to the original.
+
+        The bindings of an op placed whole are units of their own, so they keep the model's order:
+        TVM's ``FuseOps`` joins an add of two producers (an LSTM gate, a residual add) to the
+        producer that comes first, and emitting an op's bindings together would reverse that, making
+        the build fuse other kernels than the OpGraph (and the profile, and TVM's own flow) has."""
         g = self.g
         unit_of = {}
         for i in range(len(g.bindings)):
-            unit_of[i] = g.op_of_binding.get(i, ("glue", i) if i not in g.static else ("static", i))
+            op_id = g.op_of_binding.get(i)
+            if op_id is None:
+                unit_of[i] = ("glue", i) if i not in g.static else ("static", i)
+            else:
+                unit_of[i] = ("member", i) if self.whole_device(op_id) is not None else op_id
         dag = nx.DiGraph()
         first = {}
         for i, u in unit_of.items():
@@ -191,6 +208,17 @@ class _Emitter:
         env = self.emit_members(op, dec.device, *self.g.propagate(op, None)[:2])
         for o in op.outputs:
             self.whole[o] = {dec.device: env[o]}
+
+    def emit_member(self, i: int) -> None:
+        """One binding of an op placed whole, on the op's device."""
+        b = self.g.bindings[i]
+        dev = self.whole_device(self.g.op_of_binding[i])
+        if isinstance(b.value, relax.Call):
+            operands = [self.get(o, dev, None) for o in tensor_operands(b.value)]
+            val = self.emit(substitute_operands(b.value, operands))
+        else:  # tuple access inside the group
+            val = self.emit(substitute(b.value, lambda v: self.get(v, dev, None)))
+        self.whole[b.var] = {dev: val}
 
     def emit_members(self, op, dev, needs, rebuilds) -> dict:
         env = {}
@@ -262,6 +290,8 @@ class _Emitter:
                         self.emit_op(u)
                     elif u[0] == "static":
                         self.emit_static(u[1])
+                    elif u[0] == "member":
+                        self.emit_member(u[1])
                     else:
                         self.emit_glue(u[1])
                 result = substitute(g.func.body.body, lambda v: self.get(v, self.host, None))
