@@ -201,6 +201,31 @@ def test_sample_kernels_are_the_kernels_a_split_build_launches():
         assert tvm_ffi.structural_hash(kernels[0][1]) in built, size
 
 
+@pytest.mark.parametrize("name,options", [("lstm", {"seq_len": 3, "batch": 4}), ("resnet18", {"image_size": 32})])
+def test_every_op_is_a_kernel_the_whole_build_launches(name, options):
+    """FuseOps joins an add of two producers (LSTM gate, residual add) to the first one: the build
+    must keep the model's binding order, or it launches other kernels than the OpGraph describes
+    (and the profile times, and the database tunes)."""
+    import tvm
+    import tvm_ffi
+
+    from tvm_partition import frontend
+    from tvm_partition.build import lower
+    from tvm_partition.cost_models.samples import lower_sample, sample_function
+    from tvm_partition.planners import plan_with
+    from tvm_partition.tuning import kernel_module
+
+    model = frontend.load(name, **options)
+    graph = OpGraph(model.mod)
+    lowered, _ = lower(model.mod, plan_with("cpu", graph, parse_devices("cpu")), graph)
+    built = {tvm_ffi.structural_hash(kernel_module(f)) for _, f in lowered.functions_items()
+             if isinstance(f, tvm.tirx.PrimFunc)}
+    missing = [op.id for op in graph.ops.values() if not op.is_view
+               for _, k in lower_sample(sample_function(graph, op, 0, op.output_shapes[-1][0]))
+               if tvm_ffi.structural_hash(k) not in built]
+    assert not missing, missing
+
+
 # ----------------------------------------------------------------------------- accuracy
 def _synthetic_log(folder):
     rng = np.random.default_rng(1)
