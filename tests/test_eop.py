@@ -358,9 +358,10 @@ def test_cpu_gpu_equal_split_overlaps(fig1):
 
 
 # ---------------------------------------------------------------------- 7. EOP plans compile and compute the same
-#: Compile + check takes 1-14 s per model on 2 cores; bert-tiny (~17 s) and resnet50 (~11 s) are
-#: left out to keep this under a minute (bert and resnet18 cover their op kinds).
-ZOO_EOP = ["lstm", "gru", "bert", "mobilenetv2", "resnet18", "inception_v3"]
+#: Compile + check takes 3-15 s per model on 2 cores; bert-tiny (~17 s), resnet50 (~11 s) and
+#: inception_v3 (~29 s) are left out to keep the suite under 15 minutes (bert, resnet18 and
+#: mobilenetv2 cover their op kinds; test_zoo_partition splits all of them).
+ZOO_EOP = ["lstm", "gru", "bert", "mobilenetv2", "resnet18"]
 
 
 @pytest.mark.parametrize("name", ZOO_EOP)
