@@ -63,16 +63,9 @@ def plan_equal(graph: OpGraph, devices: list[DeviceSpec], cost_model=None) -> Pl
 
 def subgraphs(graph: OpGraph) -> list[list[str]]:
     """The graph cut at its dominators, in topological order (each cut op ends a segment)."""
-    from .dominators import dominator_cuts
+    from .dominators import cut_at_dominators
 
-    cuts = set(dominator_cuts(graph.graph))
-    out, cur = [], []
-    for v in graph.topo_order():
-        cur.append(v)
-        if v in cuts:
-            out.append(cur)
-            cur = []
-    return out + ([cur] if cur else [])
+    return cut_at_dominators(graph.graph, graph.topo_order())
 
 
 def plan_fixed(graph: OpGraph, devices: list[DeviceSpec], cost_model, groups: list[list[str]] | None = None) -> Plan:

@@ -41,11 +41,11 @@ def dominator_cuts(graph: nx.DiGraph) -> list:
     return chain[::-1]
 
 
-def segments(problem: Problem) -> list[list]:
-    """The topological order cut after each dominator of the output."""
-    cuts = set(dominator_cuts(problem.graph))
+def cut_at_dominators(graph: nx.DiGraph, order: list) -> list[list]:
+    """``order`` (a topological order of ``graph``) cut after each dominator of the output."""
+    cuts = set(dominator_cuts(graph))
     out, cur = [], []
-    for v in problem.topo_order():
+    for v in order:
         cur.append(v)
         if v in cuts:
             out.append(cur)
@@ -53,6 +53,11 @@ def segments(problem: Problem) -> list[list]:
     if cur:
         out.append(cur)
     return out
+
+
+def segments(problem: Problem) -> list[list]:
+    """The problem's topological order cut after each dominator of the output."""
+    return cut_at_dominators(problem.graph, problem.topo_order())
 
 
 def submodels(problem: Problem, max_nodes: int) -> list[list]:

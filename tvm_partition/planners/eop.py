@@ -80,7 +80,6 @@ class EOP:
         self.devices = list(devices)
         self.host = self.devices[0].name
         self.acc = accelerator(self.devices).name
-        self.cm = cost_model
         self.sim = simulator or Simulator(graph, cost_model)
         self.threshold = threshold
         self.ops = [v for v in self.sim.order if not graph.ops[v].is_view]
@@ -312,12 +311,7 @@ class EOP:
     def plan(self, collaborative: bool = True) -> Plan:
         t0 = time.perf_counter()
         keys = self.key_ops()
-        choices = {v: self.best_choice(v) for v in keys if self.g.ops[v].split_dims}
-        for v in keys:  # key ops that cannot be split still get their Eq. 3 device
-            if v not in choices:
-                cpu_us, gpu_us = self.sim.op_time(v, self.host), self.whole_gpu_us(v)
-                choices[v] = Choice(v, OnDevice(self.host if cpu_us <= gpu_us else self.acc),
-                                    min(cpu_us, gpu_us), cpu_us, gpu_us)
+        choices = {v: self.best_choice(v) for v in keys}  # an op without legal dims: its Eq. 3 device
         plans = {"separate": self._plan(self.walk(choices, False))}
         if collaborative:
             plans["collaborative"] = self._plan(self.walk(choices, True))
