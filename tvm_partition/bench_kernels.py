@@ -25,7 +25,7 @@ import time
 
 import numpy as np
 
-from .devices import fingerprint_id, hardware_fingerprint, parse_devices
+from .devices import fingerprint_id, hardware_fingerprint, parse_devices, use_cpu_threads
 
 DEFAULT_MODELS = ("lstm", "gru", "bert-tiny", "resnet18")
 
@@ -129,6 +129,7 @@ def main(argv=None) -> int:
     ap.add_argument("--no-models", action="store_true", help="time kernels only, not whole models")
     ap.add_argument("--repeat", type=int, default=20, help="end-to-end runs per whole model (default 20)")
     args = ap.parse_args(argv)
+    use_cpu_threads()  # before the first kernel starts TVM's thread pool
 
     from . import frontend
     from .graph import GraphError

@@ -21,21 +21,8 @@ import time
 import numpy as np
 
 from . import artifact
-from .devices import DeviceError, check_local
+from .devices import DeviceError, check_local, use_cpu_threads
 from .inputs import random_input
-
-
-def set_threads(n) -> None:
-    """Size TVM's CPU thread pool as the artifact was built for, unless TVM_NUM_THREADS says otherwise.
-
-    Through ``TVM_NUM_THREADS``, which TVM reads when its thread pool starts (the first parallel
-    kernel of the process), so it takes effect for the first artifact a process runs. Not
-    ``runtime.config_threadpool``: it also pins the workers, and measured 2x slower end to end on
-    the 2-core build machine (gru, tuned CPU build: 15.3 ms against 6-7 ms, 2026-11-23)."""
-    import os
-
-    if n and not os.environ.get("TVM_NUM_THREADS"):
-        os.environ["TVM_NUM_THREADS"] = str(int(n))
 
 
 class Runner:
@@ -56,7 +43,7 @@ class Runner:
         from tvm.runtime import vm as rvm
 
         check_local(self.devices)
-        set_threads(self.manifest.get("num_threads"))
+        use_cpu_threads(self.manifest.get("num_threads"))
         self.lib = self.tvm.runtime.load_module(f"{self.art_dir}/model.so")
         self.host = self.devices[0].tvm_device()
         self.vm = rvm.VirtualMachine(self.lib, [d.tvm_device() for d in self.devices])
