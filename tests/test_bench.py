@@ -169,6 +169,44 @@ def test_bundle_measured_by_the_runtime_only_runner_and_imported(tmp_path):
         assert row["plan_s"] == exported["plan_s"] and row["compile_s"] == exported["compile_s"] > 0
 
 
+def test_split_ops_measure_key_ops_alone_against_the_ideal_bound(tmp_path):
+    out = tmp_path / "res"
+    rc, text, err = run_bench(*LSTM, "--strategies", "cpu,gpu", "--split-ops", "1", "--out", out)
+    assert rc == 0, err
+    rows = rows_of(out)
+    assert [r["strategy"] for r in rows] == ["cpu", "gpu", "cpu", "gpu", "split"]
+    ops = rows[2:]
+    assert all(r["model"].startswith("lstm/fused_") and r["model"] == ops[0]["model"] for r in ops)
+    assert all(r["op"] == ops[0]["op"] for r in ops) and 0 < ops[0]["op"]["gpu_ratio"] < 1
+    assert all(r["measured_median_us"] > 0 and "error" not in r for r in rows), rows
+    for group in (rows[:2], ops):  # 1 / (1/t_cpu + 1/t_gpu) of the group's measured medians
+        t_cpu, t_gpu = (r["measured_median_us"] for r in group[:2])
+        assert all(r["ideal_us"] == pytest.approx(1 / (1 / t_cpu + 1 / t_gpu), abs=0.1) for r in group)
+    assert "of ideal" in text and "split (" in text
+
+
+def test_an_op_model_split_matches_the_op_whole():
+    from tvm_partition import bench_ops, frontend
+    from tvm_partition.compile import check, compile_model
+    from tvm_partition.cost_models import default_cost_model
+    from tvm_partition.devices import parse_devices
+    from tvm_partition.graph import OpGraph
+
+    model = frontend.load("bert-tiny", batch=2, seq_len=8, layers=1)
+    graph = OpGraph(model.mod)
+    devices = parse_devices("cpu,cpu")
+    [(op_id, split)] = bench_ops.heaviest_key_ops(graph, devices, default_cost_model(devices)[0], 1)
+    om = bench_ops.op_model(model, graph, op_id)
+    op = graph.ops[op_id]
+    assert om.name == f"bert-tiny/{op.fused_name}" and om.output_info()[0]["shape"] == list(op.output_shapes[-1])
+    weights = {id(p): i for i, p in enumerate(model.params)}
+    assert om.params and all(id(p) in weights for p in om.params)  # the model's own weights, not random ones
+    compiled = compile_model(om, devices, plan_file=bench_ops.split_plan(OpGraph(om.mod), devices, split))
+    assert sum(1 for d in compiled.plan.ops.values() if getattr(d, "ratios", None)) == 1
+    max_err, tol = check(compiled)
+    assert max_err <= tol
+
+
 def test_gpu_device_set_without_a_gpu_needs_a_bundle(tmp_path):
     from tvm_partition.devices import gpu_available
 

@@ -1,7 +1,7 @@
 """End-to-end benchmark: every strategy side by side, planned, compiled, saved and measured in one run.
 
     python -m tvm_partition.bench [--models lstm,gru,...] [--devices cpu,cpu|cpu,gpu] [--strategies S,...]
-        [--quick] [--sweep batch=8,16,32] [--repeat N] [--out DIR] [--force] [--tuning-logs DIR | --no-tuning]
+        [--quick] [--sweep batch=8,16,32] [--split-ops N] [--repeat N] [--out DIR] [--force] [--tuning-logs DIR | --no-tuning]
         [--batch N] [--seq-len N] [--layers N] [--image-size N] [--export-bundle DIR] [--import DIR]
         [--update-benchmarks [--benchmarks FILE]]
 
@@ -18,6 +18,9 @@ model built by TVM's own CPU flow (:func:`tvm_partition.build.build_reference`).
 separate ``tvm-gpu`` row: the ``gpu`` strategy already is the unpartitioned model on the GPU with
 dlight schedules (plus tuned records where the database has CUDA ones), inputs copied in and
 outputs back as any deployment does. ``--quick``: small settings that run in minutes on 2 cores.
+``--split-ops N`` adds each model's ``N`` heaviest key ops alone (:mod:`tvm_partition.bench_ops`),
+whole on each device and split, to compare a split with the ideal co-execution bound
+``1 / (1/t_cpu + 1/t_gpu)``, which every row group carries as ``ideal_us``.
 
 Rows go to ``--out`` (default ``benchmarks/results/<fingerprint>/bench/``) as ``results.json``
 and ``results.csv``, rewritten after every row; a rerun skips measured rows unless ``--force``. A
@@ -41,6 +44,7 @@ import sys
 import tempfile
 import time
 
+from . import bench_ops
 from . import bench_results as results
 from .bench_runtime import BUNDLE_SPEC, RESULTS, measure_isolated
 
@@ -75,6 +79,9 @@ def _parser() -> argparse.ArgumentParser:
     ap.add_argument("--quick", action="store_true", help=f"small settings ({', '.join(QUICK_MODELS)}; "
                                                          f"{', '.join(QUICK_STRATEGIES)}; 10 repeats)")
     ap.add_argument("--sweep", metavar="KEY=V,V", help="repeat each model at each value, e.g. batch=8,16,32")
+    ap.add_argument("--split-ops", type=int, default=0, metavar="N",
+                    help="also the N heaviest key ops of each model alone: whole on each device and split, "
+                         "against the ideal co-execution bound (see tvm_partition.bench_ops)")
     ap.add_argument("--repeat", type=int, help="timed end-to-end runs per row (default 20, --quick 10)")
     ap.add_argument("--out", help="results folder (default: benchmarks/results/<fingerprint>/bench/)")
     ap.add_argument("--force", action="store_true", help="measure rows measured before again")
@@ -177,12 +184,12 @@ class Bench:
     threads: int | None = None
     shared_params: dict = dataclasses.field(default_factory=dict)  # bundle: sha256 -> params.npz
 
-    def compile(self, model, strategy: str):
+    def compile(self, model, strategy: str, plan=None):
         from .compile import Compiled, compile_model
 
         if strategy != REFERENCE:
-            return compile_model(model, self.devices, strategy, tuning_db=self.tuning_db, num_threads=self.threads,
-                                 cost_model=self.cost_model, time_limit=self.time_limit)
+            return compile_model(model, self.devices, strategy, plan, tuning_db=self.tuning_db,
+                                 num_threads=self.threads, cost_model=self.cost_model, time_limit=self.time_limit)
         from .build import build_reference
         from .plan import Plan
         from .tuning import open_database
@@ -214,20 +221,20 @@ class Bench:
             except OSError:  # no hard links on this file system: keep the copy
                 pass
 
-    def row(self, model, config: dict, strategy: str, plans: str | None) -> dict:
-        """Plan, compile, save and measure (or export) one row; never raises for a failing strategy."""
+    def row(self, model, config: dict, strategy: str, plans: str | None, plan=None, extra: dict | None = None) -> dict:
+        """Plan (or take ``plan``), compile, save and measure (or export) one row; ``extra``: more
+        fields of the row. Never raises for a failing strategy."""
         from .devices import fingerprint_id
 
         row = {"model": model.name, "config": config, "devices": self.label, "strategy": strategy,
                "measured_median_us": None, "measured_p90_us": None, "predicted_us": None, "plan_s": None,
-               "compile_s": None, "device_names": None, "ideal_us": None, "command": self.command}
+               "compile_s": None, "device_names": None, "ideal_us": None, "command": self.command, **(extra or {})}
         art = os.path.join(self.artifacts, results.row_id(row))
         try:
-            compiled = self.compile(model, strategy)
+            compiled = self.compile(model, strategy, plan)
             plan = compiled.plan
             row.update(predicted_us=_round(plan.predicted_latency_us), compile_s=round(compiled.build.compile_s, 3),
-                       plan_s=None if strategy == REFERENCE else round(compiled.plan_s, 3),
-                       ideal_us=plan.meta.get("ideal_us", plan.meta.get("predicted", {}).get("ideal_us")))
+                       plan_s=None if strategy == REFERENCE else round(compiled.plan_s, 3))
             row["tuned_kernels"] = f"{len(compiled.tuned_kernels)}/{len(compiled.build.kernel_devices)}"
             if plan.meta.get("auto"):
                 row["chosen"] = plan.meta["auto"]["chosen"]
@@ -318,15 +325,18 @@ def run(args, out: str) -> tuple[list[tuple], int]:
                 bar.update(len(names))
                 continue
             config = {k: model.config[k] for k in MODEL_OPTIONS if k in model.config} or opts
-            for strategy in names:
+
+            def one(model, strategy, plan=None, extra=None):
+                nonlocal rows, failed
                 bar.set_description(f"{model.name}/{strategy}")
                 key = (model.name, json.dumps(config, sort_keys=True), label, strategy)
                 keys.append(key)
                 if key in done and not args.force:
                     say(f"{model.name} {strategy}: done before, skipped (--force measures it again)")
                     bar.update(1)
-                    continue
-                row = bench.row(model, config, strategy, None if args.export_bundle else os.path.join(out, "plans"))
+                    return
+                row = bench.row(model, config, strategy, None if args.export_bundle else os.path.join(out, "plans"),
+                                plan, extra)
                 rows = results.merge(rows, row)
                 if args.export_bundle:
                     results.write_json(os.path.join(args.export_bundle, BUNDLE_SPEC),
@@ -339,9 +349,30 @@ def run(args, out: str) -> tuple[list[tuple], int]:
                     f"median {row['measured_median_us'] / 1e3:.3f} ms"
                     + (f", predicted {row['predicted_us'] / 1e3:.3f} ms" if row["predicted_us"] is not None else "")))
                 bar.update(1)
+
+            for strategy in names:
+                one(model, strategy)
+            if args.split_ops:
+                for op_model, split_plan, extra in split_op_rows(model, devices, cost_model, args.split_ops):
+                    bar.total += len(bench_ops.OP_STRATEGIES)
+                    for strategy in bench_ops.OP_STRATEGIES:
+                        one(op_model, strategy, split_plan if strategy == bench_ops.SPLIT else None, extra)
     if not (args.export_bundle or args.artifacts):
         shutil.rmtree(artifacts, ignore_errors=True)
     return keys, failed
+
+
+def split_op_rows(model, devices, cost_model, n: int):
+    """``(op model, its split plan, row fields)`` of ``model``'s ``n`` heaviest splittable key ops."""
+    from .graph import OpGraph
+    from .planners.baselines import accelerator
+
+    graph = OpGraph(model.mod)
+    acc = accelerator(devices).name
+    for op_id, split in bench_ops.heaviest_key_ops(graph, devices, cost_model, n):
+        om = bench_ops.op_model(model, graph, op_id)
+        plan = bench_ops.split_plan(OpGraph(om.mod), devices, split)
+        yield om, plan, {"op": bench_ops.describe(graph, op_id, split, acc)}
 
 
 def import_bundle(bundle: str, out: str | None) -> dict[str, list[tuple]]:
@@ -393,6 +424,9 @@ def main(argv=None) -> int:
 
     measure_requested = bool(args.models or args.quick) or not (args.import_ or args.update_benchmarks)
     args.repeat = args.repeat if args.repeat is not None else (10 if args.quick else 20)
+    if args.split_ops < 0:
+        print("error: --split-ops must be >= 0", file=sys.stderr)
+        return 2
     for flag in ("repeat", "batch", "seq_len", "layers", "image_size", "threads"):
         v = getattr(args, flag)
         if v is not None and v < 1:

@@ -5,6 +5,10 @@ A row is one model x setting x device set x strategy (``python -m tvm_partition.
     {model, config, devices, strategy, measured_median_us, measured_p90_us, predicted_us, plan_s,
      compile_s, device_names, ideal_us, [error], tuned_kernels, repeat, machine, date, command, ...}
 
+``ideal_us`` is the group's ideal co-execution bound (:func:`ideal`), filled in when saved. Rows
+of :mod:`tvm_partition.bench_ops` (one key op alone) have an ``op`` field and are named
+``model/fused_kernel``.
+
 ``tuned_kernels`` is "tuned / all" kernels of the build: the others run TVM's default CPU schedule
 (or dlight on a GPU), so a row is only as fast as the tuning database's coverage of its shapes.
 
@@ -75,8 +79,13 @@ def write_json(path: str, data) -> None:
 
 
 def save(folder: str, rows: list[dict]) -> None:
-    """Write results.json and results.csv (each under a temporary name, then renamed)."""
+    """Write results.json and results.csv (each under a temporary name, then renamed), every row
+    with its group's :func:`ideal` bound as ``ideal_us``."""
     os.makedirs(folder, exist_ok=True)
+    for rs in groups(rows).values():
+        bound = ideal(rs)
+        for r in rs:
+            r["ideal_us"] = None if bound is None else round(bound, 1)
     write_json(os.path.join(folder, RESULTS_JSON), rows)
     path = os.path.join(folder, RESULTS_CSV)
     with open(path + ".tmp", "w", encoding="utf-8", newline="") as f:
@@ -101,15 +110,29 @@ def best_single(rows: list[dict]) -> float | None:
     return min(times) if times else None
 
 
-def derived(row: dict, best: float | None) -> dict:
-    """Prediction error (%) and speedup over the best single device, where both sides exist."""
-    out = {"pred_err_pct": None, "speedup": None}
+def ideal(rows: list[dict]) -> float | None:
+    """The ideal co-execution bound of one group: ``1 / (1/t_cpu + 1/t_gpu)`` of the measured
+    medians of its ``cpu`` and ``gpu`` rows (both devices busy until the end, each on the share it
+    finishes in that time; the gpu row runs from inputs on the host to outputs back there, so the
+    bound includes the copies). None unless both were measured."""
+    t = {r["strategy"]: r["measured_median_us"] for r in rows if r["strategy"] in SINGLE_DEVICE and measured(r)}
+    if len(t) < len(SINGLE_DEVICE) or min(t.values()) <= 0:
+        return None
+    return 1.0 / sum(1.0 / v for v in t.values())
+
+
+def derived(row: dict, best: float | None, bound: float | None = None) -> dict:
+    """Prediction error (%), speedup over the best single device and measured / ideal bound,
+    where both sides exist."""
+    out = {"pred_err_pct": None, "speedup": None, "of_ideal": None}
     if measured(row):
         m = row["measured_median_us"]
         if row.get("predicted_us") is not None:
             out["pred_err_pct"] = 100.0 * (row["predicted_us"] - m) / m
         if best is not None:
             out["speedup"] = best / m
+        if bound is not None and row["strategy"] not in SINGLE_DEVICE:
+            out["of_ideal"] = m / bound
     return out
 
 
@@ -117,22 +140,25 @@ def _ms(us) -> str:
     return "-" if us is None else f"{us / 1e3:.3f}"
 
 
-HEAD = ("strategy", "median ms", "p90 ms", "predicted ms", "pred err", "speedup", "tuned")
+HEAD = ("strategy", "median ms", "p90 ms", "predicted ms", "pred err", "speedup", "of ideal", "tuned")
 
 
 def table_rows(rows: list[dict]) -> list[tuple[str, ...]]:
     """One tuple of cells (:data:`HEAD`) per row of a group; an error row says so."""
-    best = best_single(rows)
+    best, bound = best_single(rows), ideal(rows)
     out = []
     for r in rows:
         if "error" in r:
-            out.append((r["strategy"], "error: " + str(r["error"])[:80], "", "", "", "", ""))
+            out.append((r["strategy"], "error: " + str(r["error"])[:80]) + ("",) * (len(HEAD) - 2))
             continue
-        d = derived(r, best)
+        d = derived(r, best, bound)
         name = r["strategy"] + (f" ({r['chosen']})" if r.get("chosen") else "")
+        if r.get("op"):
+            name += f" ({r['op']['dim']} {r['op']['gpu_ratio']:g})" if r["strategy"] not in SINGLE_DEVICE else ""
         out.append((name, _ms(r.get("measured_median_us")), _ms(r.get("measured_p90_us")), _ms(r.get("predicted_us")),
                     "-" if d["pred_err_pct"] is None else f"{d['pred_err_pct']:+.0f}%",
-                    "-" if d["speedup"] is None else f"{d['speedup']:.2f}x", r.get("tuned_kernels") or "-"))
+                    "-" if d["speedup"] is None else f"{d['speedup']:.2f}x",
+                    "-" if d["of_ideal"] is None else f"{d['of_ideal']:.2f}x", r.get("tuned_kernels") or "-"))
     return out
 
 

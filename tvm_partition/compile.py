@@ -95,7 +95,7 @@ def make_plan(graph, devices: list[DeviceSpec], strategy: str = "auto", plan_fil
 def plan_and_simulate(graph, devices: list[DeviceSpec], strategy: str = "auto", plan_file: str | None = None,
                       topology=None, time_limit: float = 10.0, cost_model=None, split_ratios=()):
     """Plan ``graph`` with ``strategy`` (a name of :data:`tvm_partition.planners.STRATEGIES`) or
-    load ``plan_file``; ``cost_model`` (default: :func:`tvm_partition.cost_models.default_cost_model`)
+    take ``plan_file`` (a plan file, or a :class:`Plan`); ``cost_model`` (default: :func:`tvm_partition.cost_models.default_cost_model`)
     prices the plan. ``topology`` / ``time_limit`` / ``split_ratios`` are for the placement
     strategies (milp...). ``predicted_latency_us`` is the simulated latency (:mod:`.simulate`),
     whatever the strategy, so every plan is scored the same way. Returns ``(plan, simulation)``."""
@@ -107,7 +107,9 @@ def plan_and_simulate(graph, devices: list[DeviceSpec], strategy: str = "auto", 
         from .cost_models import default_cost_model
 
         cost_model = default_cost_model(devices)[0]
-    if plan_file:
+    if isinstance(plan_file, Plan):
+        plan = plan_file
+    elif plan_file:
         plan = Plan.load(plan_file)
     elif strategy in STRATEGY_NAMES:
         plan = plan_placement(strategy, graph, devices, cost_model, topology, time_limit, split_ratios)

@@ -118,6 +118,20 @@ def _region_shape(expr, region: Region | None) -> tuple[int, ...]:
     return shape[: region.axis] + (region.size,) + shape[region.axis + 1:]
 
 
+def external_operands(graph, op) -> list:
+    """What ``op`` reads from outside itself (earlier ops' outputs, model inputs, weights,
+    constants), once each, in operand order: the parameters of :func:`sample_function`."""
+    from tvm import relax
+
+    member_vars = {graph.bindings[m].var for m in op.members}
+    out: dict = {}  # insertion-ordered set
+    for m in op.members:
+        b = graph.bindings[m]
+        operands = tensor_operands(b.value) if isinstance(b.value, relax.Call) else graph.free[m]
+        out.update((o, None) for o in operands if o not in member_vars)
+    return list(out)
+
+
 def sample_function(graph, op, dim: int, size: int):
     """A Relax function computing ``op``'s output cut to ``size`` along ``dim`` from fresh params.
 
@@ -142,14 +156,9 @@ def sample_function(graph, op, dim: int, size: int):
             params.append(env[expr])
         return env[expr]
 
-    member_vars = {graph.bindings[m].var for m in op.members}
     # parameters first, in operand order, so the function signature is fixed before emitting
-    for m in op.members:
-        b = graph.bindings[m]
-        operands = tensor_operands(b.value) if isinstance(b.value, relax.Call) else graph.free[m]
-        for o in operands:
-            if o not in member_vars:
-                param_for(o)
+    for o in external_operands(graph, op):
+        param_for(o)
     with bb.function("main", params, pure=True):
         with bb.dataflow():
             for m in op.members:
