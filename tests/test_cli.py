@@ -255,6 +255,17 @@ def test_run_repeat_and_input_output(cli_results):
         np.testing.assert_allclose(z["output0"], out, rtol=0, atol=1e-6)
 
 
+def test_run_kernels_times_every_call(cli_results):
+    proc = ok(cli("run", cli_results["dir"] / "art", "--kernels", "--repeat", "3"))
+    rows = [line.split() for line in proc.stdout.splitlines() if re.match(r"\s*[0-9.]+\s+[0-9.]+%\s+\d+\s+\S", line)]
+    names = [r[3] for r in rows]
+    assert any(n.endswith("_llvm") for n in names) and any(n.startswith("vm.builtin.") for n in names), proc.stdout
+    us = [float(r[0]) for r in rows]
+    assert us == sorted(us, reverse=True) and sum(float(r[1][:-1]) for r in rows) == pytest.approx(100, abs=0.5)
+    total = re.search(r"([0-9.]+)\s+sum of calls \(end to end ([0-9.]+)", proc.stdout)
+    assert total and float(total.group(1)) == pytest.approx(sum(us), abs=0.1 * len(us))
+
+
 def test_saved_plan_reproduces(cli_results):
     d = cli_results["dir"]
     assert max_abs_err(ok(cli_results["saved-plan"])) <= 1e-4

@@ -93,6 +93,46 @@ class Runner:
             times.append((time.perf_counter() - t0) * 1e6)
         return times
 
+    def kernel_times(self, inputs: dict[str, np.ndarray], repeat: int) -> dict[str, tuple[int, float]]:
+        """``{name: (calls per run, microseconds per run)}`` of every function the VM calls (kernels,
+        copies, allocations), timed by a VM instrument over ``repeat`` runs after a warm-up. A GPU
+        is synchronised after each call, so GPU kernels are timed to completion (and nothing
+        overlaps: the sum is the serial time, not the end-to-end latency)."""
+        args = self._args(inputs)
+        self.main(*args, *self.params)
+        gpus = [d.tvm_device() for d in self.devices if d.kind == "gpu"]
+        calls: dict[str, list] = {}
+        start: list[float] = []
+
+        def instrument(func, name, before, ret, *fargs):
+            if before:
+                start.append(time.perf_counter())
+            else:
+                for g in gpus:
+                    g.sync()
+                entry = calls.setdefault(str(name), [0, 0.0])
+                entry[0] += 1
+                entry[1] += (time.perf_counter() - start.pop()) * 1e6
+            return 0
+
+        self.vm.set_instrument(instrument)
+        try:
+            for _ in range(repeat):
+                self.main(*args, *self.params)
+        finally:
+            self.vm.set_instrument(None)
+        return {k: (n // repeat, us / repeat) for k, (n, us) in sorted(calls.items(), key=lambda kv: -kv[1][1])}
+
+
+def kernel_table(times: dict[str, tuple[int, float]], end_to_end_us: float | None = None) -> str:
+    """The text table of :meth:`Runner.kernel_times`, heaviest first."""
+    total = sum(us for _, us in times.values())
+    lines = [f"{'us/run':>10} {'share':>6} {'calls':>5}  function"]
+    lines += [f"{us:10.1f} {100 * us / total if total else 0:5.1f}% {n:5d}  {name}" for name, (n, us) in times.items()]
+    lines.append(f"{total:10.1f} {'':6} {'':5}  sum of calls"
+                 + (f" (end to end {end_to_end_us:.1f}: VM overhead {end_to_end_us - total:.1f})" if end_to_end_us else ""))
+    return "\n".join(lines)
+
 
 def read_inputs(path: str) -> dict[str, np.ndarray]:
     try:
@@ -138,6 +178,8 @@ def main(argv=None) -> int:
     ap.add_argument("--output", help="write the outputs to this npz file")
     ap.add_argument("--repeat", type=int, default=0, help="time N runs and print median_us / p90_us")
     ap.add_argument("--seed", type=int, default=0, help="seed of the random inputs")
+    ap.add_argument("--kernels", action="store_true", help="time every kernel, copy and VM builtin a run calls "
+                                                           "(over --repeat runs, default 10), heaviest first")
     ap.add_argument("--rpc", metavar="HOST:PORT", help="run on this TVM RPC server (python -m tvm.exec.rpc_server)")
     ap.add_argument("--tracker", metavar="HOST:PORT", help="ask this TVM RPC tracker for a server (with --key)")
     ap.add_argument("--key", help="device key the RPC servers registered with at the tracker")
@@ -152,9 +194,15 @@ def main(argv=None) -> int:
         inputs = read_inputs(args.input) if args.input else runner.example_inputs(args.seed)
         outs = runner.run(inputs)
         write_outputs(args.output, outs)
+        times = None
         if args.repeat > 0:
             times = runner.time(inputs, args.repeat)
             print(latency_line(times))
+        if args.kernels:
+            if args.rpc or args.tracker or args.key:
+                raise ValueError("--kernels times the VM's calls on this machine; not over RPC")
+            print(kernel_table(runner.kernel_times(inputs, args.repeat or 10),
+                               float(np.median(times)) if times else None))
             if hasattr(runner, "device_times"):
                 device = float(np.median(runner.device_times(inputs, args.repeat)))
                 print(f"device_median_us={device:.1f} rpc_overhead_us={np.median(times) - device:.1f}")
