@@ -26,7 +26,7 @@ from tvm_partition.graph import OpGraph
 from tvm_partition.plan import OnDevice, Plan, Split
 from tvm_partition.planners import plan_with
 from tvm_partition.planners.auto import plan_auto
-from tvm_partition.planners.baselines import plan_cpu, plan_equal, plan_fixed, plan_gpu
+from tvm_partition.planners.baselines import MIN_GAIN, pick, plan_cpu, plan_equal, plan_fixed, plan_gpu
 from tvm_partition.planners.eop import EOP, plan_eop
 from tvm_partition.simulate import Simulator, simulate
 
@@ -202,6 +202,23 @@ def test_eq3_no_split_when_copies_eat_the_gain():
     assert plan.ops[op_id] == OnDevice("cpu") and plan.predicted_latency_us == pytest.approx(3000.0)
 
 
+def test_a_split_gaining_less_than_min_gain_keeps_one_device():
+    g = OpGraph(load(OneOp(), x=(100, 8)).mod)
+    (op_id,) = g.ops
+    # Eq. 2 on the grid: 98 rows on the GPU (98 us) || 2 on the CPU (80 us) against 100 us on the GPU alone
+    eop = EOP(g, CPU_GPU, TableCostModel({"tanh": (4000.0, 100.0)}))
+    assert eop.best_choice(op_id).split
+    plan = eop.plan()
+    assert plan.ops[op_id] == OnDevice("gpu") and plan.meta["eop"]["chosen"] == "gpu-only"
+    assert min(plan.meta["eop"]["simulated_us"].values()) < plan.predicted_latency_us
+    # a 1/(1/300 + 1/100) = 75 us split against 100 us: kept
+    eop = EOP(g, CPU_GPU, TableCostModel({"tanh": (300.0, 100.0)}))
+    assert isinstance(eop.plan().ops[op_id], Split)
+    assert pick({"a": 96.0, "cpu": 100.0, "gpu": 120.0}, ("cpu", "gpu")) == "a"
+    assert pick({"a": 98.0, "cpu": 100.0, "gpu": 120.0}, ("cpu", "gpu")) == "cpu"
+    assert pick({"a": 98.0, "b": 90.0, "cpu": 100.0}, ("cpu", "gpu")) == "b"
+
+
 # ---------------------------------------------------------------------- 3. collaborative tuning
 @pytest.mark.parametrize("name", ["lstm", "bert-tiny"])
 def test_collaborative_never_worse_than_separate_zoo(name):
@@ -294,7 +311,11 @@ def test_auto_never_predicted_slower_than_one_device(name, cm):
     assert auto.predicted_latency_us == pytest.approx(lat["auto"])
     scored = auto.meta["auto"]["predicted_us"]
     assert {"cpu", "gpu", "eop", "fixed", "equal"} <= set(scored)
-    assert auto.predicted_latency_us == pytest.approx(min(scored.values()))
+    chosen = auto.meta["auto"]["chosen"]
+    assert auto.predicted_latency_us == pytest.approx(scored[chosen])
+    best = min(scored.values())  # the fastest, or one device when the fastest gains less than MIN_GAIN
+    assert scored[chosen] == pytest.approx(best) or (
+        chosen in ("cpu", "gpu") and best >= (1 - MIN_GAIN) * scored[chosen])
     assert scored["eop"] <= min(scored["cpu"], scored["gpu"]) + 1e-6  # EOP checks one device too (Eq. 3)
     fast = "gpu" if cm.devices["gpu"].gflops > cm.devices["cpu"].gflops else "cpu"
     slow = {"gpu": "cpu", "cpu": "gpu"}[fast]

@@ -2,7 +2,8 @@
 
 Every candidate is scored on the same list schedule (:mod:`tvm_partition.simulate`), so the
 comparison is fair; ``cpu`` and ``gpu`` are always candidates, so ``auto`` never predicts a plan
-slower than the best single device. ``milp`` is left out (it spends its time limit); ask for it
+slower than the best single device, and keeps one device unless a plan using several is
+predicted :data:`~tvm_partition.planners.baselines.MIN_GAIN` faster. ``milp`` is left out (it spends its time limit); ask for it
 by name.
 """
 
@@ -10,6 +11,7 @@ from __future__ import annotations
 
 from ..plan import Plan, PlanError
 from ..simulate import Simulator
+from .baselines import pick
 
 CANDIDATES = ("cpu", "gpu", "equal", "fixed", "eop", "heft", "metf", "msct", "dp")
 
@@ -29,7 +31,7 @@ def plan_auto(graph, devices, cost_model, candidates=CANDIDATES) -> Plan:
             skipped[name] = str(e)
             continue
         scored[name] = (plan, sim.run(plan).latency_us)
-    best = min(scored, key=lambda k: scored[k][1])
+    best = pick({k: v[1] for k, v in scored.items()}, ("cpu", "gpu"))
     plan = scored[best][0]
     meta = dict(plan.meta)
     meta["auto"] = {"chosen": best, "predicted_us": {k: v[1] for k, v in scored.items()}, "skipped": skipped}

@@ -25,6 +25,24 @@ def accelerator(devices: list[DeviceSpec]) -> DeviceSpec:
     return next((d for d in devices if d.kind == "gpu"), devices[1])
 
 
+#: A plan using several devices must be predicted at least this much faster than the best
+#: single-device plan to be chosen over it. Below it a split is a coin toss: on the build machine's
+#: tuned builds, predictions were 0-25% off end to end (BENCHMARKS.md), and on 2026-11-23 EOP
+#: split one BERT-tiny transpose at a 0.8% predicted gain that measured 1-3% slower.
+MIN_GAIN = 0.03
+
+
+def pick(predicted: dict[str, float], single: tuple[str, ...]) -> str:
+    """The key of ``predicted`` (plan name -> predicted us) to keep: the fastest, unless it is not
+    one of the ``single``-device plans and beats the best of them by less than :data:`MIN_GAIN`."""
+    best = min(predicted, key=predicted.get)
+    singles = [k for k in single if k in predicted]
+    if best in singles or not singles:
+        return best
+    alone = min(singles, key=predicted.get)
+    return best if predicted[best] < (1.0 - MIN_GAIN) * predicted[alone] else alone
+
+
 def plan_cpu(graph: OpGraph, devices: list[DeviceSpec], cost_model=None) -> Plan:
     host = devices[0].name
     return Plan(devices, {i: OnDevice(host) for i, op in graph.ops.items() if not op.is_view}, strategy="cpu")

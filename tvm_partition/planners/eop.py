@@ -30,7 +30,8 @@ optimum), the collaborative walks (the last ones pricing each output's copies to
 plan put its consumers), the uniform plan (every split key op at the balance ratio of all of them
 together, which keeps a chain's parts in place: on Fig. 1's toy it is what the list schedule
 prefers) and the two single-device plans (Eq. 3 for the whole model), so collaboration never
-makes a plan worse and EOP never predicts worse than one device. ``meta``
+makes a plan worse and EOP never predicts worse than one device; a single-device plan is kept
+unless the best is predicted :data:`~tvm_partition.planners.baselines.MIN_GAIN` faster. ``meta``
 records every candidate's simulated latency and which was chosen.
 """
 
@@ -44,7 +45,7 @@ from ..graph import OpGraph
 from ..plan import OnDevice, Plan, Split
 from ..simulate import Simulator
 from ..split_rules import IllegalSplit, Region, is_tensor
-from .baselines import accelerator
+from .baselines import accelerator, pick
 
 #: Ratio step of the search (EOP Sec. 3.2, Step 3).
 STEP = 0.01
@@ -328,7 +329,7 @@ class EOP:
         for dev in (self.host, self.acc):  # Eq. 3 for the whole model: a split plan must beat one device
             plans[f"{dev}-only"] = self._plan({v: OnDevice(dev) for v in self.ops})
             sims[f"{dev}-only"] = self.sim.run(plans[f"{dev}-only"])
-        kind = min(sims, key=lambda k: sims[k].latency_us)
+        kind = pick({k: s.latency_us for k, s in sims.items()}, (f"{self.host}-only", f"{self.acc}-only"))
         plan, sim = plans[kind], sims[kind]
         plan.predicted_latency_us = sim.latency_us
         plan.meta = {
