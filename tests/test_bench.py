@@ -195,9 +195,16 @@ def test_an_op_model_split_matches_the_op_whole():
     model = frontend.load("bert-tiny", batch=2, seq_len=8, layers=1)
     graph = OpGraph(model.mod)
     devices = parse_devices("cpu,cpu")
-    [(op_id, split)] = bench_ops.heaviest_key_ops(graph, devices, default_cost_model(devices)[0], 1)
+    cm = default_cost_model(devices)[0]
+    [(op_id, split)] = bench_ops.heaviest_key_ops(graph, devices, cm, 1)
     om = bench_ops.op_model(model, graph, op_id)
     op = graph.ops[op_id]
+    og = OpGraph(om.mod)
+    alone = og.ops[bench_ops.main_op(og)]
+    assert alone.fused_name != op.fused_name  # TVM numbers kernels by module: the profile's key differs
+    priced = bench_ops.as_parent(cm, graph, op_id, og)
+    assert priced.estimate(alone, "cpu") == cm.estimate(op, "cpu")
+    assert priced.op_time(alone, "cpu", op.output_shapes[-1]) == cm.op_time(op, "cpu", op.output_shapes[-1])
     assert om.name == f"bert-tiny/{op.fused_name}" and om.output_info()[0]["shape"] == list(op.output_shapes[-1])
     weights = {id(p): i for i, p in enumerate(model.params)}
     assert om.params and all(id(p) in weights for p in om.params)  # the model's own weights, not random ones

@@ -184,12 +184,13 @@ class Bench:
     threads: int | None = None
     shared_params: dict = dataclasses.field(default_factory=dict)  # bundle: sha256 -> params.npz
 
-    def compile(self, model, strategy: str, plan=None):
+    def compile(self, model, strategy: str, plan=None, cost_model=None):
         from .compile import Compiled, compile_model
 
         if strategy != REFERENCE:
             return compile_model(model, self.devices, strategy, plan, tuning_db=self.tuning_db,
-                                 num_threads=self.threads, cost_model=self.cost_model, time_limit=self.time_limit)
+                                 num_threads=self.threads, cost_model=cost_model or self.cost_model,
+                                 time_limit=self.time_limit)
         from .build import build_reference
         from .plan import Plan
         from .tuning import open_database
@@ -221,9 +222,10 @@ class Bench:
             except OSError:  # no hard links on this file system: keep the copy
                 pass
 
-    def row(self, model, config: dict, strategy: str, plans: str | None, plan=None, extra: dict | None = None) -> dict:
+    def row(self, model, config: dict, strategy: str, plans: str | None, plan=None, extra: dict | None = None,
+            cost_model=None) -> dict:
         """Plan (or take ``plan``), compile, save and measure (or export) one row; ``extra``: more
-        fields of the row. Never raises for a failing strategy."""
+        fields of the row; ``cost_model``: instead of the bench's. Never raises for a failing strategy."""
         from .devices import fingerprint_id
 
         row = {"model": model.name, "config": config, "devices": self.label, "strategy": strategy,
@@ -231,7 +233,7 @@ class Bench:
                "compile_s": None, "device_names": None, "ideal_us": None, "command": self.command, **(extra or {})}
         art = os.path.join(self.artifacts, results.row_id(row))
         try:
-            compiled = self.compile(model, strategy, plan)
+            compiled = self.compile(model, strategy, plan, cost_model)
             plan = compiled.plan
             row.update(predicted_us=_round(plan.predicted_latency_us), compile_s=round(compiled.build.compile_s, 3),
                        plan_s=None if strategy == REFERENCE else round(compiled.plan_s, 3))
@@ -326,7 +328,7 @@ def run(args, out: str) -> tuple[list[tuple], int]:
                 continue
             config = {k: model.config[k] for k in MODEL_OPTIONS if k in model.config} or opts
 
-            def one(model, strategy, plan=None, extra=None):
+            def one(model, strategy, plan=None, extra=None, cost_model=None):
                 nonlocal rows, failed
                 bar.set_description(f"{model.name}/{strategy}")
                 key = (model.name, json.dumps(config, sort_keys=True), label, strategy)
@@ -336,7 +338,7 @@ def run(args, out: str) -> tuple[list[tuple], int]:
                     bar.update(1)
                     return
                 row = bench.row(model, config, strategy, None if args.export_bundle else os.path.join(out, "plans"),
-                                plan, extra)
+                                plan, extra, cost_model)
                 rows = results.merge(rows, row)
                 if args.export_bundle:
                     results.write_json(os.path.join(args.export_bundle, BUNDLE_SPEC),
@@ -353,17 +355,18 @@ def run(args, out: str) -> tuple[list[tuple], int]:
             for strategy in names:
                 one(model, strategy)
             if args.split_ops:
-                for op_model, split_plan, extra in split_op_rows(model, devices, cost_model, args.split_ops):
+                for op_model, split_plan, extra, op_cost in split_op_rows(model, devices, cost_model, args.split_ops):
                     bar.total += len(bench_ops.OP_STRATEGIES)
                     for strategy in bench_ops.OP_STRATEGIES:
-                        one(op_model, strategy, split_plan if strategy == bench_ops.SPLIT else None, extra)
+                        one(op_model, strategy, split_plan if strategy == bench_ops.SPLIT else None, extra, op_cost)
     if not (args.export_bundle or args.artifacts):
         shutil.rmtree(artifacts, ignore_errors=True)
     return keys, failed
 
 
 def split_op_rows(model, devices, cost_model, n: int):
-    """``(op model, its split plan, row fields)`` of ``model``'s ``n`` heaviest splittable key ops."""
+    """``(op model, its split plan, row fields, its cost model)`` of ``model``'s ``n`` heaviest
+    splittable key ops."""
     from .graph import OpGraph
     from .planners.baselines import accelerator
 
@@ -371,8 +374,9 @@ def split_op_rows(model, devices, cost_model, n: int):
     acc = accelerator(devices).name
     for op_id, split in bench_ops.heaviest_key_ops(graph, devices, cost_model, n):
         om = bench_ops.op_model(model, graph, op_id)
-        plan = bench_ops.split_plan(OpGraph(om.mod), devices, split)
-        yield om, plan, {"op": bench_ops.describe(graph, op_id, split, acc)}
+        og = OpGraph(om.mod)
+        yield (om, bench_ops.split_plan(og, devices, split), {"op": bench_ops.describe(graph, op_id, split, acc)},
+               bench_ops.as_parent(cost_model, graph, op_id, og))
 
 
 def import_bundle(bundle: str, out: str | None) -> dict[str, list[tuple]]:

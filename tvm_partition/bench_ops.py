@@ -106,9 +106,43 @@ def heaviest_key_ops(graph, devices, cost_model, n: int) -> list[tuple[str, Spli
     return out
 
 
+class AsParent:
+    """A cost model answering for an op model's op as for the model op it came from.
+
+    TVM numbers a fused kernel's name by what else its module holds (``fused_matmul3_add3_gelu``
+    in BERT-tiny is ``fused_matmul_add_gelu`` alone), and the profile keys samples by that name:
+    the op model's own op would fall back to XGBoost. Everything else is ``inner``'s."""
+
+    def __init__(self, inner, parent_op, child_signature: str):
+        self.inner, self.parent_op, self.child = inner, parent_op, child_signature
+
+    def estimate(self, op, device: str, shape=None):
+        from .cost_models.samples import op_signature
+
+        return self.inner.estimate(self.parent_op if op_signature(op) == self.child else op, device, shape)
+
+    def op_time(self, op, device: str, shape=None) -> float:
+        return self.estimate(op, device, shape).us
+
+    def __getattr__(self, name):
+        return getattr(self.inner, name)
+
+
+def as_parent(cost_model, graph, op_id: str, op_model_graph):
+    """:class:`AsParent` for the op model of ``graph``'s ``op_id`` (whose OpGraph is ``op_model_graph``)."""
+    from .cost_models.samples import op_signature
+
+    return AsParent(cost_model, graph.ops[op_id], op_signature(op_model_graph.ops[main_op(op_model_graph)]))
+
+
+def main_op(graph) -> str:
+    """The op model's op: its one compute op (the heaviest, should glue remain)."""
+    return max((v for v, op in graph.ops.items() if not op.is_view), key=lambda v: graph.ops[v].flops)
+
+
 def split_plan(graph, devices, split: Split) -> Plan:
     """The op model's plan: its op split as ``split``, anything else (views, glue) on the host."""
-    main = max((v for v, op in graph.ops.items() if not op.is_view), key=lambda v: graph.ops[v].flops)
+    main = main_op(graph)
     host = devices[0].name
     ops = {v: (split if v == main else OnDevice(host)) for v in graph.ops}
     return Plan(list(devices), ops, strategy=SPLIT)
