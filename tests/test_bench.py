@@ -253,3 +253,14 @@ def test_settings_sweep_and_quick():
     quick = settings("--quick")
     assert [m for m, _ in quick] == list(bench.QUICK_MODELS) and quick[0][1] == {"seq_len": 10}
     assert [m for m, _ in settings()] == list(bench.DEFAULT_MODELS)
+
+
+def test_row_ids_stay_short_and_distinct():
+    from tvm_partition.bench_results import MAX_ID, row_id
+
+    rows = [{"model": "gru/" + "fused_strided_slice_add_tir_sigmoid_" * 9, "config": {"batch": 16},
+             "devices": "cpu,cpu", "strategy": s} for s in ("cpu", "gpu", "split")]
+    ids = [row_id(r) for r in rows]
+    assert all(len(i) <= MAX_ID for i in ids) and len(set(ids)) == 3
+    assert row_id({"model": "lstm", "config": {"seq_len": 4}, "devices": "cpu,gpu", "strategy": "eop"}) == \
+        "lstm-seq_len4-cpu_gpu-eop"

@@ -18,6 +18,7 @@ Both files are rewritten (atomically) after every row, so a killed run keeps eve
 from __future__ import annotations
 
 import csv
+import hashlib
 import json
 import os
 import re
@@ -36,11 +37,19 @@ def row_key(row: dict) -> tuple:
     return row["model"], json.dumps(row["config"], sort_keys=True), row["devices"], row["strategy"]
 
 
+#: Longest row id (a folder and file name): well under the 255 bytes file systems allow.
+MAX_ID = 120
+
+
 def row_id(row: dict) -> str:
     """A folder-safe name of the row, e.g. ``lstm-batch2-seq_len4-cpu_cpu-equal``."""
     cfg = "-".join(f"{k}{v}" for k, v in sorted(row["config"].items()))
     text = "-".join(p for p in (row["model"], cfg, row["devices"].replace(",", "_"), row["strategy"]) if p)
-    return re.sub(r"[^A-Za-z0-9_.-]+", "_", text)
+    text = re.sub(r"[^A-Za-z0-9_.-]+", "_", text)
+    if len(text) > MAX_ID:  # a fused kernel's name (bench --split-ops) can run past a file name's limit
+        digest = hashlib.sha1(text.encode()).hexdigest()[:10]
+        text = f"{text[:MAX_ID - 11]}_{digest}"
+    return text
 
 
 def measured(row: dict) -> bool:
