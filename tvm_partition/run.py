@@ -205,15 +205,15 @@ def main(argv=None) -> int:
         if args.repeat > 0:
             times = runner.time(inputs, args.repeat)
             print(latency_line(times))
+            if hasattr(runner, "device_times"):
+                device = float(np.median(runner.device_times(inputs, args.repeat)))
+                print(f"device_median_us={device:.1f} rpc_overhead_us={np.median(times) - device:.1f}")
         if args.kernels:
             if args.rpc or args.tracker or args.key:
                 raise ValueError("--kernels times the VM's calls on this machine; not over RPC")
             if times is None:
                 times = runner.time(inputs, 10)
             print(kernel_table(*runner.kernel_times(inputs, args.repeat or 10), float(np.median(times))), end="")
-            if hasattr(runner, "device_times"):
-                device = float(np.median(runner.device_times(inputs, args.repeat)))
-                print(f"device_median_us={device:.1f} rpc_overhead_us={np.median(times) - device:.1f}")
     except (artifact.ArtifactError, DeviceError, ValueError, RemoteError) as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
