@@ -108,7 +108,9 @@ def test_profile_times_every_op_axis_and_copy_then_resumes(profiled):
     assert 1024 in batch  # EOP samples batch 1..1024, beyond the model's own batch of 4
     assert all(r["mean_us"] > 0 and r["repeats"] >= 1 for r in log.records)
     comms = {(r["comm"], r["src"], r["dst"]) for r in log.comms()}
-    assert {("copy", "cpu", "cpu"), ("slice", "cpu", "cpu"), ("concat", "cpu", "cpu")} <= comms
+    assert {("copy", "cpu", "cpu"), ("slice", "cpu", "cpu"), ("concat", "cpu", "cpu"), ("launch", "cpu", "cpu")} <= comms
+    [launch] = [r["mean_us"] for r in log.comms() if r["comm"] == "launch"]
+    assert 0 < launch < 50 and ProfiledCostModel(folder, devices).launch_time(devices[1].name) == launch
     again = profiler.profile([graph], devices, folder)  # everything is there: nothing to time
     assert again["total"] == 0 and again["measured"] == 0
 

@@ -338,6 +338,22 @@ def test_cpu_plan_is_the_sum_of_its_op_times(fig1):
     assert simulate(g, plan_equal(g, CPU_CPU), cm).latency_us == pytest.approx(7500)
 
 
+def test_each_kernel_launch_costs_the_vm_thread(fig1):
+    class Launching(TableCostModel):
+        def launch_time(self, device):
+            return 100.0
+
+    g = fig1[0]
+    kernels = sum(1 for op in g.ops.values() if not op.is_view)
+    cpu = simulate(g, plan_cpu(g, CPU_GPU), TableCostModel(FIG1)).latency_us
+    assert simulate(g, plan_cpu(g, CPU_GPU), Launching(FIG1)).latency_us == pytest.approx(cpu + 100.0 * kernels)
+    # on cpu,cpu the equal plan launches two parts per op, plus the slices and concats it adds
+    sim = simulate(g, plan_equal(g, CPU_CPU), Launching(FIG1))
+    launched = sum(1 for t in sim.tasks if t.kind != "copy")
+    copies = sum(t.end_us - t.start_us for t in sim.tasks if t.kind == "copy")
+    assert launched > 2 * kernels and sim.latency_us == pytest.approx(7500 + copies + 100.0 * launched)
+
+
 @pytest.mark.parametrize("name", ["fig1", "lstm", "resnet18"])
 def test_cpu_cpu_plans_are_serial(fig1, name):
     """Two CPU devices share the VM thread: a split plan's latency is the sum of all its tasks."""

@@ -55,6 +55,11 @@ class CostModel(abc.ABC):
         """Joining parts into a tensor of ``nbytes`` on ``device`` (the *Concatenate* of EOP Eq. 2)."""
         return 0.0
 
+    def launch_time(self, device: str) -> float:
+        """What the VM spends per kernel it launches on ``device`` beyond the kernel itself
+        (dispatch, output allocation, the call): the VM thread is busy for it."""
+        return 0.0
+
 
 def full_shape(op) -> tuple[int, ...]:
     """The op's output shape; ``()`` for an op whose output is a tuple."""

@@ -6,8 +6,11 @@ loses at most the sample in flight). Two record types::
     {"type": "op", "sig", "kind", "fused", "dim", "dim_name", "size", "full", "shape", "full_shape",
      "op_flops", "op_bytes", "n_inputs", "device", "tuned", "mean_us", "std_us", "repeats",
      "tvm", "fingerprint", "time"}
-    {"type": "comm", "comm": "copy" | "slice" | "concat", "src", "dst", "bytes",
+    {"type": "comm", "comm": "copy" | "slice" | "concat" | "launch", "src", "dst", "bytes",
      "mean_us", "std_us", "repeats", "tvm", "fingerprint", "time"}
+
+(``launch``: the VM's time per kernel launch on ``src`` beyond the kernel, ``bytes`` 0, per
+``kernels`` one-element kernels in a chain.)
 
 A line that is not such a record (a half-written last line, a hand edit) is reported with its line
 number and skipped; the rest of the file is still used.

@@ -96,7 +96,11 @@ class ProfiledCostModel(CostModel):
         self.series = {key: [(int(r["size"]), float(r["mean_us"])) for r in fit_records(recs)]
                        for key, recs in by_series.items()}
         self.comm: dict[tuple, list[tuple[int, float]]] = defaultdict(list)
+        self.launch: dict[str, float] = {}
         for r in self.log.comms():
+            if r["comm"] == "launch":  # one figure per device kind, the latest
+                self.launch[r["src"]] = float(r["mean_us"])
+                continue
             self.comm[(r["comm"], r["src"], r["dst"])].append((int(r["bytes"]), float(r["mean_us"])))
         self._fits: dict = {}
         self._xgb: dict = {}
@@ -200,6 +204,12 @@ class ProfiledCostModel(CostModel):
 
     def slice_time(self, nbytes: float, device: str) -> float:
         return self._kernel_time("slice", nbytes, device) if nbytes > 0 else 0.0
+
+    def launch_time(self, device: str) -> float:
+        kind = device_kind(device, self.devices)
+        if kind in self.launch:
+            return self.launch[kind]
+        return self.fallback.launch_time(device) if self.fallback is not None else 0.0
 
     def concat_time(self, nbytes: float, device: str) -> float:
         return self._kernel_time("concat", nbytes, device) if nbytes > 0 else 0.0

@@ -24,7 +24,8 @@ import time
 
 from . import timing
 from .logs import ProfileLog, sample_key
-from .samples import COMM_BYTES, Sample, build_library, comm_function, op_signature, sample_function, samples_of
+from .samples import (COMM_BYTES, LAUNCH_CHAIN, Sample, build_library, comm_function, launch_function,
+                      op_signature, sample_function, samples_of)
 
 BUNDLE_FORMAT = 1
 #: Samples built and timed per chunk of a round: the budget is checked between chunks, and a
@@ -73,6 +74,11 @@ def pending_samples(graphs: list, devices: list, log: ProfileLog | None = None) 
             seen.add(key)
             out.append(Pending(rec, kinds[s.device],
                                (lambda g=graph, o=op, s=s: sample_function(g, o, s.dim, s.size)), _level(pos[series])))
+    for kind, dev in kinds.items():  # VM launch overhead (CPU: the VM thread runs the kernels)
+        rec = {"type": "comm", "comm": "launch", "src": kind, "dst": kind, "bytes": 0, "kernels": LAUNCH_CHAIN}
+        if kind == "cpu" and sample_key(rec) not in seen and not (log is not None and sample_key(rec) in log):
+            seen.add(sample_key(rec))
+            out.append(Pending(rec, dev, None, 0))
     for i, nbytes in enumerate(COMM_BYTES):
         lvl = _level(i)
         for kind, dev in kinds.items():
@@ -100,10 +106,19 @@ def write_bundle(folder: str, pending: list[Pending], database=None, progress=No
     from ..split_rules import IllegalSplit
 
     os.makedirs(folder, exist_ok=True)
-    spec = {"format": BUNDLE_FORMAT, "libraries": [], "copies": [], "records": {}, "skipped": 0}
+    spec = {"format": BUNDLE_FORMAT, "libraries": [], "copies": [], "launches": [], "records": {}, "skipped": 0}
     by_device: dict = {}
     for i, p in enumerate(pending):
         sid = f"s{i}"
+        if p.record.get("comm") == "launch":
+            import tvm
+
+            file = f"launch-{p.device.kind}.so"
+            tvm.compile(launch_function(p.record["kernels"]), target=p.device.tvm_target()).export_library(
+                os.path.join(folder, file))
+            spec["launches"].append({"id": sid, "file": file, "device": p.device.kind, "kernels": p.record["kernels"]})
+            spec["records"][sid] = p.record
+            continue
         if p.make is None:
             spec["copies"].append({"id": sid, "src": p.record["src"], "dst": p.record["dst"],
                                    "src_index": p.record.pop("src_index", 0), "dst_index": p.record.pop("dst_index", 0),

@@ -183,6 +183,27 @@ def sample_function(graph, op, dim: int, size: int):
     return func
 
 
+#: Kernels in the launch-overhead sample (:func:`launch_function`).
+LAUNCH_CHAIN = 256
+
+
+def launch_function(k: int = LAUNCH_CHAIN):
+    """A Relax function of ``k`` chained one-element ``tanh`` kernels: run by the VM, its time over
+    ``k`` is what one kernel launch costs beyond the kernel (dispatch, output allocation, call)."""
+    from tvm import relax
+
+    bb = relax.BlockBuilder()
+    x = relax.Var("x", relax.TensorType((1,), "float32"))
+    with bb.function("main", [x], pure=True):
+        with bb.dataflow():
+            y = x
+            for _ in range(k):
+                y = bb.emit(relax.op.tanh(y))
+            out = bb.emit_output(y)
+        bb.emit_func_output(out)
+    return bb.get()
+
+
 def comm_function(kind: str, nbytes: int):
     """The Relax function of a communication op on a float32 tensor of ``nbytes`` (>= 8 bytes):
     ``slice`` takes the first half of it, ``concat`` joins two halves into it."""

@@ -71,6 +71,25 @@ def time_kernel(lib, name: str, args_spec: list, dev, repeat: int = REPEAT, min_
     return statistics.fmean(res), (statistics.stdev(res) if len(res) > 1 else 0.0), len(res)
 
 
+def time_launches(path: str, kernels: int, dev, repeat: int = COPY_REPEAT):
+    """``(mean_us, std_us, repeats)`` per kernel of the VM running the chain of ``kernels``
+    one-element kernels exported at ``path`` (:func:`tvm_partition.cost_models.samples.launch_function`)."""
+    import tvm
+    from tvm.runtime import vm as rvm
+
+    vm = rvm.VirtualMachine(tvm.runtime.load_module(path), dev)
+    x = tvm.runtime.tensor(np.zeros(1, dtype="float32"), device=dev)
+    for _ in range(3):
+        vm["main"](x)
+    res = []
+    for _ in range(repeat):
+        t0 = time.perf_counter()
+        vm["main"](x)
+        dev.sync()
+        res.append((time.perf_counter() - t0) * 1e6 / kernels)
+    return statistics.fmean(res), statistics.stdev(res), len(res)
+
+
 def time_copy(nbytes: int, src, dst, repeat: int = COPY_REPEAT):
     """``(mean_us, std_us, repeats)`` of copying a float32 tensor of ``nbytes`` from ``src`` to ``dst``."""
     import tvm
@@ -138,6 +157,15 @@ def run_bundle(bundle: str, out: str | None, done: set | None = None, progress=N
                     "std_us": sum(s[1] ** 2 for s in stats) ** 0.5, "repeats": min((s[2] for s in stats), default=0)}
             emit(line)
             count += 1
+    for launch in spec.get("launches", []) if session is None else []:
+        if launch["id"] in done:
+            continue
+        dev = device(launch["device"])
+        if progress:
+            progress(launch["id"])
+        mean, std, n = time_launches(os.path.join(bundle, launch["file"]), launch["kernels"], dev)
+        emit({"id": launch["id"], "mean_us": mean, "std_us": std, "repeats": n, "fingerprint": fp})
+        count += 1
     for c in spec.get("copies", []) if session is None else []:
         if c["id"] in done:
             continue
