@@ -264,3 +264,25 @@ def test_row_ids_stay_short_and_distinct():
     assert all(len(i) <= MAX_ID for i in ids) and len(set(ids)) == 3
     assert row_id({"model": "lstm", "config": {"seq_len": 4}, "devices": "cpu,gpu", "strategy": "eop"}) == \
         "lstm-seq_len4-cpu_gpu-eop"
+
+
+def test_a_row_is_the_median_over_fresh_processes(monkeypatch):
+    from tvm_partition import bench_runtime
+
+    medians = iter([5.0, 1.0, 3.0])
+    calls = []
+
+    def fake(art, repeat, timeout_s=None):
+        calls.append(repeat)
+        m = next(medians)
+        return {"measured_median_us": m, "measured_p90_us": 10 * m, "repeat": repeat, "machine": "x"}
+
+    monkeypatch.setattr(bench_runtime, "measure_process", fake)
+    res = bench_runtime.measure_isolated("art", 10)
+    assert calls == [4, 4, 4] and res["repeat"] == 12
+    assert res["measured_median_us"] == 3.0 and res["measured_p90_us"] == 30.0
+    assert res["process_medians_us"] == [1.0, 3.0, 5.0]
+    calls.clear()
+    monkeypatch.setattr(bench_runtime, "measure_process", lambda art, repeat, t=None: calls.append(repeat) or
+                        {"measured_median_us": 2.0, "measured_p90_us": 2.0, "repeat": repeat})
+    assert bench_runtime.measure_isolated("art", 3)["process_medians_us"] == [2.0] and calls == [3]

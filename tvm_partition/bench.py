@@ -8,7 +8,7 @@
 For each model setting (``--sweep KEY=V,V`` repeats each model at each value, like EOP Fig. 9) and
 each strategy: plan and compile with :func:`tvm_partition.compile.compile_model` (the cost model
 of :func:`tvm_partition.cost_models.default_cost_model`, this machine's tuning database), save the
-artifact, and measure it end to end with the TVM runtime alone in a fresh process
+artifact, and measure it end to end with the TVM runtime alone in fresh processes
 (:mod:`tvm_partition.bench_runtime`: :class:`~tvm_partition.run.Runner`, median and p90 as
 ``run --repeat``). Default models: EOP Table 3's workloads at the zoo defaults (lstm and gru: input
 80, hidden 64, 2 layers, seq 100, batch 16; bert: seq 128, batch 16; inception_v3 299;

@@ -20,8 +20,9 @@ SECTION = "## End-to-end: strategies side by side"
 BEFORE = "## Not measured yet"
 INTRO = """Every strategy planned and compiled with the project's own API for one model and device set, saved
 as an artifact and measured end to end (inputs on the host, outputs back on the host) by the
-TVM runtime alone in a fresh process, side by side in one run on one machine: median and p90 of
-the timed runs after warm-up. `predicted` is the plan's simulated latency on the cost model
+TVM runtime alone in fresh processes, side by side in one run on one machine: the runs are
+spread over three processes (fewer than 9 runs: one), and median and p90 are the medians over the
+processes of each process's median and p90 after warm-up. `predicted` is the plan's simulated latency on the cost model
 (`pred err` = (predicted - measured) / measured); `speedup` is over the best single device (the
 faster of the `cpu` and `gpu` rows); `of ideal` is measured / the ideal co-execution bound
 1/(1/t_cpu + 1/t_gpu) of the measured `cpu` and `gpu` rows (the `gpu` row includes its copies),

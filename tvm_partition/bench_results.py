@@ -28,7 +28,7 @@ RESULTS_CSV = "results.csv"
 #: Columns of results.csv (every row of results.json has these keys, and maybe more).
 FIELDS = ("model", "config", "devices", "strategy", "measured_median_us", "measured_p90_us", "predicted_us",
           "plan_s", "compile_s", "device_names", "ideal_us", "error", "chosen", "tuned_kernels", "repeat", "machine",
-          "date", "command")
+          "date", "command", "process_medians_us")
 #: The strategies that place everything on one device: the "best single device" of a speedup.
 SINGLE_DEVICE = ("cpu", "gpu")
 
