@@ -355,28 +355,13 @@ def run(args, out: str) -> tuple[list[tuple], int]:
             for strategy in names:
                 one(model, strategy)
             if args.split_ops:
-                for op_model, split_plan, extra, op_cost in split_op_rows(model, devices, cost_model, args.split_ops):
+                for op_model, split_plan, extra, op_cost in bench_ops.op_rows(model, devices, cost_model, args.split_ops):
                     bar.total += len(bench_ops.OP_STRATEGIES)
                     for strategy in bench_ops.OP_STRATEGIES:
                         one(op_model, strategy, split_plan if strategy == bench_ops.SPLIT else None, extra, op_cost)
     if not (args.export_bundle or args.artifacts):
         shutil.rmtree(artifacts, ignore_errors=True)
     return keys, failed
-
-
-def split_op_rows(model, devices, cost_model, n: int):
-    """``(op model, its split plan, row fields, its cost model)`` of ``model``'s ``n`` heaviest
-    splittable key ops."""
-    from .graph import OpGraph
-    from .planners.baselines import accelerator
-
-    graph = OpGraph(model.mod)
-    acc = accelerator(devices).name
-    for op_id, split in bench_ops.heaviest_key_ops(graph, devices, cost_model, n):
-        om = bench_ops.op_model(model, graph, op_id)
-        og = OpGraph(om.mod)
-        yield (om, bench_ops.split_plan(og, devices, split), {"op": bench_ops.describe(graph, op_id, split, acc)},
-               bench_ops.as_parent(cost_model, graph, op_id, og))
 
 
 def import_bundle(bundle: str, out: str | None) -> dict[str, list[tuple]]:

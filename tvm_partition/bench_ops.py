@@ -38,9 +38,9 @@ def op_model(model, graph, op_id: str, seed: int = 0):
     from .relax_utils import Constant
 
     op = graph.ops[op_id]
-    func = sample_function(graph, op, 0, op.output_shapes[-1][0]) if op.output_shapes[-1] else None
-    if func is None:
+    if not op.output_shapes[-1]:
         raise ValueError(f"op {op_id} has a scalar output: nothing to benchmark")
+    func = sample_function(graph, op, 0, op.output_shapes[-1][0])
     weights = {p: i for i, p in enumerate(graph.weight_params)}
     data, params, values = [], [], []
     rng = np.random.default_rng(seed)
@@ -146,6 +146,21 @@ def split_plan(graph, devices, split: Split) -> Plan:
     host = devices[0].name
     ops = {v: (split if v == main else OnDevice(host)) for v in graph.ops}
     return Plan(list(devices), ops, strategy=SPLIT)
+
+
+def op_rows(model, devices, cost_model, n: int):
+    """``(op model, its split plan, row fields, its cost model)`` of ``model``'s ``n`` heaviest
+    splittable key ops (:func:`heaviest_key_ops`): what ``bench --split-ops`` measures."""
+    from .graph import OpGraph
+    from .planners.baselines import accelerator
+
+    graph = OpGraph(model.mod)
+    acc = accelerator(devices).name
+    for op_id, split in heaviest_key_ops(graph, devices, cost_model, n):
+        om = op_model(model, graph, op_id)
+        og = OpGraph(om.mod)
+        yield om, split_plan(og, devices, split), {"op": describe(graph, op_id, split, acc)}, \
+            as_parent(cost_model, graph, op_id, og)
 
 
 def describe(graph, op_id: str, split: Split, acc: str) -> dict:

@@ -162,8 +162,8 @@ def table_rows(rows: list[dict]) -> list[tuple[str, ...]]:
             continue
         d = derived(r, best, bound)
         name = r["strategy"] + (f" ({r['chosen']})" if r.get("chosen") else "")
-        if r.get("op"):
-            name += f" ({r['op']['dim']} {r['op']['gpu_ratio']:g})" if r["strategy"] not in SINGLE_DEVICE else ""
+        if r.get("op") and r["strategy"] not in SINGLE_DEVICE:  # a split op row: how it was split
+            name += f" ({r['op']['dim']} {r['op']['gpu_ratio']:g})"
         out.append((name, _ms(r.get("measured_median_us")), _ms(r.get("measured_p90_us")), _ms(r.get("predicted_us")),
                     "-" if d["pred_err_pct"] is None else f"{d['pred_err_pct']:+.0f}%",
                     "-" if d["speedup"] is None else f"{d['speedup']:.2f}x",

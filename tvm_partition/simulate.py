@@ -128,8 +128,7 @@ class Simulator:
 
     def launch_times(self, plan: Plan) -> dict[str, float]:
         """The cost model's VM time per kernel launch on each device of ``plan``."""
-        launch = getattr(self.cm, "launch_time", None)
-        return {d.name: (launch(d.name) if launch else 0.0) for d in plan.devices}
+        return {d.name: self.cm.launch_time(d.name) for d in plan.devices}
 
     # ------------------------------------------------------------------ cached costs
     def op_time(self, op_id: str, dev: str, region: Region | None = None) -> float:

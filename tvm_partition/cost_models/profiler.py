@@ -74,11 +74,11 @@ def pending_samples(graphs: list, devices: list, log: ProfileLog | None = None) 
             seen.add(key)
             out.append(Pending(rec, kinds[s.device],
                                (lambda g=graph, o=op, s=s: sample_function(g, o, s.dim, s.size)), _level(pos[series])))
-    for kind, dev in kinds.items():  # VM launch overhead (CPU: the VM thread runs the kernels)
-        rec = {"type": "comm", "comm": "launch", "src": kind, "dst": kind, "bytes": 0, "kernels": LAUNCH_CHAIN}
-        if kind == "cpu" and sample_key(rec) not in seen and not (log is not None and sample_key(rec) in log):
+    if "cpu" in kinds:  # VM launch overhead (on a CPU the VM thread runs the kernels)
+        rec = {"type": "comm", "comm": "launch", "src": "cpu", "dst": "cpu", "bytes": 0, "kernels": LAUNCH_CHAIN}
+        if sample_key(rec) not in seen and not (log is not None and sample_key(rec) in log):
             seen.add(sample_key(rec))
-            out.append(Pending(rec, dev, None, 0))
+            out.append(Pending(rec, kinds["cpu"], None, 0))
     for i, nbytes in enumerate(COMM_BYTES):
         lvl = _level(i)
         for kind, dev in kinds.items():
