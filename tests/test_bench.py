@@ -233,6 +233,7 @@ def test_gpu_device_set_without_a_gpu_needs_a_bundle(tmp_path):
     (["--models", "lstm", "--devices", "cpu,tpu"], "unknown device kind 'tpu'"),
     (["--models", "lstm", "--sweep", "batch=x"], "--sweep"),
     (["--models", "lstm", "--repeat", "0"], "--repeat must be >= 1"),
+    (["--models", "lstm", "--split-ops", "-1"], "--split-ops must be >= 0"),
 ])
 def test_bad_input_is_one_line_and_exit_2(argv, message, tmp_path, capsys):
     assert bench.main([*argv, "--out", str(tmp_path / "res")]) == 2

@@ -267,6 +267,12 @@ def test_run_kernels_times_every_call(cli_results):
     assert int(total.group(2)) == sum(int(r[2]) for r in rows) and "the instrument adds about" in proc.stdout
 
 
+def test_run_kernels_refuses_rpc(cli_results):
+    proc = cli("run", cli_results["dir"] / "art", "--kernels", "--rpc", "127.0.0.1:1")
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr
+    assert "error: --kernels times the VM's calls on this machine, not over RPC" in proc.stderr, proc.stderr
+
+
 def test_saved_plan_reproduces(cli_results):
     d = cli_results["dir"]
     assert max_abs_err(ok(cli_results["saved-plan"])) <= 1e-4

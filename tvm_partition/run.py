@@ -194,6 +194,9 @@ def main(argv=None) -> int:
     if args.repeat < 0:
         print("error: --repeat must be >= 0", file=sys.stderr)
         return 2
+    if args.kernels and (args.rpc or args.tracker or args.key):
+        print("error: --kernels times the VM's calls on this machine, not over RPC", file=sys.stderr)
+        return 2
     from .remote import RemoteError
 
     try:
@@ -209,8 +212,6 @@ def main(argv=None) -> int:
                 device = float(np.median(runner.device_times(inputs, args.repeat)))
                 print(f"device_median_us={device:.1f} rpc_overhead_us={np.median(times) - device:.1f}")
         if args.kernels:
-            if args.rpc or args.tracker or args.key:
-                raise ValueError("--kernels times the VM's calls on this machine; not over RPC")
             if times is None:
                 times = runner.time(inputs, 10)
             print(kernel_table(*runner.kernel_times(inputs, args.repeat or 10), float(np.median(times))), end="")
