@@ -15,14 +15,14 @@ import time
 import pytest
 
 from tvm_partition import frontend
-from tvm_partition.build import TUNED_ATTR, tuned_kernels
+from tvm_partition.build import SCHEDULE_ATTR, tuned_kernels
 from tvm_partition.compile import check, compile_model
 from tvm_partition.devices import parse_devices
 from tvm_partition.tune import extract_kernels
 from tvm_partition import planners
 from tvm_partition.build import lower
 from tvm_partition.graph import OpGraph
-from tvm_partition.tuning import database_dir, is_default, is_tuned, open_database, tune
+from tvm_partition.tuning import Schedules, database_dir, is_default, is_tuned, open_database, tune
 
 import onnx
 
@@ -107,8 +107,8 @@ def test_a_default_schedule_faster_than_every_tuned_one_is_kept(tuned):
                     r.target, r.args_info))
         return out
 
-    assert tuned_kernels(lower(m.mod, plan, database=with_default_time(1.0))[0])
-    assert tuned_kernels(lower(m.mod, plan, database=with_default_time(1e-12))[0]) == []
+    assert tuned_kernels(lower(m.mod, plan, schedules=Schedules(None, with_default_time(1.0), None))[0])
+    assert tuned_kernels(lower(m.mod, plan, schedules=Schedules(None, with_default_time(1e-12), None))[0]) == []
 
 
 def test_data_movement_kernels_are_not_tuned(tuned):
@@ -138,7 +138,7 @@ def test_build_uses_the_tuned_schedules_and_stays_correct(tuned_only):
         names = tuned_kernels(compiled.build.module)
         assert names, "no kernel took a schedule from the database"
         func = compiled.build.module[compiled.build.module.get_global_var(names[0])]
-        assert func.attrs[TUNED_ATTR] and func.attrs["tirx.is_scheduled"]
+        assert func.attrs[SCHEDULE_ATTR] == "tuned" and func.attrs["tirx.is_scheduled"]
         err, tol = check(compiled)
         assert err <= tol
     untuned = compile_model(m, parse_devices("cpu,cpu"), "cpu")
@@ -173,7 +173,9 @@ def test_cli_tuning_flags_and_manifest(tuned_only, tmp_path):
 def test_tune_list_and_bad_input(tuned):
     logs, _, _ = tuned
     listed = cli("tune", *MODEL, "--tuning-logs", logs, "--list")
-    assert listed.returncode == 0 and "tuned" in listed.stdout and "untuned" not in listed.stdout
+    assert listed.returncode == 0 and "tuned" in listed.stdout
+    lines = [line for line in listed.stdout.splitlines() if not line.startswith("copy")]
+    assert len(lines) == len(compute_kernels()) and all(line.startswith("tuned ") for line in lines)
     for args, message in [
         (["--trials", "0"], "--trials must be >= 1"),
         (["--ratios", "1.5"], "strictly between 0 and 1"),
@@ -208,3 +210,16 @@ def test_kernel_table_units():
     table = render({"fingerprint": "f", "cpu": "c", "threads": 2, "peak_gflops": 4000.0, "kernels": [row], "models": []})
     # 2 MFLOP in 1 us is 2000 GFLOP/s, half of a 4000 GFLOP/s peak, 4x faster than 4 us
     assert "| 4.0x | 2000.0 | 50% |" in table
+
+
+def test_a_budget_ends_the_session_after_the_round_in_flight(tmp_path):
+    kernels = compute_kernels()
+    path = str(tmp_path / "db")
+    t0 = time.perf_counter()
+    stats = tune(kernels, path, trials=64, budget_s=0.0)  # spent before it starts: nothing runs
+    assert stats["tuned"] == 0 and stats["left"] == len(kernels) and time.perf_counter() - t0 < 30
+    stats = tune(kernels[:1], path, trials=64, budget_s=1.0)
+    db = open_database(path)
+    records = [r for r in db.get_top_k(db.commit_workload(kernels[0].mod), 1000) if not is_default(r)]
+    assert stats["tuned"] == 1  # the round measured before the deadline is kept
+    assert 0 < len(records) <= 16, "the session went on past its first round of 16 trials"

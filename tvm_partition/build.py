@@ -28,7 +28,9 @@ from .passes import ApplyPlan, PropagateVDevice
 from .plan import Plan
 
 
-TUNED_ATTR = "tvm_partition.tuned"
+#: PrimFunc attribute naming the schedule a kernel got (:meth:`tvm_partition.tuning.Schedules.schedule`):
+#: ``tuned`` or ``transferred from ...``; kernels without it run TVM's default schedule.
+SCHEDULE_ATTR = "tvm_partition.schedule"
 
 
 class BuildError(RuntimeError):
@@ -126,13 +128,14 @@ def schedule_gpu(mod: tvm.IRModule, kernel_devices: dict[str, str], devices: lis
     return out
 
 
-def lower(mod: tvm.IRModule, plan: Plan, graph=None, database=None) -> tuple[tvm.IRModule, dict[str, str]]:
+def lower(mod: tvm.IRModule, plan: Plan, graph=None, schedules=None) -> tuple[tvm.IRModule, dict[str, str]]:
     """Steps 1-6 of the pipeline: the module ``tvm.compile`` receives, and where each kernel runs.
 
     ``graph``: the OpGraph of ``mod`` if the caller has it (saves analysing the model again).
-    ``database``: a MetaSchedule database (:mod:`tvm_partition.tuning`); kernels it has records
-    for get their tuned schedule (attribute ``tvm_partition.tuned``), the others dlight (GPU)
-    or TVM's default llvm pipeline (CPU)."""
+    ``schedules``: a :class:`tvm_partition.tuning.Schedules`; kernels it has a record for get
+    their tuned schedule, kernels of the same computation at other extents a transferred one
+    (attribute :data:`SCHEDULE_ATTR` says which), the others dlight (GPU) or TVM's default llvm
+    pipeline (CPU)."""
     seq = tvm.transform.Sequential(
         [
             ApplyPlan(plan, graph=graph),
@@ -150,21 +153,27 @@ def lower(mod: tvm.IRModule, plan: Plan, graph=None, database=None) -> tuple[tvm
     )
     mod = seq(mod)
     mod, placed = attach_targets(mod, plan.devices)
-    if database is not None:
-        from .tuning import apply_database
+    if schedules is not None:
+        from .tuning import apply_schedules
 
-        mod, tuned = apply_database(mod, placed, plan.devices, database)
-        for name in tuned:
+        mod, labels = apply_schedules(mod, placed, plan.devices, schedules)
+        for name, label in labels.items():
             gv = mod.get_global_var(name)
-            mod[gv] = mod[gv].with_attr(TUNED_ATTR, True)
+            mod[gv] = mod[gv].with_attr(SCHEDULE_ATTR, label)
     mod = schedule_gpu(mod, placed, plan.devices)
     return mod, placed
 
 
+def kernel_schedules(mod: tvm.IRModule) -> dict[str, str]:
+    """``{kernel: tuned | transferred from ... | default}`` for every kernel of a lowered module."""
+    return {gv.name_hint: str(f.attrs.get(SCHEDULE_ATTR, "default")) if f.attrs else "default"
+            for gv, f in sorted(mod.functions_items(), key=lambda kv: kv[0].name_hint)
+            if isinstance(f, tvm.tirx.PrimFunc)}
+
+
 def tuned_kernels(mod: tvm.IRModule) -> list[str]:
-    """Kernels of a lowered module that run a schedule from the tuning database."""
-    return sorted(gv.name_hint for gv, f in mod.functions_items()
-                  if isinstance(f, tvm.tirx.PrimFunc) and f.attrs and f.attrs.get(TUNED_ATTR))
+    """Kernels of a lowered module that run their own record of the tuning database."""
+    return [name for name, label in kernel_schedules(mod).items() if label == "tuned"]
 
 
 def vm_pipeline(off_host: bool) -> tvm.transform.Pass:
@@ -185,11 +194,11 @@ def vm_pipeline(off_host: bool) -> tvm.transform.Pass:
     )
 
 
-def build(mod: tvm.IRModule, plan: Plan, graph=None, database=None) -> BuildResult:
+def build(mod: tvm.IRModule, plan: Plan, graph=None, schedules=None) -> BuildResult:
     """Apply ``plan`` to ``mod`` (high-level Relax, ``main`` with ``num_input``) and compile it,
-    with the tuned schedules of ``database`` where it has them."""
+    with the schedules ``schedules`` (:class:`tvm_partition.tuning.Schedules`) has for its kernels."""
     t0 = time.perf_counter()
-    lowered, placed = lower(mod, plan, graph, database)
+    lowered, placed = lower(mod, plan, graph, schedules)
     off_host = any(placed.get(name, plan.host) != plan.host for name, _ in _call_sites(lowered))
     try:
         ex = tvm.compile(lowered, relax_pipeline=vm_pipeline(off_host))
@@ -230,7 +239,7 @@ def build_reference(mod: tvm.IRModule, plan: Plan, database=None) -> BuildResult
 
         with database:  # MetaScheduleApplyDatabase takes the current database before its work_dir
             mod = relax.get_pipeline("static_shape_tuning", total_trials=0, target=tuning_target(device))(mod)
-        mod = tvm.IRModule({gv: (f.with_attr(TUNED_ATTR, True) if isinstance(f, tvm.tirx.PrimFunc) and f.attrs
+        mod = tvm.IRModule({gv: (f.with_attr(SCHEDULE_ATTR, "tuned") if isinstance(f, tvm.tirx.PrimFunc) and f.attrs
                                  and f.attrs.get("tirx.is_scheduled") else f) for gv, f in mod.functions_items()},
                            attrs=mod.attrs, global_infos=mod.global_infos)
     try:

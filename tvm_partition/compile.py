@@ -3,11 +3,14 @@
     python -m tvm_partition.compile [MODEL] [--strategy auto|eop|fixed|equal|cpu|gpu|milp|dominators|dp|heft|metf|msct]
         [--plan FILE] [--devices cpu,gpu|cpu,cpu|cpu,gpu,gpu...] [--topology FILE] [--time-limit S]
         [--export-problem FILE] [--batch N] [--seq-len N] [--layers N] [--image-size N]
-        [--tuning-logs DIR | --no-tuning] [--target-cpu MCPU] [--threads N]
+        [--tuning-logs DIR | --no-tuning] [--tune-budget S] [--target-cpu MCPU] [--threads N]
         [--out DIR] [--check] [--explain]
 
 MODEL is a zoo name (default: lstm) or a path to an .onnx file. Kernels the tuning database
-(``python -m tvm_partition.tune``) has records for run their tuned schedules. ``--out`` writes
+(``python -m tvm_partition.tune``) has records for run their tuned schedules; the others run a
+record of the same computation at other extents where one replays (this machine's or a shipped
+database: :mod:`.transfer`), else TVM's default schedule; ``--explain`` and the manifest say which.
+``--tune-budget S`` first spends S seconds tuning the plan's kernels. ``--out`` writes
 model.so, params.npz, plan.json, manifest.json and plan.png (the predicted schedule). ``--check`` runs the unpartitioned and the partitioned
 model on the same seeded input on this machine's devices (``cpu,cpu`` where there is no GPU),
 prints ``max_abs_err=<value>`` and fails beyond tolerance. ``auto`` (default) keeps the best
@@ -31,7 +34,7 @@ import numpy as np
 
 from . import artifact
 from .devices import DEFAULT_GPU_ARCH, DeviceError, DeviceSpec, cpu_target, gpu_available, hardware_fingerprint, parse_devices
-from .plan import Plan, PlanError
+from .plan import Plan, PlanError, Split
 
 
 def _lazy():
@@ -48,15 +51,23 @@ class Compiled:
     plan: Plan
     build: object  # build.BuildResult
     plan_s: float
-    tuning_db: str | None = None  # the tuning database applied, if any
+    tuning_db: str | None = None  # this machine's tuning database applied, if any
     num_threads: int = dataclasses.field(default_factory=lambda: os.cpu_count() or 1)
     simulation: object = None  # simulate.Simulation of the plan on the planning cost model
+    schedules: object = None  # tuning.Schedules the kernels were scheduled with (None: default schedules)
 
     @property
     def tuned_kernels(self) -> list[str]:
         from .build import tuned_kernels
 
         return tuned_kernels(self.build.module)
+
+    @property
+    def kernel_schedules(self) -> dict[str, str]:
+        """``{kernel: tuned | transferred from ... | default}`` (:func:`tvm_partition.build.kernel_schedules`)."""
+        from .build import kernel_schedules
+
+        return kernel_schedules(self.build.module)
 
     def manifest(self) -> dict:
         import tvm
@@ -75,6 +86,7 @@ class Compiled:
             "kernel_devices": self.build.kernel_devices,
             "tuning_db": self.tuning_db,
             "tuned_kernels": self.tuned_kernels,
+            "kernel_schedules": self.kernel_schedules,
             "num_threads": self.num_threads,
             "compile_s": round(self.build.compile_s, 3),
         }
@@ -116,6 +128,9 @@ def plan_and_simulate(graph, devices: list[DeviceSpec], strategy: str = "auto", 
     else:
         plan = planners.plan_with(strategy, graph, devices, cost_model)
     plan.validate(graph)
+    if not plan_file:  # a planner's ratios, written as the exact fractions its cuts make (tvm_partition.align)
+        plan.ops = {k: d.exact(graph.ops[k].output_shapes[-1][d.dim], graph.ops[k].granules.get(d.dim, 1))
+                    if isinstance(d, Split) else d for k, d in plan.ops.items()}
     sim = simulate(graph, plan, cost_model)
     plan.predicted_latency_us = sim.latency_us
     plan.meta["predicted"] = {"latency_us": sim.latency_us, "sum_us": sim.sum_us, "cost_model": type(cost_model).__name__}
@@ -123,20 +138,49 @@ def plan_and_simulate(graph, devices: list[DeviceSpec], strategy: str = "auto", 
 
 
 def compile_model(model, devices: list[DeviceSpec], strategy: str = "auto", plan_file: str | None = None,
-                  tuning_db: str | None = None, num_threads: int | None = None, **planning) -> Compiled:
-    """Plan and build ``model``; ``tuning_db``: a tuning database folder to apply (None: no tuning);
+                  tuning_db: str | None = None, num_threads: int | None = None, tune_budget_s: float | None = None,
+                  **planning) -> Compiled:
+    """Plan and build ``model``; ``tuning_db``: this machine's tuning database folder (it need not
+    exist: kernels are then transferred from the shipped databases, :func:`tuning.open_schedules`;
+    None: TVM's default schedules, no tuning); ``tune_budget_s``: first tune the plan's kernels
+    into ``tuning_db`` for that long, those with most to gain first (:func:`tuning.tune_with_progress`);
     ``planning``: :func:`make_plan`'s keyword arguments (``cost_model``, placement options)."""
     build, _, graph_mod, _, _ = _lazy()
-    from .tuning import open_database
+    from .tuning import open_schedules
+
+    from .align import align_splits
 
     g = graph_mod.OpGraph(model.mod)
+    schedules = open_schedules(tuning_db) if tuning_db else None
+    align_splits(g, devices, schedules)
     t0 = time.perf_counter()
     plan, sim = plan_and_simulate(g, devices, strategy, plan_file, **planning)
     plan_s = time.perf_counter() - t0
-    db = open_database(tuning_db) if tuning_db else None
-    result = build.build(model.mod, plan, g, db)
-    return Compiled(model, g, plan, result, plan_s, tuning_db if db is not None else None,
-                    num_threads or os.cpu_count() or 1, sim)
+    if tune_budget_s and tuning_db:
+        schedules = _tune_plan(model, plan, g, tuning_db, tune_budget_s)
+    result = build.build(model.mod, plan, g, schedules)
+    return Compiled(model, g, plan, result, plan_s, schedules.path if schedules else None,
+                    num_threads or os.cpu_count() or 1, sim, schedules)
+
+
+def _tune_plan(model, plan: Plan, graph, tuning_db: str, budget_s: float):
+    """Tune the compute kernels ``plan`` launches on this machine's devices within ``budget_s``;
+    returns the schedules reopened with the new records."""
+    from .build import lower
+    from .tuning import kernels_of, open_schedules, tune_with_progress
+
+    lowered, placed = lower(model.mod, plan, graph)
+    here = {d.name for d in plan.devices if d.kind == "cpu" or gpu_available()}
+    kernels = [k for k in kernels_of(lowered, placed, plan.devices) if k.computes and k.device.name in here]
+    stats = tune_with_progress(kernels, tuning_db, TUNE_TRIALS, budget_s,
+                               say=lambda line: print(line, file=sys.stderr))
+    print(f"tuned {stats['tuned']} kernels of the plan in {budget_s:g} s (already tuned {stats['skipped']}, "
+          f"left {stats['left']}): database {tuning_db}", file=sys.stderr)
+    return open_schedules(tuning_db)
+
+
+#: MetaSchedule trials per kernel of ``compile --tune-budget`` (the budget decides how many kernels get them).
+TUNE_TRIALS = 32
 
 
 def local_devices(devices: list[DeviceSpec]) -> list[DeviceSpec]:
@@ -176,11 +220,9 @@ def check(compiled: Compiled, out_dir: str | None = None) -> tuple[float, float]
     if local is not plan.devices:
         build, *_ = _lazy()
         plan = Plan(local, dict(plan.ops), plan.strategy, plan.predicted_latency_us, dict(plan.meta))
-        from .tuning import open_database
-
-        db = open_database(compiled.tuning_db) if compiled.tuning_db else None
-        compiled = Compiled(compiled.model, compiled.graph, plan, build.build(compiled.model.mod, plan, compiled.graph, db),
-                            0.0, compiled.tuning_db, compiled.num_threads)
+        compiled = Compiled(compiled.model, compiled.graph, plan,
+                            build.build(compiled.model.mod, plan, compiled.graph, compiled.schedules),
+                            0.0, compiled.tuning_db, compiled.num_threads, schedules=compiled.schedules)
         out_dir = None
     with tempfile.TemporaryDirectory(prefix="tvmp-check-") as tmp:
         path = out_dir or compiled.save(tmp)
@@ -216,11 +258,21 @@ def explain(compiled: Compiled) -> str:
              for r in [head] + rows]
     lines.append(f"{len(g.ops)} fused ops; {sum(1 for op in g.ops.values() if op.split_dims)} splittable")
     lines += explain_plan(plan)
-    tuned = compiled.tuned_kernels
-    lines.append(f"{len(tuned)} of {len(compiled.build.kernel_devices)} kernels tuned"
-                 + (f" (database {compiled.tuning_db}): {', '.join(tuned)}" if tuned else
-                    " (no tuning database: python -m tvm_partition.tune)"))
+    lines += explain_schedules(compiled)
     return "\n".join(lines)
+
+
+def explain_schedules(compiled: Compiled) -> list[str]:
+    """How many kernels run a tuned, transferred or default schedule, and each non-default one."""
+    labels = compiled.kernel_schedules
+    tuned = [k for k, v in labels.items() if v == "tuned"]
+    moved = {k: v for k, v in labels.items() if v.startswith("transferred")}
+    where = (f"database {compiled.tuning_db}" if compiled.tuning_db else
+             "no tuning database of this machine: python -m tvm_partition.tune" if compiled.schedules else "--no-tuning")
+    lines = [f"{len(tuned)} of {len(labels)} kernels tuned ({where}), {len(moved)} transferred, "
+             f"{len(labels) - len(tuned) - len(moved)} default"]
+    lines += [f"  {k}: tuned" for k in tuned] + [f"  {k}: {v}" for k, v in moved.items()]
+    return lines
 
 
 def explain_plan(plan: Plan) -> list[str]:
@@ -250,13 +302,14 @@ def explain_plan(plan: Plan) -> list[str]:
     return lines
 
 
-def _tuning_db(logs: str | None) -> str | None:
+def _tuning_db(logs: str | None) -> str:
+    """This machine's tuning database folder under ``logs`` (default: the shipped tuning_logs/);
+    it need not exist (:func:`compile_model` then transfers from the shipped databases)."""
     from .tuning import database_dir
 
     if logs and not os.path.isdir(logs):
         raise artifact.ArtifactError(f"--tuning-logs {logs}: no such folder")
-    path = database_dir(logs)
-    return path if os.path.isdir(path) else None
+    return database_dir(logs)
 
 
 def _ratios(text: str) -> tuple[float, ...]:
@@ -298,7 +351,10 @@ def parser() -> argparse.ArgumentParser:
     ap.add_argument("--tuning-logs", help="tuning logs folder: tuning database and profile (default: the shipped "
                                           "tuning_logs/, the folder matching this machine; planning a GPU on a "
                                           "machine without one uses the shipped GPU-machine profile)")
-    ap.add_argument("--no-tuning", action="store_true", help="build without the tuning database")
+    ap.add_argument("--no-tuning", action="store_true", help="build with TVM's default schedules: no tuning "
+                                                             "database, no transferred schedules")
+    ap.add_argument("--tune-budget", type=float, metavar="S", help="first tune the plan's kernels for S seconds, those "
+                                                                   "whose time is furthest above a tuned kernel's first")
     ap.add_argument("--target-cpu", help="LLVM -mcpu of the target CPU (default: this machine's)")
     ap.add_argument("--threads", type=int, help="CPU threads the runner uses (default: all cores here)")
     ap.add_argument("--out", help="write model.so, params.npz, plan.json, manifest.json and plan.png (Gantt chart "
@@ -311,6 +367,9 @@ def parser() -> argparse.ArgumentParser:
 
 def main(argv=None) -> int:
     args = parser().parse_args(argv)
+    if args.tune_budget is not None and (args.tune_budget < 0 or args.no_tuning):
+        print("error: --tune-budget must be >= 0 seconds, and cannot go with --no-tuning", file=sys.stderr)
+        return 2
     for flag in ("batch", "seq_len", "layers", "image_size", "threads", "time_limit"):
         v = getattr(args, flag)
         if v is not None and v < 1:
@@ -321,8 +380,10 @@ def main(argv=None) -> int:
     from .planners.placement import problem_for
     from .planners.problem import ProblemError, load_topology
 
+    from .tuning import TuningError
+
     errors = (frontend.ModelError, PlanError, DeviceError, graph_mod.GraphError, build.BuildError,
-              split_rules.IllegalSplit, artifact.ArtifactError, ProblemError)
+              split_rules.IllegalSplit, artifact.ArtifactError, ProblemError, TuningError)
     try:
         devices = parse_devices(args.devices, gpu_arch=args.gpu_arch, cpu_mcpu=args.target_cpu)
         t0 = time.perf_counter()
@@ -338,7 +399,7 @@ def main(argv=None) -> int:
                         split_ratios=ratios).save(args.export_problem)
             print(f"wrote {args.export_problem} (placement problem)")
         compiled = compile_model(model, devices, args.strategy, args.plan, tuning_db, args.threads,
-                                 topology=topology, time_limit=args.time_limit, split_ratios=ratios,
+                                 tune_budget_s=args.tune_budget, topology=topology, time_limit=args.time_limit, split_ratios=ratios,
                                  cost_model=cost_model)
         plan = compiled.plan
         chosen = plan.meta.get("auto", {}).get("chosen")

@@ -85,6 +85,15 @@ class Split:
                 lo = hi
         return out
 
+    def exact(self, size: int, granule: int = 1) -> "Split":
+        """The same cut with each ratio the exact fraction of its part (:meth:`parts` at ``granule``),
+        so the parts come out the same at any granule that divides the boundaries (ApplyPlan on a
+        graph analysed afresh) and in a plan file."""
+        parts = self.parts(size, granule)
+        if len(parts) != len(self.devices):
+            return self
+        return Split(self.dim, tuple((hi - lo) / size for _, lo, hi in parts), tuple(d for d, _, _ in parts))
+
 
 Decision = Union[OnDevice, Split]
 

@@ -79,9 +79,78 @@ def open_database(path: str, create: bool = False):
     except Exception as e:  # noqa: BLE001 - MetaSchedule reports corrupt files with TVM errors
         raise TuningError(f"{path}: unreadable tuning database ({str(e).splitlines()[-1]})") from None
     if not create:
-        _OPENED.clear()  # keep one: a stale parse of the same folder is never wanted again
+        for old in [k for k in _OPENED if k[0] == key[0]]:  # a stale parse of the same folder is never wanted again
+            del _OPENED[old]
         _OPENED[key] = db
     return db
+
+
+def _cache_root() -> str:
+    return os.path.join(os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "tvm_partition", "best")
+
+
+def open_best(path: str):
+    """The fastest record of every workload and target of the database at ``path`` (None if it has
+    none), as a database of its own: all a build reads (:class:`Schedules`). Parsing a tuning
+    database costs about 3 ms a record (MetaSchedule builds each record's target), and a database
+    keeps every trial: 1,911 records took 5-9 s to open on the build machine, its 48 best 0.2 s.
+    The compact copy is cached under ``~/.cache/tvm_partition/best/<sha1 of the database files>``
+    (kept in memory where that cannot be written)."""
+    import hashlib
+
+    import tvm.s_tir.meta_schedule as ms
+
+    files = [os.path.join(path, f) for f in ("database_workload.json", "database_tuning_record.json")]
+    if not os.path.exists(files[0]):
+        return None
+    digest = hashlib.sha1()
+    for f in files:
+        if os.path.exists(f):
+            with open(f, "rb") as fh:
+                digest.update(fh.read())
+    key = ("best", digest.hexdigest())
+    if key in _OPENED:
+        return _OPENED[key]
+    cache = os.path.join(_cache_root(), key[1])
+    try:
+        db = ms.database.JSONDatabase(work_dir=cache, allow_missing=False) if os.path.isdir(cache) else None
+    except Exception:  # noqa: BLE001 - a half-written cache: make it again
+        db = None
+    if db is None:
+        db = _write_best(open_database(path), cache)
+    _OPENED[key] = db
+    return db
+
+
+def _write_best(full, cache: str):
+    import shutil
+
+    import tvm.s_tir.meta_schedule as ms
+    import tvm_ffi
+
+    best: dict = {}
+    for rec in full.get_all_tuning_records():
+        if not rec.run_secs or rec.target is None:
+            continue
+        key = (int(tvm_ffi.structural_hash(rec.workload.mod)), str(rec.target))
+        if key not in best or _mean_secs(rec) < _mean_secs(best[key]):
+            best[key] = rec
+    tmp = f"{cache}.tmp-{os.getpid()}"
+    try:
+        os.makedirs(tmp, exist_ok=True)
+        out = ms.database.JSONDatabase(work_dir=tmp, allow_missing=True)
+    except OSError:
+        out, tmp = ms.database.MemoryDatabase(), None
+    for rec in best.values():
+        out.commit_tuning_record(ms.database.TuningRecord(
+            rec.trace, out.commit_workload(rec.workload.mod), [float(x) for x in rec.run_secs], rec.target,
+            rec.args_info))
+    if tmp is not None:
+        try:
+            os.rename(tmp, cache)  # atomic: a reader sees the whole cache or none
+        except OSError:  # another process made it first
+            shutil.rmtree(tmp, ignore_errors=True)
+    return out
 
 
 def tuning_target(device: DeviceSpec):
@@ -215,41 +284,141 @@ def scheduled(kmod: tvm.IRModule, record) -> tvm.tirx.PrimFunc:
     return sch.mod["main"].with_attr("tirx.is_scheduled", True)
 
 
-def apply_database(mod: tvm.IRModule, kernel_devices: dict[str, str], devices: list[DeviceSpec], db):
-    """Replace every kernel the database has a record for by its tuned schedule.
+def apply_schedules(mod: tvm.IRModule, kernel_devices: dict[str, str], devices: list[DeviceSpec], schedules):
+    """Give every kernel the best schedule ``schedules`` (:class:`Schedules`) knows for it.
 
-    Returns ``(module, tuned kernel names)``. Tuned PrimFuncs carry ``tirx.is_scheduled``, so
-    dlight leaves them alone; the rest fall back to dlight (GPU) or the default llvm pipeline (CPU),
-    as do kernels whose fastest record is TVM's default schedule (:func:`measure_defaults`).
-    """
-    if db is None:
-        return mod, []
+    Returns ``(module, {kernel name: label})`` for the kernels that got one (``tuned``, or
+    ``transferred from ...``). Scheduled PrimFuncs carry ``tirx.is_scheduled``, so dlight leaves
+    them alone; the rest fall back to dlight (GPU) or the default llvm pipeline (CPU), as do
+    kernels whose fastest record is TVM's default schedule (:func:`measure_defaults`)."""
+    if schedules is None:
+        return mod, {}
     by_name = {d.name: d for d in devices}
     out = tvm.IRModule(dict(mod.functions), attrs=mod.attrs, global_infos=mod.global_infos)
-    tuned = []
+    labels = {}
     for gv, func in mod.functions_items():
         if not isinstance(func, tvm.tirx.PrimFunc) or gv.name_hint not in kernel_devices:
             continue
-        dev = by_name[kernel_devices[gv.name_hint]]
-        kmod = kernel_module(func)
-        record = best_record(db, kmod, tuning_target(dev))
-        if record is None or is_default(record):
+        new, label = schedules.schedule(kernel_module(func), tuning_target(by_name[kernel_devices[gv.name_hint]]))
+        if new is None:
             continue
-        new = scheduled(kmod, record).with_attr("global_symbol", func.attrs.get("global_symbol", gv.name_hint))
+        new = new.with_attr("global_symbol", func.attrs.get("global_symbol", gv.name_hint))
         out[gv] = new.with_attr("target", func.attrs["target"])
-        tuned.append(gv.name_hint)
-    return out, sorted(tuned)
+        labels[gv.name_hint] = label
+    return out, labels
 
 
-def _progress_callback(ks: list[Kernel], progress):
-    """A MetaSchedule measure callback reporting ``progress(kernel, trials measured)`` per batch."""
+# ----------------------------------------------------------------------------- transfer
+def _mean_secs(record) -> float:
+    return sum(float(x) for x in record.run_secs) / len(record.run_secs)
+
+
+def transfer_sources(best, label: str) -> list:
+    """The schedules other kernels may borrow (:mod:`tvm_partition.transfer`) from ``best`` (a
+    database of one record per workload and target, :func:`open_best`): every record but those of
+    TVM's default schedule (a tuned trace that lost to the default on its own kernel is no better
+    on another)."""
+    from .transfer import source_of
+
+    return [source_of(rec, label, _flops(rec.workload.mod) / _mean_secs(rec) / 1e9)
+            for rec in best.get_all_tuning_records() if not is_default(rec) and _mean_secs(rec) > 0]
+
+
+def shipped_databases() -> list[str]:
+    """The database folders shipped in :data:`DEFAULT_LOGS`, one per machine."""
+    if not os.path.isdir(DEFAULT_LOGS):
+        return []
+    return [os.path.join(DEFAULT_LOGS, d) for d in sorted(os.listdir(DEFAULT_LOGS))
+            if os.path.exists(os.path.join(DEFAULT_LOGS, d, "database_workload.json"))]
+
+
+#: Transfer indexes by the (folder, stamp) of the databases they were built from.
+_INDEXES: dict = {}
+
+
+def transfer_index(folders: list[str]):
+    """A :class:`tvm_partition.transfer.TransferIndex` over the databases in ``folders``."""
+    from .transfer import TransferIndex
+
+    key = tuple((os.path.abspath(f), _stamp(f)) for f in folders)
+    if key not in _INDEXES:
+        sources = []
+        for folder in folders:
+            db = open_best(folder)
+            if db is not None:
+                sources += transfer_sources(db, os.path.basename(os.path.normpath(folder)))
+        _INDEXES.clear()
+        _INDEXES[key] = TransferIndex(sources)
+    return _INDEXES[key]
+
+
+@dataclasses.dataclass
+class Schedules:
+    """Where a build's kernels get their schedules: a record of this kernel in ``db`` (this
+    machine's database), else a transfer from any record of the same computation at other
+    extents (``index``: this database and the shipped ones, :mod:`tvm_partition.transfer`), else
+    TVM's default schedule. ``path`` is ``db``'s folder (None where this machine has none)."""
+
+    path: str | None
+    db: object | None
+    index: object | None
+
+    def schedule(self, kmod: tvm.IRModule, target) -> tuple[tvm.tirx.PrimFunc | None, str]:
+        """``(scheduled kernel or None, label)``: label ``tuned``, ``transferred from DB: KERNEL``
+        or ``default`` (then the kernel is None: keep TVM's default schedule)."""
+        func, label, _ = self._choose(kmod, target)
+        return func, label
+
+    def inner_tiles(self, kmod: tvm.IRModule, target) -> dict[int, int]:
+        """``{axis: innermost tile}`` of the schedule :meth:`schedule` gives ``kmod``
+        (:func:`tvm_partition.transfer.innermost_tiles`); empty for the default schedule."""
+        from .transfer import innermost_tiles
+
+        _, _, source = self._choose(kmod, target)
+        return {} if source is None else innermost_tiles(kmod, source)
+
+    def _choose(self, kmod, target):
+        from .transfer import Source, blocks_of, transfer
+
+        record = best_record(self.db, kmod, target)
+        if record is not None:
+            if is_default(record):
+                return None, "default", None
+            return (scheduled(kmod, record), "tuned",
+                    Source(record.trace, blocks_of(record.workload.mod), record.target, 0.0, "tuned"))
+        moved = transfer(kmod, target, self.index) if self.index is not None else None
+        if moved is None:
+            return None, "default", None
+        return moved.func, f"transferred from {moved.source.label}", moved.source
+
+
+def open_schedules(path: str | None, transfer: bool = True) -> Schedules:
+    """The :class:`Schedules` of database folder ``path`` (which may not exist yet: this machine
+    was never tuned), transferring from it and every shipped database unless ``transfer`` is off."""
+    db = open_best(path) if path else None
+    folders = ([path] if db is not None else []) + [f for f in shipped_databases()
+                                                     if not path or os.path.abspath(f) != os.path.abspath(path)]
+    return Schedules(path if db is not None else None, db, transfer_index(folders) if transfer else None)
+
+
+class BudgetSpent(Exception):
+    """Raised inside a tuning session when its time budget is spent (caught by :func:`tune`)."""
+
+
+def _progress_callback(ks: list[Kernel], progress, deadline: float | None):
+    """A MetaSchedule measure callback reporting ``progress(kernel, trials measured)`` per round of
+    trials and ending the session (:class:`BudgetSpent`) once ``deadline`` (perf_counter) passed:
+    the records of every measured round are already in the database."""
     from tvm.s_tir.meta_schedule.measure_callback import PyMeasureCallback
     from tvm.ir.utils import derived_object
 
     @derived_object
     class Progress(PyMeasureCallback):
         def apply(self, task_scheduler, task_id, measure_candidates, builder_results, runner_results):
-            progress(ks[task_id], len(measure_candidates))
+            if progress is not None:
+                progress(ks[task_id], len(measure_candidates))
+            if deadline is not None and time.perf_counter() > deadline:
+                raise BudgetSpent()
 
     return Progress()
 
@@ -259,10 +428,11 @@ def tune(kernels: list[Kernel], db_path: str, *, trials: int = 64, budget_s: flo
     """Tune every kernel without a record, heaviest first, appending to the database at ``db_path``.
 
     Kernels are tuned ``batch`` at a time in one MetaSchedule session (its start-up, builder and
-    runner pools cost tens of seconds, so one session per kernel would dominate); records are
-    appended as trials are measured. ``budget_s`` stops starting new batches once spent. Then
-    the default schedule of every CPU kernel not yet measured joins the database
-    (:func:`measure_defaults`).
+    runner pools cost tens of seconds, so one session per kernel would dominate), in the order
+    given (:func:`rank_by_gain` puts the kernels with most to gain first); records are appended as
+    trials are measured. ``budget_s`` ends the session in flight after its next measured round
+    once spent, and starts no other. Then the default schedule of every CPU kernel not yet
+    measured joins the database (:func:`measure_defaults`).
     ``progress(kernel, n)`` is called as each round of ``n`` trials of a kernel is measured.
     Returns counts: tuned, skipped, left, defaults (default schedules measured).
     """
@@ -285,8 +455,9 @@ def tune(kernels: list[Kernel], db_path: str, *, trials: int = 64, budget_s: flo
     for k in todo:  # one session per target
         groups.setdefault(k.device.name, []).append(k)
     batches = [ks[i : i + batch] for ks in groups.values() for i in range(0, len(ks), batch)]
+    deadline = None if budget_s is None else t0 + budget_s
     for j, ks in enumerate(batches):
-        if budget_s is not None and time.perf_counter() - t0 >= budget_s:
+        if deadline is not None and time.perf_counter() >= deadline:
             stats["left"] = sum(len(b) for b in batches[j:])
             break
         # each task's workload must be exactly kernel_module(): {"main": PrimFunc named main};
@@ -303,17 +474,118 @@ def tune(kernels: list[Kernel], db_path: str, *, trials: int = 64, budget_s: flo
         # prints its per-round INFO tables over the progress bar
         logging.getLogger("tvm.s_tir.meta_schedule").setLevel(logging.WARNING)
         callbacks = list(ms.measure_callback.MeasureCallback.create("default"))
-        if progress is not None:
-            callbacks.append(_progress_callback(ks, progress))
+        callbacks.append(_progress_callback(ks, progress, deadline))
         with tempfile.TemporaryDirectory(prefix="tvmp-tune-") as work:
-            ms.tir_integration.tune_tir(
-                mod, tuning_target(ks[0].device), work, max_trials_global=trials * len(ks),
-                max_trials_per_task=trials, num_trials_per_iter=min(trials, 16), database=db,
-                strategy=strategy, num_tuning_cores=os.cpu_count() or 1, measure_callbacks=callbacks,
-                builder=_builder(), runner=_runner(),
-            )
-        stats["tuned"] += sum(1 for k in ks if is_tuned(db, k))
+            try:
+                ms.tir_integration.tune_tir(
+                    mod, tuning_target(ks[0].device), work, max_trials_global=trials * len(ks),
+                    max_trials_per_task=trials, num_trials_per_iter=min(trials, 16), database=db,
+                    strategy=strategy, num_tuning_cores=os.cpu_count() or 1, measure_callbacks=callbacks,
+                    builder=_builder(), runner=_runner(),
+                )
+            except Exception:  # noqa: BLE001 - BudgetSpent arrives wrapped in TVM's error type
+                if deadline is None or time.perf_counter() < deadline:
+                    raise
+        done = sum(1 for k in ks if is_tuned(db, k))
+        stats["tuned"] += done
+        if deadline is not None and time.perf_counter() >= deadline:
+            stats["left"] = len(ks) - done + sum(len(b) for b in batches[j + 1:])
+            break
     stats["defaults"] = measure_defaults(db, [k for k in kernels if is_tuned(db, k)])
+    return stats
+
+
+def time_kernel(func: tvm.tirx.PrimFunc, target, min_repeat_ms: int = 50, repeat: int = 5) -> float:
+    """Median time of one PrimFunc (``kernel_module`` form) in microseconds, TVM's time evaluator,
+    on arguments drawn like the profiler's (:func:`tvm_partition.cost_models.timing.random_tensor`)."""
+    import numpy as np
+
+    from .cost_models.timing import random_tensor
+
+    lib = tvm.compile(tvm.IRModule({"main": func.with_attr("global_symbol", "main")}), target=target).jit()
+    dev = tvm.cpu()
+    rng = np.random.default_rng(0)
+    args = [random_tensor([int(x) for x in buf.shape], str(buf.dtype), dev, rng) for buf in func.params]
+    ev = lib.time_evaluator("main", dev, number=1, repeat=repeat, min_repeat_ms=min_repeat_ms)
+    return float(np.median(ev(*args).results)) * 1e6
+
+
+@dataclasses.dataclass(frozen=True)
+class Gain:
+    """What tuning a kernel may win: its time now (``schedule``: transferred or default) against
+    ``expected_us``, its FLOPs at the throughput tuned kernels reach on this target."""
+
+    kernel: Kernel
+    schedule: str
+    measured_us: float
+    expected_us: float
+
+    @property
+    def excess_us(self) -> float:
+        return self.measured_us - self.expected_us
+
+
+def rank_by_gain(kernels: list[Kernel], schedules: Schedules | None, deadline: float | None = None,
+                 progress=None) -> list[Gain]:
+    """The CPU kernels without a record of their own, ordered by how far their time now is above
+    what a tuned kernel of their size should take (the median GFLOP/s of the tuned records on the
+    target, :class:`tvm_partition.transfer.Source`): default-scheduled and transferred-but-slow
+    kernels first, and among those the heaviest. Each kernel is built with the schedule a build
+    would give it and timed once (a second or two); past ``deadline`` the rest keep their order
+    by FLOPs, unmeasured. ``progress(kernel)`` is called before each is timed."""
+    import statistics
+
+    out = []
+    for k in kernels:
+        target = tuning_target(k.device)
+        if k.device.kind != "cpu" or (schedules is not None and best_record(schedules.db, k.mod, target)):
+            continue
+        func, label = schedules.schedule(k.mod, target) if schedules is not None else (None, "default")
+        sources = schedules.index.candidates(k.mod, target) if schedules is not None and schedules.index else []
+        rate = statistics.median([s.gflops for s in sources]) if sources else 0.0
+        expected = k.flops / rate / 1e3 if rate > 0 else 0.0
+        if deadline is not None and time.perf_counter() > deadline:
+            out.append(Gain(k, label.split()[0], float("nan"), expected))
+            continue
+        if progress is not None:
+            progress(k)
+        out.append(Gain(k, label.split()[0], time_kernel(func or k.mod["main"], target, 10, 3), expected))
+    measured = sorted((g for g in out if g.measured_us == g.measured_us), key=lambda g: -g.excess_us)
+    return measured + [g for g in out if g.measured_us != g.measured_us]
+
+
+def tune_with_progress(kernels: list[Kernel], db_path: str, trials: int, budget_s: float | None = None,
+                       say=print) -> dict:
+    """:func:`tune` with a progress bar naming the kernel in flight (one tick per measured trial).
+    With a budget the kernels go in :func:`rank_by_gain` order, the ranking's own timing counted in
+    the budget. Returns :func:`tune`'s counts."""
+    from tqdm import tqdm
+
+    t0 = time.perf_counter()
+    db = open_database(db_path)
+    untuned = [k for k in kernels if not is_tuned(db, k)]
+    if budget_s is not None and untuned:
+        with tqdm(total=len(untuned), unit="kernel", desc="timing kernels", dynamic_ncols=True, leave=False) as bar:
+            def timed(k):
+                bar.set_description(f"timing {k.device.name}:{k.name[:40]}", refresh=False)
+                bar.update(1)
+
+            gains = rank_by_gain(untuned, open_schedules(db_path), t0 + budget_s, timed)
+        ranked = [g.kernel for g in gains]
+        untuned = ranked + [k for k in untuned if k not in ranked]
+        for g in gains[:5]:
+            say(f"  {g.kernel.name[:60]}: {g.schedule} {g.measured_us:.0f} us, a tuned kernel of its size "
+                f"~{g.expected_us:.0f} us")
+    with tqdm(total=trials * len(untuned), unit="trial", dynamic_ncols=True) as bar:
+        def progress(kernel, n):
+            bar.set_description(f"{kernel.device.name}:{kernel.name[:40]}", refresh=False)
+            bar.update(n)
+
+        left = None if budget_s is None else max(0.0, budget_s - (time.perf_counter() - t0))
+        stats = tune(untuned + [k for k in kernels if k not in untuned], db_path, trials=trials, budget_s=left,
+                     progress=progress)
+        if not stats["left"]:  # a kernel whose search space is smaller than the trials ends early
+            bar.update(bar.total - bar.n)
     return stats
 
 

@@ -1,0 +1,345 @@
+"""Schedule transfer (tvm_partition.transfer): a tuned trace replayed onto the same computation at
+other extents, checked against TVM's default schedule of the recipient (the oracle: the same
+PrimFunc unscheduled), plus the split points that keep its tiles (tvm_partition.align).
+
+The "tuned" traces here are written by hand in MetaSchedule's multi-level-tiling form (sampled
+perfect tiles, a reorder, a consumer moved under the tiles, the root's parallel/vectorise
+annotations that MetaSchedule's postprocessors turn into loops), so no tuning session is needed.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+import tvm
+from tvm import relax
+
+from tvm_partition import transfer
+from tvm_partition.cost_models.samples import lower_sample
+from tvm_partition.transfer import (Source, TransferIndex, blocks_of, fit_tile, innermost_tiles, replay,
+                                    signature)
+
+TARGET = tvm.target.Target({"kind": "llvm", "num-cores": 2})
+
+
+def kernel(build):
+    """The one compute kernel TVM's fusion makes of ``build(bb, params) -> expr`` (kernel_module form)."""
+    params, body = build()
+    bb = relax.BlockBuilder()
+    with bb.function("main", params):
+        with bb.dataflow():
+            out = bb.emit_output(bb.emit(body))
+        bb.emit_func_output(out)
+    [(_, kmod)] = lower_sample(bb.get()["main"])
+    return kmod
+
+
+def matmul(m, k, n):
+    def build():
+        x = relax.Var("x", relax.TensorType((m, k), "float32"))
+        w = relax.Var("w", relax.TensorType((k, n), "float32"))
+        b = relax.Var("b", relax.TensorType((n,), "float32"))
+        return [x, w, b], relax.op.add(relax.op.matmul(x, w), b)
+
+    return kernel(build)
+
+
+def conv(c_in, c_out, size, epilogue=True):
+    def build():
+        x = relax.Var("x", relax.TensorType((1, c_in, size, size), "float32"))
+        w = relax.Var("w", relax.TensorType((c_out, c_in, 3, 3), "float32"))
+        b = relax.Var("b", relax.TensorType((1, c_out, 1, 1), "float32"))
+        y = relax.op.nn.conv2d(x, w, padding=1)
+        if not epilogue:
+            return [x, w], y
+        return [x, w, b], relax.op.nn.relu(relax.op.add(y, b))
+
+    return kernel(build)
+
+
+def annotate_root(sch):
+    root = sch.get_sblock("root", func_name="main")
+    sch.annotate(root, "meta_schedule.parallel", 32)
+    sch.annotate(root, "meta_schedule.vectorize", 64)
+
+
+def matmul_trace(kmod, ti=(4, 8), tj=(2, 2, 16), tk=(16, 4)):
+    sch = tvm.s_tir.Schedule(kmod)
+    b = sch.get_sblock("matmul", func_name="main")
+    i, j, k = sch.get_loops(b)
+    vi = sch.sample_perfect_tile(i, n=2, max_innermost_factor=64, decision=list(ti))
+    vj = sch.sample_perfect_tile(j, n=3, max_innermost_factor=64, decision=list(tj))
+    vk = sch.sample_perfect_tile(k, n=2, max_innermost_factor=64, decision=list(tk))
+    io, ii = sch.split(i, vi)
+    jo, jm, ji = sch.split(j, vj)
+    ko, ki = sch.split(k, vk)
+    sch.reorder(io, jo, ko, ii, jm, ki, ji)
+    sch.reverse_compute_at(sch.get_sblock("T_add", func_name="main"), jo)
+    annotate_root(sch)
+    return sch.trace
+
+
+def conv_trace(kmod, tf=(2, 8), tx=(2, 4)):
+    sch = tvm.s_tir.Schedule(kmod)
+    b = sch.get_sblock("conv2d_nchw", func_name="main")
+    sch.compute_inline(sch.get_sblock("pad_temp", func_name="main"))
+    sch.compute_inline(sch.get_sblock("T_add", func_name="main"))
+    n, f, y, x, rc, ry, rx = sch.get_loops(b)
+    vf = sch.sample_perfect_tile(f, n=2, max_innermost_factor=64, decision=list(tf))
+    vx = sch.sample_perfect_tile(x, n=2, max_innermost_factor=64, decision=list(tx))
+    fo, fi = sch.split(f, vf)
+    xo, xi = sch.split(x, vx)
+    sch.reorder(n, fo, y, xo, rc, ry, rx, fi, xi)
+    sch.reverse_compute_at(sch.get_sblock("compute", func_name="main"), xo)
+    annotate_root(sch)
+    return sch.trace
+
+
+def conv_bn(c_in, c_out, size):
+    """A convolution followed by an unfolded batch norm and ReLU, as the ONNX importer emits them."""
+    def build():
+        x = relax.Var("x", relax.TensorType((1, c_in, size, size), "float32"))
+        w = relax.Var("w", relax.TensorType((c_out, c_in, 3, 3), "float32"))
+        mean, var, gamma, beta = (relax.Var(n, relax.TensorType((1, c_out, 1, 1), "float32"))
+                                  for n in ("mean", "var", "gamma", "beta"))
+        y = relax.op.nn.conv2d(x, w, padding=1)
+        y = relax.op.add(relax.op.multiply(relax.op.divide(relax.op.subtract(y, mean), var), gamma), beta)
+        return [x, w, mean, var, gamma, beta], relax.op.nn.relu(y)
+
+    return kernel(build)
+
+
+def source(kmod, trace, gflops=1.0, label="test"):
+    return Source(trace, blocks_of(kmod), TARGET, gflops, label)
+
+
+def run(func, seed=0):
+    """Outputs of a PrimFunc (kernel_module form) on seeded arguments."""
+    import tvm.s_tir.meta_schedule as ms
+
+    lib = tvm.compile(tvm.IRModule({"main": func.with_attr("global_symbol", "main")}), target=TARGET)
+    rng = np.random.default_rng(seed)
+    args = [tvm.runtime.tensor(rng.uniform(-1, 1, [int(x) for x in a.shape]).astype("float32"))
+            for a in ms.arg_info.ArgInfo.from_prim_func(func)]
+    lib["main"](*args)
+    return args[-1].numpy()
+
+
+def conv_source():
+    kmod = conv(8, 16, 8)
+    return source(kmod, conv_trace(kmod))
+
+
+def replays_correctly(kmod, src, tol=1e-4):
+    """``kmod`` scheduled by ``src``'s trace: the trace applied, the outputs those of the default schedule."""
+    func = replay(kmod, src.trace, src.blocks, TARGET)
+    assert func.attrs["tirx.is_scheduled"]
+    assert "T.parallel" in func.script(), "the postprocessors made no parallel loop: the trace was not applied"
+    np.testing.assert_allclose(run(func), run(kmod["main"]), rtol=tol, atol=tol)
+    return func
+
+
+# ----------------------------------------------------------------------------- fit_tile
+@pytest.mark.parametrize("decision,extent,expect", [
+    ([2, 2, 16], 64, [2, 2, 16]),   # the source's own extent: unchanged
+    ([2, 2, 16], 48, [3, 1, 16]),   # a multiple of the inner tile keeps it
+    ([8, 1, 1, 16], 256, [16, 1, 1, 16]),  # larger extents grow the outer factor
+    ([2, 2, 16], 40, [5, 1, 8]),    # the innermost stays a multiple of the vector lanes where one divides
+    ([2, 2, 16], 61, [61, 1, 1]),   # a prime extent leaves no inner tile
+    ([4, 32], 64, [2, 32]),
+])
+def test_fit_tile(decision, extent, expect):
+    assert fit_tile(decision, extent) == expect
+
+
+@pytest.mark.parametrize("extent", [1, 7, 24, 61, 96, 100, 1000, 4096])
+def test_fit_tile_is_a_perfect_tile_within_the_source_tiles(extent):
+    decision = [4, 2, 8, 16]
+    tiles = fit_tile(decision, extent, max_innermost=64)
+    assert math.prod(tiles) == extent
+    assert all(t <= d for t, d in zip(tiles[1:], decision[1:]))
+
+
+def test_signature_ignores_module_dependent_names():
+    a, b = matmul(32, 64, 64), matmul(12, 24, 40)
+    assert signature(blocks_of(a)) == signature(blocks_of(b)) == "matmul:SSR|T_add:SS"
+    assert transfer._norm("lv85_red") == transfer._norm("lv3_red") == "lv_red"
+    assert transfer._norm("T_add1") == transfer._norm("T_add") == "T_add"
+    assert signature(blocks_of(conv(8, 16, 10))) != signature(blocks_of(a))
+
+
+# ----------------------------------------------------------------------------- replay
+@pytest.mark.parametrize("m,k,n", [(32, 64, 64), (32, 64, 48), (12, 64, 40), (32, 24, 61), (64, 128, 128)])
+def test_a_matmul_trace_replays_onto_other_extents_and_computes_the_same(m, k, n):
+    src_kmod = matmul(32, 64, 64)
+    func = replays_correctly(matmul(m, k, n), source(src_kmod, matmul_trace(src_kmod)), 1e-5)
+    if n % 16 == 0:  # the inner tile of 16 is kept, and vectorised
+        assert "T.vectorized" in func.script() and "T.int64(16)" in func.script()
+
+
+@pytest.mark.parametrize("c_in,c_out,size", [(8, 16, 10), (8, 24, 10), (4, 12, 7), (16, 7, 9)])
+def test_a_conv_trace_replays_onto_other_channels_and_sizes(c_in, c_out, size):
+    replays_correctly(conv(c_in, c_out, size), conv_source())
+
+
+def test_a_conv_trace_replays_onto_a_conv_with_a_longer_epilogue():
+    src = conv_source()
+    kmod = conv_bn(8, 24, 10)
+    names = [b.name for b in blocks_of(kmod)]
+    assert names == ["pad_temp", "conv2d_nchw", "T_subtract", "T_divide", "T_multiply", "T_add", "compute"]
+    assert transfer.match(blocks_of(kmod), src.blocks) == (
+        {"pad_temp": "pad_temp", "conv2d_nchw": "conv2d_nchw", "T_add": "T_add", "compute": "compute"},
+        ["T_subtract", "T_divide", "T_multiply"])
+    # the other way round the source's first three epilogue blocks have no counterpart: left out
+    assert transfer.match(src.blocks, blocks_of(kmod)) == (
+        {"pad_temp": "pad_temp", "conv2d_nchw": "conv2d_nchw", "T_add": "T_add", "compute": "compute"}, [])
+    assert TransferIndex([src]).candidates(kmod, TARGET) == [src]
+    replays_correctly(kmod, src)
+
+
+def test_a_conv_trace_replays_onto_a_bare_conv_without_its_epilogue_steps():
+    src = conv_source()
+    kmod = conv(8, 32, 12, epilogue=False)
+    assert [b.name for b in blocks_of(kmod)] == ["pad_temp", "conv2d_nchw"]
+    assert transfer.match(blocks_of(kmod), src.blocks) == ({"pad_temp": "pad_temp", "conv2d_nchw": "conv2d_nchw"}, [])
+    replays_correctly(kmod, src)
+
+
+def test_a_trace_of_another_computation_is_refused():
+    mm = matmul(32, 64, 64)
+    with pytest.raises(transfer.TransferError, match="block structure"):
+        replay(conv(8, 16, 8), matmul_trace(mm), blocks_of(mm), TARGET)
+
+
+def test_transfer_falls_back_to_the_next_candidate_and_then_to_the_default():
+    mm, cv = matmul(32, 64, 64), conv(8, 16, 8)
+    good = source(mm, matmul_trace(mm), gflops=1.0, label="good")
+    # ranked first (faster), same signature, but its trace names blocks the matmul has not: it fails
+    broken = Source(conv_trace(cv), blocks_of(mm), TARGET, 100.0, "broken")
+    recipient = matmul(16, 64, 32)
+    index = TransferIndex([broken, good])
+    assert [s.label for s in index.candidates(recipient, TARGET)] == ["broken", "good"]
+    moved = transfer.transfer(recipient, TARGET, index)
+    assert moved is not None and moved.source.label == "good"
+    np.testing.assert_allclose(run(moved.func), run(recipient["main"]), rtol=1e-5, atol=1e-5)
+    assert transfer.transfer(recipient, TARGET, TransferIndex([broken])) is None
+    assert transfer.transfer(cv, TARGET, TransferIndex([good])) is None  # no source of that computation
+
+
+def test_candidates_prefer_the_same_cpu_then_throughput():
+    mm = matmul(32, 64, 64)
+    trace = matmul_trace(mm)
+    here = tvm.target.Target({"kind": "llvm", "mcpu": "skylake", "num-cores": 2})
+    other = tvm.target.Target({"kind": "llvm", "mcpu": "znver3", "num-cores": 2})
+    srcs = [Source(trace, blocks_of(mm), other, 90.0, "other-fast"), Source(trace, blocks_of(mm), here, 10.0, "here-slow"),
+            Source(trace, blocks_of(mm), here, 20.0, "here-fast")]
+    got = [s.label for s in TransferIndex(srcs).candidates(matmul(8, 64, 16), here)]
+    assert got == ["here-fast", "here-slow", "other-fast"]
+    cuda = tvm.target.Target({"kind": "cuda", "arch": "sm_90"}, host={"kind": "llvm"})
+    assert TransferIndex(srcs).candidates(matmul(8, 64, 16), cuda) == []  # CPU traces never land on a GPU
+
+
+def test_innermost_tiles_name_the_output_axes():
+    mm = matmul(32, 64, 64)
+    src = source(mm, matmul_trace(mm))
+    assert innermost_tiles(matmul(32, 64, 128), src) == {0: 8, 1: 16}
+    assert innermost_tiles(matmul(32, 64, 61), src) == {0: 8, 1: 1}
+    cv = conv(8, 16, 8)
+    assert innermost_tiles(conv(8, 32, 8), source(cv, conv_trace(cv))) == {1: 8, 3: 4}
+
+
+# ----------------------------------------------------------------------------- in a build
+class Dense:
+    """x (32, 64) @ w (64, 64) + b: one matmul kernel with the hand-written trace's signature."""
+
+    @staticmethod
+    def model():
+        from tvm.relax.frontend import nn
+
+        from tvm_partition import frontend
+
+        class M(nn.Module):
+            def __init__(self):
+                self.w = nn.Parameter((64, 64), "float32")
+                self.b = nn.Parameter((64,), "float32")
+
+            def forward(self, x):
+                return nn.op.add(nn.op.matmul(x, self.w), self.b)
+
+        mod, _ = M().export_tvm(spec={"forward": {"x": nn.spec.Tensor([32, 64], "float32")}})
+        return frontend.load(mod, seed=2)
+
+
+@pytest.fixture(scope="module")
+def dense_schedules():
+    from tvm_partition.tuning import Schedules
+
+    mm = matmul(32, 64, 64)
+    return Schedules(None, None, TransferIndex([source(mm, matmul_trace(mm), label="hand: matmul")]))
+
+
+def test_splits_cut_at_multiples_of_the_inner_tiles(dense_schedules):
+    from tvm_partition.align import align_splits
+    from tvm_partition.compile import plan_and_simulate
+    from tvm_partition.cost_models import AnalyticCostModel, DeviceRoofline
+    from tvm_partition.devices import parse_devices
+    from tvm_partition.graph import OpGraph
+    from tvm_partition.plan import Split
+
+    devices = parse_devices("cpu,cpu")
+    g = OpGraph(Dense.model().mod)
+    [op] = [o for o in g.ops.values() if o.kind == "matmul"]
+    assert op.granules == {0: 1, 1: 1}
+    assert align_splits(g, devices, dense_schedules) == {op.id: {0: 8, 1: 16}}
+    assert op.granules == {0: 8, 1: 16}
+    for k in range(1, 100):  # every ratio EOP's grid can propose cuts N at a multiple of 16
+        for _, lo, hi in Split(1, (k / 100, 1 - k / 100), ("cpu1", "cpu")).parts(64, op.granules[1]):
+            assert lo % 16 == 0 and hi % 16 == 0
+    # fixed: cpu1 2.3x faster -> 0.70 on cpu1; cut at 48 of 64 columns (45 unaligned), written exactly
+    cost = AnalyticCostModel({"cpu": DeviceRoofline(10.0, 1000.0, 0.0), "cpu1": DeviceRoofline(23.0, 1000.0, 0.0)})
+    plan, _ = plan_and_simulate(g, devices, "fixed", cost_model=cost)
+    dec = plan.ops[op.id]
+    assert isinstance(dec, Split) and dec.dim == 0  # the batch first: 32 rows, granule 8
+    assert dec.ratios == (24 / 32, 8 / 32)
+    assert dec.parts(32) == dec.parts(32, 8)  # the same cut on a graph analysed afresh
+
+
+def test_a_build_transfers_marks_and_matches_the_unpartitioned_model(dense_schedules):
+    from tvm_partition import build, planners
+    from tvm_partition.align import align_splits
+    from tvm_partition.compile import Compiled, check, explain_schedules
+    from tvm_partition.devices import parse_devices
+    from tvm_partition.graph import OpGraph
+
+    model, devices = Dense.model(), parse_devices("cpu,cpu")
+    g = OpGraph(model.mod)
+    align_splits(g, devices, dense_schedules)
+    for strategy in ("cpu", "equal"):
+        plan = planners.plan_with(strategy, g, devices, None)
+        res = build.build(model.mod, plan, g, dense_schedules)
+        compiled = Compiled(model, g, plan, res, 0.0, None, 1, schedules=dense_schedules)
+        labels = compiled.kernel_schedules
+        moved = [k for k, v in labels.items() if v == "transferred from hand: matmul"]
+        assert len(moved) == (1 if strategy == "cpu" else 2), labels  # the whole op, or both parts
+        assert f"{len(moved)} transferred" in explain_schedules(compiled)[0]
+        assert compiled.manifest()["kernel_schedules"] == labels
+        err, tol = check(compiled)
+        assert err <= tol
+
+
+def test_tuning_ranks_kernels_by_what_tuning_can_gain(dense_schedules):
+    from tvm_partition.devices import parse_devices
+    from tvm_partition.tuning import Kernel, _flops, rank_by_gain
+
+    cpu = parse_devices("cpu")[0]
+    fast = matmul(64, 64, 64)  # transferred from the hand-written trace
+    slow = conv(16, 32, 16)  # no record of its computation: TVM's default schedule
+    kernels = [Kernel("mm", cpu, fast, _flops(fast)), Kernel("conv", cpu, slow, _flops(slow))]
+    gains = rank_by_gain(kernels, dense_schedules)
+    assert [g.kernel.name for g in gains] == ["conv", "mm"]
+    assert [g.schedule for g in gains] == ["default", "transferred"]
+    assert gains[0].expected_us == 0.0  # no tuned record of a conv to say what one should take
+    assert gains[1].expected_us == pytest.approx(_flops(fast) / 1.0 / 1e3)  # the source ran 1 GFLOP/s
+    assert all(g.measured_us > 0 for g in gains)
