@@ -10,8 +10,10 @@
     python -m tvm_partition.profile --evaluate [--tuning-logs DIR] [--out DIR]
 
 Every fused op of the models is timed on each device while each legal split axis varies (batch
-1..1024, H, N... within the model's extent; EOP Sec. 2.3), built as the compiler builds it, with
-the tuned schedule where the tuning database has one. Split, copy (each direction) and concat
+1..1024, H, N... within the model's extent; EOP Sec. 2.3), built as the compiler builds it: the
+tuned schedule where the tuning database has one, a transferred one where a record of the same
+computation replays (:mod:`tvm_partition.transfer`), part sizes cut where builds cut them
+(:mod:`tvm_partition.align`). Split, copy (each direction) and concat
 are timed over tensor sizes. Samples go to ``<tuning logs>/<hardware fingerprint>/profile.jsonl``
 (append-only JSON Lines; a rerun skips what is there), then the XGBoost regressors are trained and
 saved beside it. ``--budget-s`` caps the time: every op is first timed at its full size, finer
@@ -127,10 +129,13 @@ def _profile(args, devices, folder) -> int:
     from .cost_models import profiler
     from .cost_models.profiled import ProfiledCostModel
     from .devices import DeviceError, check_local
-    from .tuning import open_database
+    from .align import align_splits
+    from .tuning import open_schedules
 
     graphs = _graphs(args)
-    db = open_database(folder)
+    schedules = open_schedules(folder)
+    for g in graphs:  # sample the part sizes builds cut (multiples of the kernels' inner tiles)
+        align_splits(g, devices, schedules)
     session = fingerprint = None
     if args.rpc or args.tracker or args.key:
         from .remote import Endpoint, connect
@@ -140,7 +145,7 @@ def _profile(args, devices, folder) -> int:
                        "rpc": args.rpc or f"{args.tracker} key {args.key}"}
     if args.export_bundle:
         pending = profiler.pending_samples(graphs, devices)
-        spec = profiler.write_bundle(args.export_bundle, pending, db, progress=lambda m: print(m, file=sys.stderr))
+        spec = profiler.write_bundle(args.export_bundle, pending, schedules, progress=lambda m: print(m, file=sys.stderr))
         n = sum(len(lib["samples"]) for lib in spec["libraries"]) + len(spec["copies"])
         print(f"bundle {args.export_bundle}: {n} samples ({spec['skipped']} sizes that cannot be built left out); "
               f"there: python time_samples.py {os.path.basename(os.path.abspath(args.export_bundle))}; "
@@ -170,7 +175,7 @@ def _profile(args, devices, folder) -> int:
                 bar.set_postfix_str(f"{left:.0f} s left", refresh=False)
             bar.update(1)
 
-        stats = profiler.profile(graphs, devices, folder, db, args.budget_s, progress, session, fingerprint)
+        stats = profiler.profile(graphs, devices, folder, schedules, args.budget_s, progress, session, fingerprint)
     model = ProfiledCostModel(folder)
     paths = model.save_regressors() + [model.save_fits()]
     print(f"measured {stats['measured']} samples in {time.monotonic() - t0:.0f} s, {stats['left']} left for a later "

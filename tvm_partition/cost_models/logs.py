@@ -4,12 +4,15 @@ One measured sample per line, written and flushed as soon as it is measured (a k
 loses at most the sample in flight). Two record types::
 
     {"type": "op", "sig", "kind", "fused", "dim", "dim_name", "size", "full", "shape", "full_shape",
-     "op_flops", "op_bytes", "n_inputs", "device", "tuned", "mean_us", "std_us", "repeats",
-     "tvm", "fingerprint", "time"}
+     "op_flops", "op_bytes", "n_inputs", "device", "tuned", "schedule", "transfer", "mean_us", "std_us",
+     "repeats", "tvm", "fingerprint", "time"}
     {"type": "comm", "comm": "copy" | "slice" | "concat" | "launch", "src", "dst", "bytes",
      "mean_us", "std_us", "repeats", "tvm", "fingerprint", "time"}
 
-(``launch``: the VM's time per kernel launch on ``src`` beyond the kernel, ``bytes`` 0, per
+(``schedule``: tuned, transferred or default, what the sample's kernel ran; ``transfer``: the
+sample was built as builds build kernels since schedule transfer, :mod:`tvm_partition.transfer`;
+samples without it ran TVM's default schedule wherever the database had no record and are
+measured again. ``launch``: the VM's time per kernel launch on ``src`` beyond the kernel, ``bytes`` 0, per
 ``kernels`` one-element kernels in a chain.)
 
 A line that is not such a record (a half-written last line, a hand edit) is reported with its line
@@ -31,7 +34,7 @@ _COMM_FIELDS = ("comm", "src", "dst", "bytes", "mean_us")
 def sample_key(rec: dict) -> tuple:
     """What makes two records the same measurement (a rerun skips keys already in the log)."""
     if rec["type"] == "op":
-        return ("op", rec["sig"], rec["device"], int(rec["dim"]), int(rec["size"]))
+        return ("op", rec["sig"], rec["device"], int(rec["dim"]), int(rec["size"]), bool(rec.get("transfer")))
     return ("comm", rec["comm"], rec["src"], rec["dst"], int(rec["bytes"]))
 
 

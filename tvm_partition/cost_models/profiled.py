@@ -48,14 +48,17 @@ def _load_fits(folder: str) -> dict:
 
 
 def fit_records(records: list[dict]) -> list[dict]:
-    """The samples of one series a pattern is fitted on: those running TVM's default schedule when
-    there are any. A tuning database holds schedules for a few exact shapes (the model's own, the
-    ratios ``tune`` was given), so a series mixes a fast tuned kernel at those sizes with default
-    kernels everywhere else: two curves no single pattern fits. Tuned sizes are answered exactly
-    from their measurement (``measured``); the pattern covers the sizes in between, which a build
-    runs with the default schedule."""
-    untuned = [r for r in records if not r.get("tuned")]
-    return untuned or records
+    """The samples of one series a pattern is fitted on: those running the schedule a build gives
+    the sizes in between. A tuning database holds schedules for a few exact shapes (the model's
+    own, the ratios ``tune`` was given), so a series mixes a fast tuned kernel at those sizes with
+    other kernels everywhere else: two curves no single pattern fits. Tuned sizes are answered
+    exactly from their measurement (``measured``); the pattern covers the rest, which a build runs
+    with a transferred schedule (:mod:`tvm_partition.transfer`) where one replays. Samples taken
+    since transfer (``transfer`` set) are what builds run now; older ones ran TVM's default
+    schedule at every untuned size and only count where nothing newer was measured."""
+    current = [r for r in records if r.get("transfer")] or records
+    untuned = [r for r in current if not r.get("tuned")]
+    return untuned or current
 
 
 class CostModelError(LookupError):

@@ -47,7 +47,7 @@ def _op_record(s: Sample, op) -> dict:
     return {"type": "op", "sig": s.sig, "kind": s.kind, "fused": op.fused_name, "dim": s.dim,
             "dim_name": s.dim_name, "size": s.size, "full": s.full, "shape": list(s.shape),
             "full_shape": list(op.output_shapes[-1]), "op_flops": op.flops, "op_bytes": op.bytes,
-            "n_inputs": len(op.input_shapes), "device": s.device}
+            "n_inputs": len(op.input_shapes), "device": s.device, "transfer": True}
 
 
 def _level(index: int) -> int:
@@ -99,7 +99,7 @@ def pending_samples(graphs: list, devices: list, log: ProfileLog | None = None) 
     return out
 
 
-def write_bundle(folder: str, pending: list[Pending], database=None, progress=None) -> dict:
+def write_bundle(folder: str, pending: list[Pending], schedules=None, progress=None) -> dict:
     """Build ``pending`` into ``folder``: one kernel library per device, ``bundle.json`` and the
     timing script ``time_samples.py``. Samples whose op cannot be built at their size are left
     out (and counted in the returned spec's ``skipped``)."""
@@ -135,14 +135,16 @@ def write_bundle(folder: str, pending: list[Pending], database=None, progress=No
     for name, (device, funcs) in by_device.items():
         if progress:
             progress(f"building {len(funcs)} {device.kind} sample kernels")
-        lib = build_library(funcs, device, database)
+        lib = build_library(funcs, device, schedules)
         file = f"{device.kind}.so"
         lib.module.export_library(os.path.join(folder, file))
         spec["libraries"].append({"file": file, "device": device.kind, "kernels": lib.kernels, "samples": lib.samples})
         for sid, names in lib.samples.items():
             rec = spec["records"][sid]
-            if rec["type"] == "op":
-                rec["tuned"] = any(lib.kernels[n]["tuned"] for n in names)
+            if rec["type"] == "op":  # the strongest schedule among the sample's kernels
+                kinds = {lib.kernels[n]["schedule"] for n in names}
+                rec["schedule"] = next((k for k in ("tuned", "transferred") if k in kinds), "default")
+                rec["tuned"] = rec["schedule"] == "tuned"
     with open(os.path.join(folder, "bundle.json"), "w", encoding="utf-8") as f:
         json.dump(spec, f)
     here = os.path.dirname(os.path.abspath(__file__))
@@ -195,7 +197,7 @@ def import_results(results: str, logs: str, bundle: str | None = None, log: Prof
     return added, folder or logs
 
 
-def profile(graphs: list, devices: list, folder: str, database=None, budget_s: float | None = None,
+def profile(graphs: list, devices: list, folder: str, schedules=None, budget_s: float | None = None,
             progress=None, session=None, fingerprint: dict | None = None) -> dict:
     """Time every sample of ``graphs`` on ``devices`` missing from ``folder``'s log, round by round,
     until done or ``budget_s`` is spent. Returns counts: measured, left, skipped.
@@ -218,7 +220,7 @@ def profile(graphs: list, devices: list, folder: str, database=None, budget_s: f
             stats["left"] += len(batch)
             continue
         with tempfile.TemporaryDirectory(prefix="tvmp-profile-") as tmp:
-            spec = write_bundle(tmp, batch, database, progress=progress and (lambda msg: progress("build", msg, None)))
+            spec = write_bundle(tmp, batch, schedules, progress=progress and (lambda msg: progress("build", msg, None)))
             stats["skipped"] += spec["skipped"]
             deadline = None if budget_s is None else t0 + budget_s
 

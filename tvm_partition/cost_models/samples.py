@@ -54,17 +54,20 @@ class Sample:
     device: str  # device kind: cpu | gpu
 
 
-def size_grid(full: int, extend: bool, points: int = 16) -> list[int]:
+def size_grid(full: int, extend: bool, points: int = 16, granule: int = 1) -> list[int]:
     """Sizes to sample along an axis of extent ``full``, in coarse-to-fine order.
 
     Within ``[1, full]``: the full extent, its halves, quarters... (bisection order, so a budget
     cut still leaves every op sampled at coarse resolution), up to ``points`` evenly spaced
     sizes, plus powers of two (tile boundaries, where steps appear). With ``extend`` (a batch
-    axis), powers of two up to :data:`MAX_BATCH` are added after them."""
+    axis), powers of two up to :data:`MAX_BATCH` are added after them. Sizes below ``full`` are
+    rounded to multiples of ``granule``: the only part sizes a build cuts (:mod:`tvm_partition.align`)."""
     order: list[int] = []
 
     def add(n):
         n = int(n)
+        if n != full and n > granule:
+            n = max(granule, round(n / granule) * granule)
         if n >= 1 and n not in order:
             order.append(n)
 
@@ -101,7 +104,8 @@ def samples_of(graph, device_kinds: list[str]) -> list[Sample]:
             if dim >= len(full_shape):
                 continue
             extend = op.split_dims.get(dim) == "batch"
-            sizes = size_grid(full_shape[dim], extend) if dim in op.split_dims else [full_shape[dim]]
+            sizes = (size_grid(full_shape[dim], extend, granule=op.granules.get(dim, 1)) if dim in op.split_dims
+                     else [full_shape[dim]])
             for size in sizes:
                 shape = full_shape[:dim] + (size,) + full_shape[dim + 1:]
                 for dev in device_kinds:
@@ -270,15 +274,17 @@ def lower_sample(func) -> list:
     return [(n, kernel_module(lowered[n])) for n in names]
 
 
-def build_library(functions: dict[str, object], device, database=None) -> KernelLibrary:
+def build_library(functions: dict[str, object], device, schedules=None) -> KernelLibrary:
     """Lower each sample function (id -> Relax function) with TVM's fusion, give its kernels the
-    schedules a build would (tuned where ``database`` has a record, dlight on a GPU, TVM's default
-    llvm pipeline otherwise), and compile all distinct kernels of ``device`` into one library."""
+    schedules a build would (:class:`tvm_partition.tuning.Schedules`: tuned where this machine's
+    database has a record, transferred where another record of the same computation replays;
+    dlight on a GPU, TVM's default llvm pipeline otherwise), and compile all distinct kernels of
+    ``device`` into one library. Each kernel says its ``schedule``: tuned, transferred or default."""
     import tvm
     import tvm_ffi
 
-    from ..build import TUNED_ATTR, schedule_gpu
-    from ..tuning import apply_database
+    from ..build import schedule_gpu
+    from ..tuning import apply_schedules
 
     target = device.tvm_target()
     prims, by_hash, samples = {}, {}, {}
@@ -294,15 +300,14 @@ def build_library(functions: dict[str, object], device, database=None) -> Kernel
         samples[sid] = names
     mod = tvm.IRModule({tvm.ir.GlobalVar(n): f for n, f in prims.items()})
     placed = {n: device.name for n in prims}
-    tuned = []
-    if database is not None:
-        mod, tuned = apply_database(mod, placed, [device], database)
+    mod, labels = apply_schedules(mod, placed, [device], schedules)
     mod = schedule_gpu(mod, placed, [device])
     kernels = {}
     for gv, f in mod.functions_items():
+        schedule = labels.get(gv.name_hint, "default").split()[0]  # tuned | transferred | default
         kernels[gv.name_hint] = {
             "args": [[[int(x) for x in buf.shape], str(buf.dtype)] for buf in f.params],
-            "tuned": gv.name_hint in tuned or bool(f.attrs and f.attrs.get(TUNED_ATTR)),
+            "tuned": schedule == "tuned", "schedule": schedule,
         }
     module = tvm.compile(mod, target=target) if prims else None
     return KernelLibrary(module, device.kind, dict(device.target), kernels, samples)
