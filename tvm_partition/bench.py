@@ -237,7 +237,9 @@ class Bench:
             plan = compiled.plan
             row.update(predicted_us=_round(plan.predicted_latency_us), compile_s=round(compiled.build.compile_s, 3),
                        plan_s=None if strategy == REFERENCE else round(compiled.plan_s, 3))
-            row["tuned_kernels"] = f"{len(compiled.tuned_kernels)}/{len(compiled.build.kernel_devices)}"
+            labels = compiled.kernel_schedules
+            row["tuned_kernels"] = f"{list(labels.values()).count('tuned')}/{len(labels)}"
+            row["transferred_kernels"] = f"{sum(v.startswith('transferred') for v in labels.values())}/{len(labels)}"
             if plan.meta.get("auto"):
                 row["chosen"] = plan.meta["auto"]["chosen"]
             compiled.save(art)

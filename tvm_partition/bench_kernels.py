@@ -12,6 +12,15 @@ found nothing faster) is marked "default kept": builds leave it as it is. Unless
 ``--no-models``, it also times each whole model built for the CPU with and without the database
 (median of end-to-end runs). Writes ``kernels.json`` and
 ``kernels.md`` to ``--out`` (default ``benchmarks/results/<fingerprint>/``) and prints the table.
+
+``--transfer`` measures schedule transfer (:mod:`tvm_partition.transfer`) instead: for each model's
+heaviest distinct compute ops, the kernel at its full size and at parts of it along the axis
+``equal`` splits (``--fractions``: the cut rounded to the schedule's granule as builds cut it,
+:mod:`tvm_partition.align`, and the raw cut where that differs), each timed with TVM's default
+schedule and with the schedule a build gives it (tuned at the full size where the database has a
+record, transferred elsewhere), against the ideal: the whole op's time x the part's fraction. The
+full-size kernel is also transferred with its own records left out: what a model that was never
+tuned gets. Writes ``transfer.json`` and ``transfer.md``.
 """
 
 from __future__ import annotations
@@ -46,28 +55,10 @@ def _timed(fn) -> float:
     return time.perf_counter() - t0
 
 
-def _kernel_args(func, dev):
-    from .cost_models.timing import random_tensor
-
-    rng = np.random.default_rng(0)
-    # TVM 0.27: a PrimFunc's params are its buffers
-    return [random_tensor([int(x) for x in buf.shape], str(buf.dtype), dev, rng) for buf in func.params]
-
-
-def time_kernel(func, target, min_repeat_ms: int = 50, repeat: int = 5) -> float:
-    """Median time of one PrimFunc (``kernel_module`` form) in microseconds, TVM's time evaluator."""
-    import tvm
-
-    lib = tvm.compile(tvm.IRModule({"main": func}), target=target).jit()
-    dev = tvm.cpu()
-    ev = lib.time_evaluator("main", dev, number=1, repeat=repeat, min_repeat_ms=min_repeat_ms)
-    return float(np.median(ev(*_kernel_args(func, dev)).results)) * 1e6
-
-
 def bench_kernels(model, db, device) -> list[dict]:
     """Default vs tuned time of every compute kernel of ``model`` on ``device`` (a CPU DeviceSpec)."""
     from .tune import extract_kernels
-    from .tuning import best_record, is_default, scheduled, tuning_target
+    from .tuning import best_record, is_default, scheduled, time_kernel, tuning_target
 
     target = device.tvm_target()
     rows = []
@@ -93,6 +84,77 @@ def bench_model(model, devices, db_path: str | None, repeat: int = 20) -> float:
     with tempfile.TemporaryDirectory(prefix="tvmp-bench-") as out:
         compiled.save(out)
         return measure(out, repeat)["measured_median_us"]
+
+
+def transfer_rows(model, schedules, device, fractions=(0.25, 0.5, 0.75), ops: int = 6) -> list[dict]:
+    """Default, scheduled and ideal times of the ``ops`` heaviest distinct compute ops of ``model``
+    whole and cut to ``fractions`` (see the module docstring)."""
+    import tvm_ffi
+
+    from .align import align_splits, kernel_of
+    from .cost_models.samples import lower_sample, op_signature, sample_function
+    from .split_rules import IllegalSplit
+    from .graph import OpGraph
+    from .planners.baselines import preferred_dim
+    from .tuning import Schedules, _flops, tuning_target
+
+    target = tuning_target(device)
+    graph = OpGraph(model.mod)
+    align_splits(graph, [device], schedules)
+    seen, rows = set(), []
+    for op in sorted((o for o in graph.ops.values() if o.split_dims and o.flops > 0), key=lambda o: -o.flops):
+        if op_signature(op) in seen or len(seen) >= ops:
+            continue
+        seen.add(op_signature(op))
+        dim = preferred_dim(graph, op.id)
+        full, granule = op.output_shapes[-1][dim], op.granules.get(dim, 1)
+        kmod = kernel_of(graph, op)
+        func, label = schedules.schedule(kmod, target)
+        whole_us = time_kernel(func or kmod["main"], target)
+        alone = Schedules(None, None, schedules.index.without(int(tvm_ffi.structural_hash(kmod))))
+        loo, loo_label = alone.schedule(kmod, target)
+        base = {"model": model.name, "op": op.id, "kind": op.kind, "dim": graph.dim_name(op, dim), "full": full,
+                "granule": granule, "mflop": round(op.flops / 1e6, 2)}
+        rows.append({**base, "size": full, "fraction": 1.0, "schedule": label, "default_us": round(time_kernel(
+            kmod["main"], target), 1), "scheduled_us": round(whole_us, 1), "ideal_us": round(whole_us, 1),
+            "left_out_us": round(time_kernel(loo or kmod["main"], target), 1), "left_out_schedule": loo_label})
+        sizes = []
+        for f in fractions:
+            aligned = max(granule, round(f * full / granule) * granule)
+            sizes += [s for s in (aligned, max(1, round(f * full))) if 0 < s < full and s not in sizes]
+        for size in sizes:
+            try:
+                part = max((k for _, k in lower_sample(sample_function(graph, op, dim, size))), key=_flops)
+            except IllegalSplit:
+                continue
+            pfunc, plabel = schedules.schedule(part, target)
+            rows.append({**base, "size": size, "fraction": round(size / full, 4), "schedule": plabel,
+                         "default_us": round(time_kernel(part["main"], target), 1),
+                         "scheduled_us": round(time_kernel(pfunc or part["main"], target), 1),
+                         "ideal_us": round(whole_us * size / full, 1)})
+    return rows
+
+
+def render_transfer(result: dict) -> str:
+    lines = [f"Machine `{result['fingerprint']}` ({result['cpu']}), {result['threads']} threads; schedules: "
+             f"{result['tuning_db']} and the shipped databases.", "",
+             "| model | op | axis | size / full | granule | default us | scheduled us | ideal us | scheduled / ideal "
+             "| schedule |", "| --- | --- | --- | --- | ---: | ---: | ---: | ---: | ---: | --- |"]
+    for r in result["transfer"]:
+        cut = "" if r["fraction"] == 1.0 or r["size"] % r["granule"] == 0 else " (off-granule)"
+        lines.append(f"| {r['model']} | `{r['op'][:40]}` | {r['dim']} | {r['size']}/{r['full']}{cut} | {r['granule']} | "
+                     f"{r['default_us']:.0f} | {r['scheduled_us']:.0f} | {r['ideal_us']:.0f} | "
+                     f"{r['scheduled_us'] / r['ideal_us']:.2f} | {r['schedule'][:60]} |")
+    whole = [r for r in result["transfer"] if "left_out_us" in r]
+    if whole:
+        lines += ["", "Whole ops transferred with their own records left out (a model never tuned):", "",
+                  "| model | op | tuned us | transferred us | transferred / tuned | default us | from |",
+                  "| --- | --- | ---: | ---: | ---: | ---: | --- |"]
+        for r in whole:
+            lines.append(f"| {r['model']} | `{r['op'][:40]}` | {r['scheduled_us']:.0f} | {r['left_out_us']:.0f} | "
+                         f"{r['left_out_us'] / r['scheduled_us']:.2f} | {r['default_us']:.0f} | "
+                         f"{r['left_out_schedule'][:60]} |")
+    return "\n".join(lines) + "\n"
 
 
 def render(result: dict) -> str:
@@ -128,12 +190,15 @@ def main(argv=None) -> int:
     ap.add_argument("--out", help="results folder (default: benchmarks/results/<fingerprint>/)")
     ap.add_argument("--no-models", action="store_true", help="time kernels only, not whole models")
     ap.add_argument("--repeat", type=int, default=20, help="end-to-end runs per whole model (default 20)")
+    ap.add_argument("--transfer", action="store_true", help="measure schedule transfer onto parts and unseen shapes "
+                                                            "instead (see the module docstring)")
+    ap.add_argument("--fractions", default="0.25,0.3,0.5,0.61,0.75", help="--transfer: part sizes as fractions")
     args = ap.parse_args(argv)
     use_cpu_threads()  # before the first kernel starts TVM's thread pool
 
     from . import frontend
     from .graph import GraphError
-    from .tuning import TuningError, database_dir, open_database
+    from .tuning import TuningError, database_dir, open_database, open_schedules
 
     repo = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     out = args.out or os.path.join(repo, "benchmarks", "results", fingerprint_id())
@@ -144,9 +209,20 @@ def main(argv=None) -> int:
         if db is None:
             raise TuningError(f"no tuning database at {db_path}: run python -m tvm_partition.tune first")
         fp = hardware_fingerprint()
+        from tqdm import tqdm
+
+        if args.transfer:
+            fractions = [float(x) for x in args.fractions.split(",") if x.strip()]
+            if not fractions or any(not 0 < f < 1 for f in fractions):
+                raise TuningError(f"--fractions {args.fractions!r}: numbers strictly between 0 and 1")
+            result = {"fingerprint": fingerprint_id(fp), "cpu": fp.get("cpu"), "threads": os.cpu_count(),
+                      "tuning_db": db_path, "transfer": []}
+            schedules = open_schedules(db_path)
+            for name in tqdm(args.models, unit="model", dynamic_ncols=True):
+                result["transfer"] += transfer_rows(frontend.load(name), schedules, devices[0], fractions)
+            return _write(out, "transfer", result, render_transfer(result))
         result = {"fingerprint": fingerprint_id(fp), "cpu": fp.get("cpu"), "threads": os.cpu_count(),
                   "peak_gflops": round(peak_gflops(), 1), "tuning_db": db_path, "kernels": [], "models": []}
-        from tqdm import tqdm
 
         for name in tqdm(args.models, unit="model", dynamic_ncols=True):
             model = frontend.load(name)
@@ -155,17 +231,20 @@ def main(argv=None) -> int:
                 result["models"].append({"model": model.name,
                                          "default_us": round(bench_model(model, devices, None, args.repeat), 1),
                                          "tuned_us": round(bench_model(model, devices, db_path, args.repeat), 1)})
-    except (frontend.ModelError, GraphError, TuningError) as e:
+    except (frontend.ModelError, GraphError, TuningError, ValueError) as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
+    return _write(out, "kernels", result, render(result))
+
+
+def _write(out: str, name: str, result: dict, table: str) -> int:
     os.makedirs(out, exist_ok=True)
-    with open(os.path.join(out, "kernels.json"), "w") as f:
+    with open(os.path.join(out, f"{name}.json"), "w") as f:
         json.dump(result, f, indent=1)
-    table = render(result)
-    with open(os.path.join(out, "kernels.md"), "w") as f:
+    with open(os.path.join(out, f"{name}.md"), "w") as f:
         f.write(table)
     print(table)
-    print(f"wrote {out}/kernels.json and kernels.md")
+    print(f"wrote {out}/{name}.json and {name}.md")
     return 0
 
 

@@ -9,8 +9,9 @@ A row is one model x setting x device set x strategy (``python -m tvm_partition.
 of :mod:`tvm_partition.bench_ops` (one key op alone) have an ``op`` field and are named
 ``model/fused_kernel``.
 
-``tuned_kernels`` is "tuned / all" kernels of the build: the others run TVM's default CPU schedule
-(or dlight on a GPU), so a row is only as fast as the tuning database's coverage of its shapes.
+``tuned_kernels`` is "tuned / all" kernels of the build (their own record of the tuning database),
+``transferred_kernels`` "transferred / all" (a record of the same computation at other extents,
+:mod:`tvm_partition.transfer`); the others run TVM's default CPU schedule (or dlight on a GPU).
 
 Both files are rewritten (atomically) after every row, so a killed run keeps every finished row.
 """
@@ -27,7 +28,7 @@ RESULTS_JSON = "results.json"
 RESULTS_CSV = "results.csv"
 #: Columns of results.csv (every row of results.json has these keys, and maybe more).
 FIELDS = ("model", "config", "devices", "strategy", "measured_median_us", "measured_p90_us", "predicted_us",
-          "plan_s", "compile_s", "device_names", "ideal_us", "error", "chosen", "tuned_kernels", "repeat", "machine",
+          "plan_s", "compile_s", "device_names", "ideal_us", "error", "chosen", "tuned_kernels", "transferred_kernels", "repeat", "machine",
           "date", "command", "process_medians_us")
 #: The strategies that place everything on one device: the "best single device" of a speedup.
 SINGLE_DEVICE = ("cpu", "gpu")
@@ -149,7 +150,17 @@ def _ms(us) -> str:
     return "-" if us is None else f"{us / 1e3:.3f}"
 
 
-HEAD = ("strategy", "median ms", "p90 ms", "predicted ms", "pred err", "speedup", "of ideal", "tuned")
+HEAD = ("strategy", "median ms", "p90 ms", "predicted ms", "pred err", "speedup", "of ideal", "tuned+transf.")
+
+
+def schedules_cell(row: dict) -> str:
+    """``tuned+transferred/all`` kernels of a row (``tuned/all`` for rows measured before transfer)."""
+    tuned, moved = row.get("tuned_kernels"), row.get("transferred_kernels")
+    if not tuned:
+        return "-"
+    if not moved:
+        return tuned
+    return f"{tuned.split('/')[0]}+{moved}"
 
 
 def table_rows(rows: list[dict]) -> list[tuple[str, ...]]:
@@ -167,7 +178,7 @@ def table_rows(rows: list[dict]) -> list[tuple[str, ...]]:
         out.append((name, _ms(r.get("measured_median_us")), _ms(r.get("measured_p90_us")), _ms(r.get("predicted_us")),
                     "-" if d["pred_err_pct"] is None else f"{d['pred_err_pct']:+.0f}%",
                     "-" if d["speedup"] is None else f"{d['speedup']:.2f}x",
-                    "-" if d["of_ideal"] is None else f"{d['of_ideal']:.2f}x", r.get("tuned_kernels") or "-"))
+                    "-" if d["of_ideal"] is None else f"{d['of_ideal']:.2f}x", schedules_cell(r)))
     return out
 
 

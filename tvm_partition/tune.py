@@ -5,9 +5,12 @@
 
 The kernels are TVM's fused PrimFuncs of the builds: the whole model on each device, and, for
 two devices, the part shapes of splits at each ratio of ``--ratios`` (or exactly the kernels of
-``--plan``). Heaviest kernels go first; kernels already in the database are skipped, so a rerun
-resumes (records are appended as trials are measured: a kernel killed mid-search keeps its partial
-records and counts as tuned). Kernels that do no arithmetic
+``--plan``). Heaviest kernels go first; with ``--budget-s`` the kernels with most to gain go first instead
+(each timed with the schedule a build gives it now, default or transferred, against what a tuned
+kernel of its FLOPs should take: :func:`tvm_partition.tuning.rank_by_gain`) and the session in
+flight ends after its next measured round once the budget is spent. Kernels already in the
+database are skipped, so a rerun resumes (records are appended as trials are measured: a kernel
+killed mid-search keeps its partial records and counts as tuned). Kernels that do no arithmetic
 (slices, reshapes, transposes: TVM estimates 0 FLOPs) are pure data movement and keep TVM's
 default schedule: an LSTM over 100 steps launches 100 distinct slice kernels, and tuning them
 would cost an hour for nothing.
@@ -83,7 +86,8 @@ def main(argv=None) -> int:
     ap.add_argument("model", help="zoo name or path to an .onnx file")
     ap.add_argument("--devices", default="cpu", help="cpu (default), gpu or cpu,gpu")
     ap.add_argument("--trials", type=int, default=64, help="MetaSchedule trials per kernel (default 64)")
-    ap.add_argument("--budget-s", type=float, help="stop starting new kernels after this many seconds")
+    ap.add_argument("--budget-s", type=float, help="tune the kernels with most to gain first and stop after this "
+                                                   "many seconds (plus the round of trials in flight)")
     ap.add_argument("--tuning-logs", help="tuning logs folder (default: the shipped tuning_logs/)")
     ap.add_argument("--target-cpu", help="LLVM -mcpu of the CPU to tune for (default: this machine's)")
     ap.add_argument("--gpu-arch", default="sm_90", help="CUDA arch (default sm_90)")
@@ -96,10 +100,13 @@ def main(argv=None) -> int:
     if args.trials < 1:
         print("error: --trials must be >= 1", file=sys.stderr)
         return 2
+    if args.budget_s is not None and args.budget_s < 0:
+        print("error: --budget-s must be >= 0", file=sys.stderr)
+        return 2
 
     from . import frontend
     from .graph import GraphError
-    from .tuning import TuningError, database_dir, is_tuned, open_database, tune
+    from .tuning import TuningError, database_dir, is_tuned, open_database, open_schedules, tune_with_progress, tuning_target
 
     try:
         text = args.devices if args.devices.split(",")[0].strip() == "cpu" else "cpu," + args.devices
@@ -114,25 +121,16 @@ def main(argv=None) -> int:
         db_path = database_dir(args.tuning_logs)
         db = open_database(db_path)
         if args.list:
+            schedules = open_schedules(db_path)
             for k in kernels:
-                print(f"{'tuned  ' if is_tuned(db, k) else 'untuned'} {k.device.name:<5} {k.flops / 1e6:10.2f} MFLOP  {k.name}")
+                label = "tuned" if is_tuned(db, k) else schedules.schedule(k.mod, tuning_target(k.device))[1].split()[0]
+                print(f"{label:<11} {k.device.name:<5} {k.flops / 1e6:10.2f} MFLOP  {k.name}")
             for k in movers:
-                print(f"copy    {k.device.name:<5} {0:10.2f} MFLOP  {k.name}")
+                print(f"{'copy':<11} {k.device.name:<5} {0:10.2f} MFLOP  {k.name}")
             return 0
         print(f"{len(kernels)} kernels of {model.name} on {args.devices} ({len(movers)} data-movement kernels "
               f"keep TVM's default schedule); database {db_path}")
-        from tqdm import tqdm
-
-        untuned = sum(1 for k in kernels if not is_tuned(db, k))
-        # one tick per measured trial: tqdm's rate gives the time left
-        with tqdm(total=args.trials * untuned, unit="trial", dynamic_ncols=True) as bar:
-            def progress(kernel, n):
-                bar.set_description(f"{kernel.device.name}:{kernel.name[:40]}", refresh=False)
-                bar.update(n)
-
-            stats = tune(kernels, db_path, trials=args.trials, budget_s=args.budget_s, progress=progress)
-            if not stats["left"]:  # a kernel whose search space is smaller than --trials ends early
-                bar.update(bar.total - bar.n)
+        stats = tune_with_progress(kernels, db_path, args.trials, args.budget_s)
         print(f"tuned {stats['tuned']}, already tuned {stats['skipped']}, left for a later run {stats['left']}; "
               f"default schedules measured {stats['defaults']}")
     except (frontend.ModelError, PlanError, DeviceError, GraphError, TuningError) as e:
