@@ -33,10 +33,11 @@ import numpy as np
 NAME = "onnxruntime"
 SPEC = "ort.json"
 FILES = ("model.onnx", "inputs.npz")
-#: Outputs may differ by this much relative to the largest TVM output (at least 1): the two
-#: runtimes sum in different orders, deep nets accumulate that, and a different model (weights,
-#: inputs, an op read differently) is off by far more.
-RTOL = 1e-3
+#: Outputs may differ by this much relative to the largest TVM output (at least 1), as in
+#: ``compile --check``: the two runtimes sum in different orders (seeded light ResNet-50 and
+#: DenseNet-121, benchmarks/onnx_light.py: 3e-6 and 1.5e-5 of outputs up to 18), and a different
+#: model (weights, inputs, an op read differently) is off by far more.
+RTOL = 1e-4
 
 
 class OrtError(ValueError):
