@@ -299,7 +299,8 @@ def tiny_onnx(path) -> str:
     from onnx import TensorProto, helper, numpy_helper
 
     rng = np.random.default_rng(7)
-    w, b = (numpy_helper.from_array(rng.standard_normal(s).astype("float32"), n) for n, s in (("w", (8, 4)), ("b", (4,))))
+    w, b = (numpy_helper.from_array(rng.standard_normal(shape).astype("float32"), name)
+            for name, shape in (("w", (8, 4)), ("b", (4,))))
     graph = helper.make_graph(
         [helper.make_node("MatMul", ["0", "w"], ["mm"]), helper.make_node("Add", ["mm", "b"], ["sum"]),
          helper.make_node("Relu", ["sum"], ["y"])], "tiny",

@@ -66,7 +66,8 @@ def test_script_writes_and_checks_the_copies(shipped, tmp_path):
                            "--models", NAME, "--seed", "3", "--check"], capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stderr
     path = str(out / f"light_{NAME}_seed3.onnx")
-    assert proc.stdout.splitlines()[0] == path and os.path.exists(path) and "  ok: output [1, 1000, 1, 1]" in proc.stdout
+    assert proc.stdout.splitlines()[0] == path and os.path.exists(path)
+    assert "  ok: output [1, 1000, 1, 1]" in proc.stdout
     proc = subprocess.run([sys.executable, os.path.join(REPO, "benchmarks", "onnx_light.py"), "--models", "nosuch"],
                           capture_output=True, text=True, timeout=120)
     assert proc.returncode == 2 and proc.stderr.startswith("error: unknown light model 'nosuch'")

@@ -17,7 +17,8 @@ the bench checks its outputs against TVM's unpartitioned model on the same input
 (:func:`max_abs_err`): a row that disagrees is an error row, never a silent timing of another
 model. Only for .onnx models (a zoo model has no ONNX file). This module needs numpy and, when a
 row runs, onnxruntime (the ``test`` extra; without it the row says ``pip install onnxruntime``):
-it is copied into benchmark bundles, whose measuring machine needs onnxruntime for these rows.
+it is copied into benchmark bundles, whose measuring machine needs onnxruntime for these rows
+(and so does the machine that exports them, where the outputs are checked).
 """
 
 from __future__ import annotations
