@@ -287,3 +287,114 @@ def test_a_row_is_the_median_over_fresh_processes(monkeypatch):
     monkeypatch.setattr(bench_runtime, "measure_process", lambda art, repeat, t=None: calls.append(repeat) or
                         {"measured_median_us": 2.0, "measured_p90_us": 2.0, "repeat": repeat})
     assert bench_runtime.measure_isolated("art", 3)["process_medians_us"] == [2.0] and calls == [3]
+
+
+# --- the onnxruntime reference row ------------------------------------------------------------
+
+def tiny_onnx(path) -> str:
+    """MatMul + Add + Relu with seeded initializers; the input is named "0", which TVM renames
+    ("input_0"): the onnxruntime row must feed it under the ONNX name."""
+    import numpy as np
+    import onnx
+    from onnx import TensorProto, helper, numpy_helper
+
+    rng = np.random.default_rng(7)
+    w, b = (numpy_helper.from_array(rng.standard_normal(shape).astype("float32"), name)
+            for name, shape in (("w", (8, 4)), ("b", (4,))))
+    graph = helper.make_graph(
+        [helper.make_node("MatMul", ["0", "w"], ["mm"]), helper.make_node("Add", ["mm", "b"], ["sum"]),
+         helper.make_node("Relu", ["sum"], ["y"])], "tiny",
+        [helper.make_tensor_value_info("0", TensorProto.FLOAT, [2, 8])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 4])], [w, b])
+    proto = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], ir_version=8)
+    onnx.checker.check_model(proto)
+    onnx.save(proto, str(path))
+    return str(path)
+
+
+def test_onnxruntime_row_runs_the_same_model_as_our_build(tmp_path):
+    pytest.importorskip("onnxruntime")
+    import numpy as np
+
+    from tvm_partition import bench_ort, frontend
+    from tvm_partition.bench_report import render_folder
+    from tvm_partition.bench_results import row_id, summary
+    from tvm_partition.run import Runner
+
+    path, out, arts = tiny_onnx(tmp_path / "tiny.onnx"), tmp_path / "res", tmp_path / "arts"
+    rc, text, err = run_bench("--models", path, "--strategies", "cpu,onnxruntime", "--repeat", "3", "--out", out,
+                              "--artifacts", arts)
+    assert rc == 0, err
+    cpu, ort = rows_of(out)
+    assert (cpu["strategy"], ort["strategy"]) == ("cpu", "onnxruntime") and ort["model"] == "tiny"
+    assert SCHEMA <= set(ort) and "error" not in ort and 0 < ort["measured_median_us"] <= ort["measured_p90_us"]
+    assert ort["predicted_us"] is None and ort["plan_s"] is None and ort["tuned_kernels"] is None
+    assert len(ort["process_medians_us"]) == 1 and ort["repeat"] == 3 and len(ort["device_names"]) == 1
+    assert 0 <= ort["max_abs_err_vs_ort"] < 1e-4
+    # the oracle: onnxruntime on the row's folder and the Runner on our cpu build, on the frontend's inputs
+    model = frontend.load(path, seed=0)
+    ort_dir, cpu_dir = arts / row_id(ort), arts / row_id(cpu)
+    with np.load(ort_dir / "inputs.npz") as z:
+        assert list(z.files) == ["0"] and np.array_equal(z["0"], next(iter(model.inputs.values())))
+    assert (ort_dir / "model.onnx").read_bytes() == open(path, "rb").read()
+    assert json.loads((ort_dir / "ort.json").read_text())["num_threads"] == os.cpu_count()
+    (ours,), (theirs,) = Runner(str(cpu_dir)).run(model.inputs), bench_ort.run(str(ort_dir))
+    assert theirs.shape == (2, 4) and np.abs(theirs).max() > 0
+    np.testing.assert_allclose(ours, theirs, rtol=1e-5, atol=1e-5)
+    # shown like tvm-cpu: no prediction, no tuned kernels, a speedup over the cpu row
+    line = next(x for x in summary(rows_of(out)).splitlines() if x.strip().startswith("onnxruntime"))
+    assert line.split()[1] == f"{ort['measured_median_us'] / 1e3:.3f}" and line.split()[3:5] == ["-", "-"]
+    assert line.split()[-1] == "-" and line in text
+    md = "\n".join(render_folder(str(out), str(tmp_path)))
+    assert f"| tiny | batch=2 | onnxruntime | {ort['measured_median_us'] / 1e3:.3f} |" in md
+
+
+def test_onnxruntime_row_is_for_onnx_models_only(tmp_path):
+    args = bench._parser().parse_args([])
+    assert bench.strategies(args)[-2:] == ["tvm-cpu", "onnxruntime"]
+    out = tmp_path / "res"
+    rc, text, err = run_bench(*LSTM, "--strategies", "onnxruntime", "--out", out)
+    assert rc == 0 and "note: onnxruntime runs .onnx models only; left out for lstm" in err
+    assert "0 rows, 0 failed" in text and not (out / "results.json").exists()
+    notes = []
+    zoo_model = type("M", (), {"name": "lstm", "config": {"batch": 2}})()
+    assert bench.applicable(["cpu", "tvm-cpu", "onnxruntime"], zoo_model, False, notes.append) == ["cpu", "tvm-cpu"]
+    assert notes == []  # the default strategies leave it out silently
+
+
+def test_onnxruntime_missing_or_disagreeing_is_an_error_row(tmp_path, monkeypatch):
+    pytest.importorskip("onnxruntime")
+    import numpy as np
+
+    from tvm_partition import compile as compile_mod
+
+    path = tiny_onnx(tmp_path / "tiny.onnx")
+    monkeypatch.setitem(sys.modules, "onnxruntime", None)  # import onnxruntime raises ImportError
+    rc, text, _ = run_bench("--models", path, "--strategies", "onnxruntime", "--repeat", "3", "--out", tmp_path / "a")
+    (row,) = rows_of(tmp_path / "a")
+    assert rc == 1 and row["measured_median_us"] is None
+    assert row["error"] == "OrtError: onnxruntime is not installed here: pip install onnxruntime"
+    assert "pip install onnxruntime" in text
+    monkeypatch.delitem(sys.modules, "onnxruntime")
+    # TVM's outputs made to differ: the row says so and is not measured
+    monkeypatch.setattr(compile_mod, "reference_outputs", lambda model: [np.full((2, 4), 5.0, "float32")])
+    rc, _, _ = run_bench("--models", path, "--strategies", "onnxruntime", "--repeat", "3", "--out", tmp_path / "b")
+    (row,) = rows_of(tmp_path / "b")
+    assert rc == 1 and row["measured_median_us"] is None and row["max_abs_err_vs_ort"] > 1
+    assert "not the same model, not measured" in row["error"]
+
+
+def test_onnxruntime_row_in_a_bundle(tmp_path):
+    pytest.importorskip("onnxruntime")
+    path, bundle, res = tiny_onnx(tmp_path / "tiny.onnx"), tmp_path / "bundle", tmp_path / "res"
+    rc, _, err = run_bench("--models", path, "--strategies", "onnxruntime", "--export-bundle", bundle, "--out", res)
+    assert rc == 0, err
+    (spec,) = json.loads((bundle / "bench.json").read_text())["rows"]
+    assert (bundle / spec["artifact"] / "model.onnx").exists() and (bundle / "site/tvm_partition/bench_ort.py").exists()
+    env = {"TVM_USE_RUNTIME_LIB": "1", "PATH": os.environ.get("PATH", "")}
+    proc = subprocess.run([sys.executable, "-I", str(bundle / "run_bench.py"), "--repeat", "2"], capture_output=True,
+                          text=True, env=env, cwd=str(tmp_path), timeout=300)
+    assert proc.returncode == 0, proc.stderr[-2000:] + proc.stdout[-2000:]
+    rc, text, err = run_bench("--import", bundle, "--out", res)
+    (row,) = rows_of(res)
+    assert rc == 0 and row["strategy"] == "onnxruntime" and row["measured_median_us"] > 0, err

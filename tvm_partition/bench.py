@@ -14,7 +14,12 @@ artifact, and measure it end to end with the TVM runtime alone in fresh processe
 80, hidden 64, 2 layers, seq 100, batch 16; bert: seq 128, batch 16; inception_v3 299;
 mobilenetv2 224; resnet50 224). Default strategies: cpu, gpu, equal, fixed, eop, auto, milp (those
 in :data:`tvm_partition.planners.STRATEGIES`), plus the reference ``tvm-cpu``: the unpartitioned
-model built by TVM's own CPU flow (:func:`tvm_partition.build.build_reference`). There is no
+model built by TVM's own CPU flow (:func:`tvm_partition.build.build_reference`), and for a model
+given as an .onnx file the reference ``onnxruntime``: the same file on onnxruntime's CPU execution
+provider with our CPU build's threads, checked against TVM's outputs before it is measured
+(:mod:`tvm_partition.bench_ort`; it also travels in bundles, whose machine then needs
+onnxruntime). A zoo model has no ONNX file: ``onnxruntime`` is left out for it (with a note
+where ``--strategies`` names it). There is no
 separate ``tvm-gpu`` row: the ``gpu`` strategy already is the unpartitioned model on the GPU with
 dlight schedules (plus tuned records where the database has CUDA ones), inputs copied in and
 outputs back as any deployment does. ``--quick``: small settings that run in minutes on 2 cores.
@@ -44,7 +49,7 @@ import sys
 import tempfile
 import time
 
-from . import bench_ops
+from . import bench_ops, bench_ort
 from . import bench_results as results
 from .bench_runtime import BUNDLE_SPEC, RESULTS, measure_isolated
 
@@ -55,10 +60,12 @@ DEFAULT_MODELS = {"lstm": {}, "gru": {}, "bert": {}, "inception_v3": {}, "mobile
 QUICK_MODELS = {"lstm": {"seq_len": 10}, "gru": {"seq_len": 10}, "bert-tiny": {}, "resnet18": {"image_size": 64}}
 DEFAULT_STRATEGIES = ("cpu", "gpu", "equal", "fixed", "eop", "auto", "milp")
 QUICK_STRATEGIES = ("cpu", "gpu", "equal", "fixed", "eop", "auto")
-#: Reference rows that are not one of our planners.
+#: The reference rows that are not one of our planners: TVM's own CPU flow, and onnxruntime
+#: (.onnx models only).
 REFERENCE = "tvm-cpu"
+REFERENCES = (REFERENCE, bench_ort.NAME)
 #: The modules of the bundle's runner (the runtime half of tvm_partition).
-BUNDLE_MODULES = ("bench_runtime.py", "bench_results.py")
+BUNDLE_MODULES = ("bench_runtime.py", "bench_results.py", "bench_ort.py")
 
 
 class BenchError(ValueError):
@@ -74,8 +81,8 @@ def _parser() -> argparse.ArgumentParser:
                                  epilog=f"zoo models: {', '.join(zoo.NAMES)}")
     ap.add_argument("--models", help=f"comma-separated zoo names or .onnx paths (default: {','.join(DEFAULT_MODELS)})")
     ap.add_argument("--devices", default="cpu,cpu", help="device set: cpu,cpu (default), cpu,gpu, ...")
-    ap.add_argument("--strategies", help=f"comma-separated (default: {','.join(DEFAULT_STRATEGIES)},{REFERENCE}; "
-                                         "those the planner registry has)")
+    ap.add_argument("--strategies", help=f"comma-separated (default: {','.join(DEFAULT_STRATEGIES + REFERENCES)}; "
+                                         f"those the planner registry has; {bench_ort.NAME} for .onnx models only)")
     ap.add_argument("--quick", action="store_true", help=f"small settings ({', '.join(QUICK_MODELS)}; "
                                                          f"{', '.join(QUICK_STRATEGIES)}; 10 repeats)")
     ap.add_argument("--sweep", metavar="KEY=V,V", help="repeat each model at each value, e.g. batch=8,16,32")
@@ -155,15 +162,25 @@ def strategies(args) -> list[str]:
         if "tvm-gpu" in names:
             raise BenchError("tvm-gpu is the gpu strategy (the unpartitioned model on the GPU with dlight "
                              "schedules): ask for gpu")
-        bad = [s for s in names if s not in STRATEGIES and s != REFERENCE]
+        bad = [s for s in names if s not in STRATEGIES and s not in REFERENCES]
         if bad:
-            raise BenchError(f"unknown strategy {bad[0]!r}: choose from {', '.join([*STRATEGIES, REFERENCE])}")
+            raise BenchError(f"unknown strategy {bad[0]!r}: choose from {', '.join([*STRATEGIES, *REFERENCES])}")
         return names
     wanted = QUICK_STRATEGIES if args.quick else DEFAULT_STRATEGIES
     absent = [s for s in wanted if s not in STRATEGIES]
     if absent:
         print(f"note: strategies {', '.join(absent)} are not in the planner registry; left out", file=sys.stderr)
-    return [s for s in wanted if s in STRATEGIES] + [REFERENCE]
+    return [s for s in wanted if s in STRATEGIES] + list(REFERENCES)
+
+
+def applicable(names: list[str], model, explicit: bool, say) -> list[str]:
+    """``names`` less the rows ``model`` cannot have (onnxruntime: an .onnx file only); ``say``
+    notes one left out where ``--strategies`` asked for it."""
+    if bench_ort.NAME not in names or bench_ort.source(model) is not None:
+        return names
+    if explicit:
+        say(f"note: {bench_ort.NAME} runs .onnx models only; left out for {model.name}")
+    return [s for s in names if s != bench_ort.NAME]
 
 
 @dataclasses.dataclass
@@ -222,6 +239,39 @@ class Bench:
             except OSError:  # no hard links on this file system: keep the copy
                 pass
 
+    def save_compiled(self, model, strategy: str, plan, cost_model, art: str, row: dict, plans: str | None) -> None:
+        """Plan (or take ``plan``), compile and save one of our strategies or tvm-cpu into ``art``;
+        its plan also into ``plans``."""
+        compiled = self.compile(model, strategy, plan, cost_model)
+        plan = compiled.plan
+        row.update(predicted_us=_round(plan.predicted_latency_us), compile_s=round(compiled.build.compile_s, 3),
+                   plan_s=None if strategy == REFERENCE else round(compiled.plan_s, 3))
+        labels = compiled.kernel_schedules
+        row["tuned_kernels"] = f"{list(labels.values()).count('tuned')}/{len(labels)}"
+        row["transferred_kernels"] = f"{sum(v.startswith('transferred') for v in labels.values())}/{len(labels)}"
+        if plan.meta.get("auto"):
+            row["chosen"] = plan.meta["auto"]["chosen"]
+        compiled.save(art)
+        del compiled
+        if plans:
+            os.makedirs(plans, exist_ok=True)
+            shutil.copy(os.path.join(art, "plan.json"), os.path.join(plans, results.row_id(row) + ".json"))
+        if self.export:
+            self.share_params(art)
+
+    def save_ort(self, model, art: str, row: dict) -> None:
+        """The onnxruntime row's folder in ``art``, its outputs checked against TVM's unpartitioned
+        model on the same inputs (``max_abs_err_vs_ort``): one that disagrees is not measured."""
+        from .compile import reference_outputs
+
+        row["tuned_kernels"] = None
+        bench_ort.save(model, art, self.threads or os.cpu_count() or 1)
+        err, tol = bench_ort.max_abs_err(bench_ort.run(art), reference_outputs(model))
+        row["max_abs_err_vs_ort"] = float(f"{err:.3g}") if err != float("inf") else None
+        if err > tol:
+            raise bench_ort.OrtError(f"outputs differ from TVM's unpartitioned model by {err:.3g} (tolerance "
+                                     f"{tol:.3g}) on the same inputs: not the same model, not measured")
+
     def row(self, model, config: dict, strategy: str, plans: str | None, plan=None, extra: dict | None = None,
             cost_model=None) -> dict:
         """Plan (or take ``plan``), compile, save and measure (or export) one row; ``extra``: more
@@ -233,22 +283,11 @@ class Bench:
                "compile_s": None, "device_names": None, "ideal_us": None, "command": self.command, **(extra or {})}
         art = os.path.join(self.artifacts, results.row_id(row))
         try:
-            compiled = self.compile(model, strategy, plan, cost_model)
-            plan = compiled.plan
-            row.update(predicted_us=_round(plan.predicted_latency_us), compile_s=round(compiled.build.compile_s, 3),
-                       plan_s=None if strategy == REFERENCE else round(compiled.plan_s, 3))
-            labels = compiled.kernel_schedules
-            row["tuned_kernels"] = f"{list(labels.values()).count('tuned')}/{len(labels)}"
-            row["transferred_kernels"] = f"{sum(v.startswith('transferred') for v in labels.values())}/{len(labels)}"
-            if plan.meta.get("auto"):
-                row["chosen"] = plan.meta["auto"]["chosen"]
-            compiled.save(art)
-            del compiled
-            if plans:
-                os.makedirs(plans, exist_ok=True)
-                shutil.copy(os.path.join(art, "plan.json"), os.path.join(plans, results.row_id(row) + ".json"))
+            if strategy == bench_ort.NAME:
+                self.save_ort(model, art, row)
+            else:
+                self.save_compiled(model, strategy, plan, cost_model, art, row, plans)
             if self.export:
-                self.share_params(art)
                 row.update(id=results.row_id(row), artifact=os.path.relpath(art, self.export))
                 return row
             row.update(measure_isolated(art, self.repeat, self.timeout))
@@ -354,7 +393,9 @@ def run(args, out: str) -> tuple[list[tuple], int]:
                     + (f", predicted {row['predicted_us'] / 1e3:.3f} ms" if row["predicted_us"] is not None else "")))
                 bar.update(1)
 
-            for strategy in names:
+            wanted = applicable(names, model, bool(args.strategies), say)
+            bar.update(len(names) - len(wanted))
+            for strategy in wanted:
                 one(model, strategy)
             if args.split_ops:
                 for op_model, split_plan, extra, op_cost in bench_ops.op_rows(model, devices, cost_model, args.split_ops):

@@ -13,6 +13,10 @@ of :mod:`tvm_partition.bench_ops` (one key op alone) have an ``op`` field and ar
 ``transferred_kernels`` "transferred / all" (a record of the same computation at other extents,
 :mod:`tvm_partition.transfer`); the others run TVM's default CPU schedule (or dlight on a GPU).
 
+The reference rows ``tvm-cpu`` and ``onnxruntime`` have no plan (``predicted_us`` and ``plan_s``
+None); ``onnxruntime`` has no TVM kernels either (``tuned_kernels`` None) and records
+``max_abs_err_vs_ort``, how far its outputs are from TVM's unpartitioned model's on the same inputs.
+
 Both files are rewritten (atomically) after every row, so a killed run keeps every finished row.
 """
 
@@ -28,8 +32,8 @@ RESULTS_JSON = "results.json"
 RESULTS_CSV = "results.csv"
 #: Columns of results.csv (every row of results.json has these keys, and maybe more).
 FIELDS = ("model", "config", "devices", "strategy", "measured_median_us", "measured_p90_us", "predicted_us",
-          "plan_s", "compile_s", "device_names", "ideal_us", "error", "chosen", "tuned_kernels", "transferred_kernels", "repeat", "machine",
-          "date", "command", "process_medians_us")
+          "plan_s", "compile_s", "device_names", "ideal_us", "error", "chosen", "tuned_kernels", "transferred_kernels",
+          "repeat", "machine", "date", "command", "process_medians_us", "max_abs_err_vs_ort")
 #: The strategies that place everything on one device: the "best single device" of a speedup.
 SINGLE_DEVICE = ("cpu", "gpu")
 

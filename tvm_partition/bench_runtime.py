@@ -11,6 +11,8 @@ medians) with ``TVM_USE_RUNTIME_LIB=1`` (an artifact that crashes the runtime co
 the run): :class:`tvm_partition.run.Runner` loads it,
 :meth:`~tvm_partition.run.Runner.time` times ``repeat`` end-to-end runs after warm-up and
 :func:`~tvm_partition.run.latency_stats` gives the median and p90, exactly as ``run --repeat``.
+The onnxruntime row's folder (:mod:`tvm_partition.bench_ort`) is measured the same way, with
+onnxruntime in place of the Runner (the measuring machine then needs onnxruntime).
 A bundle's ``results.json`` is rewritten after every row; a rerun skips measured rows.
 """
 
@@ -37,16 +39,21 @@ def device_names(kinds: list[str]) -> list[str]:
 
 
 def measure(art_dir: str, repeat: int, seed: int = 0) -> dict:
-    """Median and p90 end-to-end latency of the artifact in this process."""
+    """Median and p90 end-to-end latency of the artifact in this process (an onnxruntime row's
+    folder, :mod:`tvm_partition.bench_ort`, on onnxruntime; its inputs are stored, not seeded here)."""
+    from . import bench_ort
     from .devices import fingerprint_id
     from .run import Runner, latency_stats
 
-    runner = Runner(art_dir)
-    inputs = runner.example_inputs(seed)
-    stats = latency_stats(runner.time(inputs, repeat))
+    if bench_ort.is_artifact(art_dir):
+        times, kinds = bench_ort.time_runs(art_dir, repeat), ["cpu"]
+    else:
+        runner = Runner(art_dir)
+        times, kinds = runner.time(runner.example_inputs(seed), repeat), [d.kind for d in runner.devices]
+    stats = latency_stats(times)
     return {"measured_median_us": round(stats["median_us"], 1), "measured_p90_us": round(stats["p90_us"], 1),
             "repeat": repeat,
-            "device_names": device_names([d.kind for d in runner.devices]), "machine": fingerprint_id(),
+            "device_names": device_names(kinds), "machine": fingerprint_id(),
             "date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
 
 
@@ -154,7 +161,7 @@ def main(argv=None) -> int:
 
     try:
         print(json.dumps(measure(args.artifact, args.repeat)))
-    except (ArtifactError, DeviceError, ValueError) as e:
+    except (ArtifactError, DeviceError, ValueError) as e:  # bench_ort.OrtError is a ValueError
         print(f"error: {e}", file=sys.stderr)
         return 2
     return 0
