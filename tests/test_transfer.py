@@ -228,6 +228,14 @@ def test_transfer_falls_back_to_the_next_candidate_and_then_to_the_default():
     assert transfer.transfer(cv, TARGET, TransferIndex([good])) is None  # no source of that computation
 
 
+def test_candidates_prefer_the_nearest_shape():
+    near, far = matmul(32, 64, 64), matmul(512, 512, 512)
+    srcs = [source(far, matmul_trace(far, (64, 8), (8, 4, 16), (128, 4)), gflops=99.0, label="far"),
+            source(near, matmul_trace(near), gflops=1.0, label="near")]
+    assert [s.label for s in TransferIndex(srcs).candidates(matmul(16, 64, 48), TARGET)] == ["near", "far"]
+    assert transfer.shape_distance(blocks_of(near), blocks_of(matmul(16, 64, 128))) == 2.0
+
+
 def test_candidates_prefer_the_same_cpu_then_throughput():
     mm = matmul(32, 64, 64)
     trace = matmul_trace(mm)
@@ -343,3 +351,22 @@ def test_tuning_ranks_kernels_by_what_tuning_can_gain(dense_schedules):
     assert gains[0].expected_us == 0.0  # no tuned record of a conv to say what one should take
     assert gains[1].expected_us == pytest.approx(_flops(fast) / 1.0 / 1e3)  # the source ran 1 GFLOP/s
     assert all(g.measured_us > 0 for g in gains)
+
+
+def test_transfer_search_records_the_fastest_candidate_as_the_kernels_own(dense_schedules, tmp_path):
+    from tvm_partition.devices import parse_devices
+    from tvm_partition.tuning import (Kernel, Schedules, _flops, best_record, is_tuned, open_best, open_database,
+                                      transfer_search, tuning_target)
+
+    cpu = parse_devices("cpu")[0]
+    kmod = matmul(64, 64, 128)
+    k = Kernel("mm", cpu, kmod, _flops(kmod))
+    assert transfer_search([k], dense_schedules, str(tmp_path)) == 1
+    db = open_database(str(tmp_path))
+    record = best_record(db, kmod, tuning_target(cpu))
+    assert transfer.provenance(record.trace) == "hand: matmul" and not is_tuned(db, k)  # tuning still searches it
+    assert transfer_search([k], dense_schedules, str(tmp_path)) == 0  # a kernel with a record is left alone
+    here = Schedules(str(tmp_path), open_best(str(tmp_path)), None)  # no index: the record alone schedules it
+    func, label = here.schedule(kmod, tuning_target(cpu))
+    assert label == "transferred from hand: matmul (measured)"
+    np.testing.assert_allclose(run(func), run(kmod["main"]), rtol=1e-5, atol=1e-5)

@@ -175,7 +175,8 @@ def _tune_plan(model, plan: Plan, graph, tuning_db: str, budget_s: float):
     stats = tune_with_progress(kernels, tuning_db, TUNE_TRIALS, budget_s,
                                say=lambda line: print(line, file=sys.stderr))
     print(f"tuned {stats['tuned']} kernels of the plan in {budget_s:g} s (already tuned {stats['skipped']}, "
-          f"left {stats['left']}): database {tuning_db}", file=sys.stderr)
+          f"left {stats['left']}, transferred schedules picked by measurement {stats['searched']}): "
+          f"database {tuning_db}", file=sys.stderr)
     return open_schedules(tuning_db)
 
 

@@ -132,6 +132,7 @@ def main(argv=None) -> int:
               f"keep TVM's default schedule); database {db_path}")
         stats = tune_with_progress(kernels, db_path, args.trials, args.budget_s)
         print(f"tuned {stats['tuned']}, already tuned {stats['skipped']}, left for a later run {stats['left']}; "
+              f"transferred schedules picked by measurement {stats['searched']}; "
               f"default schedules measured {stats['defaults']}")
     except (frontend.ModelError, PlanError, DeviceError, GraphError, TuningError) as e:
         print(f"error: {e}", file=sys.stderr)

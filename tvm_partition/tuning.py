@@ -268,7 +268,12 @@ def measure_defaults(db, kernels: list[Kernel]) -> int:
 
 
 def is_tuned(db, kernel: Kernel) -> bool:
-    return best_record(db, kernel.mod, tuning_target(kernel.device)) is not None
+    """Has a record found by tuning (or TVM's default, measured faster): a transferred schedule
+    measured on the kernel (:func:`transfer_search`) does not count, so tuning still searches it."""
+    from .transfer import provenance
+
+    record = best_record(db, kernel.mod, tuning_target(kernel.device))
+    return record is not None and provenance(record.trace) is None
 
 
 def scheduled(kmod: tvm.IRModule, record) -> tvm.tirx.PrimFunc:
@@ -380,11 +385,14 @@ class Schedules:
     def _choose(self, kmod, target):
         from .transfer import Source, blocks_of, transfer
 
+        from .transfer import provenance
+
         record = best_record(self.db, kmod, target)
         if record is not None:
             if is_default(record):
                 return None, "default", None
-            return (scheduled(kmod, record), "tuned",
+            origin = provenance(record.trace)
+            return (scheduled(kmod, record), "tuned" if origin is None else f"transferred from {origin} (measured)",
                     Source(record.trace, blocks_of(record.workload.mod), record.target, 0.0, "tuned"))
         moved = transfer(kmod, target, self.index) if self.index is not None else None
         if moved is None:
@@ -495,6 +503,46 @@ def tune(kernels: list[Kernel], db_path: str, *, trials: int = 64, budget_s: flo
     return stats
 
 
+def transfer_search(kernels: list[Kernel], schedules: Schedules, db_path: str, deadline: float | None = None,
+                    tries: int = 4, progress=None) -> int:
+    """Pick each kernel's transferred schedule by measurement: its first ``tries`` candidates
+    (:meth:`TransferIndex.candidates <tvm_partition.transfer.TransferIndex.candidates>`) and TVM's
+    default schedule are built and timed on the kernel, and the fastest is recorded as the
+    kernel's own (a transferred one marked :data:`tvm_partition.transfer.PROVENANCE`, so builds say
+    where it came from and tuning still searches the kernel, seeded by it). A second or so a
+    candidate. Kernels with a record, and those past ``deadline``, are left as they are.
+    ``progress(kernel)`` is called before each kernel. Returns how many kernels got a record."""
+    import tvm.s_tir.meta_schedule as ms
+
+    from .transfer import TransferError, recipient_trace
+
+    db = open_database(db_path, create=True)
+    done = 0
+    for k in kernels:
+        target = tuning_target(k.device)
+        if k.device.kind != "cpu" or best_record(db, k.mod, target) is not None or schedules.index is None:
+            continue
+        if deadline is not None and time.perf_counter() > deadline:
+            break
+        if progress is not None:
+            progress(k)
+        best = (time_kernel(k.mod["main"], target, 10, 3), _default_trace(k.mod))
+        for src in schedules.index.candidates(k.mod, target)[:tries]:
+            try:
+                trace = recipient_trace(k.mod, src, target)
+            except TransferError:
+                continue
+            sch = tvm.s_tir.Schedule(k.mod)
+            trace.apply_to_schedule(sch, remove_postproc=False)
+            us = time_kernel(sch.mod["main"], target, 10, 3)
+            if us < best[0]:
+                best = (us, trace)
+        db.commit_tuning_record(ms.database.TuningRecord(
+            best[1], db.commit_workload(k.mod), [best[0] * 1e-6], target, ms.arg_info.ArgInfo.from_prim_func(k.mod["main"])))
+        done += 1
+    return done
+
+
 def time_kernel(func: tvm.tirx.PrimFunc, target, min_repeat_ms: int = 50, repeat: int = 5) -> float:
     """Median time of one PrimFunc (``kernel_module`` form) in microseconds, TVM's time evaluator,
     on arguments drawn like the profiler's (:func:`tvm_partition.cost_models.timing.random_tensor`)."""
@@ -556,37 +604,42 @@ def rank_by_gain(kernels: list[Kernel], schedules: Schedules | None, deadline: f
 
 def tune_with_progress(kernels: list[Kernel], db_path: str, trials: int, budget_s: float | None = None,
                        say=print) -> dict:
-    """:func:`tune` with a progress bar naming the kernel in flight (one tick per measured trial).
-    With a budget the kernels go in :func:`rank_by_gain` order, the ranking's own timing counted in
-    the budget. Returns :func:`tune`'s counts."""
+    """:func:`tune` with progress bars naming the kernel in flight (one tick per measured trial).
+    With a budget, first the kernels are ranked (:func:`rank_by_gain`), then each gets the best of
+    its transferred schedules by measurement (:func:`transfer_search`: seconds a kernel), then
+    MetaSchedule tunes them in that order with what is left (minutes a kernel). Returns
+    :func:`tune`'s counts plus ``searched`` (kernels given a measured transferred schedule)."""
     from tqdm import tqdm
 
     t0 = time.perf_counter()
-    db = open_database(db_path)
-    untuned = [k for k in kernels if not is_tuned(db, k)]
-    if budget_s is not None and untuned:
-        with tqdm(total=len(untuned), unit="kernel", desc="timing kernels", dynamic_ncols=True, leave=False) as bar:
-            def timed(k):
-                bar.set_description(f"timing {k.device.name}:{k.name[:40]}", refresh=False)
-                bar.update(1)
+    deadline = None if budget_s is None else t0 + budget_s
+    untuned = [k for k in kernels if not is_tuned(open_database(db_path), k)]
+    searched = 0
+    if deadline is not None and untuned:
+        schedules = open_schedules(db_path)
+        with tqdm(total=2 * len(untuned), unit="kernel", desc="timing kernels", dynamic_ncols=True, leave=False) as bar:
+            def step(what):
+                return lambda k: (bar.set_description(f"{what} {k.device.name}:{k.name[:40]}", refresh=False),
+                                  bar.update(1))
 
-            gains = rank_by_gain(untuned, open_schedules(db_path), t0 + budget_s, timed)
-        ranked = [g.kernel for g in gains]
-        untuned = ranked + [k for k in untuned if k not in ranked]
-        for g in gains[:5]:
-            say(f"  {g.kernel.name[:60]}: {g.schedule} {g.measured_us:.0f} us, a tuned kernel of its size "
-                f"~{g.expected_us:.0f} us")
+            gains = rank_by_gain(untuned, schedules, deadline, step("timing"))
+            ranked = [g.kernel for g in gains]
+            untuned = ranked + [k for k in untuned if k not in ranked]
+            for g in gains[:5]:
+                say(f"  {g.kernel.name[:60]}: {g.schedule} {g.measured_us:.0f} us, a tuned kernel of its size "
+                    f"~{g.expected_us:.0f} us")
+            searched = transfer_search(untuned, schedules, db_path, deadline, progress=step("transfers for"))
     with tqdm(total=trials * len(untuned), unit="trial", dynamic_ncols=True) as bar:
         def progress(kernel, n):
             bar.set_description(f"{kernel.device.name}:{kernel.name[:40]}", refresh=False)
             bar.update(n)
 
-        left = None if budget_s is None else max(0.0, budget_s - (time.perf_counter() - t0))
+        left = None if deadline is None else max(0.0, deadline - time.perf_counter())
         stats = tune(untuned + [k for k in kernels if k not in untuned], db_path, trials=trials, budget_s=left,
                      progress=progress)
         if not stats["left"]:  # a kernel whose search space is smaller than the trials ends early
             bar.update(bar.total - bar.n)
-    return stats
+    return {**stats, "searched": searched}
 
 
 def _builder():
