@@ -146,7 +146,8 @@ def replays_correctly(kmod, src, tol=1e-4):
     ([2, 2, 16], 64, [2, 2, 16]),   # the source's own extent: unchanged
     ([2, 2, 16], 48, [3, 1, 16]),   # a multiple of the inner tile keeps it
     ([8, 1, 1, 16], 256, [16, 1, 1, 16]),  # larger extents grow the outer factor
-    ([2, 2, 16], 40, [5, 1, 8]),    # the innermost stays a multiple of the vector lanes where one divides
+    ([2, 2, 16], 40, [5, 1, 8]),    # the innermost stays a power of two where one divides
+    ([1, 2, 1, 64], 48, [3, 1, 1, 16]),  # not 48: a 48-wide vector loop ran 60x slower than a 16-wide one
     ([2, 2, 16], 61, [61, 1, 1]),   # a prime extent leaves no inner tile
     ([4, 32], 64, [2, 32]),
 ])
@@ -233,7 +234,12 @@ def test_candidates_prefer_the_nearest_shape():
     srcs = [source(far, matmul_trace(far, (64, 8), (8, 4, 16), (128, 4)), gflops=99.0, label="far"),
             source(near, matmul_trace(near), gflops=1.0, label="near")]
     assert [s.label for s in TransferIndex(srcs).candidates(matmul(16, 64, 48), TARGET)] == ["near", "far"]
-    assert transfer.shape_distance(blocks_of(near), blocks_of(matmul(16, 64, 128))) == 2.0
+    assert transfer.shape_distance(blocks_of(near), blocks_of(matmul(16, 64, 128))) == (2, 2.0)
+    # a part (one axis cut) takes its whole op's schedule before one nearer in every axis but two
+    whole, other = matmul(64, 64, 256), matmul(32, 64, 128)
+    srcs = [source(other, matmul_trace(other, (4, 8), (2, 4, 16), (16, 4)), label="other"),
+            source(whole, matmul_trace(whole, (8, 8), (4, 4, 16), (16, 4)), label="whole")]
+    assert [s.label for s in TransferIndex(srcs).candidates(matmul(64, 64, 96), TARGET)] == ["whole", "other"]
 
 
 def test_candidates_prefer_the_same_cpu_then_throughput():
@@ -339,28 +345,28 @@ def test_a_build_transfers_marks_and_matches_the_unpartitioned_model(dense_sched
 
 def test_tuning_ranks_kernels_by_what_tuning_can_gain(dense_schedules):
     from tvm_partition.devices import parse_devices
-    from tvm_partition.tuning import Kernel, _flops, rank_by_gain
+    from tvm_partition.tuning import Kernel, kernel_flops, rank_by_gain
 
     cpu = parse_devices("cpu")[0]
     fast = matmul(64, 64, 64)  # transferred from the hand-written trace
     slow = conv(16, 32, 16)  # no record of its computation: TVM's default schedule
-    kernels = [Kernel("mm", cpu, fast, _flops(fast)), Kernel("conv", cpu, slow, _flops(slow))]
+    kernels = [Kernel("mm", cpu, fast, kernel_flops(fast)), Kernel("conv", cpu, slow, kernel_flops(slow))]
     gains = rank_by_gain(kernels, dense_schedules)
     assert [g.kernel.name for g in gains] == ["conv", "mm"]
     assert [g.schedule for g in gains] == ["default", "transferred"]
     assert gains[0].expected_us == 0.0  # no tuned record of a conv to say what one should take
-    assert gains[1].expected_us == pytest.approx(_flops(fast) / 1.0 / 1e3)  # the source ran 1 GFLOP/s
+    assert gains[1].expected_us == pytest.approx(kernel_flops(fast) / 1.0 / 1e3)  # the source ran 1 GFLOP/s
     assert all(g.measured_us > 0 for g in gains)
 
 
 def test_transfer_search_records_the_fastest_candidate_as_the_kernels_own(dense_schedules, tmp_path):
     from tvm_partition.devices import parse_devices
-    from tvm_partition.tuning import (Kernel, Schedules, _flops, best_record, is_tuned, open_best, open_database,
+    from tvm_partition.tuning import (Kernel, Schedules, kernel_flops, best_record, is_tuned, open_best, open_database,
                                       transfer_search, tuning_target)
 
     cpu = parse_devices("cpu")[0]
     kmod = matmul(64, 64, 128)
-    k = Kernel("mm", cpu, kmod, _flops(kmod))
+    k = Kernel("mm", cpu, kmod, kernel_flops(kmod))
     assert transfer_search([k], dense_schedules, str(tmp_path)) == 1
     db = open_database(str(tmp_path))
     record = best_record(db, kmod, tuning_target(cpu))

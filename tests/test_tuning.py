@@ -223,3 +223,20 @@ def test_a_budget_ends_the_session_after_the_round_in_flight(tmp_path):
     records = [r for r in db.get_top_k(db.commit_workload(kernels[0].mod), 1000) if not is_default(r)]
     assert stats["tuned"] == 1  # the round measured before the deadline is kept
     assert 0 < len(records) <= 16, "the session went on past its first round of 16 trials"
+
+
+def test_compile_tune_budget_measures_the_plans_kernels_first(tmp_path):
+    logs = tmp_path / "logs"
+    logs.mkdir()
+    out = tmp_path / "art"
+    proc = cli("compile", *MODEL, "--devices", "cpu", "--strategy", "cpu", "--tuning-logs", logs,
+               "--tune-budget", "20", "--out", out)
+    assert proc.returncode == 0, proc.stderr
+    assert "kernels of the plan in 20 s" in proc.stderr and "transferred schedules picked by measurement 1" in proc.stderr
+    db = open_database(database_dir(str(logs)))
+    assert all(db.has_workload(k.mod) for k in compute_kernels())  # each kernel has a record now
+    labels = json.loads((out / "manifest.json").read_text())["kernel_schedules"]
+    [label] = [v for k, v in labels.items() if "matmul" in k]
+    assert label == "default" or (label.startswith("transferred from ") and label.endswith("(measured)")), label
+    bad = cli("compile", *MODEL, "--tune-budget", "-1")
+    assert bad.returncode == 2 and "--tune-budget must be >= 0" in bad.stderr and "Traceback" not in bad.stderr

@@ -22,8 +22,8 @@ import math
 from .cost_models.samples import lower_sample, op_signature, sample_function
 from .split_rules import IllegalSplit
 
-#: Granules are capped at this (the widest CPU vector's fp32 lanes, :data:`transfer.VECTOR_LANES`):
-#: a larger innermost tile (64) is re-fitted to a multiple of the lanes that divides the part.
+#: Granules are capped at this (the widest CPU vector's fp32 lanes, AVX-512): a larger innermost
+#: tile (64) is re-fitted to the largest power of two that divides the part (:func:`transfer.fit_tile`).
 MAX_GRANULE = 16
 #: An axis keeps at least this many granules: coarser cuts would leave EOP's ratio search
 #: (0.01 steps) almost nothing to choose from.
@@ -32,11 +32,11 @@ MIN_UNITS = 4
 
 def kernel_of(graph, op):
     """The compute kernel (``tuning.kernel_module`` form) an op launches whole: its heaviest."""
-    from .tuning import _flops
+    from .tuning import kernel_flops
 
     dim = min(op.split_dims)
     kernels = lower_sample(sample_function(graph, op, dim, op.output_shapes[-1][dim]))
-    return max((k for _, k in kernels), key=_flops, default=None)
+    return max((k for _, k in kernels), key=kernel_flops, default=None)
 
 
 def align_splits(graph, devices, schedules) -> dict[str, dict[int, int]]:

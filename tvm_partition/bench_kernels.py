@@ -96,7 +96,7 @@ def transfer_rows(model, schedules, device, fractions=(0.25, 0.5, 0.75), ops: in
     from .split_rules import IllegalSplit
     from .graph import OpGraph
     from .planners.baselines import preferred_dim
-    from .tuning import Schedules, _flops, tuning_target
+    from .tuning import Schedules, kernel_flops, tuning_target
 
     target = tuning_target(device)
     graph = OpGraph(model.mod)
@@ -124,7 +124,7 @@ def transfer_rows(model, schedules, device, fractions=(0.25, 0.5, 0.75), ops: in
             sizes += [s for s in (aligned, max(1, round(f * full))) if 0 < s < full and s not in sizes]
         for size in sizes:
             try:
-                part = max((k for _, k in lower_sample(sample_function(graph, op, dim, size))), key=_flops)
+                part = max((k for _, k in lower_sample(sample_function(graph, op, dim, size))), key=kernel_flops)
             except IllegalSplit:
                 continue
             pfunc, plabel = schedules.schedule(part, target)

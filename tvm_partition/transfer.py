@@ -148,17 +148,16 @@ def _divisors(n: int) -> list[int]:
     return sorted(set(small + [n // d for d in small]))
 
 
-#: Vector lanes a CPU's widest fp32 vector holds (AVX-512: 16; AVX2's 8 divides it): the innermost
-#: tile is kept a multiple of it where the extent allows, so the vectorised loop has no tail.
-VECTOR_LANES = 16
-
-
 def fit_tile(decision: list[int], extent: int, max_innermost: int | None = None) -> list[int]:
     """Tile factors for a loop of ``extent`` shaped like ``decision`` (outermost first, product =
     the source's extent): innermost first, each factor the largest divisor of what is left that
-    is no larger than the source's (so vector and register tiles are kept where they divide; the
-    innermost preferring a whole number of vectors), the rest to the outermost factor. The
-    product is always ``extent`` (a perfect tile, as ``SamplePerfectTile`` requires)."""
+    is no larger than the source's (so vector and register tiles are kept where they divide), the
+    innermost a power of two where one of at least 4 divides, the rest to the outermost factor.
+    The product is always ``extent`` (a perfect tile, as ``SamplePerfectTile`` requires).
+
+    The power of two: the innermost loop is the one vectorised, and LLVM turned a 48-wide one (a
+    BERT-tiny matmul cut to N=48 under a record whose tile was 64) into code 60x slower than the
+    16-wide one (3.8 ms against 65 us at N=32; 2026-11-23)."""
     if math.prod(decision) == extent:
         return list(decision)
     out = [1] * len(decision)
@@ -168,11 +167,8 @@ def fit_tile(decision: list[int], extent: int, max_innermost: int | None = None)
         if i == len(decision) - 1 and max_innermost:
             cap = min(cap, max_innermost)
         fits = [d for d in _divisors(rest) if d <= max(1, cap)]
-        if i == len(decision) - 1:  # a whole number of vectors: 16 lanes, else 8 (AVX2), else 4 (SSE)
-            for lanes in (min(cap, VECTOR_LANES), 8, 4):
-                if any(d % lanes == 0 for d in fits):
-                    fits = [d for d in fits if d % lanes == 0]
-                    break
+        if i == len(decision) - 1:  # the vector loop: a power of two of at least 4 lanes where one divides
+            fits = [d for d in fits if d >= 4 and d & (d - 1) == 0] or fits
         out[i] = max(fits)
         rest //= out[i]
     out[0] = rest
@@ -366,17 +362,22 @@ class TransferIndex:
         found = [s for s in self.by_anchor.get(anchor(blocks), ())
                  if s.target.kind.name == target.kind.name and match(blocks, s.blocks) is not None]
         exact = signature(blocks)
-        return sorted(found, key=lambda s: (signature(s.blocks) != exact, round(shape_distance(blocks, s.blocks), 3),
+        return sorted(found, key=lambda s: (signature(s.blocks) != exact, *shape_distance(blocks, s.blocks),
                                             not _same_device(s.target, target), -s.gflops))
 
 
-def shape_distance(a: tuple[Block, ...], b: tuple[Block, ...]) -> float:
-    """How far two kernels' main blocks are in shape: the sum over their iterators of |log2| of
-    the extents' ratio (0: the same extents; 1: one axis twice the other's)."""
+def shape_distance(a: tuple[Block, ...], b: tuple[Block, ...]) -> tuple[int, float]:
+    """How far two kernels' main blocks are in shape: how many iterators differ in extent, then
+    the sum of |log2| of their extents' ratios (``(0, 0.0)``: the same extents). The count comes
+    first so that a part of a split (one axis cut) takes its whole op's schedule: parts scheduled
+    from whichever record was nearest in all axes ran up to 1.8x off the whole op's time x their
+    fraction, and not monotonically in the part's size (a ResNet-18 conv at 256 of 512 channels
+    861 us, at 288 channels 476 us; profile of 2026-11-23)."""
     ma, mb = a[main_block(a)].extents, b[main_block(b)].extents
     if len(ma) != len(mb):
-        return float("inf")
-    return sum(abs(math.log2(max(x, 1) / max(y, 1))) for x, y in zip(ma, mb))
+        return len(ma) + len(mb), float("inf")
+    return (sum(x != y for x, y in zip(ma, mb)),
+            round(sum(abs(math.log2(max(x, 1) / max(y, 1))) for x, y in zip(ma, mb)), 3))
 
 
 def transfer(kmod: tvm.IRModule, target, index: TransferIndex, tries: int = MAX_TRIES) -> Transferred | None:

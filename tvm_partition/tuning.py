@@ -185,11 +185,11 @@ def kernels_of(mod: tvm.IRModule, kernel_devices: dict[str, str], devices: list[
         if key in seen:
             continue
         seen.add(key)
-        out.append(Kernel(gv.name_hint, dev, kmod, _flops(kmod)))
+        out.append(Kernel(gv.name_hint, dev, kmod, kernel_flops(kmod)))
     return sorted(out, key=lambda k: -k.flops)
 
 
-def _flops(kmod) -> float:
+def kernel_flops(kmod) -> float:
     try:
         return float(tvm.s_tir.analysis.estimate_tir_flops(kmod))
     except Exception:  # noqa: BLE001 - estimation is advisory (ordering only)
@@ -325,7 +325,7 @@ def transfer_sources(best, label: str) -> list:
     on another)."""
     from .transfer import source_of
 
-    return [source_of(rec, label, _flops(rec.workload.mod) / _mean_secs(rec) / 1e9)
+    return [source_of(rec, label, kernel_flops(rec.workload.mod) / _mean_secs(rec) / 1e9)
             for rec in best.get_all_tuning_records() if not is_default(rec) and _mean_secs(rec) > 0]
 
 
