@@ -61,7 +61,9 @@ def test_rows_have_the_schema_and_measured_times(measured):
         assert 0 < r["measured_median_us"] <= r["measured_p90_us"]
         assert r["compile_s"] > 0 and r["ideal_us"] is None and r["repeat"] == 3
         tuned, kernels = map(int, r["tuned_kernels"].split("/"))
-        assert 0 <= tuned <= kernels and kernels > 0
+        moved, all_kernels = map(int, r["transferred_kernels"].split("/"))
+        assert 0 <= tuned + moved <= kernels == all_kernels and kernels > 0
+        assert 0 <= r["default_compute_kernels"] <= kernels - tuned - moved
         assert r["command"].startswith("python -m tvm_partition.bench --models lstm")
     cpu, equal, ref = rows
     assert cpu["predicted_us"] > 0 and equal["predicted_us"] > 0 and cpu["plan_s"] >= 0

@@ -166,6 +166,30 @@ def test_tuned_sizes_are_answered_exactly_and_patterns_fit_the_default_schedule(
     assert fit.pattern == "linear" and fit.predict(12) == pytest.approx(120.0, rel=1e-6)
 
 
+def test_transferred_sizes_are_answered_by_their_measurement_and_old_samples_give_way(tmp_path):
+    """Samples taken since transfer (``transfer``): a transferred size is its measurement, sizes
+    between come from a fit of the transferred samples; samples taken before transfer (default
+    schedules everywhere) no longer count."""
+    from tvm_partition.cost_models.samples import op_signature
+
+    graph = OpGraph(mlp_model(batch=16).mod)
+    op = next(o for o in graph.ops.values() if o.kind == "matmul" and 0 in o.split_dims)
+    full = tuple(op.output_shapes[-1])
+    log = ProfileLog(str(tmp_path))
+    for size in range(1, 17):
+        base = dict(_op_rec(size, 100.0 * size, sig=op_signature(op)), shape=[size, *full[1:]], full=full[0],
+                    full_shape=list(full))
+        log.append(base)  # before transfer: the default schedule, 10x slower
+        if size % 2 == 0:  # since transfer: even sizes, 10 us a row, 3 us more at 8 (not smooth)
+            log.append(dict(base, mean_us=10.0 * size + (3.0 if size == 8 else 0.0), schedule="transferred",
+                            transfer=True))
+    cm = ProfiledCostModel(str(tmp_path))
+    eight = cm.estimate(op, "cpu", (8, *full[1:]))
+    assert eight.source == "measured" and eight.us == pytest.approx(83.0)
+    seven = cm.estimate(op, "cpu", (7, *full[1:]))  # not measured since transfer: the transferred fit
+    assert seven.source == "pattern" and seven.us == pytest.approx(70.0, rel=0.05)
+
+
 def test_cost_model_without_profile_says_what_to_run_or_falls_back(tmp_path):
     from tvm_partition.cost_models.profiled import CostModelError
 

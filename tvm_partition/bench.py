@@ -249,6 +249,7 @@ class Bench:
         labels = compiled.kernel_schedules
         row["tuned_kernels"] = f"{list(labels.values()).count('tuned')}/{len(labels)}"
         row["transferred_kernels"] = f"{sum(v.startswith('transferred') for v in labels.values())}/{len(labels)}"
+        row["default_compute_kernels"] = default_compute_kernels(compiled.build.module, labels)
         if plan.meta.get("auto"):
             row["chosen"] = plan.meta["auto"]["chosen"]
         compiled.save(art)
@@ -299,6 +300,14 @@ class Bench:
         row.setdefault("machine", fingerprint_id())
         row.setdefault("date", time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()))
         return row
+
+
+def default_compute_kernels(module, labels: dict[str, str]) -> int:
+    """How many kernels that do arithmetic run TVM's default schedule (data movement always does)."""
+    from .tuning import kernel_flops, kernel_module
+
+    return sum(1 for name, label in labels.items()
+               if label == "default" and kernel_flops(kernel_module(module[module.get_global_var(name)])) > 0)
 
 
 def _round(us):

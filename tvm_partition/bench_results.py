@@ -11,7 +11,8 @@ of :mod:`tvm_partition.bench_ops` (one key op alone) have an ``op`` field and ar
 
 ``tuned_kernels`` is "tuned / all" kernels of the build (their own record of the tuning database),
 ``transferred_kernels`` "transferred / all" (a record of the same computation at other extents,
-:mod:`tvm_partition.transfer`); the others run TVM's default CPU schedule (or dlight on a GPU).
+:mod:`tvm_partition.transfer`); the others run TVM's default CPU schedule (or dlight on a GPU),
+``default_compute_kernels`` of them doing arithmetic (the rest only move data).
 
 The reference rows ``tvm-cpu`` and ``onnxruntime`` have no plan (``predicted_us`` and ``plan_s``
 None); ``onnxruntime`` has no TVM kernels either (``tuned_kernels`` None) and records
@@ -33,6 +34,7 @@ RESULTS_CSV = "results.csv"
 #: Columns of results.csv (every row of results.json has these keys, and maybe more).
 FIELDS = ("model", "config", "devices", "strategy", "measured_median_us", "measured_p90_us", "predicted_us",
           "plan_s", "compile_s", "device_names", "ideal_us", "error", "chosen", "tuned_kernels", "transferred_kernels",
+          "default_compute_kernels",
           "repeat", "machine", "date", "command", "process_medians_us", "max_abs_err_vs_ort")
 #: The strategies that place everything on one device: the "best single device" of a speedup.
 SINGLE_DEVICE = ("cpu", "gpu")
