@@ -376,3 +376,21 @@ def test_transfer_search_records_the_fastest_candidate_as_the_kernels_own(dense_
     func, label = here.schedule(kmod, tuning_target(cpu))
     assert label == "transferred from hand: matmul (measured)"
     np.testing.assert_allclose(run(func), run(kmod["main"]), rtol=1e-5, atol=1e-5)
+
+
+def test_a_part_runs_the_schedule_its_whole_op_got():
+    from tvm_partition.tuning import Schedules
+
+    a_kmod, b_kmod = matmul(32, 64, 256), matmul(64, 64, 64)
+    a = source(a_kmod, matmul_trace(a_kmod, (4, 8), (4, 4, 16), (16, 4)), label="A")
+    b = source(b_kmod, matmul_trace(b_kmod, (8, 8), (1, 4, 16), (16, 4)), label="B")
+    whole, part = matmul(64, 64, 256), matmul(64, 64, 96)
+    index = TransferIndex([a, b])
+    assert index.candidates(whole, TARGET)[0] is a and index.candidates(part, TARGET)[0] is b
+    alone = Schedules(None, None, index)
+    assert alone.schedule(part, TARGET)[1] == "transferred from B"  # nothing scheduled before it
+    built = Schedules(None, None, index)
+    assert built.schedule(whole, TARGET)[1] == "transferred from A"
+    func, label = built.schedule(part, TARGET)  # the whole op first, as every build aligns it first
+    assert label == "transferred from A"
+    np.testing.assert_allclose(run(func), run(part["main"]), rtol=1e-5, atol=1e-5)

@@ -146,9 +146,8 @@ def compile_model(model, devices: list[DeviceSpec], strategy: str = "auto", plan
     into ``tuning_db`` for that long, those with most to gain first (:func:`tuning.tune_with_progress`);
     ``planning``: :func:`make_plan`'s keyword arguments (``cost_model``, placement options)."""
     build, _, graph_mod, _, _ = _lazy()
-    from .tuning import open_schedules
-
     from .align import align_splits
+    from .tuning import open_schedules
 
     g = graph_mod.OpGraph(model.mod)
     schedules = open_schedules(tuning_db) if tuning_db else None
