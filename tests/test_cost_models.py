@@ -188,6 +188,9 @@ def test_transferred_sizes_are_answered_by_their_measurement_and_old_samples_giv
     assert eight.source == "measured" and eight.us == pytest.approx(83.0)
     seven = cm.estimate(op, "cpu", (7, *full[1:]))  # not measured since transfer: the transferred fit
     assert seven.source == "pattern" and seven.us == pytest.approx(70.0, rel=0.05)
+    log.append(dict(base, size=4, shape=[4, *full[1:]], mean_us=30.0, schedule="transferred", transfer=True))
+    four = ProfiledCostModel(str(tmp_path)).estimate(op, "cpu", (4, *full[1:]))
+    assert four.us == pytest.approx(160.0 * 4 / 16)  # measured 30 us, but a part costs at least its share
 
 
 def test_cost_model_without_profile_says_what_to_run_or_falls_back(tmp_path):

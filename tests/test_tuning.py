@@ -198,6 +198,21 @@ def test_kernel_benchmark_times_default_and_tuned_schedules(tuned, tmp_path):
     assert "| model | kernel |" in (tmp_path / "kernels.md").read_text()
 
 
+def test_kernel_benchmark_of_transfer_times_whole_ops_and_parts(tuned_only, tmp_path):
+    proc = cli("bench_kernels", *MODEL, "--tuning-logs", tuned_only, "--out", tmp_path, "--transfer",
+               "--fractions", "0.5")
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    rows = json.loads((tmp_path / "transfer.json").read_text())["transfer"]
+    whole = [r for r in rows if r["fraction"] == 1.0]
+    assert len(whole) == 1 and whole[0]["schedule"] == "tuned" and whole[0]["left_out_us"] > 0
+    parts = [r for r in rows if r["fraction"] < 1.0]
+    assert parts and all(r["schedule"].startswith("transferred from") and r["scheduled_us"] > 0 for r in parts)
+    assert all(r["ideal_us"] == round(whole[0]["scheduled_us"] * r["size"] / r["full"], 1) for r in parts)
+    assert "scheduled / ideal" in (tmp_path / "transfer.md").read_text()
+    bad = cli("bench_kernels", *MODEL, "--tuning-logs", tuned_only, "--transfer", "--fractions", "1.5")
+    assert bad.returncode == 2 and "strictly between 0 and 1" in bad.stderr and "Traceback" not in bad.stderr
+
+
 def test_kernel_benchmark_needs_a_database(tmp_path):
     proc = cli("bench_kernels", *MODEL, "--tuning-logs", tmp_path / "empty", "--no-models")
     assert proc.returncode == 2 and "no tuning database" in proc.stderr and "Traceback" not in proc.stderr

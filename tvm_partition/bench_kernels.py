@@ -96,7 +96,7 @@ def transfer_rows(model, schedules, device, fractions=(0.25, 0.5, 0.75), ops: in
     from .split_rules import IllegalSplit
     from .graph import OpGraph
     from .planners.baselines import preferred_dim
-    from .tuning import Schedules, kernel_flops, tuning_target
+    from .tuning import Schedules, kernel_flops, time_kernel, tuning_target
 
     target = tuning_target(device)
     graph = OpGraph(model.mod)

@@ -36,9 +36,9 @@ def key_ops(problem: Problem, opgraph, share: float = 0.95, max_ops: int = 16) -
     return out
 
 
-def _part_shape(shape, dim: int, ratio: float) -> tuple[int, ...]:
+def _part_shape(shape, dim: int, size: int) -> tuple[int, ...]:
     shape = list(shape)
-    shape[dim] = max(1, int(round(shape[dim] * ratio)))
+    shape[dim] = size
     return tuple(shape)
 
 
@@ -56,11 +56,15 @@ def add_split_options(problem: Problem, opgraph, cost_model, ratios=(0.25, 0.5, 
             for d1 in problem.allowed(v):
                 if d0 == d1:
                     continue
-                for r in ratios:
-                    t0 = cost_model.op_time(op, d0, _part_shape(full, dim, r))
-                    t1 = cost_model.op_time(op, d1, _part_shape(full, dim, 1 - r))
+                for r in ratios:  # cut where the split will cut: at the op's granule (tvm_partition.align)
+                    parts = Split(dim, (r, 1 - r), (d0, d1)).parts(full[dim], op.granules.get(dim, 1))
+                    if len(parts) != 2:
+                        continue
+                    (_, lo, cut), (_, _, hi) = parts
+                    t0 = cost_model.op_time(op, d0, _part_shape(full, dim, cut - lo))
+                    t1 = cost_model.op_time(op, d1, _part_shape(full, dim, hi - cut))
                     t = (max(t0, t1) + problem.comm_time(in_bytes, d0, d1)
-                         + problem.comm_time(out_bytes * (1 - r), d1, d0))
+                         + problem.comm_time(out_bytes * (hi - cut) / hi, d1, d0))
                     if math.isfinite(t):
                         opts.append({"devices": (d0, d1), "ratios": (r, 1 - r), "time_us": float(t)})
         if opts:
