@@ -412,6 +412,7 @@ def test_a_cuda_trace_replays_onto_other_extents_and_compiles_to_cuda():
     tx = sch.fuse(ii, ji)
     sch.bind(tx, "threadIdx.x")
     sch.reverse_compute_at(sch.get_sblock("T_add", func_name="main"), tx)
+    sch.set_scope(sch.get_sblock("matmul", func_name="main"), 0, "local")  # the product stays in registers
     src = Source(sch.trace, blocks_of(kmod), cuda, 1.0, "gpu: matmul")
     recipient = matmul(32, 64, 96)
     assert TransferIndex([src]).candidates(recipient, cuda) == [src]

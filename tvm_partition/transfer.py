@@ -209,8 +209,21 @@ def _rewritten(trace, rename: dict[str, str], main: str, bare: bool):
     return Trace(insts, decisions)
 
 
+#: What MetaSchedule's CUDA postprocessors check a kernel against where the target does not say
+#: (a target built from ``{"kind": "cuda", "arch": ...}`` carries no limits): every arch since sm_20.
+CUDA_LIMITS = {"max_threads_per_block": 1024, "max_shared_memory_per_block": 49152, "thread_warp_size": 32}
+
+
+def _with_limits(target):
+    if target.kind.name != "cuda" or all(k in target.attrs for k in CUDA_LIMITS):
+        return target
+    return tvm.target.Target({**CUDA_LIMITS, **dict(target.export())}, host=target.host)
+
+
 def _postprocess(sch, target) -> None:
     import tvm.s_tir.meta_schedule as ms
+
+    target = _with_limits(target)
 
     # MetaSchedule's TuneContext constructor imports every tensor intrinsic first (20 s on the
     # build machine); the postprocessors need only the module and target, so build it directly
