@@ -31,7 +31,8 @@ def one(model: str, budget: float, repeat: int, work: str) -> dict:
     from tvm_partition.bench_runtime import measure_isolated
     from tvm_partition.tuning import DEFAULT_LOGS
 
-    logs, art = os.path.join(work, f"logs-{budget:g}"), os.path.join(work, f"art-{budget:g}")
+    tag = f"{os.path.basename(model)}-{budget:g}"
+    logs, art = os.path.join(work, f"logs-{tag}"), os.path.join(work, f"art-{tag}")
     shutil.copytree(DEFAULT_LOGS, logs)
     cmd = [sys.executable, "-m", "tvm_partition.compile", model, "--devices", "cpu", "--strategy", "cpu",
            "--tuning-logs", logs, "--out", art] + (["--tune-budget", f"{budget:g}"] if budget else [])

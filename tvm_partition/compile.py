@@ -166,13 +166,20 @@ def _tune_plan(model, plan: Plan, graph, tuning_db: str, budget_s: float):
     """Tune the compute kernels ``plan`` launches on this machine's devices within ``budget_s``;
     returns the schedules reopened with the new records."""
     from .build import lower
-    from .tuning import kernels_of, open_schedules, tune_with_progress
+    from .tuning import TuningError, kernels_of, open_schedules, tune_with_progress
 
     lowered, placed = lower(model.mod, plan, graph)
     here = {d.name for d in plan.devices if d.kind == "cpu" or gpu_available()}
     kernels = [k for k in kernels_of(lowered, placed, plan.devices) if k.computes and k.device.name in here]
-    stats = tune_with_progress(kernels, tuning_db, TUNE_TRIALS, budget_s,
-                               say=lambda line: print(line, file=sys.stderr))
+    try:
+        stats = tune_with_progress(kernels, tuning_db, TUNE_TRIALS, budget_s,
+                                   say=lambda line: print(line, file=sys.stderr))
+    except TuningError:
+        raise
+    except Exception as e:  # noqa: BLE001 - MetaSchedule's own failures come as TVM errors of many types
+        raise TuningError(f"tuning the plan's kernels failed ({type(e).__name__}: "
+                          f"{(str(e).strip().splitlines() or [''])[-1][:200]}); records so far are kept in "
+                          f"{tuning_db}") from None
     print(f"tuned {stats['tuned']} kernels of the plan in {budget_s:g} s (already tuned {stats['skipped']}, "
           f"left {stats['left']}, transferred schedules picked by measurement {stats['searched']}): "
           f"database {tuning_db}", file=sys.stderr)

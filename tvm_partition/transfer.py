@@ -253,8 +253,11 @@ def _apply(sch, trace, decide) -> None:
     trace.apply_to_schedule(sch, remove_postproc=True, decision_provider=decide)
 
 
-def _replayed(kmod: tvm.IRModule, trace, source_blocks: tuple[Block, ...], target):
-    """The schedule of :func:`replay`; raises :class:`TransferError` where the trace does not fit."""
+def _replayed(kmod: tvm.IRModule, trace, source_blocks: tuple[Block, ...], target, mark: str | None = None):
+    """The schedule of :func:`replay`; raises :class:`TransferError` where the trace does not fit.
+    Its trace is laid out as MetaSchedule's own records are (the design, ``enter_postproc``, the
+    post-processing), so MetaSchedule can seed a search with it; ``mark`` annotates the design
+    with :data:`PROVENANCE`."""
     try:
         sch, rewritten = _prepared(kmod, trace, source_blocks)
 
@@ -268,6 +271,9 @@ def _replayed(kmod: tvm.IRModule, trace, source_blocks: tuple[Block, ...], targe
             return decision
 
         _apply(sch, rewritten, decide)
+        if mark is not None:
+            sch.annotate(sch.get_sblock("root", func_name="main"), PROVENANCE, mark)
+        sch.enter_postproc()
         _postprocess(sch, target)
     except TransferError:
         raise
@@ -290,9 +296,7 @@ PROVENANCE = "tvm_partition.transferred_from"
 def recipient_trace(kmod: tvm.IRModule, source: "Source", target):
     """The whole trace of ``source`` replayed onto ``kmod`` (its own blocks and tile sizes, the
     post-processing included), marked with :data:`PROVENANCE`: a tuning record of ``kmod``'s own."""
-    sch = _replayed(kmod, source.trace, source.blocks, target)
-    sch.annotate(sch.get_sblock("root", func_name="main"), PROVENANCE, source.label)
-    return sch.trace
+    return _replayed(kmod, source.trace, source.blocks, target, mark=source.label).trace
 
 
 def provenance(trace) -> str | None:
