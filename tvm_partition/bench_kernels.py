@@ -131,7 +131,7 @@ def transfer_rows(model, schedules, device, fractions=(0.25, 0.5, 0.75), ops: in
             rows.append({**base, "size": size, "fraction": round(size / full, 4), "schedule": plabel,
                          "default_us": round(time_kernel(part["main"], target), 1),
                          "scheduled_us": round(time_kernel(pfunc or part["main"], target), 1),
-                         "ideal_us": round(whole_us * size / full, 1)})
+                         "ideal_us": round(whole_us * size / full, 2)})
     return rows
 
 
@@ -142,18 +142,19 @@ def render_transfer(result: dict) -> str:
              "| schedule |", "| --- | --- | --- | --- | ---: | ---: | ---: | ---: | ---: | --- |"]
     for r in result["transfer"]:
         cut = "" if r["fraction"] == 1.0 or r["size"] % r["granule"] == 0 else " (off-granule)"
+        ratio = f"{r['scheduled_us'] / r['ideal_us']:.2f}" if r["ideal_us"] > 0 else "-"
         lines.append(f"| {r['model']} | `{r['op'][:40]}` | {r['dim']} | {r['size']}/{r['full']}{cut} | {r['granule']} | "
-                     f"{r['default_us']:.0f} | {r['scheduled_us']:.0f} | {r['ideal_us']:.0f} | "
-                     f"{r['scheduled_us'] / r['ideal_us']:.2f} | {r['schedule'][:60]} |")
+                     f"{r['default_us']:.1f} | {r['scheduled_us']:.1f} | {r['ideal_us']:.1f} | {ratio} | "
+                     f"{r['schedule'][:60]} |")
     whole = [r for r in result["transfer"] if "left_out_us" in r]
     if whole:
         lines += ["", "Whole ops transferred with their own records left out (a model never tuned):", "",
                   "| model | op | tuned us | transferred us | transferred / tuned | default us | from |",
                   "| --- | --- | ---: | ---: | ---: | ---: | --- |"]
         for r in whole:
-            lines.append(f"| {r['model']} | `{r['op'][:40]}` | {r['scheduled_us']:.0f} | {r['left_out_us']:.0f} | "
-                         f"{r['left_out_us'] / r['scheduled_us']:.2f} | {r['default_us']:.0f} | "
-                         f"{r['left_out_schedule'][:60]} |")
+            ratio = f"{r['left_out_us'] / r['scheduled_us']:.2f}" if r["scheduled_us"] > 0 else "-"
+            lines.append(f"| {r['model']} | `{r['op'][:40]}` | {r['scheduled_us']:.1f} | {r['left_out_us']:.1f} | "
+                         f"{ratio} | {r['default_us']:.1f} | {r['left_out_schedule'][:60]} |")
     return "\n".join(lines) + "\n"
 
 
@@ -220,7 +221,7 @@ def main(argv=None) -> int:
             schedules = open_schedules(db_path)
             for name in tqdm(args.models, unit="model", dynamic_ncols=True):
                 result["transfer"] += transfer_rows(frontend.load(name), schedules, devices[0], fractions)
-            return _write(out, "transfer", result, render_transfer(result))
+            return _write(out, "transfer", result, render_transfer)
         result = {"fingerprint": fingerprint_id(fp), "cpu": fp.get("cpu"), "threads": os.cpu_count(),
                   "peak_gflops": round(peak_gflops(), 1), "tuning_db": db_path, "kernels": [], "models": []}
 
@@ -234,13 +235,14 @@ def main(argv=None) -> int:
     except (frontend.ModelError, GraphError, TuningError, ValueError) as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
-    return _write(out, "kernels", result, render(result))
+    return _write(out, "kernels", result, render)
 
 
-def _write(out: str, name: str, result: dict, table: str) -> int:
+def _write(out: str, name: str, result: dict, render) -> int:
     os.makedirs(out, exist_ok=True)
-    with open(os.path.join(out, f"{name}.json"), "w") as f:
+    with open(os.path.join(out, f"{name}.json"), "w") as f:  # the measurements first, whatever the table does
         json.dump(result, f, indent=1)
+    table = render(result)
     with open(os.path.join(out, f"{name}.md"), "w") as f:
         f.write(table)
     print(table)
