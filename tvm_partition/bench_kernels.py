@@ -121,7 +121,9 @@ def transfer_rows(model, schedules, device, fractions=(0.25, 0.5, 0.75), ops: in
         sizes = []
         for f in fractions:
             aligned = max(granule, round(f * full / granule) * granule)
-            sizes += [s for s in (aligned, max(1, round(f * full))) if 0 < s < full and s not in sizes]
+            for size in (aligned, max(1, round(f * full))):
+                if 0 < size < full and size not in sizes:
+                    sizes.append(size)
         for size in sizes:
             try:
                 part = max((k for _, k in lower_sample(sample_function(graph, op, dim, size))), key=kernel_flops)
