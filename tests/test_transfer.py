@@ -391,6 +391,8 @@ def test_a_part_runs_the_schedule_its_whole_op_got():
     assert alone.schedule(part, TARGET)[1] == "transferred from B"  # nothing scheduled before it
     built = Schedules(None, None, index)
     assert built.schedule(whole, TARGET)[1] == "transferred from A"
+    cuda = tvm.target.Target({"kind": "cuda", "arch": "sm_90"}, host={"kind": "llvm"})
+    assert built.schedule(part, cuda) == (None, "default")  # a GPU part never takes its CPU whole op's trace
     func, label = built.schedule(part, TARGET)  # the whole op first, as every build aligns it first
     assert label == "transferred from A"
     np.testing.assert_allclose(run(func), run(part["main"]), rtol=1e-5, atol=1e-5)

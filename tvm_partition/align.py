@@ -30,12 +30,14 @@ MAX_GRANULE = 16
 MIN_UNITS = 4
 
 
-def kernel_of(graph, op):
-    """The compute kernel (``tuning.kernel_module`` form) an op launches whole: its heaviest."""
+def kernel_of(graph, op, dim: int | None = None, size: int | None = None):
+    """The compute kernel (``tuning.kernel_module`` form, its heaviest) an op launches whole, or
+    cut to ``size`` along ``dim``. Raises :class:`IllegalSplit` where the op cannot be cut so."""
     from .tuning import kernel_flops
 
-    dim = min(op.split_dims)
-    kernels = lower_sample(sample_function(graph, op, dim, op.output_shapes[-1][dim]))
+    dim = min(op.split_dims) if dim is None else dim
+    size = op.output_shapes[-1][dim] if size is None else size
+    kernels = lower_sample(sample_function(graph, op, dim, size))
     return max((k for _, k in kernels), key=kernel_flops, default=None)
 
 

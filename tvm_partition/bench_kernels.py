@@ -92,11 +92,11 @@ def transfer_rows(model, schedules, device, fractions=(0.25, 0.5, 0.75), ops: in
     import tvm_ffi
 
     from .align import align_splits, kernel_of
-    from .cost_models.samples import lower_sample, op_signature, sample_function
+    from .cost_models.samples import op_signature
     from .split_rules import IllegalSplit
     from .graph import OpGraph
     from .planners.baselines import preferred_dim
-    from .tuning import Schedules, kernel_flops, time_kernel, tuning_target
+    from .tuning import Schedules, time_kernel, tuning_target
 
     target = tuning_target(device)
     graph = OpGraph(model.mod)
@@ -116,8 +116,8 @@ def transfer_rows(model, schedules, device, fractions=(0.25, 0.5, 0.75), ops: in
         base = {"model": model.name, "op": op.id, "kind": op.kind, "dim": graph.dim_name(op, dim), "full": full,
                 "granule": granule, "mflop": round(op.flops / 1e6, 2)}
         rows.append({**base, "size": full, "fraction": 1.0, "schedule": label, "default_us": round(time_kernel(
-            kmod["main"], target), 1), "scheduled_us": round(whole_us, 1), "ideal_us": round(whole_us, 1),
-            "left_out_us": round(time_kernel(loo or kmod["main"], target), 1), "left_out_schedule": loo_label})
+            kmod["main"], target), 2), "scheduled_us": round(whole_us, 2), "ideal_us": round(whole_us, 2),
+            "left_out_us": round(time_kernel(loo or kmod["main"], target), 2), "left_out_schedule": loo_label})
         sizes = []
         for f in fractions:
             aligned = max(granule, round(f * full / granule) * granule)
@@ -126,13 +126,13 @@ def transfer_rows(model, schedules, device, fractions=(0.25, 0.5, 0.75), ops: in
                     sizes.append(size)
         for size in sizes:
             try:
-                part = max((k for _, k in lower_sample(sample_function(graph, op, dim, size))), key=kernel_flops)
+                part = kernel_of(graph, op, dim, size)
             except IllegalSplit:
                 continue
             pfunc, plabel = schedules.schedule(part, target)
             rows.append({**base, "size": size, "fraction": round(size / full, 4), "schedule": plabel,
-                         "default_us": round(time_kernel(part["main"], target), 1),
-                         "scheduled_us": round(time_kernel(pfunc or part["main"], target), 1),
+                         "default_us": round(time_kernel(part["main"], target), 2),
+                         "scheduled_us": round(time_kernel(pfunc or part["main"], target), 2),
                          "ideal_us": round(whole_us * size / full, 2)})
     return rows
 

@@ -367,7 +367,7 @@ class Schedules:
     path: str | None
     db: object | None
     index: object | None
-    #: the source each kernel was scheduled from, by signature: ``{signature: [(main extents, Source)]}``
+    #: the source each kernel was scheduled from: ``{target kind|signature: [(main extents, Source)]}``
     chosen: dict = dataclasses.field(default_factory=dict)
 
     def schedule(self, kmod: tvm.IRModule, target) -> tuple[tvm.tirx.PrimFunc | None, str]:
@@ -388,7 +388,8 @@ class Schedules:
         from .transfer import blocks_of, main_block, provenance, signature, source_of, transfer
 
         blocks = blocks_of(kmod)
-        extents, sig = blocks[main_block(blocks)].extents, signature(blocks)
+        # siblings are looked up per target kind: a CPU trace never lands on a GPU kernel
+        extents, sig = blocks[main_block(blocks)].extents, f"{target.kind.name}|{signature(blocks)}"
         record = best_record(self.db, kmod, target)
         if record is not None:
             if is_default(record):
