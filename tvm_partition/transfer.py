@@ -345,13 +345,17 @@ def _shape_label(blocks: tuple[Block, ...]) -> str:
     return f"{_norm(main.name)} {'x'.join(str(x) for x in main.extents)}"
 
 
-def _same_device(a, b) -> bool:
+def same_device(a, b) -> bool:
+    """Two targets of the same kind and the same CPU (``mcpu``) or GPU (``arch``)."""
+    if a is None or b is None or a.kind.name != b.kind.name:
+        return False
     key = "arch" if a.kind.name == "cuda" else "mcpu"
     return str(a.attrs.get(key, "")) == str(b.attrs.get(key, ""))
 
 
 class TransferIndex:
-    """Sources by kernel signature: what :func:`transfer` draws on."""
+    """Sources by the signature of their blocks up to the main one (:func:`anchor`): what
+    :func:`transfer` draws on."""
 
     def __init__(self, sources):
         self.by_anchor: dict[str, list[Source]] = {}
@@ -380,7 +384,7 @@ class TransferIndex:
                  if s.target.kind.name == target.kind.name and match(blocks, s.blocks) is not None]
         exact = signature(blocks)
         return sorted(found, key=lambda s: (signature(s.blocks) != exact, *shape_distance(blocks, s.blocks),
-                                            not _same_device(s.target, target), -s.gflops))
+                                            not same_device(s.target, target), -s.gflops))
 
 
 def shape_distance(a: tuple[Block, ...], b: tuple[Block, ...]) -> tuple[int, float]:

@@ -22,6 +22,7 @@ import time
 import tvm
 
 from .devices import DeviceSpec, fingerprint_id
+from .transfer import same_device
 
 #: The shipped tuning logs (the repository's ``tuning_logs/``); override with --tuning-logs.
 DEFAULT_LOGS = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "tuning_logs")
@@ -196,14 +197,6 @@ def kernel_flops(kmod) -> float:
         return 0.0
 
 
-def _same_target(a, b) -> bool:
-    """Same device kind and the same CPU (mcpu) or GPU (arch): a schedule tuned for one never lands on another."""
-    if a is None or b is None or a.kind.name != b.kind.name:
-        return False
-    key = "arch" if a.kind.name == "cuda" else "mcpu"
-    return str(a.attrs.get(key, "")) == str(b.attrs.get(key, ""))
-
-
 def best_record(db, mod: tvm.IRModule, target):
     """The fastest record of workload ``mod`` tuned for ``target`` (MetaSchedule's own query
     ignores the target, so a CPU schedule could be applied to a GPU kernel of the same shape)."""
@@ -211,7 +204,7 @@ def best_record(db, mod: tvm.IRModule, target):
         return None
     workload = db.commit_workload(mod)  # the existing entry: has_workload said so
     for record in db.get_top_k(workload, 64):
-        if _same_target(record.target, target):
+        if same_device(record.target, target):
             return record
     return None
 
@@ -232,7 +225,7 @@ def _has_default(db, kernel: Kernel) -> bool:
     if db is None or not db.has_workload(kernel.mod):
         return False
     target = tuning_target(kernel.device)
-    return any(is_default(r) and _same_target(r.target, target)
+    return any(is_default(r) and same_device(r.target, target)
                for r in db.get_top_k(db.commit_workload(kernel.mod), 1 << 16))
 
 
