@@ -503,6 +503,7 @@ def tune(kernels: list[Kernel], db_path: str, *, trials: int = 64, budget_s: flo
         logging.getLogger("tvm.s_tir.meta_schedule").setLevel(logging.WARNING)
         callbacks = list(ms.measure_callback.MeasureCallback.create("default"))
         callbacks.append(_progress_callback(ks, progress, deadline))
+        load_intrinsics(tuning_target(ks[0].device).kind.name)
         with tempfile.TemporaryDirectory(prefix="tvmp-tune-") as work:
             try:
                 ms.tir_integration.tune_tir(
@@ -662,12 +663,46 @@ def tune_with_progress(kernels: list[Kernel], db_path: str, trials: int, budget_
     return {**stats, "searched": searched}
 
 
+def load_intrinsics(kind: str) -> None:
+    """Register the tensor intrinsics a MetaSchedule session for target ``kind`` can use, and no
+    others. ``import tvm.s_tir.tensor_intrin`` (which MetaSchedule's ``TuneContext`` does first)
+    registers those of every backend: 35 s on the build machine, 24 of them CUDA's, which a CPU
+    session never uses (its design space tensorizes nothing in fp32; x86's take 2 s). For an
+    ``llvm`` session the package is entered without running its ``__init__`` and only its ``x86``
+    module is imported; a later session of another kind imports that kind's module into it."""
+    import importlib
+    import importlib.util
+    import sys
+
+    name = "tvm.s_tir.tensor_intrin"
+    if name not in sys.modules:
+        if kind != "llvm":
+            importlib.import_module(name)
+            return
+        spec = importlib.util.find_spec(name)
+        package = importlib.util.module_from_spec(spec)  # the package, its __init__ not run
+        sys.modules[name] = package
+        tvm.s_tir.tensor_intrin = package
+    importlib.import_module(f"{name}.{'x86' if kind == 'llvm' else kind}")
+
+
+def build_kernel(mod: tvm.IRModule, target, _params=None):
+    """MetaSchedule's ``default_build`` without its import of every tensor intrinsic (see
+    :func:`load_intrinsics`): a candidate reaches the builder already scheduled, tensorized
+    blocks included, so lowering it needs no intrinsic registry. MetaSchedule restarts its builder
+    processes for every round of trials, so that import cost 35 s a round on the build machine."""
+    from tvm.driver import build as tvm_build
+    from tvm.s_tir.transform import RemoveWeightLayoutRewriteBlock
+
+    return tvm_build(RemoveWeightLayoutRewriteBlock(skip_tensor_rewrite=True)(mod), target=target)
+
+
 def _builder():
     import tvm.s_tir.meta_schedule as ms
 
-    # a fresh builder worker imports TVM and its tensor intrinsics first: tens of seconds on a
-    # small machine, over MetaSchedule's 30 s default
-    return ms.builder.LocalBuilder(timeout_sec=600)
+    # a fresh builder worker imports TVM first: seconds on a small machine (tens with every
+    # tensor intrinsic, over MetaSchedule's 30 s default)
+    return ms.builder.LocalBuilder(f_build=build_kernel, timeout_sec=600)
 
 
 def _runner():
