@@ -24,7 +24,7 @@ from tvm_partition.build import lower
 from tvm_partition.graph import OpGraph
 from tvm_partition.transfer import provenance
 from tvm_partition.tuning import (Schedules, best_record, database_dir, is_default, is_tuned, open_database, tune,
-                                  tuning_target)
+                                  trials_measured, tuning_target)
 
 import onnx
 
@@ -131,6 +131,20 @@ def test_rerun_skips_tuned_kernels(tuned):
     stats = tune(kernels, database_dir(str(logs)), trials=TRIALS)
     assert stats == {"tuned": 0, "skipped": len(kernels), "left": 0, "defaults": 0}
     assert time.perf_counter() - t0 < first_s / 2
+
+
+def test_a_rerun_with_more_trials_continues(tuned, tmp_path):
+    import shutil
+
+    path = str(tmp_path / "db")
+    shutil.copytree(database_dir(str(tuned[0])), path)
+    kernels = compute_kernels()
+    before = [trials_measured(open_database(path), k) for k in kernels]
+    assert before == [TRIALS] * len(kernels)
+    stats = tune(kernels, path, trials=TRIALS + 4)
+    assert stats["tuned"] == len(kernels) and stats["skipped"] == 0
+    after = [trials_measured(open_database(path), k) for k in kernels]
+    assert all(TRIALS < a <= TRIALS + 4 for a in after), after
 
 
 def test_build_uses_the_tuned_schedules_and_stays_correct(tuned_only):

@@ -8,9 +8,10 @@ two devices, the part shapes of splits at each ratio of ``--ratios`` (or exactly
 ``--plan``). Heaviest kernels go first; with ``--budget-s`` the kernels with most to gain go first instead
 (each timed with the schedule a build gives it now, default or transferred, against what a tuned
 kernel of its FLOPs should take: :func:`tvm_partition.tuning.rank_by_gain`) and the session in
-flight ends after its next measured round once the budget is spent. Kernels already in the
-database are skipped, so a rerun resumes (records are appended as trials are measured: a kernel
-killed mid-search keeps its partial records and counts as tuned). Kernels that do no arithmetic
+flight ends after its next measured round once the budget is spent. ``--trials`` counts a
+kernel's trials in all: a kernel with that many on record is skipped and one with fewer gets the
+rest, its search seeded by its records, so a rerun resumes a killed run (records are appended as
+trials are measured) and a rerun with more trials tunes further. Kernels that do no arithmetic
 (slices, reshapes, transposes: TVM estimates 0 FLOPs) are pure data movement and keep TVM's
 default schedule: an LSTM over 100 steps launches 100 distinct slice kernels, and tuning them
 would cost an hour for nothing.
@@ -85,7 +86,8 @@ def main(argv=None) -> int:
                                  epilog=f"zoo models: {', '.join(zoo.NAMES)}")
     ap.add_argument("model", help="zoo name or path to an .onnx file")
     ap.add_argument("--devices", default="cpu", help="cpu (default), gpu or cpu,gpu")
-    ap.add_argument("--trials", type=int, default=64, help="MetaSchedule trials per kernel (default 64)")
+    ap.add_argument("--trials", type=int, default=64, help="MetaSchedule trials per kernel in all (default 64): a kernel with fewer "
+                                                        "on record gets the rest, so a rerun with more continues")
     ap.add_argument("--budget-s", type=float, help="tune the kernels with most to gain first and stop after this "
                                                    "many seconds (plus the round of trials in flight)")
     ap.add_argument("--tuning-logs", help="tuning logs folder (default: the shipped tuning_logs/)")

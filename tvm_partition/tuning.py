@@ -13,6 +13,7 @@ has a record (so a kernel killed mid-search keeps its partial search).
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import logging
 import os
@@ -260,6 +261,18 @@ def measure_defaults(db, kernels: list[Kernel]) -> int:
     return measured
 
 
+def trials_measured(db, kernel: Kernel) -> int:
+    """How many MetaSchedule trials of ``kernel`` the database holds for its target (TVM's default
+    schedule and transferred schedules measured on it are not trials)."""
+    from .transfer import provenance
+
+    if db is None or not db.has_workload(kernel.mod):
+        return 0
+    target = tuning_target(kernel.device)
+    return sum(1 for r in db.get_top_k(db.commit_workload(kernel.mod), 1 << 16)
+               if same_device(r.target, target) and not is_default(r) and provenance(r.trace) is None)
+
+
 def is_tuned(db, kernel: Kernel) -> bool:
     """Has a record found by tuning (or TVM's default, measured faster): a transferred schedule
     measured on the kernel (:func:`transfer_search`) does not count, so tuning still searches it."""
@@ -433,10 +446,10 @@ class BudgetSpent(Exception):
     """Raised inside a tuning session when its time budget is spent (caught by :func:`tune`)."""
 
 
-def _progress_callback(ks: list[Kernel], progress, deadline: float | None):
+def _progress_callback(ks: list[Kernel], progress, deadline: float | None, spent: list):
     """A MetaSchedule measure callback reporting ``progress(kernel, trials measured)`` per round of
-    trials and ending the session (:class:`BudgetSpent`) once ``deadline`` (perf_counter) passed:
-    the records of every measured round are already in the database."""
+    trials and ending the session (:class:`BudgetSpent`, noted in ``spent``) once ``deadline``
+    (perf_counter) passed: the records of every measured round are already in the database."""
     from tvm.s_tir.meta_schedule.measure_callback import PyMeasureCallback
     from tvm.ir.utils import derived_object
 
@@ -446,6 +459,7 @@ def _progress_callback(ks: list[Kernel], progress, deadline: float | None):
             if progress is not None:
                 progress(ks[task_id], len(measure_candidates))
             if deadline is not None and time.perf_counter() > deadline:
+                spent.append(True)
                 raise BudgetSpent()
 
     return Progress()
@@ -453,7 +467,9 @@ def _progress_callback(ks: list[Kernel], progress, deadline: float | None):
 
 def tune(kernels: list[Kernel], db_path: str, *, trials: int = 64, budget_s: float | None = None,
          batch: int = 8, progress=None) -> dict:
-    """Tune every kernel without a record, heaviest first, appending to the database at ``db_path``.
+    """Tune every kernel to ``trials`` MetaSchedule trials, appending to the database at ``db_path``:
+    a kernel with fewer trials on record gets the rest (its search seeded by the records it has), so
+    a rerun with the same ``trials`` skips it and a rerun with more continues it.
 
     Kernels are tuned ``batch`` at a time in one MetaSchedule session (its start-up, builder and
     runner pools cost tens of seconds, so one session per kernel would dominate), in the order
@@ -469,9 +485,10 @@ def tune(kernels: list[Kernel], db_path: str, *, trials: int = 64, budget_s: flo
     db = open_database(db_path, create=True)
     t0 = time.perf_counter()
     stats = {"tuned": 0, "skipped": 0, "left": 0, "defaults": 0}
-    todo = []
+    todo, need = [], {}
     for k in kernels:
-        if is_tuned(db, k):
+        need[k.name, k.device.name] = trials - trials_measured(db, k)
+        if need[k.name, k.device.name] <= 0:
             stats["skipped"] += 1
         else:
             todo.append(k)
@@ -491,29 +508,28 @@ def tune(kernels: list[Kernel], db_path: str, *, trials: int = 64, budget_s: flo
         # each task's workload must be exactly kernel_module(): {"main": PrimFunc named main};
         # MetaSchedule orders tasks by name, so the zero-padded names keep the order of ks
         mod = tvm.IRModule({f"k{i:03d}": k.mod["main"] for i, k in enumerate(ks)})
+        per_task = max(need[k.name, k.device.name] for k in ks)
         # the evolutionary search's population scales with the trials asked for (its default of
         # 512 candidates per round costs minutes per kernel on a small machine)
         strategy = ms.search_strategy.EvolutionarySearch(
             population_size=max(32, min(512, 8 * trials)), init_min_unmeasured=min(50, 4 * trials),
             genetic_num_iters=2 if trials <= 16 else 4,
         )
-        # MetaSchedule sizes its console handler from this logger's level at each session start,
-        # then sets the level to DEBUG: without resetting it, every session after the first
-        # prints its per-round INFO tables over the progress bar
-        logging.getLogger("tvm.s_tir.meta_schedule").setLevel(logging.WARNING)
         callbacks = list(ms.measure_callback.MeasureCallback.create("default"))
-        callbacks.append(_progress_callback(ks, progress, deadline))
+        spent: list = []  # the callback's BudgetSpent reaches us wrapped in TVM's error type
+        callbacks.append(_progress_callback(ks, progress, deadline, spent))
         load_intrinsics(tuning_target(ks[0].device).kind.name)
-        with tempfile.TemporaryDirectory(prefix="tvmp-tune-") as work:
+        with tempfile.TemporaryDirectory(prefix="tvmp-tune-") as work, _session_logging():
             try:
                 ms.tir_integration.tune_tir(
-                    mod, tuning_target(ks[0].device), work, max_trials_global=trials * len(ks),
-                    max_trials_per_task=trials, num_trials_per_iter=min(trials, 16), database=db,
+                    mod, tuning_target(ks[0].device), work,
+                    max_trials_global=sum(need[k.name, k.device.name] for k in ks),
+                    max_trials_per_task=per_task, num_trials_per_iter=min(per_task, 16), database=db,
                     strategy=strategy, num_tuning_cores=os.cpu_count() or 1, measure_callbacks=callbacks,
                     builder=_builder(), runner=_runner(),
                 )
             except Exception:  # noqa: BLE001 - BudgetSpent arrives wrapped in TVM's error type
-                if deadline is None or time.perf_counter() < deadline:
+                if not spent:
                     raise
         done = sum(1 for k in ks if is_tuned(db, k))
         stats["tuned"] += done
@@ -522,6 +538,25 @@ def tune(kernels: list[Kernel], db_path: str, *, trials: int = 64, budget_s: flo
             break
     stats["defaults"] = measure_defaults(db, [k for k in kernels if is_tuned(db, k)])
     return stats
+
+
+@contextlib.contextmanager
+def _session_logging():
+    """MetaSchedule's logger set up for one session. MetaSchedule sizes its console handler from the
+    logger's level at each session start, then sets the level to DEBUG: without resetting it, every
+    session after the first prints its per-round INFO tables over the progress bar. It also
+    configures the logger by the names of the handlers it has: one without a name (pytest attaches
+    two between tests) fails the session start, so those are detached for the session."""
+    logger = logging.getLogger("tvm.s_tir.meta_schedule")
+    logger.setLevel(logging.WARNING)
+    unnamed = [h for h in logger.handlers if h.get_name() is None]
+    for h in unnamed:
+        logger.removeHandler(h)
+    try:
+        yield
+    finally:
+        for h in unnamed:
+            logger.addHandler(h)
 
 
 def transfer_search(kernels: list[Kernel], schedules: Schedules, db_path: str, deadline: float | None = None,
@@ -634,7 +669,9 @@ def tune_with_progress(kernels: list[Kernel], db_path: str, trials: int, budget_
 
     t0 = time.perf_counter()
     deadline = None if budget_s is None else t0 + budget_s
-    untuned = [k for k in kernels if not is_tuned(open_database(db_path), k)]
+    db = open_database(db_path)
+    untuned = [k for k in kernels if not is_tuned(db, k)]
+    need = sum(max(0, trials - trials_measured(db, k)) for k in kernels)
     searched = 0
     if deadline is not None and untuned:
         schedules = open_schedules(db_path)
@@ -650,7 +687,7 @@ def tune_with_progress(kernels: list[Kernel], db_path: str, trials: int, budget_
                 say(f"  {g.kernel.name[:60]}: {g.schedule} {g.measured_us:.0f} us, a tuned kernel of its size "
                     f"~{g.expected_us:.0f} us")
             searched = transfer_search(untuned, schedules, db_path, deadline, progress=step("transfers for"))
-    with tqdm(total=trials * len(untuned), unit="trial", dynamic_ncols=True) as bar:
+    with tqdm(total=need, unit="trial", dynamic_ncols=True) as bar:
         def progress(kernel, n):
             bar.set_description(f"{kernel.device.name}:{kernel.name[:40]}", refresh=False)
             bar.update(n)
