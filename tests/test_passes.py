@@ -129,3 +129,29 @@ def test_tuple_producing_ops_and_tuple_outputs():
         assert err <= tol
         splits = [d for d in compiled.plan.ops.values() if isinstance(d, Split)]
         assert len(splits) == (2 if strategy == "equal" else 0)
+
+
+def test_split_builds_plan_memory_per_device():
+    """A split build's intermediate tensors share planned storage, each device's its own: the
+    equal LSTM on cpu,cpu allocates a few storages per run, not one per tensor (TVM's planner
+    pools by scope and dtype only: unscoped, it handed one device's buffer to the other's tensor
+    and the run failed "expected to match device_id")."""
+    from helpers import SMALL
+
+    model = frontend.load("lstm", **SMALL["lstm"])
+    compiled, err, tol = equal_check(model)
+    assert err <= tol
+    vm = relax.VirtualMachine(compiled.build.executable, [d.tvm_device() for d in compiled.plan.devices])
+    weights = vm["main_transform_params"]([tvm.runtime.tensor(p) for p in model.params])
+    args = [tvm.runtime.tensor(v) for v in model.inputs.values()]
+    vm["main"](*args, *weights)  # the first run fills the allocator's pool
+    calls = {}
+
+    def count(_func, name, before_run, _ret, *_args):
+        if before_run:
+            calls[name] = calls.get(name, 0) + 1
+
+    vm.set_instrument(count)
+    vm["main"](*args, *weights)
+    kernels = sum(n for name, n in calls.items() if not name.startswith("vm.builtin"))
+    assert calls.get("vm.builtin.alloc_storage", 0) * 4 < kernels, calls
