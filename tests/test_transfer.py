@@ -83,7 +83,7 @@ def matmul_trace(kmod, ti=(4, 8), tj=(2, 2, 16), tk=(16, 4)):
 
 def conv_trace(kmod, tf=(2, 8), tx=(2, 4)):
     sch = tvm.s_tir.Schedule(kmod)
-    b = sch.get_sblock("conv2d_nchw", func_name="main")
+    b = sch.get_sblock(blocks_of(kmod)[1].name, func_name="main")  # conv2d_nchw or group_conv2d_nchw
     sch.compute_inline(sch.get_sblock("pad_temp", func_name="main"))
     sch.compute_inline(sch.get_sblock("T_add", func_name="main"))
     n, f, y, x, rc, ry, rx = sch.get_loops(b)
@@ -95,6 +95,16 @@ def conv_trace(kmod, tf=(2, 8), tx=(2, 4)):
     sch.reverse_compute_at(sch.get_sblock("compute", func_name="main"), xo)
     annotate_root(sch)
     return sch.trace
+
+
+def group_conv(c_in, c_out, size, groups):
+    def build():
+        x = relax.Var("x", relax.TensorType((1, c_in, size, size), "float32"))
+        w = relax.Var("w", relax.TensorType((c_out, c_in // groups, 3, 3), "float32"))
+        b = relax.Var("b", relax.TensorType((1, c_out, 1, 1), "float32"))
+        return [x, w, b], relax.op.nn.relu(relax.op.add(relax.op.nn.conv2d(x, w, padding=1, groups=groups), b))
+
+    return kernel(build)
 
 
 def conv_bn(c_in, c_out, size):
@@ -206,6 +216,18 @@ def test_a_conv_trace_replays_onto_a_bare_conv_without_its_epilogue_steps():
     assert [b.name for b in blocks_of(kmod)] == ["pad_temp", "conv2d_nchw"]
     assert transfer.match(blocks_of(kmod), src.blocks) == ({"pad_temp": "pad_temp", "conv2d_nchw": "conv2d_nchw"}, [])
     replays_correctly(kmod, src)
+
+
+@pytest.mark.parametrize("c_in,c_out,groups", [(8, 16, 4), (16, 16, 16)])  # grouped, depthwise
+def test_a_conv_trace_replays_onto_grouped_convs_after_grouped_sources(c_in, c_out, groups):
+    kmod = group_conv(c_in, c_out, 9, groups)
+    assert [b.name for b in blocks_of(kmod)][1] == "group_conv2d_nchw"
+    dense = conv_source()
+    replays_correctly(kmod, dense)
+    grouped_kmod = group_conv(8, 8, 8, 8)
+    grouped = source(grouped_kmod, conv_trace(grouped_kmod), gflops=0.1, label="grouped")
+    # the same (grouped) computation first, however slow, then the dense convolution's
+    assert [s.label for s in TransferIndex([dense, grouped]).candidates(kmod, TARGET)] == ["grouped", "test"]
 
 
 def test_a_trace_of_another_computation_is_refused():
