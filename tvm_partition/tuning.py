@@ -737,9 +737,12 @@ def build_kernel(mod: tvm.IRModule, target, _params=None):
 def _builder():
     import tvm.s_tir.meta_schedule as ms
 
-    # a fresh builder worker imports TVM first: seconds on a small machine (tens with every
-    # tensor intrinsic, over MetaSchedule's 30 s default)
-    return ms.builder.LocalBuilder(f_build=build_kernel, timeout_sec=600)
+    # a fresh builder worker imports TVM first: seconds on a small machine (with every tensor
+    # intrinsic it took tens, over MetaSchedule's 30 s default, and the timeout was raised to 600 s).
+    # Without that import a candidate builds in 1-10 s here, and one that takes a minute is a
+    # heavily unrolled loop nest that will not be the fastest: at 600 s one ResNet-18 candidate
+    # held a builder for over 3 minutes while its round waited (2026-11-23)
+    return ms.builder.LocalBuilder(f_build=build_kernel, timeout_sec=60)
 
 
 def _runner():
