@@ -113,9 +113,11 @@ def _dtype_bytes(dtype: str) -> int:
 
 
 def tensor_bytes(expr) -> int:
+    """Bytes of a tensor-typed expr, or of every tensor of a tuple-typed one (ONNX's Dropout
+    returns one: ApplyPlan copies it field by field)."""
     ty = expr.ty
     if isinstance(ty, relax.TupleType):
-        return 0
+        return sum(tensor_bytes(relax.Var("_", f)) for f in ty.fields)
     return math.prod(shape_of(expr)) * _dtype_bytes(ty.dtype)
 
 

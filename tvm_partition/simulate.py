@@ -196,7 +196,8 @@ class Simulator:
 
     def nbytes(self, x) -> float:
         if x not in self._bytes:
-            self._bytes[x] = (float(tensor_bytes(x)), shape_of(x))
+            # a tuple (ONNX's Dropout returns one) has bytes but no shape to split along
+            self._bytes[x] = (float(tensor_bytes(x)), shape_of(x) if is_tensor(x) else None)
         return self._bytes[x][0]
 
     def extent(self, x, axis: int) -> int:
