@@ -113,6 +113,10 @@ def test_profile_times_every_op_axis_and_copy_then_resumes(profiled):
     assert 0 < launch < 50 and ProfiledCostModel(folder, devices).launch_time(devices[1].name) == launch
     again = profiler.profile([graph], devices, folder)  # everything is there: nothing to time
     assert again["total"] == 0 and again["measured"] == 0
+    # after a tuning run changed the databases, the ops are timed again (not the copies)
+    retuned = profiler.pending_samples([graph], devices, log, stamp="other databases")
+    assert {p.record["type"] for p in retuned} == {"op"}
+    assert len(retuned) == len(log.ops())
 
 
 def test_profiled_cost_model_uses_patterns_where_profiled_and_xgboost_elsewhere(profiled):

@@ -23,8 +23,8 @@ from tvm_partition import planners
 from tvm_partition.build import lower
 from tvm_partition.graph import OpGraph
 from tvm_partition.transfer import provenance
-from tvm_partition.tuning import (Schedules, best_record, database_dir, is_default, is_tuned, open_database, tune,
-                                  trials_measured, tuning_target)
+from tvm_partition.tuning import (Schedules, best_record, database_dir, is_default, is_tuned, open_database,
+                                  open_schedules, trials_measured, tune, tuning_target)
 
 import onnx
 
@@ -141,8 +141,11 @@ def test_a_rerun_with_more_trials_continues(tuned, tmp_path):
     kernels = compute_kernels()
     before = [trials_measured(open_database(path), k) for k in kernels]
     assert before == [TRIALS] * len(kernels)
+    stamp = open_schedules(path).stamp
+    assert stamp and open_schedules(path).stamp == stamp
     stats = tune(kernels, path, trials=TRIALS + 4)
     assert stats["tuned"] == len(kernels) and stats["skipped"] == 0
+    assert open_schedules(path).stamp != stamp  # profile samples of the old databases are stale
     after = [trials_measured(open_database(path), k) for k in kernels]
     assert all(TRIALS < a <= TRIALS + 4 for a in after), after
 

@@ -91,6 +91,25 @@ def _cache_root() -> str:
     return os.path.join(os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "tvm_partition", "best")
 
 
+#: Content digests of database folders by (folder, size and mtime of its files).
+_DIGESTS: dict = {}
+
+
+def database_digest(path: str) -> str:
+    """sha1 of the database files at ``path`` (their contents: a clone has other mtimes)."""
+    import hashlib
+
+    key = (os.path.abspath(path), _stamp(path))
+    if key not in _DIGESTS:
+        digest = hashlib.sha1()
+        for f in ("database_workload.json", "database_tuning_record.json"):
+            if os.path.exists(os.path.join(path, f)):
+                with open(os.path.join(path, f), "rb") as fh:
+                    digest.update(fh.read())
+        _DIGESTS[key] = digest.hexdigest()
+    return _DIGESTS[key]
+
+
 def open_best(path: str):
     """The fastest record of every workload and target of the database at ``path`` (None if it has
     none), as a database of its own: all a build reads (:class:`Schedules`). Parsing a tuning
@@ -98,19 +117,11 @@ def open_best(path: str):
     keeps every trial: 1,911 records took 5-9 s to open on the build machine, its 48 best 0.2 s.
     The compact copy is cached under ``~/.cache/tvm_partition/best/<sha1 of the database files>``
     (kept in memory where that cannot be written)."""
-    import hashlib
-
     import tvm.s_tir.meta_schedule as ms
 
-    files = [os.path.join(path, f) for f in ("database_workload.json", "database_tuning_record.json")]
-    if not os.path.exists(files[0]):
+    if not os.path.exists(os.path.join(path, "database_workload.json")):
         return None
-    digest = hashlib.sha1()
-    for f in files:
-        if os.path.exists(f):
-            with open(f, "rb") as fh:
-                digest.update(fh.read())
-    key = ("best", digest.hexdigest())
+    key = ("best", database_digest(path))
     if key in _OPENED:
         return _OPENED[key]
     cache = os.path.join(_cache_root(), key[1])
@@ -373,6 +384,9 @@ class Schedules:
     path: str | None
     db: object | None
     index: object | None
+    #: what the schedules were drawn from: a digest of every database read ("" for none), which
+    #: profile samples record so that a sample timed before the databases changed is timed again
+    stamp: str = ""
     #: the source each kernel was scheduled from: ``{target kind|signature: [(main extents, Source)]}``
     chosen: dict = dataclasses.field(default_factory=dict)
 
@@ -436,10 +450,15 @@ class Schedules:
 def open_schedules(path: str | None, transfer: bool = True) -> Schedules:
     """The :class:`Schedules` of database folder ``path`` (which may not exist yet: this machine
     was never tuned), transferring from it and every shipped database unless ``transfer`` is off."""
+    import hashlib
+
     db = open_best(path) if path else None
     folders = ([path] if db is not None else []) + [f for f in shipped_databases()
                                                      if not path or os.path.abspath(f) != os.path.abspath(path)]
-    return Schedules(path if db is not None else None, db, transfer_index(folders) if transfer else None)
+    read = folders if transfer else folders[:1] if db is not None else []
+    stamp = hashlib.sha1("".join(database_digest(f) for f in read).encode()).hexdigest()[:12] if read else ""
+    return Schedules(path if db is not None else None, db, transfer_index(folders) if transfer else None,
+                     stamp=stamp)
 
 
 class BudgetSpent(Exception):

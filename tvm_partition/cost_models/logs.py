@@ -4,12 +4,14 @@ One measured sample per line, written and flushed as soon as it is measured (a k
 loses at most the sample in flight). Two record types::
 
     {"type": "op", "sig", "kind", "fused", "dim", "dim_name", "size", "full", "shape", "full_shape",
-     "op_flops", "op_bytes", "n_inputs", "device", "tuned", "schedule", "transfer", "mean_us", "std_us",
+     "op_flops", "op_bytes", "n_inputs", "device", "tuned", "schedule", "schedules", "transfer", "mean_us", "std_us",
      "repeats", "tvm", "fingerprint", "time"}
     {"type": "comm", "comm": "copy" | "slice" | "concat" | "launch", "src", "dst", "bytes",
      "mean_us", "std_us", "repeats", "tvm", "fingerprint", "time"}
 
-(``schedule``: tuned, transferred or default, what the sample's kernel ran; ``transfer``: the
+(``schedule``: tuned, transferred or default, what the sample's kernel ran; ``schedules``: the
+digest of the tuning databases it was drawn from, :class:`tvm_partition.tuning.Schedules`: a
+profile run times again the samples recorded with other databases; ``transfer``: the
 sample was built as builds build kernels since schedule transfer, :mod:`tvm_partition.transfer`;
 samples without it ran TVM's default schedule wherever the database had no record and are
 measured again. ``launch``: the VM's time per kernel launch on ``src`` beyond the kernel, ``bytes`` 0, per
@@ -56,7 +58,7 @@ class ProfileLog:
         self.path = os.path.join(folder, PROFILE_FILE)
         self.records: list[dict] = []
         self.bad_lines: list[int] = []
-        self._keys: set = set()
+        self._by_key: dict = {}
         warn = warn or (lambda msg: print(msg, file=sys.stderr))
         if os.path.exists(self.path):
             with open(self.path, encoding="utf-8") as f:
@@ -77,13 +79,17 @@ class ProfileLog:
 
     def _add(self, rec: dict) -> None:
         key = sample_key(rec)
-        if key in self._keys:  # the same sample twice (e.g. an import): the last one wins
+        if key in self._by_key:  # the same sample twice (e.g. an import): the last one wins
             self.records = [r for r in self.records if sample_key(r) != key]
-        self._keys.add(key)
+        self._by_key[key] = rec
         self.records.append(rec)
 
     def __contains__(self, key) -> bool:
-        return key in self._keys
+        return key in self._by_key
+
+    def get(self, key) -> dict | None:
+        """The record of a sample key (the last one logged), or None."""
+        return self._by_key.get(key)
 
     def __len__(self) -> int:
         return len(self.records)

@@ -43,11 +43,18 @@ class Pending:
     level: int  # its round
 
 
-def _op_record(s: Sample, op) -> dict:
+def _op_record(s: Sample, op, stamp: str) -> dict:
     return {"type": "op", "sig": s.sig, "kind": s.kind, "fused": op.fused_name, "dim": s.dim,
             "dim_name": s.dim_name, "size": s.size, "full": s.full, "shape": list(s.shape),
             "full_shape": list(op.output_shapes[-1]), "op_flops": op.flops, "op_bytes": op.bytes,
-            "n_inputs": len(op.input_shapes), "device": s.device, "transfer": True}
+            "n_inputs": len(op.input_shapes), "device": s.device, "transfer": True, "schedules": stamp}
+
+
+def _logged(log: ProfileLog | None, rec: dict) -> bool:
+    """``rec``'s sample is in ``log``, an op's timed with the same databases (``schedules``): one
+    timed before a tuning run changed them may have run another schedule."""
+    old = log.get(sample_key(rec)) if log is not None else None
+    return old is not None and (rec["type"] != "op" or old.get("schedules") == rec["schedules"])
 
 
 def _level(index: int) -> int:
@@ -55,8 +62,9 @@ def _level(index: int) -> int:
     return (index + 1).bit_length() - 1
 
 
-def pending_samples(graphs: list, devices: list, log: ProfileLog | None = None) -> list[Pending]:
-    """Every op and communication sample of ``graphs`` on ``devices`` the log does not have yet."""
+def pending_samples(graphs: list, devices: list, log: ProfileLog | None = None, stamp: str = "") -> list[Pending]:
+    """Every op and communication sample of ``graphs`` on ``devices`` the log does not have yet
+    (ops: not timed with the databases of digest ``stamp``, :attr:`tuning.Schedules.stamp`)."""
     out, seen = [], set()
     kinds = {}
     for d in devices:
@@ -67,16 +75,16 @@ def pending_samples(graphs: list, devices: list, log: ProfileLog | None = None) 
             series = (s.sig, s.device, s.dim)
             pos[series] = pos.get(series, -1) + 1
             op = graph.ops[s.op_id]
-            rec = _op_record(s, op)
+            rec = _op_record(s, op, stamp)
             key = sample_key(rec)
-            if key in seen or (log is not None and key in log):
+            if key in seen or _logged(log, rec):
                 continue
             seen.add(key)
             out.append(Pending(rec, kinds[s.device],
                                (lambda g=graph, o=op, s=s: sample_function(g, o, s.dim, s.size)), _level(pos[series])))
     if "cpu" in kinds:  # VM launch overhead (on a CPU the VM thread runs the kernels)
         rec = {"type": "comm", "comm": "launch", "src": "cpu", "dst": "cpu", "bytes": 0, "kernels": LAUNCH_CHAIN}
-        if sample_key(rec) not in seen and not (log is not None and sample_key(rec) in log):
+        if sample_key(rec) not in seen and not _logged(log, rec):
             seen.add(sample_key(rec))
             out.append(Pending(rec, kinds["cpu"], None, 0))
     for i, nbytes in enumerate(COMM_BYTES):
@@ -84,7 +92,7 @@ def pending_samples(graphs: list, devices: list, log: ProfileLog | None = None) 
         for kind, dev in kinds.items():
             for comm in ("slice", "concat"):
                 rec = {"type": "comm", "comm": comm, "src": kind, "dst": kind, "bytes": nbytes}
-                if sample_key(rec) not in seen and not (log is not None and sample_key(rec) in log):
+                if sample_key(rec) not in seen and not _logged(log, rec):
                     seen.add(sample_key(rec))
                     out.append(Pending(rec, dev, (lambda c=comm, n=nbytes: comm_function(c, n)), lvl))
         for a in devices:
@@ -93,7 +101,7 @@ def pending_samples(graphs: list, devices: list, log: ProfileLog | None = None) 
                     continue
                 rec = {"type": "comm", "comm": "copy", "src": a.kind, "dst": b.kind, "bytes": nbytes,
                        "src_index": a.index, "dst_index": b.index}
-                if sample_key(rec) not in seen and not (log is not None and sample_key(rec) in log):
+                if sample_key(rec) not in seen and not _logged(log, rec):
                     seen.add(sample_key(rec))
                     out.append(Pending(rec, None, None, lvl))
     return out
@@ -208,7 +216,8 @@ def profile(graphs: list, devices: list, folder: str, schedules=None, budget_s: 
     are timed on that machine (see :func:`timing.run_bundle`), whose ``fingerprint`` the records
     carry."""
     log = ProfileLog(folder)
-    todo = [p for p in pending_samples(graphs, devices, log) if session is None or p.make is not None]
+    stamp = schedules.stamp if schedules is not None else ""
+    todo = [p for p in pending_samples(graphs, devices, log, stamp) if session is None or p.make is not None]
     t0 = time.monotonic()
     stats = {"measured": 0, "left": 0, "skipped": 0, "total": len(todo)}
     if progress:
