@@ -8,6 +8,7 @@ as an artifact and run with the runtime-only ``Runner``, the way an edge server 
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import subprocess
@@ -21,8 +22,10 @@ from onnx import TensorProto, helper, numpy_helper, version_converter
 ort = pytest.importorskip("onnxruntime")
 from onnxruntime.capi.onnxruntime_pybind11_state import NotImplemented as OrtNotImplemented  # noqa: E402
 
-from tvm_partition import frontend  # noqa: E402
-from tvm_partition.compile import compile_model  # noqa: E402
+from onnx_transformers import bert_layer, gpt_block  # noqa: E402
+from tvm_partition import frontend, planners  # noqa: E402
+from tvm_partition.compile import compile_model, make_plan  # noqa: E402
+from tvm_partition.cost_models import default_cost_model  # noqa: E402
 from tvm_partition.devices import parse_devices  # noqa: E402
 from tvm_partition.graph import OpGraph  # noqa: E402
 from tvm_partition.plan import OnDevice, Plan, Split  # noqa: E402
@@ -185,6 +188,34 @@ def test_free_batch_is_fixed_by_batch_option(tmp_path):
     assert n_splits(compiled) >= 1
     (ref,) = ort_run(proto, [x])
     np.testing.assert_allclose(outs[0], ref, rtol=RTOL, atol=ATOL)
+
+
+# --- transformer blocks as exporters write them ---------------------------------------------
+
+TRANSFORMERS = {"bert_layer": bert_layer, "gpt_block": gpt_block}
+
+
+@pytest.mark.parametrize("name", TRANSFORMERS)
+def test_transformer_blocks_under_every_strategy_match_onnxruntime(name, tmp_path):
+    """A BERT encoder layer and a GPT-2 decoder block (tests/onnx_transformers.py) planned by every
+    strategy on cpu,cpu; each distinct plan is built, run by the Runner and checked against
+    onnxruntime (strategies that agree on the plan share one build)."""
+    path = tmp_path / f"{name}.onnx"
+    proto, inputs = TRANSFORMERS[name](path)
+    model = frontend.load(str(path))
+    graph, devices = OpGraph(model.mod), parse_devices(CPU2)
+    cost_model = default_cost_model(devices)[0]
+    by_plan: dict = {}
+    for strategy in planners.NAMES:
+        plan = make_plan(graph, devices, strategy, cost_model=cost_model)
+        by_plan.setdefault(json.dumps(plan.to_json()["ops"], sort_keys=True), (plan, []))[1].append(strategy)
+    (ref,) = ort_run(proto, inputs)
+    splits = 0
+    for i, (plan, strategies) in enumerate(by_plan.values()):
+        compiled, outs = run_split(model, tmp_path / f"plan{i}", inputs, plan_file=plan)
+        np.testing.assert_allclose(outs[0], ref, rtol=RTOL, atol=ATOL, err_msg=f"plan of {strategies}")
+        splits = max(splits, n_splits(compiled))
+    assert splits >= 10, "equal splits the blocks' ops"
 
 
 # --- real models shipped with the onnx package -----------------------------------------------
