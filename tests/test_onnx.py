@@ -190,6 +190,28 @@ def test_free_batch_is_fixed_by_batch_option(tmp_path):
     np.testing.assert_allclose(outs[0], ref, rtol=RTOL, atol=ATOL)
 
 
+def test_a_sum_is_imported_as_adds_that_fuse(tmp_path):
+    """ONNX Sum (three terms, one broadcast) becomes a chain of adds that fuse with their producer,
+    not TVM's stack-and-reduce kernel; the result is onnxruntime's."""
+    rng = np.random.default_rng(0)
+    bias = numpy_helper.from_array(rng.standard_normal((1, 4, 1, 1)).astype(np.float32), "bias")
+    w = numpy_helper.from_array(rng.standard_normal((4, 4, 1, 1)).astype(np.float32), "w")
+    graph = helper.make_graph(
+        [helper.make_node("Conv", ["x", "w"], ["c"], kernel_shape=[1, 1]),
+         helper.make_node("Sum", ["c", "x", "bias"], ["y"])], "sum",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 4, 5, 5])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 4, 5, 5])], initializer=[bias, w])
+    proto = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
+    proto.ir_version = 8
+    onnx.save(proto, str(tmp_path / "sum.onnx"))
+    model = frontend.load(str(tmp_path / "sum.onnx"))
+    x = rng.standard_normal((2, 4, 5, 5)).astype(np.float32)
+    compiled, outs = run_split(model, tmp_path, [x], strategy="cpu")
+    kernels = list(compiled.manifest()["kernel_devices"])
+    assert not [k for k in kernels if "stack" in k] and len([k for k in kernels if "conv2d" in k]) == 1, kernels
+    np.testing.assert_allclose(outs[0], ort_run(proto, [x])[0], rtol=RTOL, atol=ATOL)
+
+
 # --- transformer blocks as exporters write them ---------------------------------------------
 
 TRANSFORMERS = {"bert_layer": bert_layer, "gpt_block": gpt_block}
