@@ -11,7 +11,8 @@ Pipeline (DESIGN.md, "TVM facts"):
 5. :func:`attach_targets` — every PrimFunc gets the target of the device it runs on (FuseTIR
    drops the attribute, and a CUDA kernel without it silently compiles as host code);
 6. dlight GPU schedules for the CUDA kernels (a CUDA PrimFunc without a schedule has no CUDA module);
-7. ``tvm.compile`` with no target: each function compiles for its own device's target.
+7. ``tvm.compile`` with no target: each function compiles for its own device's target, through
+   TVM's default Relax pipeline with each device's buffers planned apart (:func:`vm_pipeline`).
 """
 
 from __future__ import annotations
