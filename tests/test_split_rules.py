@@ -90,6 +90,16 @@ def test_conv2d(b, c, o, hw, k, stride, pad, dil, dim, r):
     check_split(model, dim, r)
 
 
+def test_a_padding_wider_than_the_window_is_not_split_spatially():
+    """A 1x1 convolution padded by 2: its first output rows read padding alone, and a part made of
+    them (ratio 0.125 of 9 rows) had no input rows to slice and came out 14 rows high (found by
+    hypothesis in test_conv2d). H and W are refused; batch and channels still split."""
+    model = one_op_model([(2, 1, 5, 6)], [(2, 1, 1, 1)],
+                         lambda x, w: relax.op.nn.relu(relax.op.nn.conv2d(x, w, padding=2)))
+    assert check_split(model, 2, 0.125) is False and check_split(model, 3, 0.125) is False
+    assert check_split(model, 0, 0.5) and check_split(model, 1, 0.5)
+
+
 @SETTINGS
 @given(c=st.integers(2, 6), mult=st.sampled_from([1, 2]), hw=st.integers(4, 9), dim=st.integers(1, 3), r=RATIOS)
 def test_grouped_conv2d(c, mult, hw, dim, r):

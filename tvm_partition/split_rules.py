@@ -164,9 +164,16 @@ def _halo(region: Region, extent: int, kernel: int, stride: int, dilation: int, 
     return in_lo, in_hi, in_lo - start, end - in_hi
 
 
-def _window_region(call, data_shape, region, kernel, strides, dilation, padding, what):
-    """Shared H/W logic of conv2d and pool2d in NCHW: returns (data region, new padding)."""
+def _window_region(call, data_shape, region, kernel, strides, dilation, padding, what, out_extent):
+    """Shared H/W logic of conv2d and pool2d in NCHW: returns (data region, new padding).
+
+    Refused where the padding is wider than the window reaches (a 1x1 convolution padded by 2):
+    the first or last output rows then read padding alone, and a part made of them has no input
+    row to slice (it came out with the wrong number of rows: hypothesis, conv2d k=1 pad=2)."""
     k = region.axis - 2
+    reach = (kernel[k] - 1) * dilation[k] + 1
+    if reach <= padding[k] or (out_extent - 1) * strides[k] - padding[k] >= data_shape[region.axis]:
+        raise IllegalSplit(f"{what}: its padding is wider than its window, so edge rows read padding alone")
     in_lo, in_hi, p_lo, p_hi = _halo(region, data_shape[region.axis], kernel[k], strides[k], dilation[k], padding[k])
     new_pad = list(padding)
     new_pad[k], new_pad[k + 2] = p_lo, p_hi
@@ -203,7 +210,8 @@ def _conv2d(call, out_shape, region):
         )
     # spatial H (axis 2) or W (axis 3): halo rows, padding re-derived at the cut
     data_region, new_pad = _window_region(
-        call, ds, region, ws[2:], _ints(at.strides), _ints(at.dilation), _ints(at.padding), "conv2d"
+        call, ds, region, ws[2:], _ints(at.strides), _ints(at.dilation), _ints(at.padding), "conv2d",
+        out_shape[region.axis],
     )
 
     def rebuild(ops, at=at, new_pad=new_pad):
@@ -234,7 +242,7 @@ def _pool2d(call, out_shape, region):
     (data,) = tensor_operands(call)
     data_region, new_pad = _window_region(
         call, shape_of(data), region, _ints(at.pool_size), _ints(at.strides), _ints(at.dilation),
-        _ints(at.padding), "pool2d",
+        _ints(at.padding), "pool2d", out_shape[region.axis],
     )
     fn = relax.op.nn.max_pool2d if call.op.name == "relax.nn.max_pool2d" else relax.op.nn.avg_pool2d
 
