@@ -7,8 +7,8 @@ launches (:func:`tvm_partition.build.lower`), per device and per part shape.
 
 A database is MetaSchedule's own JSON pair (``database_workload.json`` and
 ``database_tuning_record.json``, one JSON record per line, appended as trials are measured): a
-killed tuning run loses only the trials in flight, and a rerun skips every kernel that already
-has a record (so a kernel killed mid-search keeps its partial search).
+killed tuning run loses only the trials in flight, and a rerun gives each kernel the trials it
+lacks (:func:`trials_measured`), its search seeded by the records it has.
 """
 
 from __future__ import annotations
@@ -490,8 +490,8 @@ def tune(kernels: list[Kernel], db_path: str, *, trials: int = 64, budget_s: flo
     a kernel with fewer trials on record gets the rest (its search seeded by the records it has), so
     a rerun with the same ``trials`` skips it and a rerun with more continues it.
 
-    Kernels are tuned ``batch`` at a time in one MetaSchedule session (its start-up, builder and
-    runner pools cost tens of seconds, so one session per kernel would dominate), in the order
+    Kernels are tuned ``batch`` at a time in one MetaSchedule session (its start-up, design
+    spaces and first population cost seconds to tens of seconds), in the order
     given (:func:`rank_by_gain` puts the kernels with most to gain first); records are appended as
     trials are measured. ``budget_s`` ends the session in flight after its next measured round
     once spent, and starts no other. Then the default schedule of every CPU kernel not yet
