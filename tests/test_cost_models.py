@@ -61,6 +61,21 @@ def _op_rec(size, us, sig="matmul-x", dim=0, device="cpu"):
             "repeats": 5}
 
 
+def test_the_regressor_learns_what_builds_launch_now():
+    """Samples timed before schedule transfer (default schedules, 40x slower) stay in the log beside
+    the new ones; the regressor learns from the new ones only, as the patterns do."""
+    from tvm_partition.cost_models import xgb
+    from tvm_partition.cost_models.profiled import training_records
+
+    old = [_op_rec(n, 40.0 * n) for n in (1, 2, 4, 8, 16, 32, 64)]
+    new = [dict(_op_rec(n, 1.0 * n), transfer=True, schedule="transferred") for n in (1, 2, 4, 8, 16, 32, 64)]
+    other = [_op_rec(n, 3.0 * n, sig="never-re-profiled") for n in (1, 2, 4)]  # its only samples: kept
+    kept = training_records(old + new + other)
+    assert [r for r in kept if r["sig"] == "matmul-x"] == new and [r for r in kept if r["sig"] != "matmul-x"] == other
+    pred = xgb.predict(xgb.train(kept), [xgb.record_features(_op_rec(16, 0.0))])[0]
+    assert pred < 3 * 16, pred  # near the transferred 16 us, not the default 640
+
+
 def test_log_appends_resumes_and_reports_corrupt_lines(tmp_path):
     log = ProfileLog(str(tmp_path))
     log.append(_op_rec(8, 10.0))

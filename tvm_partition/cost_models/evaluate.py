@@ -7,7 +7,8 @@ model answers them from their own measurement, and patterns cover the default-sc
 percentage error (MAPE) of
 
 * ``pattern``: EOP's best-of-three pattern (:mod:`.patterns`) fitted on the series' training sizes;
-* ``xgboost``: the device's regressor (:mod:`.xgb`) trained on every training sample of every op;
+* ``xgboost``: the device's regressor (:mod:`.xgb`) trained on every training sample of every op
+  (those running the schedules builds give them now: :func:`.profiled.training_records`);
 * ``linear``: a linear fit only — the assumption EOP argues against (Sec. 2.3, Fig. 9).
 
 per op and device, and over all held-out samples; and XGBoost on ops it never saw (5-fold
@@ -26,7 +27,7 @@ import numpy as np
 
 from . import patterns, xgb
 from .logs import ProfileLog
-from .profiled import fit_records
+from .profiled import fit_records, training_records
 
 MIN_SERIES = 5
 
@@ -61,7 +62,7 @@ def evaluate(folder: str, out_dir: str) -> str:
     held_ids = {id(r) for _, held in split.values() for r in held}
     regressors = {}
     for device in sorted({k[1] for k in split}):
-        train = [r for r in log.ops(device) if id(r) not in held_ids]
+        train = [r for r in training_records(log.ops(device)) if id(r) not in held_ids]
         regressors[device] = xgb.train(train)
     rows, points = [], {"pattern": [], "xgboost": [], "linear": []}
     by_schedule = defaultdict(list)  # pattern errors of the held-out samples by the schedule they ran
@@ -106,7 +107,7 @@ def unseen_op_mape(log: ProfileLog, folds: int = 5, seed: int = 0) -> dict:
     out = {}
     rng = np.random.default_rng(seed)
     for device in sorted({r["device"] for r in log.ops()}):
-        recs = log.ops(device)
+        recs = training_records(log.ops(device))
         sigs = sorted({r["sig"] for r in recs})
         if len(sigs) < folds:
             continue
