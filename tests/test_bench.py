@@ -293,6 +293,31 @@ def test_a_row_is_the_median_over_fresh_processes(monkeypatch):
     assert bench_runtime.measure_isolated("art", 3)["process_medians_us"] == [2.0] and calls == [3]
 
 
+def test_paired_ratios_are_taken_within_each_round(monkeypatch, tmp_path):
+    """benchmarks/paired.py: the machine slows down 2x between rounds; the ratio of B to the
+    baseline stays what it is within a round, and the order alternates."""
+    sys.path.insert(0, os.path.join(REPO, "benchmarks"))
+    import paired
+    from tvm_partition import bench_runtime
+
+    speed = {"a": 100.0, "b": 120.0}
+    calls = []
+
+    def fake(art, repeat, timeout_s=None):
+        calls.append(art)
+        slow = 2.0 if len(calls) > 2 else 1.0  # the second round runs on a machine twice as slow
+        return {"measured_median_us": speed[art] * slow}
+
+    monkeypatch.setattr(bench_runtime, "measure_process", fake)
+    rows = paired.summary(paired.paired(["a", "b"], 2, 5, say=lambda m: None))
+    assert calls == ["a", "b", "b", "a"]
+    assert [r["ratio_median"] for r in rows] == [1.0, 1.2] and rows[1]["ratio_max"] == pytest.approx(1.2)
+    assert rows[0]["median_us"] == 150.0  # the baseline's own times are spread by the drift
+    proc = subprocess.run([sys.executable, os.path.join(REPO, "benchmarks", "paired.py"), str(tmp_path / "nope"),
+                           str(tmp_path)], capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 2 and proc.stderr.strip() == f"error: {tmp_path / 'nope'}: no such artifact folder"
+
+
 # --- the onnxruntime reference row ------------------------------------------------------------
 
 def tiny_onnx(path) -> str:
