@@ -65,6 +65,9 @@ def assert_clean_error(proc, pattern: str, rc: int | None = None) -> str:
 COMPILE_REFUSALS = {
     "missing-onnx": (["{d}/missing.onnx"], r"missing\.onnx: no such file"),
     "corrupt-onnx": (["{d}/corrupt.onnx"], r"corrupt\.onnx: not a readable ONNX model"),
+    "truncated-onnx": (["{d}/truncated.onnx"], r"truncated\.onnx: not a readable ONNX model"),
+    "unsupported-op": (["{d}/custom_op.onnx", *CPU2], r"custom_op\.onnx: TVM's ONNX importer failed: .*FancyOp"),
+    "symbolic-non-batch": (["{d}/symbolic_len.onnx", *CPU2], r"input 'x' has a dynamic dimension 1 \(L\).*--batch"),
     "not-onnx": (["{d}/model.txt"], r"model\.txt: not an \.onnx file"),
     "unknown-zoo": (["nosuchnet"], r"unknown model 'nosuchnet'.*lstm"),
     "plan-not-json": ([*LSTM, *CPU2, "--plan", "{d}/not_json.json"], r"plan is not valid JSON"),
@@ -94,6 +97,24 @@ def softmax_onnx(path) -> None:
         initializer=[numpy_helper.from_array(w, "w")],
     )
     proto = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
+    proto.ir_version = 8
+    onnx.save(proto, str(path))
+
+
+def odd_onnx(path, op_domain: str | None = None, dims=(4, 8)) -> None:
+    """Relu, then an op of ``op_domain`` that no importer knows (``FancyOp``) if given; input dims
+    may be symbolic names."""
+    import onnx
+    from onnx import TensorProto, helper
+
+    nodes = [helper.make_node("Relu", ["x"], ["h" if op_domain else "y"])]
+    opsets = [helper.make_opsetid("", 13)]
+    if op_domain:
+        nodes.append(helper.make_node("FancyOp", ["h"], ["y"], domain=op_domain))
+        opsets.append(helper.make_opsetid(op_domain, 1))
+    graph = helper.make_graph(nodes, "odd", [helper.make_tensor_value_info("x", TensorProto.FLOAT, list(dims))],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, list(dims))])
+    proto = helper.make_model(graph, opset_imports=opsets)
     proto.ir_version = 8
     onnx.save(proto, str(path))
 
@@ -135,6 +156,11 @@ def cli_results(tmp_path_factory):
     np.savez(d / "wrong_name.npz", y=np.zeros(LSTM_INPUT["shape"], np.float32))
     np.savez(d / "wrong_shape.npz", x=np.zeros([2, 4, 80], np.float32))
     softmax_onnx(d / "softmax.onnx")
+    # the first half of a real model: a download cut short
+    whole = (d / "softmax.onnx").read_bytes()
+    (d / "truncated.onnx").write_bytes(whole[: len(whole) // 2])
+    odd_onnx(d / "custom_op.onnx", op_domain="com.example")
+    odd_onnx(d / "symbolic_len.onnx", dims=["N", "L"])
     res = Results(dir=d, softmax=illegal_softmax_plan(d / "softmax.onnx", d / "softmax_plan.json"))
     art, gpu_art = d / "art", d / "gpu_art"
 
@@ -151,7 +177,9 @@ def cli_results(tmp_path_factory):
         "strategy-unknown": ("compile", *LSTM, "--strategy", "fastest"),
         "illegal-softmax": ("compile", d / "softmax.onnx", "--plan", d / "softmax_plan.json"),
         "run-missing-dir": ("run", d / "nowhere"),
-        **{f"refuse-{k}": ("compile", *[a.format(d=d) for a in args]) for k, (args, _) in COMPILE_REFUSALS.items()},
+        **{f"refuse-{k}": ("compile", *[a.format(d=d) for a in args],
+                           *([] if "--out" in args else ["--out", d / f"out-{k}"]))
+           for k, (args, _) in COMPILE_REFUSALS.items()},
     }
     with ThreadPoolExecutor(max_workers=max(2, os.cpu_count() or 1)) as pool:
         futures = {k: pool.submit(cli, *job) for k, job in jobs.items()}
@@ -304,7 +332,14 @@ def test_eop_explain_prints_key_ops_and_prediction(cli_results):
 
 @pytest.mark.parametrize("case", list(COMPILE_REFUSALS))
 def test_compile_refuses(cli_results, case):
+    """One error line, and nothing written: each refusal ran with ``--out`` (its own folder, or the
+    file of the out-is-a-file case), which is left as it was."""
     assert_clean_error(cli_results[f"refuse-{case}"], COMPILE_REFUSALS[case][1])
+    d = cli_results["dir"]
+    if case == "out-is-a-file":
+        assert (d / "a_file").read_text() == ""
+    else:
+        assert not (d / f"out-{case}").exists()
 
 
 def test_unknown_strategy_is_an_argparse_error(cli_results):

@@ -190,6 +190,16 @@ def test_free_batch_is_fixed_by_batch_option(tmp_path):
     np.testing.assert_allclose(outs[0], ref, rtol=RTOL, atol=ATOL)
 
 
+def test_a_model_larger_than_the_available_memory_is_refused_before_loading(tmp_path, monkeypatch):
+    path = tmp_path / "cnn.onnx"
+    small_cnn(path)
+    monkeypatch.setattr(frontend, "available_memory", lambda: os.path.getsize(path) - 1)
+    with pytest.raises(frontend.ModelError, match=r"does not fit in this machine's available memory"):
+        frontend.load(str(path))
+    monkeypatch.setattr(frontend, "available_memory", lambda: os.path.getsize(path))
+    assert frontend.load(str(path)).input_info()
+
+
 def test_a_sum_is_imported_as_adds_that_fuse(tmp_path):
     """ONNX Sum (three terms, one broadcast) becomes a chain of adds that fuse with their producer,
     not TVM's stack-and-reduce kernel; the result is onnxruntime's."""

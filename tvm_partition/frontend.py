@@ -119,6 +119,18 @@ def _pairwise_sums(proto) -> None:
     proto.graph.node.extend(nodes)
 
 
+def available_memory() -> int | None:
+    """Bytes of memory available to a new allocation (Linux ``MemAvailable``); None where unknown."""
+    try:
+        with open("/proc/meminfo", encoding="ascii") as f:
+            for line in f:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    return None
+
+
 def _from_onnx(path: str, batch: int | None, seed: int) -> Model:
     import onnx
     from tvm.relax.frontend import detach_params
@@ -126,6 +138,12 @@ def _from_onnx(path: str, batch: int | None, seed: int) -> Model:
 
     if not os.path.exists(path):
         raise ModelError(f"{path}: no such file")
+    size, free = os.path.getsize(path), available_memory()
+    if free is not None and size > free:
+        # onnx.load alone holds the whole file; past the available memory the kernel's OOM killer
+        # ends the process without a word, so refuse it here with the numbers
+        raise ModelError(f"{path}: the model ({size / 2**30:.1f} GiB) does not fit in this machine's "
+                         f"available memory ({free / 2**30:.1f} GiB)")
     try:
         proto = onnx.load(path)
     except Exception as e:  # onnx raises DecodeError and friends
@@ -149,7 +167,8 @@ def _from_onnx(path: str, batch: int | None, seed: int) -> Model:
             elif k == 0:
                 dims.append(int(batch or 1))
             else:
-                raise ModelError(f"{path}: input {gi.name!r} has a dynamic dimension {k}; only the batch may be free")
+                raise ModelError(f"{path}: input {gi.name!r} has a dynamic dimension {k} ({d.dim_param or '?'}); "
+                                 "only the batch (dimension 0, bound by --batch) may be free")
         shape_dict[gi.name] = dims
         dtype_dict[gi.name] = onnx.helper.tensor_dtype_to_np_dtype(tt.elem_type).name
     try:
