@@ -240,13 +240,14 @@ def test_check_and_explain(cli_results):
     assert max_abs_err(proc) <= 1e-4
     lines = proc.stdout.splitlines()
     header = next(i for i, line in enumerate(lines) if line.startswith("op "))
-    for col in ("kind", "output", "MFLOP", "legal dims", "decision"):
+    for col in ("kind", "output", "MFLOP", "legal dims", "time from", "decision"):
         assert col in lines[header]
     m = re.search(r"^(\d+) fused ops; (\d+) splittable$", proc.stdout, re.M)
     assert m and int(m.group(1)) >= int(m.group(2)) >= 1
     rows = lines[header + 1: header + 1 + int(m.group(1))]
     assert all(re.match(r"^\d{3}_\S+ ", r) for r in rows), rows
     assert any("matmul" in r and "split batch cpu1:0.50 cpu:0.50" in r for r in rows)
+    assert re.search(r"^op times from: \S+ \d+", proc.stdout, re.M), proc.stdout
 
 
 def test_out_writes_artifact_and_manifest(cli_results):

@@ -28,7 +28,7 @@ from tvm_partition.planners import plan_with
 from tvm_partition.planners.auto import plan_auto
 from tvm_partition.planners.baselines import MIN_GAIN, pick, plan_cpu, plan_equal, plan_fixed, plan_gpu
 from tvm_partition.planners.eop import EOP, plan_eop
-from tvm_partition.simulate import Simulator, simulate
+from tvm_partition.simulate import Simulator, simulate, time_sources
 
 CPU_GPU = parse_devices("cpu,gpu")
 CPU_CPU = parse_devices("cpu,cpu")  # named cpu and cpu1
@@ -352,6 +352,20 @@ def test_each_kernel_launch_costs_the_vm_thread(fig1):
     launched = sum(1 for t in sim.tasks if t.kind != "copy")
     copies = sum(t.end_us - t.start_us for t in sim.tasks if t.kind == "copy")
     assert launched > 2 * kernels and sim.latency_us == pytest.approx(7500 + copies + 100.0 * launched)
+
+
+def test_time_sources_name_each_ops_model_and_every_part_of_a_split(fig1):
+    """Whole ops on the CPU answer from one source, the matmul's parts from another, on the GPU a
+    third: each op lists the sources its parts' times came from, as compile --explain shows them."""
+    class Sourced(TableCostModel):
+        def estimate(self, op, device, shape=None):
+            src = "gpu-table" if device == "gpu" else "part-table" if shape is not None else "table"
+            return Estimate(super().estimate(op, device, shape).us, src)
+
+    g, transpose, matmul, tanh = fig1
+    plan = Plan(CPU_GPU, {matmul: Split(0, (0.5, 0.5), ("cpu", "gpu")), tanh: OnDevice("gpu")})
+    assert time_sources(g, plan, Sourced(FIG1)) == {transpose: "table", matmul: "gpu-table+part-table",
+                                                    tanh: "gpu-table"}
 
 
 @pytest.mark.parametrize("name", ["fig1", "lstm", "resnet18"])

@@ -24,6 +24,7 @@ same cost model, ``--topology`` (devices' memory and links) and ``--time-limit``
 from __future__ import annotations
 
 import argparse
+import collections
 import dataclasses
 import os
 import sys
@@ -113,7 +114,7 @@ def plan_and_simulate(graph, devices: list[DeviceSpec], strategy: str = "auto", 
     whatever the strategy, so every plan is scored the same way. Returns ``(plan, simulation)``."""
     _, _, _, planners, _ = _lazy()
     from .planners.placement import STRATEGY_NAMES, plan_placement
-    from .simulate import simulate
+    from .simulate import simulate, time_sources
 
     if cost_model is None:
         from .cost_models import default_cost_model
@@ -133,7 +134,8 @@ def plan_and_simulate(graph, devices: list[DeviceSpec], strategy: str = "auto", 
                     if isinstance(d, Split) else d for k, d in plan.ops.items()}
     sim = simulate(graph, plan, cost_model)
     plan.predicted_latency_us = sim.latency_us
-    plan.meta["predicted"] = {"latency_us": sim.latency_us, "sum_us": sim.sum_us, "cost_model": type(cost_model).__name__}
+    plan.meta["predicted"] = {"latency_us": sim.latency_us, "sum_us": sim.sum_us, "cost_model": type(cost_model).__name__,
+                              "sources": time_sources(graph, plan, cost_model)}
     return plan, sim
 
 
@@ -242,10 +244,12 @@ def check(compiled: Compiled, out_dir: str | None = None) -> tuple[float, float]
 
 
 def explain(compiled: Compiled) -> str:
-    """One line per fused op: id (as plans name it), kind, output shape, MFLOP, legal dims, decision."""
+    """One line per fused op: id (as plans name it), kind, output shape, MFLOP, legal dims, where its
+    predicted time came from (:func:`tvm_partition.simulate.time_sources`), decision."""
     from .plan import OnDevice
 
     g, plan = compiled.graph, compiled.plan
+    sources = plan.meta.get("predicted", {}).get("sources", {})
     rows = []
     for op_id in g.topo_order():
         op = g.ops[op_id]
@@ -258,8 +262,8 @@ def explain(compiled: Compiled) -> str:
             d = f"split {g.dim_name(op, dec.dim)} " + " ".join(f"{dv}:{r:.2f}" for dv, r in zip(dec.devices, dec.ratios))
         dims = ",".join(f"{a}:{n}" for a, n in op.split_dims.items()) or "-"
         rows.append((op_id, op.kind, str(list(op.output_shapes[-1]) if op.output_shapes else "-"),
-                     f"{op.flops / 1e6:.2f}", dims, d))
-    head = ("op", "kind", "output", "MFLOP", "legal dims", "decision")
+                     f"{op.flops / 1e6:.2f}", dims, sources.get(op_id, "-"), d))
+    head = ("op", "kind", "output", "MFLOP", "legal dims", "time from", "decision")
     widths = [max(len(r[i]) for r in rows + [head]) for i in range(len(head) - 1)]
     lines = ["  ".join(c.ljust(w) if i != 3 else c.rjust(w) for i, (c, w) in enumerate(zip(r, widths))) + "  " + r[-1]
              for r in [head] + rows]
@@ -289,6 +293,9 @@ def explain_plan(plan: Plan) -> list[str]:
     if pred:
         lines.append(f"predicted latency {pred['latency_us'] / 1e3:.3f} ms (list schedule); EOP's sum of op times "
                      f"AT(G,R) {pred['sum_us'] / 1e3:.3f} ms; cost model {pred['cost_model']}")
+        if pred.get("sources"):
+            counts = collections.Counter(pred["sources"].values())
+            lines.append("op times from: " + ", ".join(f"{src} {n}" for src, n in counts.most_common()))
     auto = plan.meta.get("auto")
     if auto:
         lines.append("auto: " + ", ".join(f"{k} {v / 1e3:.3f} ms" for k, v in sorted(auto["predicted_us"].items(),

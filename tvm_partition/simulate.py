@@ -420,3 +420,28 @@ class Run:
 def simulate(graph: OpGraph, plan: Plan, cost_model) -> Simulation:
     """Predicted latency of ``plan`` on ``graph`` with ``cost_model`` (see the module docstring)."""
     return Simulator(graph, cost_model).run(plan)
+
+
+def time_sources(graph: OpGraph, plan: Plan, cost_model) -> dict[str, str]:
+    """Op id -> where the cost model's time of the op under ``plan`` came from (``measured``,
+    ``pattern``, ``xgboost``, ``analytic`` (the roofline), ...; a split op's parts joined by ``+``).
+
+    Ops without a decision run whole on the host (views cost nothing and are left out), as
+    :meth:`Run.emit_op` places them; a prediction is only as good as its weakest source, which is
+    what ``compile --explain`` shows."""
+    out = {}
+    for op_id, op in graph.ops.items():
+        dec = plan.ops.get(op_id) or OnDevice(plan.host)
+        if op.is_view:
+            continue
+        if isinstance(dec, Split):
+            full = list(op.output_shapes[-1])
+            shapes = []
+            for dev, lo, hi in dec.parts(full[dec.dim], op.granules.get(dec.dim, 1)):
+                shape = list(full)
+                shape[dec.dim] = hi - lo
+                shapes.append((dev, tuple(shape)))
+        else:
+            shapes = [(dec.device, None)]
+        out[op_id] = "+".join(sorted({cost_model.estimate(op, dev, shape).source for dev, shape in shapes}))
+    return out
