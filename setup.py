@@ -18,7 +18,9 @@ setup(
         "apache-tvm-ffi==0.1.14.post1",
         "numpy",
         "networkx",
-        "xgboost",
+        # the CPU-only build of XGBoost (same package API): the default one pulls a 351 MB NCCL
+        # wheel that the cost model, trained and queried on the CPU, never uses
+        "xgboost-cpu",
         "ortools",
         # the ONNX model source (tvm_partition.frontend) needs onnx to read .onnx files
         "onnx",
