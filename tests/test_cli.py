@@ -75,6 +75,7 @@ COMPILE_REFUSALS = {
     "devices-gpu-first": ([*LSTM, "--devices", "gpu,cpu"], r"first device must be the host cpu"),
     "devices-tpu": ([*LSTM, "--devices", "cpu,tpu"], r"unknown device kind 'tpu'"),
     "batch-0": (["lstm", "--batch", "0"], r"--batch must be >= 1"),
+    "profile-budget-negative": ([*LSTM, "--profile-budget", "-1"], r"--profile-budget must be >= 0"),
     "inapplicable-option": (["resnet18", "--seq-len", "4"], r"seq_len do not apply to zoo model 'resnet18'"),
     "out-is-a-file": ([*LSTM, *CPU2, "--out", "{d}/a_file"], r"a_file: cannot write the artifact"),
     # TVM's ONNX importer emits a per-channel PRelu that TVM's own legalization rejects
@@ -156,6 +157,7 @@ def cli_results(tmp_path_factory):
     np.savez(d / "wrong_name.npz", y=np.zeros(LSTM_INPUT["shape"], np.float32))
     np.savez(d / "wrong_shape.npz", x=np.zeros([2, 4, 80], np.float32))
     softmax_onnx(d / "softmax.onnx")
+    (d / "plogs").mkdir()  # a machine with no profile yet
     # the first half of a real model: a download cut short
     whole = (d / "softmax.onnx").read_bytes()
     (d / "truncated.onnx").write_bytes(whole[: len(whole) // 2])
@@ -169,6 +171,8 @@ def cli_results(tmp_path_factory):
         "art": ("compile", *LSTM, *CPU2, "--strategy", "equal", "--out", art),
         "gpu-art": ("compile", *LSTM, "--devices", "cpu,gpu", "--out", gpu_art),
         "check-explain": ("compile", *LSTM, *CPU2, "--strategy", "equal", "--check", "--explain"),
+        "profile-budget": ("compile", *LSTM, *CPU2, "--strategy", "cpu", "--profile-budget", 10,
+                           "--tuning-logs", d / "plogs", "--explain"),
         "strategy-cpu": ("compile", *LSTM, *CPU2, "--strategy", "cpu", "--check"),
         "strategy-gpu": ("compile", *LSTM, *CPU2, "--strategy", "gpu", "--check"),
         # the shipped profile of the build machine (a CPU profile, no GPU one), whatever machine runs the test
@@ -248,6 +252,17 @@ def test_check_and_explain(cli_results):
     assert all(re.match(r"^\d{3}_\S+ ", r) for r in rows), rows
     assert any("matmul" in r and "split batch cpu1:0.50 cpu:0.50" in r for r in rows)
     assert re.search(r"^op times from: \S+ \d+", proc.stdout, re.M), proc.stdout
+
+
+def test_profile_budget_prices_the_plan_on_its_own_measurements(cli_results):
+    """--profile-budget on a machine with no profile: the model's ops are timed first, appended to the
+    machine's profile, and the plan's op times come from those measurements."""
+    proc = ok(cli_results["profile-budget"])
+    assert re.search(r"^profiled [1-9]\d* samples of lstm in \d+ s", proc.stderr, re.M), proc.stderr
+    (log,) = (cli_results["dir"] / "plogs").glob("*/profile.jsonl")
+    assert sum(1 for _ in log.open()) >= 1
+    sources = re.search(r"^op times from: (.*)$", proc.stdout, re.M).group(1)
+    assert "measured" in sources, sources
 
 
 def test_out_writes_artifact_and_manifest(cli_results):

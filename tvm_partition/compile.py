@@ -3,14 +3,16 @@
     python -m tvm_partition.compile [MODEL] [--strategy auto|eop|fixed|equal|cpu|gpu|milp|dominators|dp|heft|metf|msct]
         [--plan FILE] [--devices cpu,gpu|cpu,cpu|cpu,gpu,gpu...] [--topology FILE] [--time-limit S]
         [--export-problem FILE] [--batch N] [--seq-len N] [--layers N] [--image-size N]
-        [--tuning-logs DIR | --no-tuning] [--tune-budget S] [--target-cpu MCPU] [--threads N]
+        [--tuning-logs DIR | --no-tuning] [--tune-budget S] [--profile-budget S] [--target-cpu MCPU] [--threads N]
         [--out DIR] [--check] [--explain]
 
 MODEL is a zoo name (default: lstm) or a path to an .onnx file. Kernels the tuning database
 (``python -m tvm_partition.tune``) has records for run their tuned schedules; the others run a
 record of the same computation at other extents where one replays (this machine's or a shipped
 database: :mod:`.transfer`), else TVM's default schedule; ``--explain`` and the manifest say which.
-``--tune-budget S`` first spends S seconds tuning the plan's kernels. ``--out`` writes
+``--tune-budget S`` first spends S seconds tuning the plan's kernels; ``--profile-budget S`` first
+times the model's ops on this machine for S seconds (whole ops first; resumable, appended to the
+machine's profile), so the plan is priced on measurements, not XGBoost guesses. ``--out`` writes
 model.so, params.npz, plan.json, manifest.json and plan.png (the predicted schedule). ``--check`` runs the unpartitioned and the partitioned
 model on the same seeded input on this machine's devices (``cpu,cpu`` where there is no GPU),
 prints ``max_abs_err=<value>`` and fails beyond tolerance. ``auto`` (default) keeps the best
@@ -316,6 +318,26 @@ def explain_plan(plan: Plan) -> list[str]:
     return lines
 
 
+def _profile_model(model, devices: list[DeviceSpec], logs: str | None, tuning_db: str | None, budget_s: float) -> None:
+    """``--profile-budget``: time ``model``'s ops (whole first, then split sizes; EOP Sec. 2.3) on
+    the devices of the plan this machine has, built with the schedules the build will use, into
+    the machine's profile; the cost model made after it answers them by measurement."""
+    from .align import align_splits
+    from .cost_models.profiler import profile_with_progress
+    from .graph import OpGraph
+    from .tuning import database_dir, open_schedules
+
+    here = [d for d in devices if d.kind == "cpu" or gpu_available()]
+    graph = OpGraph(model.mod)
+    schedules = open_schedules(tuning_db) if tuning_db else None
+    align_splits(graph, here, schedules)
+    folder = database_dir(logs)
+    stats = profile_with_progress([graph], here, folder, schedules, budget_s)
+    print(f"profiled {stats['measured']} samples of {model.name} in {stats['seconds']:.0f} s on "
+          f"{','.join(d.name for d in here)} ({stats['left']} left for a rerun): {folder}/profile.jsonl",
+          file=sys.stderr)
+
+
 def _tuning_db(logs: str | None) -> str:
     """This machine's tuning database folder under ``logs`` (default: the shipped tuning_logs/);
     it need not exist (:func:`compile_model` then transfers from the shipped databases)."""
@@ -369,6 +391,9 @@ def parser() -> argparse.ArgumentParser:
                                                              "database, no transferred schedules")
     ap.add_argument("--tune-budget", type=float, metavar="S", help="first tune the plan's kernels for S seconds, those "
                                                                    "whose time is furthest above a tuned kernel's first")
+    ap.add_argument("--profile-budget", type=float, metavar="S",
+                    help="first time the model's ops on this machine's devices for S seconds (whole ops first), "
+                         "appended to its profile, so the plan is priced on measurements; a rerun resumes")
     ap.add_argument("--target-cpu", help="LLVM -mcpu of the target CPU (default: this machine's)")
     ap.add_argument("--threads", type=int, help="CPU threads the runner uses (default: all cores here)")
     ap.add_argument("--out", help="write model.so, params.npz, plan.json, manifest.json and plan.png (Gantt chart "
@@ -383,6 +408,9 @@ def main(argv=None) -> int:
     args = parser().parse_args(argv)
     if args.tune_budget is not None and (args.tune_budget < 0 or args.no_tuning):
         print("error: --tune-budget must be >= 0 seconds, and cannot go with --no-tuning", file=sys.stderr)
+        return 2
+    if args.profile_budget is not None and args.profile_budget < 0:
+        print("error: --profile-budget must be >= 0 seconds", file=sys.stderr)
         return 2
     for flag in ("batch", "seq_len", "layers", "image_size", "threads", "time_limit"):
         v = getattr(args, flag)
@@ -406,6 +434,8 @@ def main(argv=None) -> int:
         tuning_db = None if args.no_tuning else _tuning_db(args.tuning_logs)
         topology = load_topology(args.topology) if args.topology else None
         ratios = _ratios(args.split_ratios)
+        if args.profile_budget:
+            _profile_model(model, devices, args.tuning_logs, tuning_db, args.profile_budget)
         cost_model, note = default_cost_model(devices, args.tuning_logs)
         print(note)
         if args.export_problem:

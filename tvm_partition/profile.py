@@ -37,7 +37,6 @@ import argparse
 import os
 import re
 import sys
-import time
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -124,10 +123,7 @@ def main(argv=None) -> int:
 
 
 def _profile(args, devices, folder) -> int:
-    from tqdm import tqdm
-
     from .cost_models import profiler
-    from .cost_models.profiled import ProfiledCostModel
     from .devices import DeviceError, check_local
     from .align import align_splits
     from .tuning import open_schedules
@@ -159,27 +155,9 @@ def _profile(args, devices, folder) -> int:
                           "with --export-bundle DIR, run `python DIR/time_samples.py DIR` on the GPU machine, "
                           "then --import DIR here") from None
     where = "" if session is None else f" of {fingerprint['rpc']}"
-    t0 = time.monotonic()
-    with tqdm(unit="sample", dynamic_ncols=True) as bar:
-        def progress(event, what, left):
-            if event == "total":
-                bar.write(f"{what} samples to time on {','.join(d.name for d in devices)}{where}; "
-                          f"log {folder}/profile.jsonl")
-                bar.reset(total=what)
-                return
-            if event == "build":
-                bar.set_description(what, refresh=True)
-                return
-            bar.set_description(what[:48], refresh=False)
-            if left is not None:
-                bar.set_postfix_str(f"{left:.0f} s left", refresh=False)
-            bar.update(1)
-
-        stats = profiler.profile(graphs, devices, folder, schedules, args.budget_s, progress, session, fingerprint)
-    model = ProfiledCostModel(folder)
-    paths = model.save_regressors() + [model.save_fits()]
-    print(f"measured {stats['measured']} samples in {time.monotonic() - t0:.0f} s, {stats['left']} left for a later "
-          f"run, {stats['skipped']} sizes that cannot be built; models: {', '.join(paths)}")
+    stats = profiler.profile_with_progress(graphs, devices, folder, schedules, args.budget_s, session, fingerprint, where)
+    print(f"measured {stats['measured']} samples in {stats['seconds']:.0f} s, {stats['left']} left for a later "
+          f"run, {stats['skipped']} sizes that cannot be built; models: {', '.join(stats['models'])}")
     return 0
 
 

@@ -255,3 +255,36 @@ def profile(graphs: list, devices: list, folder: str, schedules=None, budget_s: 
 
 class _BudgetSpent(Exception):
     pass
+
+
+def profile_with_progress(graphs: list, devices: list, folder: str, schedules=None, budget_s: float | None = None,
+                          session=None, fingerprint: dict | None = None, where: str = "") -> dict:
+    """:func:`profile` under a progress bar on stderr (the sample being timed, the seconds left),
+    then the device regressors and pattern fits saved beside the log, so the next cost model
+    loads them instead of training; ``stats`` gains ``seconds`` and ``models`` (their paths).
+    ``profile`` and ``compile --profile-budget`` share it."""
+    from tqdm import tqdm
+
+    from .profiled import ProfiledCostModel
+
+    t0 = time.monotonic()
+    with tqdm(unit="sample", dynamic_ncols=True) as bar:
+        def progress(event, what, left):
+            if event == "total":
+                bar.write(f"{what} samples to time on {','.join(d.name for d in devices)}{where}; "
+                          f"log {folder}/profile.jsonl")
+                bar.reset(total=what)
+                return
+            if event == "build":
+                bar.set_description(what, refresh=True)
+                return
+            bar.set_description(what[:48], refresh=False)
+            if left is not None:
+                bar.set_postfix_str(f"{left:.0f} s left", refresh=False)
+            bar.update(1)
+
+        stats = profile(graphs, devices, folder, schedules, budget_s, progress, session, fingerprint)
+    model = ProfiledCostModel(folder)
+    stats["models"] = model.save_regressors() + [model.save_fits()]
+    stats["seconds"] = time.monotonic() - t0
+    return stats
