@@ -409,10 +409,10 @@ def test_cpu_gpu_equal_split_overlaps(fig1):
 
 
 # ---------------------------------------------------------------------- 7. EOP plans compile and compute the same
-#: Compile + check takes 3-15 s per model on 2 cores; bert-tiny (~17 s), resnet50 (~11 s) and
-#: inception_v3 (~29 s) are left out to keep the suite under 15 minutes (bert, resnet18 and
-#: mobilenetv2 cover their op kinds; test_zoo_partition splits all of them).
-ZOO_EOP = ["lstm", "gru", "bert", "mobilenetv2", "resnet18"]
+#: Compile + check takes 3-19 s per model on 2 cores; bert-tiny (~17 s), resnet50 (~11 s) and
+#: inception_v3 (~29 s) are left out to keep the suite under 15 minutes (bert and resnet18 cover
+#: their op kinds; test_zoo_partition splits all of them), mobilenetv2 (~19 s) runs in the slow tier.
+ZOO_EOP = ["lstm", "gru", "bert", pytest.param("mobilenetv2", marks=pytest.mark.slow), "resnet18"]
 
 
 @pytest.mark.parametrize("name", ZOO_EOP)
