@@ -28,7 +28,7 @@ from tvm_partition.planners import plan_with
 from tvm_partition.planners.auto import plan_auto
 from tvm_partition.planners.baselines import MIN_GAIN, pick, plan_cpu, plan_equal, plan_fixed, plan_gpu
 from tvm_partition.planners.eop import EOP, plan_eop
-from tvm_partition.simulate import Simulator, simulate, time_sources
+from tvm_partition.simulate import Simulator, simulate
 
 CPU_GPU = parse_devices("cpu,gpu")
 CPU_CPU = parse_devices("cpu,cpu")  # named cpu and cpu1
@@ -354,7 +354,7 @@ def test_each_kernel_launch_costs_the_vm_thread(fig1):
     assert launched > 2 * kernels and sim.latency_us == pytest.approx(7500 + copies + 100.0 * launched)
 
 
-def test_time_sources_name_each_ops_model_and_every_part_of_a_split(fig1):
+def test_the_simulation_names_where_each_ops_time_came_from_part_by_part(fig1):
     """Whole ops on the CPU answer from one source, the matmul's parts from another, on the GPU a
     third: each op lists the sources its parts' times came from, as compile --explain shows them."""
     class Sourced(TableCostModel):
@@ -364,8 +364,8 @@ def test_time_sources_name_each_ops_model_and_every_part_of_a_split(fig1):
 
     g, transpose, matmul, tanh = fig1
     plan = Plan(CPU_GPU, {matmul: Split(0, (0.5, 0.5), ("cpu", "gpu")), tanh: OnDevice("gpu")})
-    assert time_sources(g, plan, Sourced(FIG1)) == {transpose: "table", matmul: "gpu-table+part-table",
-                                                    tanh: "gpu-table"}
+    assert simulate(g, plan, Sourced(FIG1)).op_sources == {transpose: "table", matmul: "gpu-table+part-table",
+                                                           tanh: "gpu-table"}
 
 
 @pytest.mark.parametrize("name", ["fig1", "lstm", "resnet18"])

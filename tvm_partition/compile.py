@@ -116,7 +116,7 @@ def plan_and_simulate(graph, devices: list[DeviceSpec], strategy: str = "auto", 
     whatever the strategy, so every plan is scored the same way. Returns ``(plan, simulation)``."""
     _, _, _, planners, _ = _lazy()
     from .planners.placement import STRATEGY_NAMES, plan_placement
-    from .simulate import simulate, time_sources
+    from .simulate import simulate
 
     if cost_model is None:
         from .cost_models import default_cost_model
@@ -137,7 +137,7 @@ def plan_and_simulate(graph, devices: list[DeviceSpec], strategy: str = "auto", 
     sim = simulate(graph, plan, cost_model)
     plan.predicted_latency_us = sim.latency_us
     plan.meta["predicted"] = {"latency_us": sim.latency_us, "sum_us": sim.sum_us, "cost_model": type(cost_model).__name__,
-                              "sources": time_sources(graph, plan, cost_model)}
+                              "sources": sim.op_sources}
     return plan, sim
 
 
@@ -247,7 +247,7 @@ def check(compiled: Compiled, out_dir: str | None = None) -> tuple[float, float]
 
 def explain(compiled: Compiled) -> str:
     """One line per fused op: id (as plans name it), kind, output shape, MFLOP, legal dims, where its
-    predicted time came from (:func:`tvm_partition.simulate.time_sources`), decision."""
+    predicted time came from (:attr:`tvm_partition.simulate.Simulation.op_sources`), decision."""
     from .plan import OnDevice
 
     g, plan = compiled.graph, compiled.plan

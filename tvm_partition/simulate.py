@@ -60,6 +60,9 @@ class Simulation:
     sum_us: float  # EOP's AT(G, R): every op's max-of-parts time plus every copy, slice, concat
     tasks: list[Task]
     op_us: dict  # op id -> its time (max over parts for a split op), as in AT(G, R)
+    # op id -> where the cost model's time of it came from (measured, pattern, xgboost, analytic...;
+    # a split op's parts joined by "+"); views, which cost nothing, are left out
+    op_sources: dict = dataclasses.field(default_factory=dict)
 
     def busy_us(self, resource: str) -> float:
         return sum(t.end_us - t.start_us for t in self.tasks if t.resource == resource)
@@ -131,7 +134,8 @@ class Simulator:
         return {d.name: self.cm.launch_time(d.name) for d in plan.devices}
 
     # ------------------------------------------------------------------ cached costs
-    def op_time(self, op_id: str, dev: str, region: Region | None = None) -> float:
+    def estimate(self, op_id: str, dev: str, region: Region | None = None):
+        """The cost model's :class:`Estimate` (time and source) of the op, or its ``region``, on ``dev``."""
         key = (op_id, dev, region)
         if key not in self._times:
             op = self.g.ops[op_id]
@@ -140,8 +144,11 @@ class Simulator:
                 shape = list(op.output_shapes[-1])
                 shape[region.axis] = region.size
                 shape = tuple(shape)
-            self._times[key] = self.cm.op_time(op, dev, shape)
+            self._times[key] = self.cm.estimate(op, dev, shape)
         return self._times[key]
+
+    def op_time(self, op_id: str, dev: str, region: Region | None = None) -> float:
+        return self.estimate(op_id, dev, region).us
 
     def comm_time(self, kind: str, nbytes: float, src: str, dst: str | None = None) -> float:
         key = (kind, round(nbytes), src, dst)
@@ -241,6 +248,7 @@ class Run:
         self.parts: dict = {}  # value -> [(Region, device)]
         self.cache: set = set()
         self.op_us: dict = {}
+        self.op_sources: dict = {}
         self.journal: list = []  # undo steps, for planners trying decisions (:meth:`mark`, :meth:`rollback`)
         for p in self.g.data_params:
             self.whole[p] = [self.host]
@@ -281,9 +289,12 @@ class Run:
         self.journal.append(lambda: self.cache.discard(key))
         return True
 
-    def _op_done(self, op_id: str, us: float) -> None:
+    def _op_done(self, op_id: str, us: float, sources=()) -> None:
         self.op_us[op_id] = us
         self.journal.append(lambda: self.op_us.pop(op_id, None))
+        if sources:
+            self.op_sources[op_id] = "+".join(sorted(set(sources)))
+            self.journal.append(lambda: self.op_sources.pop(op_id, None))
 
     # ------------------------------------------------------------------ values
     def get(self, x, dev: str, region: Region | None) -> None:
@@ -349,7 +360,8 @@ class Run:
                 longest = 0.0
                 for dev, region in regions:
                     longest = max(longest, self.emit_part(op, dev, region))
-                self._op_done(op_id, longest)
+                sources = [] if op.is_view else [self.s.estimate(op_id, dev, r).source for dev, r in regions]
+                self._op_done(op_id, longest, sources)
                 self.clock.sum_us += longest
                 return
             dec = OnDevice(parts[0][0])
@@ -357,7 +369,7 @@ class Run:
             self.get(x, dec.device, None)
         us = 0.0 if op.is_view else self.s.op_time(op_id, dec.device)
         self.clock.kernel(dec.device, us, "op", op_id, not op.is_view)
-        self._op_done(op_id, us)
+        self._op_done(op_id, us, [] if op.is_view else [self.s.estimate(op_id, dec.device).source])
         self.clock.sum_us += us
         for o in op.outputs:
             self._add_whole(o, dec.device)
@@ -409,7 +421,8 @@ class Run:
         """Bring the outputs to the host and return the schedule."""
         for v in self.g.returned:
             self.get(v, self.host, None)
-        return Simulation(self.clock.makespan, self.clock.sum_us, list(self.clock.tasks), dict(self.op_us))
+        return Simulation(self.clock.makespan, self.clock.sum_us, list(self.clock.tasks), dict(self.op_us),
+                          dict(self.op_sources))
 
     def run(self) -> Simulation:
         for op_id in self.s.order:
@@ -421,27 +434,3 @@ def simulate(graph: OpGraph, plan: Plan, cost_model) -> Simulation:
     """Predicted latency of ``plan`` on ``graph`` with ``cost_model`` (see the module docstring)."""
     return Simulator(graph, cost_model).run(plan)
 
-
-def time_sources(graph: OpGraph, plan: Plan, cost_model) -> dict[str, str]:
-    """Op id -> where the cost model's time of the op under ``plan`` came from (``measured``,
-    ``pattern``, ``xgboost``, ``analytic`` (the roofline), ...; a split op's parts joined by ``+``).
-
-    Ops without a decision run whole on the host (views cost nothing and are left out), as
-    :meth:`Run.emit_op` places them; a prediction is only as good as its weakest source, which is
-    what ``compile --explain`` shows."""
-    out = {}
-    for op_id, op in graph.ops.items():
-        dec = plan.ops.get(op_id) or OnDevice(plan.host)
-        if op.is_view:
-            continue
-        if isinstance(dec, Split):
-            full = list(op.output_shapes[-1])
-            shapes = []
-            for dev, lo, hi in dec.parts(full[dec.dim], op.granules.get(dec.dim, 1)):
-                shape = list(full)
-                shape[dec.dim] = hi - lo
-                shapes.append((dev, tuple(shape)))
-        else:
-            shapes = [(dec.device, None)]
-        out[op_id] = "+".join(sorted({cost_model.estimate(op, dev, shape).source for dev, shape in shapes}))
-    return out
