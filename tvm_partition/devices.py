@@ -136,6 +136,18 @@ def check_local(devices: list[DeviceSpec]) -> None:
             )
 
 
+def meminfo_bytes(field: str) -> int | None:
+    """A field of Linux's /proc/meminfo (``MemTotal``, ``MemAvailable``) in bytes; None where unknown."""
+    try:
+        with open("/proc/meminfo", encoding="ascii") as f:
+            for line in f:
+                if line.startswith(field + ":"):
+                    return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        pass
+    return None
+
+
 def gpu_available() -> bool:
     import tvm
 

@@ -15,6 +15,7 @@ import tvm
 from tvm import relax
 
 from . import zoo
+from .devices import meminfo_bytes
 from .inputs import random_input
 from .model import Model
 from .relax_utils import Constant, substitute
@@ -121,14 +122,7 @@ def _pairwise_sums(proto) -> None:
 
 def available_memory() -> int | None:
     """Bytes of memory available to a new allocation (Linux ``MemAvailable``); None where unknown."""
-    try:
-        with open("/proc/meminfo", encoding="ascii") as f:
-            for line in f:
-                if line.startswith("MemAvailable:"):
-                    return int(line.split()[1]) * 1024
-    except OSError:
-        pass
-    return None
+    return meminfo_bytes("MemAvailable")
 
 
 def _from_onnx(path: str, batch: int | None, seed: int) -> Model:

@@ -40,6 +40,8 @@ import math
 import networkx as nx
 import numpy as np
 
+from ..devices import meminfo_bytes
+
 #: Default links where a topology gives none (PCIe-class host<->device, 10 us latency).
 DEFAULT_BANDWIDTH_BPS = 1.2e10
 DEFAULT_LATENCY_US = 10.0
@@ -376,7 +378,8 @@ def _least_latency(names, links, a, b, min_bw: float) -> float:
 def local_topology(specs) -> tuple[list[Device], dict, dict]:
     """Devices of a ``--devices`` set on this machine: memory from /proc/meminfo (CPUs) and
     nvidia-smi (GPUs) where they answer, default PCIe-class links between every pair."""
-    cpu_mem = _meminfo_bytes()
+    total = meminfo_bytes("MemTotal")
+    cpu_mem = math.inf if total is None else float(total)
     gpu_mem = _gpu_memory_bytes()
     devices = []
     for s in specs:
@@ -386,17 +389,6 @@ def local_topology(specs) -> tuple[list[Device], dict, dict]:
     bw = {a: {b: DEFAULT_BANDWIDTH_BPS for b in names if b != a} for a in names}
     lat = {a: {b: DEFAULT_LATENCY_US for b in names if b != a} for a in names}
     return devices, bw, lat
-
-
-def _meminfo_bytes() -> float:
-    try:
-        with open("/proc/meminfo", encoding="utf-8") as f:
-            for line in f:
-                if line.startswith("MemTotal:"):
-                    return float(line.split()[1]) * 1024
-    except (OSError, ValueError, IndexError):
-        pass
-    return math.inf
 
 
 def _gpu_memory_bytes() -> list[float]:
