@@ -86,19 +86,15 @@ _SEEDED: dict = {}
 def seeded_model(name: str, folder) -> tuple:
     """(path of the seeded copy, its Model, onnxruntime's outputs on the Model's inputs), once per model."""
     from tvm_partition import frontend
-    from tvm_partition.bench_ort import graph_input_names
+    from tvm_partition.bench_ort import graph_input_names, session
 
     if name not in _SEEDED:
-        import onnxruntime as ort
-
         src = onnx_light.light_path(name)
         if not os.path.exists(src):
             pytest.skip(f"this onnx install does not ship {src}")
         path = onnx_light.reseed(src, os.path.join(str(folder), f"{name}.onnx"), seed=0)
         model = frontend.load(path)
-        opts = ort.SessionOptions()
-        opts.log_severity_level = 3
-        sess = ort.InferenceSession(path, opts, providers=["CPUExecutionProvider"])
+        sess = session(path, 1)
         # inputs by position: TVM sanitizes ONNX names ("gpu_0/data_0")
         feeds = dict(zip(graph_input_names(path), model.inputs.values()))
         _SEEDED[name] = (path, model, [np.asarray(o) for o in sess.run(None, feeds)])

@@ -78,10 +78,11 @@ def evaluate(folder: str, out_dir: str) -> str:
         lin = patterns.fit(x, y, patterns=("linear",))
         preds = {"pattern": fit.predict(hx), "linear": lin.predict(hx),
                  "xgboost": xgb.predict(regressors[device], [xgb.record_features(r) for r in held])}
-        for name, p in preds.items():
-            points[name].extend(np.abs(np.asarray(p) - hy) / np.maximum(hy, 1e-3))
+        errs = {name: np.abs(np.asarray(p) - hy) / np.maximum(hy, 1e-3) for name, p in preds.items()}
+        for name, e in errs.items():
+            points[name].extend(e)
         for name in ("pattern", "xgboost"):
-            for r, err in zip(held, np.abs(np.asarray(preds[name]) - hy) / np.maximum(hy, 1e-3)):
+            for r, err in zip(held, errs[name]):
                 by_schedule[r.get("schedule", "tuned" if r.get("tuned") else "default")][name].append(float(err))
         rows.append({"sig": sig, "kind": train[0]["kind"], "fused": train[0].get("fused", ""), "device": device,
                      "dim": train[0].get("dim_name", str(dim)), "pattern": fit.pattern, "n_train": len(x),
