@@ -163,6 +163,7 @@ def cli_results(tmp_path_factory):
     (d / "truncated.onnx").write_bytes(whole[: len(whole) // 2])
     odd_onnx(d / "custom_op.onnx", op_domain="com.example")
     odd_onnx(d / "symbolic_len.onnx", dims=["N", "L"])
+    odd_onnx(d / "free_batch.onnx", dims=["N", 8])
     res = Results(dir=d, softmax=illegal_softmax_plan(d / "softmax.onnx", d / "softmax_plan.json"))
     art, gpu_art = d / "art", d / "gpu_art"
 
@@ -179,6 +180,7 @@ def cli_results(tmp_path_factory):
         "eop-explain": ("compile", *LSTM, "--devices", "cpu,gpu", "--strategy", "eop", "--explain",
                         "--tuning-logs", os.path.join(REPO, "tuning_logs", "amd-epyc-2c")),
         "strategy-unknown": ("compile", *LSTM, "--strategy", "fastest"),
+        "free-batch": ("compile", d / "free_batch.onnx", *CPU2, "--strategy", "cpu", "--check"),
         "illegal-softmax": ("compile", d / "softmax.onnx", "--plan", d / "softmax_plan.json"),
         "run-missing-dir": ("run", d / "nowhere"),
         **{f"refuse-{k}": ("compile", *[a.format(d=d) for a in args],
@@ -342,6 +344,13 @@ def test_eop_explain_prints_key_ops_and_prediction(cli_results):
     header = next(line for line in out.splitlines() if line.startswith("key op "))
     for col in ("decision", "dim", "alpha(cpu)", "beta(gpu)", "Eq.2 us", "sim us"):
         assert col in header
+
+
+def test_free_batch_without_batch_is_bound_to_one_and_said(cli_results):
+    proc = ok(cli_results["free-batch"])
+    assert max_abs_err(proc) <= 1e-4
+    notes = [line for line in proc.stderr.splitlines() if line.startswith("note: ")]
+    assert notes == ["note: free_batch: free batch x[0] (N) bound to 1; give --batch N for another batch size"]
 
 
 # --- compile: bad input ----------------------------------------------------------------------

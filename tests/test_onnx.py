@@ -183,6 +183,8 @@ def test_free_batch_is_fixed_by_batch_option(tmp_path):
     proto = small_cnn(path, batch=None)
     model = frontend.load(str(path), batch=3)
     assert [i["shape"] for i in model.input_info()] == [[3, 3, 8, 8]]
+    assert "batch_defaulted" not in model.config  # bound by the flag: nothing to say
+    assert frontend.load(str(path)).config["batch_defaulted"] == ["0[0] (N)"]
     x = cnn_input(batch=3, seed=3)
     compiled, outs = run_split(model, tmp_path, [x])
     assert n_splits(compiled) >= 1

@@ -429,7 +429,7 @@ def main(argv=None) -> int:
     try:
         devices = parse_devices(args.devices, gpu_arch=args.gpu_arch, cpu_mcpu=args.target_cpu)
         t0 = time.perf_counter()
-        model = frontend.load(args.model, seed=args.seed, **{k: getattr(args, k) for k in frontend.MODEL_OPTIONS})
+        model = frontend.load_from_args(args.model, args, seed=args.seed)
         print(f"model {model.name}: inputs {[(i['name'], i['shape']) for i in model.input_info()]}")
         tuning_db = None if args.no_tuning else _tuning_db(args.tuning_logs)
         topology = load_topology(args.topology) if args.topology else None

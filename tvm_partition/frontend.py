@@ -9,6 +9,7 @@ inputs. Constants are lifted into weights, so every tensor a device needs reache
 from __future__ import annotations
 
 import os
+import sys
 
 import numpy as np
 import tvm
@@ -59,9 +60,14 @@ def add_model_args(ap) -> None:
     ap.add_argument("--image-size", type=int, help="input height/width (image models)")
 
 
-def load_from_args(source, args) -> Model:
-    """:func:`load` with the flags of :func:`add_model_args`."""
-    return load(source, **{k: getattr(args, k, None) for k in MODEL_OPTIONS})
+def load_from_args(source, args, seed: int = 0) -> Model:
+    """:func:`load` with the flags of :func:`add_model_args`; says on stderr when a free ONNX batch
+    was bound to 1 because ``--batch`` was not given (the artifact then serves batch 1 only)."""
+    model = load(source, seed=seed, **{k: getattr(args, k, None) for k in MODEL_OPTIONS})
+    if model.config.get("batch_defaulted"):
+        print(f"note: {model.name}: free batch {', '.join(model.config['batch_defaulted'])} bound to 1; "
+              "give --batch N for another batch size", file=sys.stderr)
+    return model
 
 
 def _from_irmodule(mod, params, inputs, seed) -> Model:
@@ -151,7 +157,7 @@ def _from_onnx(path: str, batch: int | None, seed: int) -> Model:
     del proto.graph.input[:]
     proto.graph.input.extend(graph_inputs)
     _pairwise_sums(proto)
-    shape_dict, dtype_dict = {}, {}
+    shape_dict, dtype_dict, unbound = {}, {}, []
     for gi in graph_inputs:
         tt = gi.type.tensor_type
         dims = []
@@ -160,6 +166,8 @@ def _from_onnx(path: str, batch: int | None, seed: int) -> Model:
                 dims.append(int(d.dim_value))
             elif k == 0:
                 dims.append(int(batch or 1))
+                if not batch and not d.HasField("dim_value"):
+                    unbound.append(f"{gi.name}[0] ({d.dim_param or '?'})")
             else:
                 raise ModelError(f"{path}: input {gi.name!r} has a dynamic dimension {k} ({d.dim_param or '?'}); "
                                  "only the batch (dimension 0, bound by --batch) may be free")
@@ -178,7 +186,10 @@ def _from_onnx(path: str, batch: int | None, seed: int) -> Model:
     name = os.path.splitext(os.path.basename(path))[0]
     if name == "model":  # model zoos ship <name>/model.onnx
         name = os.path.basename(os.path.dirname(os.path.abspath(path))) or name
-    return Model(name, mod, params, inputs, {"source": path, "batch": shape_dict[graph_inputs[0].name][0]})
+    config = {"source": path, "batch": shape_dict[graph_inputs[0].name][0]}
+    if unbound:  # a free batch nobody bound: 1, said by load_from_args
+        config["batch_defaulted"] = unbound
+    return Model(name, mod, params, inputs, config)
 
 
 def _from_torch(ep, seed) -> Model:
