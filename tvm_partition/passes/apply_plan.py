@@ -19,10 +19,10 @@ where a consumer needs the whole tensor. The rewrite follows these rules (founda
 
 from __future__ import annotations
 
-import networkx as nx
 import tvm
 from tvm import relax
 
+from ..emission import units, whole_device
 from ..graph import OpGraph
 from ..plan import OnDevice, Plan, Split
 from ..relax_utils import Constant, substitute
@@ -86,6 +86,9 @@ class _Emitter:
     def slice(self, expr, region: Region, offset: int = 0):
         return self.emit(relax.op.strided_slice(expr, [region.axis], [region.lo - offset], [region.hi - offset]))
 
+    def concat(self, pieces: list, axis: int):
+        return self.emit(relax.op.concat(pieces, axis=axis))
+
     def device_of_whole(self, orig, prefer):
         devs = self.whole[orig]
         return prefer if prefer in devs else next(iter(devs))
@@ -114,7 +117,7 @@ class _Emitter:
                 return whole[dev]
             if parts:
                 pieces = [self.get(orig, dev, r) for r, _, _ in sorted(parts, key=lambda p: p[0].lo)]
-                full = self.emit(relax.op.concat(pieces, axis=parts[0][0].axis))
+                full = self.concat(pieces, parts[0][0].axis)
                 self.whole.setdefault(orig, {})[dev] = full
                 return full
             raise IllegalSplit(f"value {getattr(orig, 'name', orig)} was used before it was computed")
@@ -131,38 +134,7 @@ class _Emitter:
 
     # ------------------------------------------------------------------ units
     def whole_device(self, op_id: str) -> str | None:
-        """The device of an op placed whole (no decision: the host); None for split ops and for
-        views without a decision (they follow their producer)."""
-        dec = self.plan.ops.get(op_id)
-        if dec is None:
-            return None if self.g.ops[op_id].is_view else self.host
-        return dec.device if isinstance(dec, OnDevice) else None
-
-    def units(self) -> list:
-        """Static bindings, glue bindings, ops, in a topological order close to the original.
-
-        The bindings of an op placed whole are units of their own, so they keep the model's order:
-        TVM's ``FuseOps`` joins an add of two producers (an LSTM gate, a residual add) to the
-        producer that comes first, and emitting an op's bindings together would reverse that, making
-        the build fuse other kernels than the OpGraph (and the profile, and TVM's own flow) has."""
-        g = self.g
-        unit_of = {}
-        for i in range(len(g.bindings)):
-            op_id = g.op_of_binding.get(i)
-            if op_id is None:
-                unit_of[i] = ("glue", i) if i not in g.static else ("static", i)
-            else:
-                unit_of[i] = ("member", i) if self.whole_device(op_id) is not None else op_id
-        dag = nx.DiGraph()
-        first = {}
-        for i, u in unit_of.items():
-            dag.add_node(u)
-            first[u] = min(first.get(u, i), i)
-            for v in g.free[i]:
-                j = g.index_of.get(v)
-                if j is not None and unit_of[j] != u:
-                    dag.add_edge(unit_of[j], u)
-        return list(nx.lexicographical_topological_sort(dag, key=lambda u: first[u]))
+        return whole_device(self.g, self.plan, op_id)
 
     def emit_glue(self, i: int) -> None:
         b = self.g.bindings[i]
@@ -285,7 +257,7 @@ class _Emitter:
         attrs = dict(g.func.attrs) if g.func.attrs else {}
         with bb.function(g.func_name, params, attrs=attrs, pure=True):
             with bb.dataflow():
-                for u in self.units():
+                for u in units(g, self.plan):
                     if isinstance(u, str):
                         self.emit_op(u)
                     elif u[0] == "static":
