@@ -51,7 +51,8 @@ def random_plan(graph: OpGraph, rng) -> Plan:
 
 class Tagged:
     """Names of the values ApplyPlan's emitter creates to move data, by kind (``copy->DEV``,
-    ``slice``, ``concat``): its ``move`` / ``slice`` / ``concat`` wrapped for one rewrite."""
+    ``slice``, ``concat``): its ``move`` / ``slice`` / ``concat`` wrapped for the test (clear
+    ``kind`` before each rewrite)."""
 
     def __init__(self, monkeypatch):
         self.kind: dict[str, str] = {}
@@ -108,8 +109,9 @@ def test_simulated_copies_slices_and_concats_are_what_apply_plan_emits(name, mon
         name, batch=4, **({"image_size": 32} if name == "resnet18" else {"seq_len": 4, "layers": 1}))
     graph = OpGraph(model.mod)
     rng = np.random.default_rng(0)
+    tagged = Tagged(monkeypatch)
     for k in range(PLANS):
         plan = random_plan(graph, rng)
-        tagged = Tagged(monkeypatch)
+        tagged.kind.clear()
         got = tagged.count(lowered(model.mod, plan, graph, tagged))
         assert got == simulated(graph, plan), f"{name} plan {k}: {plan.ops}"

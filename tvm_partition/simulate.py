@@ -375,9 +375,10 @@ class Run:
             self._add_whole(o, dec.device)
 
     def _kernel(self, op, dev: str) -> None:
-        us = 0.0 if op.is_view else self.s.op_time(op.id, dev)
-        self.clock.kernel(dev, us, "op", op.id, not op.is_view)
-        self._op_done(op.id, us, [] if op.is_view else [self.s.estimate(op.id, dev).source])
+        est = None if op.is_view else self.s.estimate(op.id, dev)
+        us = 0.0 if est is None else est.us
+        self.clock.kernel(dev, us, "op", op.id, est is not None)
+        self._op_done(op.id, us, [] if est is None else [est.source])
         self.clock.sum_us += us
 
     def emit_member(self, i: int) -> None:

@@ -133,9 +133,6 @@ class _Emitter:
         return self.slice(self.get(orig, dev, None), region)
 
     # ------------------------------------------------------------------ units
-    def whole_device(self, op_id: str) -> str | None:
-        return whole_device(self.g, self.plan, op_id)
-
     def emit_glue(self, i: int) -> None:
         b = self.g.bindings[i]
         if isinstance(b.value, relax.Var):  # alias: shares the placement of its source
@@ -184,7 +181,7 @@ class _Emitter:
     def emit_member(self, i: int) -> None:
         """One binding of an op placed whole, on the op's device."""
         b = self.g.bindings[i]
-        dev = self.whole_device(self.g.op_of_binding[i])
+        dev = whole_device(self.g, self.plan, self.g.op_of_binding[i])
         if isinstance(b.value, relax.Call):
             operands = [self.get(o, dev, None) for o in tensor_operands(b.value)]
             val = self.emit(substitute_operands(b.value, operands))
