@@ -348,7 +348,7 @@ def test_onnxruntime_row_runs_the_same_model_as_our_build(tmp_path):
     from tvm_partition import bench_ort, frontend
     from tvm_partition.bench_report import render_folder
     from tvm_partition.bench_results import row_id, summary
-    from tvm_partition.run import Runner
+    from tvm_partition.runner import Runner
 
     path, out, arts = tiny_onnx(tmp_path / "tiny.onnx"), tmp_path / "res", tmp_path / "arts"
     rc, text, err = run_bench("--models", path, "--strategies", "cpu,onnxruntime", "--repeat", "3", "--out", out,

@@ -165,7 +165,7 @@ def test_profiled_cost_model_uses_patterns_where_profiled_and_xgboost_elsewhere(
 
 def test_tuned_sizes_are_answered_exactly_and_patterns_fit_the_default_schedule(tmp_path):
     """A tuned kernel at the model's own size must not bend the pattern of the default-schedule parts."""
-    from tvm_partition.cost_models.samples import op_signature
+    from tvm_partition.graph import op_signature
 
     graph = OpGraph(mlp_model(batch=16).mod)
     op = next(o for o in graph.ops.values() if o.kind == "matmul" and 0 in o.split_dims)
@@ -190,7 +190,7 @@ def test_transferred_sizes_are_answered_by_their_measurement_and_old_samples_giv
     """Samples taken since transfer (``transfer``): a transferred size is its measurement, sizes
     between come from a fit of the transferred samples; samples taken before transfer (default
     schedules everywhere) no longer count."""
-    from tvm_partition.cost_models.samples import op_signature
+    from tvm_partition.graph import op_signature
 
     graph = OpGraph(mlp_model(batch=16).mod)
     op = next(o for o in graph.ops.values() if o.kind == "matmul" and 0 in o.split_dims)

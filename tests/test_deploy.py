@@ -19,7 +19,7 @@ import pytest
 
 from rpc_servers import REPO, free_port, rpc_server, wait_port
 from tvm_partition import artifact
-from tvm_partition.run import Runner
+from tvm_partition.runner import Runner
 
 
 @pytest.fixture(scope="module")
@@ -110,7 +110,7 @@ def test_runtime_only_load_in_subprocess(compiled):
     c, art = compiled
     code = (
         "import sys, numpy as np\n"
-        "from tvm_partition.run import Runner\n"
+        "from tvm_partition.runner import Runner\n"
         f"r = Runner({str(art)!r})\n"
         "out = r.run(r.example_inputs())[0]\n"
         "print('mods', any(m.startswith('tvm.relax') for m in sys.modules))\n"

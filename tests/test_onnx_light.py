@@ -110,7 +110,7 @@ def test_every_strategy_on_every_light_model_matches_onnxruntime(name, strategy,
     onnxruntime on the same inputs (seeded weights: the shipped constant ones hide a broken split)."""
     from tvm_partition.compile import compile_model, tolerance
     from tvm_partition.devices import parse_devices
-    from tvm_partition.run import Runner
+    from tvm_partition.runner import Runner
     from tvm_partition.tuning import database_dir
 
     _, model, ref = seeded_model(name, tmp_path_factory.mktemp("light"))

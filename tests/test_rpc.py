@@ -17,7 +17,7 @@ import pytest
 from rpc_servers import Proc, free_port, rpc_server, wait_port, wait_tracker
 from tvm_partition import artifact
 from tvm_partition.remote import Endpoint, RemoteError, RemoteRunner, connect
-from tvm_partition.run import Runner
+from tvm_partition.runner import Runner
 
 KEY = "tvmp-test"
 LSTM = dict(seq_len=4, batch=2)

@@ -318,7 +318,7 @@ def dense_schedules():
 
 def test_splits_cut_at_multiples_of_the_inner_tiles(dense_schedules):
     from tvm_partition.align import align_splits
-    from tvm_partition.compile import plan_and_simulate
+    from tvm_partition.planners import plan_and_simulate
     from tvm_partition.cost_models import AnalyticCostModel, DeviceRoofline
     from tvm_partition.devices import parse_devices
     from tvm_partition.graph import OpGraph

@@ -180,7 +180,7 @@ def test_cli_tuning_flags_and_manifest(tuned_only, tmp_path):
     assert m_b["tuned_kernels"] == [] and m_b["tuning_db"] is None
     assert m_a["num_threads"] == 1
     # the runner sizes TVM's thread pool from the manifest
-    code = ("import tvm; from tvm_partition.run import Runner; r = Runner(%r); "
+    code = ("import tvm; from tvm_partition.runner import Runner; r = Runner(%r); "
             "r.run(r.example_inputs()); print(tvm.runtime.num_threads())" % str(with_db))
     env = dict(os.environ, PYTHONPATH=REPO)
     env.pop("TVM_NUM_THREADS", None)

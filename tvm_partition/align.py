@@ -19,7 +19,8 @@ from __future__ import annotations
 
 import math
 
-from .cost_models.samples import lower_sample, op_signature, sample_function
+from .cost_models.samples import lower_sample, sample_function
+from .graph import op_signature
 from .split_rules import IllegalSplit
 
 #: Granules are capped at this (the widest CPU vector's fp32 lanes, AVX-512): a larger innermost

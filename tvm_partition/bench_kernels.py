@@ -92,7 +92,7 @@ def transfer_rows(model, schedules, device, fractions=(0.25, 0.5, 0.75), ops: in
     import tvm_ffi
 
     from .align import align_splits, kernel_of
-    from .cost_models.samples import op_signature
+    from .graph import op_signature
     from .split_rules import IllegalSplit
     from .graph import OpGraph
     from .planners.baselines import preferred_dim

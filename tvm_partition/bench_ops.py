@@ -90,7 +90,7 @@ def best_split(eop, op_id: str) -> Split | None:
 def heaviest_key_ops(graph, devices, cost_model, n: int) -> list[tuple[str, Split]]:
     """Up to ``n`` key ops of EOP's selection that can be split, heaviest first, one per kernel
     signature, each with :func:`best_split`."""
-    from .cost_models.samples import op_signature
+    from .graph import op_signature
     from .planners.eop import EOP
 
     eop = EOP(graph, devices, cost_model)
@@ -117,7 +117,7 @@ class AsParent:
         self.inner, self.parent_op, self.child = inner, parent_op, child_signature
 
     def estimate(self, op, device: str, shape=None):
-        from .cost_models.samples import op_signature
+        from .graph import op_signature
 
         return self.inner.estimate(self.parent_op if op_signature(op) == self.child else op, device, shape)
 
@@ -130,7 +130,7 @@ class AsParent:
 
 def as_parent(cost_model, graph, op_id: str, op_model_graph):
     """:class:`AsParent` for the op model of ``graph``'s ``op_id`` (whose OpGraph is ``op_model_graph``)."""
-    from .cost_models.samples import op_signature
+    from .graph import op_signature
 
     return AsParent(cost_model, graph.ops[op_id], op_signature(op_model_graph.ops[main_op(op_model_graph)]))
 

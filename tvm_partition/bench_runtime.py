@@ -43,7 +43,7 @@ def measure(art_dir: str, repeat: int, seed: int = 0) -> dict:
     folder, :mod:`tvm_partition.bench_ort`, on onnxruntime; its inputs are stored, not seeded here)."""
     from . import bench_ort
     from .devices import fingerprint_id
-    from .run import Runner, latency_stats
+    from .runner import Runner, latency_stats
 
     if bench_ort.is_artifact(art_dir):
         times, kinds = bench_ort.time_runs(art_dir, repeat), ["cpu"]

@@ -27,6 +27,7 @@ from tvm import relax
 from .devices import DeviceSpec
 from .passes import ApplyPlan, PropagateVDevice
 from .plan import Plan
+from .tuning import apply_schedules, schedule_gpu, tuning_target
 
 
 #: PrimFunc attribute naming the schedule a kernel got (:meth:`tvm_partition.tuning.Schedules.schedule`):
@@ -100,35 +101,6 @@ def attach_targets(mod: tvm.IRModule, devices: list[DeviceSpec]) -> tuple[tvm.IR
     return out, placed
 
 
-def schedule_gpu(mod: tvm.IRModule, kernel_devices: dict[str, str], devices: list[DeviceSpec]) -> tvm.IRModule:
-    """dlight's default GPU schedules for every kernel placed on a GPU.
-
-    Rules are tried in dlight's order (Matmul, GEMV, Reduction, GeneralReduction, Fallback); a rule
-    that raises on a kernel (0.27's GEMV asserts on some reduction shapes) is skipped for that
-    kernel instead of failing the build. A kernel no rule schedules is an error: unscheduled CUDA
-    code would compile silently into host code.
-    """
-    import tvm.s_tir.dlight as dl
-
-    gpu_names = {d.name for d in devices if d.kind == "gpu"}
-    rules = [dl.gpu.Matmul(), dl.gpu.GEMV(), dl.gpu.Reduction(), dl.gpu.GeneralReduction(), dl.gpu.Fallback()]
-    out = tvm.IRModule(dict(mod.functions), attrs=mod.attrs, global_infos=mod.global_infos)
-    for gv, func in mod.functions_items():
-        if kernel_devices.get(gv.name_hint) not in gpu_names or (func.attrs and func.attrs.get("tirx.is_scheduled")):
-            continue
-        for rule in rules:
-            try:
-                scheduled = dl.ApplyDefaultSchedule(rule)(tvm.IRModule({gv: func}))[gv]
-            except Exception:  # noqa: BLE001 - a dlight rule's internal assertion: try the next rule
-                continue
-            if scheduled.attrs and scheduled.attrs.get("tirx.is_scheduled"):
-                out[gv] = scheduled
-                break
-        else:
-            raise BuildError(f"no dlight GPU schedule applies to kernel {gv.name_hint}")
-    return out
-
-
 def lower(mod: tvm.IRModule, plan: Plan, graph=None, schedules=None) -> tuple[tvm.IRModule, dict[str, str]]:
     """Steps 1-6 of the pipeline: the module ``tvm.compile`` receives, and where each kernel runs.
 
@@ -155,7 +127,6 @@ def lower(mod: tvm.IRModule, plan: Plan, graph=None, schedules=None) -> tuple[tv
     mod = seq(mod)
     mod, placed = attach_targets(mod, plan.devices)
     if schedules is not None:
-        from .tuning import apply_schedules
 
         mod, labels = apply_schedules(mod, placed, plan.devices, schedules)
         for name, label in labels.items():
@@ -290,8 +261,7 @@ def build_reference(mod: tvm.IRModule, plan: Plan, database=None) -> BuildResult
     t0 = time.perf_counter()
     device = plan.devices[0]
     if database is not None:
-        from .tuning import tuning_target
-
+    
         with database:  # MetaScheduleApplyDatabase takes the current database before its work_dir
             mod = relax.get_pipeline("static_shape_tuning", total_trials=0, target=tuning_target(device))(mod)
         mod = tvm.IRModule({gv: (f.with_attr(SCHEDULE_ATTR, "tuned") if isinstance(f, tvm.tirx.PrimFunc) and f.attrs

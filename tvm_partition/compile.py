@@ -37,7 +37,7 @@ import numpy as np
 
 from . import artifact
 from .devices import DEFAULT_GPU_ARCH, DeviceError, DeviceSpec, cpu_target, gpu_available, hardware_fingerprint, parse_devices
-from .plan import Plan, PlanError, Split
+from .plan import Plan, PlanError
 
 
 def _lazy():
@@ -101,46 +101,6 @@ class Compiled:
         )
 
 
-def make_plan(graph, devices: list[DeviceSpec], strategy: str = "auto", plan_file: str | None = None,
-              **options) -> Plan:
-    """The plan of :func:`plan_and_simulate`."""
-    return plan_and_simulate(graph, devices, strategy, plan_file, **options)[0]
-
-
-def plan_and_simulate(graph, devices: list[DeviceSpec], strategy: str = "auto", plan_file: str | None = None,
-                      topology=None, time_limit: float = 10.0, cost_model=None, split_ratios=()):
-    """Plan ``graph`` with ``strategy`` (a name of :data:`tvm_partition.planners.STRATEGIES`) or
-    take ``plan_file`` (a plan file, or a :class:`Plan`); ``cost_model`` (default: :func:`tvm_partition.cost_models.default_cost_model`)
-    prices the plan. ``topology`` / ``time_limit`` / ``split_ratios`` are for the placement
-    strategies (milp...). ``predicted_latency_us`` is the simulated latency (:mod:`.simulate`),
-    whatever the strategy, so every plan is scored the same way. Returns ``(plan, simulation)``."""
-    _, _, _, planners, _ = _lazy()
-    from .planners.placement import STRATEGY_NAMES, plan_placement
-    from .simulate import simulate
-
-    if cost_model is None:
-        from .cost_models import default_cost_model
-
-        cost_model = default_cost_model(devices)[0]
-    if isinstance(plan_file, Plan):
-        plan = plan_file
-    elif plan_file:
-        plan = Plan.load(plan_file)
-    elif strategy in STRATEGY_NAMES:
-        plan = plan_placement(strategy, graph, devices, cost_model, topology, time_limit, split_ratios)
-    else:
-        plan = planners.plan_with(strategy, graph, devices, cost_model)
-    plan.validate(graph)
-    if not plan_file:  # a planner's ratios, written as the exact fractions its cuts make (tvm_partition.align)
-        plan.ops = {k: d.exact(graph.ops[k].output_shapes[-1][d.dim], graph.ops[k].granules.get(d.dim, 1))
-                    if isinstance(d, Split) else d for k, d in plan.ops.items()}
-    sim = simulate(graph, plan, cost_model)
-    plan.predicted_latency_us = sim.latency_us
-    plan.meta["predicted"] = {"latency_us": sim.latency_us, "sum_us": sim.sum_us, "cost_model": type(cost_model).__name__,
-                              "sources": sim.op_sources}
-    return plan, sim
-
-
 def compile_model(model, devices: list[DeviceSpec], strategy: str = "auto", plan_file: str | None = None,
                   tuning_db: str | None = None, num_threads: int | None = None, tune_budget_s: float | None = None,
                   **planning) -> Compiled:
@@ -148,8 +108,8 @@ def compile_model(model, devices: list[DeviceSpec], strategy: str = "auto", plan
     exist: kernels are then transferred from the shipped databases, :func:`tuning.open_schedules`;
     None: TVM's default schedules, no tuning); ``tune_budget_s``: first tune the plan's kernels
     into ``tuning_db`` for that long, those with most to gain first (:func:`tuning.tune_with_progress`);
-    ``planning``: :func:`make_plan`'s keyword arguments (``cost_model``, placement options)."""
-    build, _, graph_mod, _, _ = _lazy()
+    ``planning``: :func:`tvm_partition.planners.plan_and_simulate`'s keyword arguments (``cost_model``, placement options)."""
+    build, _, graph_mod, planners, _ = _lazy()
     from .align import align_splits
     from .tuning import open_schedules
 
@@ -157,7 +117,7 @@ def compile_model(model, devices: list[DeviceSpec], strategy: str = "auto", plan
     schedules = open_schedules(tuning_db) if tuning_db else None
     align_splits(g, devices, schedules)
     t0 = time.perf_counter()
-    plan, sim = plan_and_simulate(g, devices, strategy, plan_file, **planning)
+    plan, sim = planners.plan_and_simulate(g, devices, strategy, plan_file, **planning)
     plan_s = time.perf_counter() - t0
     if tune_budget_s and tuning_db:
         schedules = _tune_plan(model, plan, g, tuning_db, tune_budget_s)
@@ -224,7 +184,7 @@ def check(compiled: Compiled, out_dir: str | None = None) -> tuple[float, float]
     Returns ``(max_abs_err, tolerance)``. Where the plan names a GPU and none exists, the same
     plan is rebuilt for ``cpu,cpu`` (the second CPU stands in for the GPU).
     """
-    from .run import Runner
+    from .runner import Runner
 
     plan = compiled.plan
     local = local_devices(plan.devices)

@@ -30,7 +30,8 @@ import zipfile
 from . import artifact
 
 #: tvm_partition modules the runner needs (numpy + TVM runtime only).
-RUNTIME_MODULES = ("__init__.py", "artifact.py", "devices.py", "inputs.py", "run.py", "remote.py", "pipeline.py")
+RUNTIME_MODULES = ("__init__.py", "artifact.py", "devices.py", "inputs.py", "runner.py", "run.py", "remote.py",
+                   "pipeline.py")
 #: Parts of the tvm / tvm_ffi packages an edge server does not need.
 DROP = {"3rdparty", "include", "src", "web", "cmake", "lib64", "cython", "__pycache__",
         "libtvm_compiler.so", "CMakeLists.txt"}

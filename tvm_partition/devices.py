@@ -205,3 +205,15 @@ def fingerprint_id(fp: dict | None = None) -> str:
 
 def dumps(devices: list[DeviceSpec]) -> str:
     return json.dumps([d.to_json() for d in devices])
+
+
+#: The shipped tuning logs (the repository's ``tuning_logs/``); override with --tuning-logs.
+DEFAULT_LOGS = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "tuning_logs")
+
+
+def database_dir(logs: str | None = None, fingerprint: str | None = None) -> str:
+    """``logs`` itself if it already holds a database, else ``logs/<fingerprint>``."""
+    logs = logs or DEFAULT_LOGS
+    if os.path.exists(os.path.join(logs, "database_workload.json")):
+        return logs
+    return os.path.join(logs, fingerprint or fingerprint_id())

@@ -45,6 +45,16 @@ def make_op_id(index: int, fused_name: str, limit: int = 48) -> str:
     return f"{index:03d}_{fused_name}"
 
 
+def op_signature(op) -> str:
+    """A stable name for an op's computation at its full shapes, the key of its samples.
+
+    Two ops with the same fused kernel name, shapes, dtypes and FLOPs (an LSTM's repeated steps)
+    share it, so their samples are shared too."""
+    text = "|".join([op.kind, op.fused_name, repr(op.input_shapes), repr(op.input_dtypes),
+                     repr(op.output_shapes), repr(op.output_dtypes), f"{op.flops:.0f}"])
+    return f"{op.kind}-{hashlib.sha1(text.encode()).hexdigest()[:12]}"
+
+
 class GraphError(ValueError):
     """The module cannot be analysed (dynamic shapes, impure calls...); the message says why."""
 

@@ -29,7 +29,7 @@ import numpy as np
 from . import artifact
 from .devices import DeviceError
 from .remote import Endpoint, RemoteError, RemoteRunner, connect
-from .run import latency_line, read_inputs, write_outputs
+from .runner import latency_line, read_inputs, write_outputs
 
 PIPELINE = "pipeline.json"
 

@@ -78,7 +78,7 @@ def _graphs(args):
 
 def main(argv=None) -> int:
     args = _parser().parse_args(argv)
-    from .devices import DeviceError, fingerprint_id, parse_devices
+    from .devices import DeviceError, parse_devices
     from .tuning import DEFAULT_LOGS, database_dir
 
     logs = args.tuning_logs or DEFAULT_LOGS
@@ -103,7 +103,7 @@ def main(argv=None) -> int:
             return 0
         if args.explain:
             from .cost_models.profiled import ProfiledCostModel
-            from .cost_models.samples import op_signature
+            from .graph import op_signature
 
             sigs = None
             if args.models:

@@ -31,7 +31,7 @@ import uuid
 import numpy as np
 
 from . import artifact
-from .run import Runner
+from .runner import Runner
 
 #: Reconnect attempts after a lost connection, and the first back-off (doubled each attempt).
 RETRIES = 3

@@ -131,7 +131,7 @@ def choose_cuts(func, n: int, cut_after: list[str] | None = None) -> list[tuple[
 def plan_of(model, plan_file: str | None, strategy: str | None, servers: int, time_limit: float = 10.0):
     """The placement plan to stage: read from ``plan_file`` or made by a placement strategy over
     ``servers`` CPU devices (``cpu,cpu1,...``); one plan device is one server."""
-    from .compile import make_plan
+    from .planners import make_plan
     from .devices import parse_devices
     from .graph import OpGraph
     from .plan import Plan, PlanError

@@ -22,12 +22,8 @@ import time
 
 import tvm
 
-from .devices import DeviceSpec, fingerprint_id
+from .devices import DEFAULT_LOGS, DeviceSpec, database_dir  # noqa: F401 (database_dir: re-exported)
 from .transfer import same_device
-
-#: The shipped tuning logs (the repository's ``tuning_logs/``); override with --tuning-logs.
-DEFAULT_LOGS = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "tuning_logs")
-
 
 class TuningError(RuntimeError):
     """Tuning cannot run (no such device here, unreadable database); the message says why."""
@@ -45,14 +41,6 @@ class Kernel:
         """Does arithmetic. Kernels that only move data (slices, reshapes: TVM estimates 0 FLOPs)
         keep TVM's default schedule and are never tuned."""
         return self.flops > 0
-
-
-def database_dir(logs: str | None = None, fingerprint: str | None = None) -> str:
-    """``logs`` itself if it already holds a database, else ``logs/<fingerprint>``."""
-    logs = logs or DEFAULT_LOGS
-    if os.path.exists(os.path.join(logs, "database_workload.json")):
-        return logs
-    return os.path.join(logs, fingerprint or fingerprint_id())
 
 
 #: Databases opened for reading, by (folder, size and mtime of its files): parsing a database of a
@@ -328,6 +316,35 @@ def apply_schedules(mod: tvm.IRModule, kernel_devices: dict[str, str], devices: 
         out[gv] = new.with_attr("target", func.attrs["target"])
         labels[gv.name_hint] = label
     return out, labels
+
+
+def schedule_gpu(mod: tvm.IRModule, kernel_devices: dict[str, str], devices: list[DeviceSpec]) -> tvm.IRModule:
+    """dlight's default GPU schedules for every kernel placed on a GPU.
+
+    Rules are tried in dlight's order (Matmul, GEMV, Reduction, GeneralReduction, Fallback); a rule
+    that raises on a kernel (0.27's GEMV asserts on some reduction shapes) is skipped for that
+    kernel instead of failing the build. A kernel no rule schedules is an error: unscheduled CUDA
+    code would compile silently into host code.
+    """
+    import tvm.s_tir.dlight as dl
+
+    gpu_names = {d.name for d in devices if d.kind == "gpu"}
+    rules = [dl.gpu.Matmul(), dl.gpu.GEMV(), dl.gpu.Reduction(), dl.gpu.GeneralReduction(), dl.gpu.Fallback()]
+    out = tvm.IRModule(dict(mod.functions), attrs=mod.attrs, global_infos=mod.global_infos)
+    for gv, func in mod.functions_items():
+        if kernel_devices.get(gv.name_hint) not in gpu_names or (func.attrs and func.attrs.get("tirx.is_scheduled")):
+            continue
+        for rule in rules:
+            try:
+                scheduled = dl.ApplyDefaultSchedule(rule)(tvm.IRModule({gv: func}))[gv]
+            except Exception:  # noqa: BLE001 - a dlight rule's internal assertion: try the next rule
+                continue
+            if scheduled.attrs and scheduled.attrs.get("tirx.is_scheduled"):
+                out[gv] = scheduled
+                break
+        else:
+            raise TuningError(f"no dlight GPU schedule applies to kernel {gv.name_hint}")
+    return out
 
 
 # ----------------------------------------------------------------------------- transfer

@@ -14,7 +14,7 @@ def open_cost_model(devices, logs: str | None = None, fallback: CostModel | None
     fingerprint, or ``logs`` itself when it is a fingerprint folder."""
     import os
 
-    from ..tuning import DEFAULT_LOGS, database_dir
+    from ..devices import DEFAULT_LOGS, database_dir
 
     logs = logs or DEFAULT_LOGS
     folder = logs if os.path.exists(os.path.join(logs, "profile.jsonl")) else database_dir(logs)
@@ -41,7 +41,7 @@ def gpu_logs(logs: str | None = None) -> str | None:
     has GPU samples: what a machine without a GPU plans ``cpu,gpu`` with."""
     import os
 
-    from ..tuning import DEFAULT_LOGS
+    from ..devices import DEFAULT_LOGS
 
     logs = logs or DEFAULT_LOGS
     if _has_gpu_profile(logs):

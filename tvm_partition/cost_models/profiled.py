@@ -29,7 +29,7 @@ from collections import defaultdict
 from . import patterns, xgb
 from .base import CostModel, Estimate, cut_axes, full_shape, part_fraction
 from .logs import ProfileLog
-from .samples import op_signature
+from ..graph import op_signature
 
 
 FITS_FILE = "fits.json"

@@ -25,7 +25,7 @@ import time
 from . import timing
 from .logs import ProfileLog, sample_key
 from .samples import (COMM_BYTES, LAUNCH_CHAIN, Sample, build_library, comm_function, launch_function,
-                      op_signature, sample_function, samples_of)
+                      sample_function, samples_of)
 
 BUNDLE_FORMAT = 1
 #: Samples built and timed per chunk of a round: the budget is checked between chunks, and a

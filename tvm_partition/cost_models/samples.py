@@ -16,9 +16,9 @@ of sizes: the slice and concat kernels are built here, copies are timed by the r
 from __future__ import annotations
 
 import dataclasses
-import hashlib
 import math
 
+from ..graph import op_signature
 from ..split_rules import IllegalSplit, Region, is_tensor, shape_of, substitute_operands, tensor_operands
 
 #: EOP Sec. 2.3: batch sizes are sampled from 1 to 1024.
@@ -27,16 +27,6 @@ MAX_BATCH = 1024
 MAX_SAMPLE_BYTES = 256 << 20
 #: Tensor sizes (bytes) of the communication samples.
 COMM_BYTES = tuple(4 << k for k in range(0, 25, 2))  # 4 B .. 64 MiB
-
-
-def op_signature(op) -> str:
-    """A stable name for an op's computation at its full shapes, the key of its samples.
-
-    Two ops with the same fused kernel name, shapes, dtypes and FLOPs (an LSTM's repeated steps)
-    share it, so their samples are shared too."""
-    text = "|".join([op.kind, op.fused_name, repr(op.input_shapes), repr(op.input_dtypes),
-                     repr(op.output_shapes), repr(op.output_dtypes), f"{op.flops:.0f}"])
-    return f"{op.kind}-{hashlib.sha1(text.encode()).hexdigest()[:12]}"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -283,8 +273,7 @@ def build_library(functions: dict[str, object], device, schedules=None) -> Kerne
     import tvm
     import tvm_ffi
 
-    from ..build import schedule_gpu
-    from ..tuning import apply_schedules
+    from ..tuning import apply_schedules, schedule_gpu
 
     target = device.tvm_target()
     prims, by_hash, samples = {}, {}, {}

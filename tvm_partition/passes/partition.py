@@ -30,7 +30,7 @@ class PartitionPass:
         self.plan = None
 
     def transform_module(self, mod: tvm.IRModule, _ctx) -> tvm.IRModule:
-        from ..compile import make_plan
+        from ..planners import make_plan
         from ..graph import OpGraph
 
         graph = OpGraph(mod, self.func_name)

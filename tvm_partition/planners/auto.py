@@ -12,14 +12,13 @@ from __future__ import annotations
 from ..plan import Plan, PlanError
 from ..simulate import Simulator
 from .baselines import pick
+from .problem import ProblemError
+from .registry import STRATEGIES
 
 CANDIDATES = ("cpu", "gpu", "equal", "fixed", "eop", "heft", "metf", "msct", "dp")
 
 
 def plan_auto(graph, devices, cost_model, candidates=CANDIDATES) -> Plan:
-    from . import STRATEGIES
-    from .problem import ProblemError
-
     if cost_model is None:
         raise PlanError("the auto strategy needs a cost model")
     sim = Simulator(graph, cost_model)

@@ -109,22 +109,3 @@ def plan_fixed(graph: OpGraph, devices: list[DeviceSpec], cost_model, groups: li
             else:
                 ops[v] = Split(dim, (beta, round(1 - beta, 2)), (acc, host))
     return Plan(devices, ops, strategy="fixed", meta={"fixed": {"gpu_ratio": ratios}})
-
-
-def plan_eop(graph: OpGraph, devices: list[DeviceSpec], cost_model) -> Plan:
-    if cost_model is None:
-        raise PlanError("the eop strategy needs a cost model")
-    from .eop import plan_eop as plan
-
-    return plan(graph, devices, cost_model)
-
-
-STRATEGIES = {"cpu": plan_cpu, "gpu": plan_gpu, "equal": plan_equal, "fixed": plan_fixed, "eop": plan_eop}
-
-
-def plan_with(strategy: str, graph: OpGraph, devices: list[DeviceSpec], cost_model=None) -> Plan:
-    try:
-        fn = STRATEGIES[strategy]
-    except KeyError:
-        raise PlanError(f"unknown strategy {strategy!r}: choose one of {', '.join(STRATEGIES)}") from None
-    return fn(graph, devices, cost_model)

@@ -40,9 +40,9 @@ from __future__ import annotations
 import dataclasses
 import time
 
-from ..cost_models.samples import op_signature
+from ..graph import op_signature
 from ..graph import OpGraph
-from ..plan import OnDevice, Plan, Split
+from ..plan import OnDevice, Plan, PlanError, Split
 from ..simulate import Simulator
 from ..split_rules import IllegalSplit, Region, is_tensor
 from .baselines import accelerator, pick
@@ -385,4 +385,6 @@ class EOP:
 def plan_eop(graph: OpGraph, devices, cost_model, threshold: float = 0.95, collaborative: bool = True,
              simulator: Simulator | None = None) -> Plan:
     """The EOP plan of ``graph`` (see the module docstring)."""
+    if cost_model is None:
+        raise PlanError("the eop strategy needs a cost model")
     return EOP(graph, devices, cost_model, threshold, simulator).plan(collaborative)
