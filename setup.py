@@ -11,6 +11,7 @@ setup(
     license="Apache-2.0",
     python_requires=">=3.10",
     packages=find_packages(include=["tvm_partition", "tvm_partition.*"]),
+    entry_points={"console_scripts": ["tvm-partition=tvm_partition.cli:main"]},
     install_requires=[
         "apache-tvm==0.27.0.post1",
         # apache-tvm-ffi 0.1.15.x segfaults serialising IRModules with TVM 0.27.0.post1

@@ -4,7 +4,7 @@
 
 Every dense (matmul) kernel is split on its batch dimension, 70 % of the rows on the GPU and
 30 % on the CPU; every other kernel runs whole on the GPU. The plan is saved as plan.json and
-compiled with ``python -m tvm_partition.compile lstm --plan plan.json --check``.
+compiled with ``tvm-partition compile lstm --plan plan.json --check``.
 """
 
 import argparse

@@ -248,7 +248,7 @@ def test_bad_input_is_one_line_and_exit_2(argv, message, tmp_path, capsys):
 
 def test_settings_sweep_and_quick():
     def settings(*argv):
-        return bench.settings(bench._parser().parse_args(list(argv)))
+        return bench.settings(bench.parser().parse_args(list(argv)))
 
     assert settings("--models", "lstm,resnet18", "--sweep", "batch=2,4") == [
         ("lstm", {"batch": 2}), ("lstm", {"batch": 4}), ("resnet18", {"batch": 2}), ("resnet18", {"batch": 4})]
@@ -379,7 +379,7 @@ def test_onnxruntime_row_runs_the_same_model_as_our_build(tmp_path):
 
 
 def test_onnxruntime_row_is_for_onnx_models_only(tmp_path):
-    args = bench._parser().parse_args([])
+    args = bench.parser().parse_args([])
     assert bench.strategies(args)[-2:] == ["tvm-cpu", "onnxruntime"]
     out = tmp_path / "res"
     rc, text, err = run_bench(*LSTM, "--strategies", "onnxruntime", "--out", out)

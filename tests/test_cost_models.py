@@ -218,7 +218,7 @@ def test_cost_model_without_profile_says_what_to_run_or_falls_back(tmp_path):
 
     graph = OpGraph(mlp_model().mod)
     op = next(o for o in graph.ops.values() if o.kind == "matmul")
-    with pytest.raises(CostModelError, match="tvm_partition.profile"):
+    with pytest.raises(CostModelError, match="tvm-partition profile"):
         ProfiledCostModel(str(tmp_path)).op_time(op, "gpu")
     roof = AnalyticCostModel({"cpu": DeviceRoofline(100, 20), "gpu": DeviceRoofline(10000, 1000)})
     est = ProfiledCostModel(str(tmp_path), fallback=roof).estimate(op, "gpu")
@@ -315,14 +315,14 @@ def test_cli_help_and_clear_errors(tmp_path):
     r = _cli("-m", "tvm_partition.profile", "--tuning-logs", str(tmp_path))
     assert r.returncode == 2 and "name at least one model" in r.stderr
     r = _cli("-m", "tvm_partition.profile", "--evaluate", "--tuning-logs", str(tmp_path))
-    assert r.returncode == 1 and "no op profiled" in r.stderr and "Traceback" not in r.stderr
+    assert r.returncode == 2 and "no op profiled" in r.stderr and "Traceback" not in r.stderr
     r = _cli("-m", "tvm_partition.profile", "nosuchmodel", "--tuning-logs", str(tmp_path))
-    assert r.returncode == 1 and "unknown model" in r.stderr and "Traceback" not in r.stderr
+    assert r.returncode == 2 and "unknown model" in r.stderr and "Traceback" not in r.stderr
     from tvm_partition.devices import gpu_available
 
     if not gpu_available():
         r = _cli("-m", "tvm_partition.profile", str(LINEAR_ONNX), "--devices", "cpu,gpu", "--tuning-logs", str(tmp_path))
-        assert r.returncode == 1 and "--export-bundle" in r.stderr and "Traceback" not in r.stderr
+        assert r.returncode == 2 and "--export-bundle" in r.stderr and "Traceback" not in r.stderr
 
 
 def test_bundle_runs_with_the_runtime_only_and_imports_back(tmp_path):
@@ -365,4 +365,4 @@ def test_profile_over_rpc_times_on_the_server_and_logs_here(tmp_path):
     assert log.ops() and log.comms() and all(x["fingerprint"]["rpc"] == f"127.0.0.1:{port}" for x in log.records)
     assert not [x for x in log.comms() if x["comm"] == "copy"]  # copies are not timed over RPC
     r = _cli("-m", "tvm_partition.profile", LINEAR_ONNX, "--rpc", "127.0.0.1:1", "--tuning-logs", str(tmp_path))
-    assert r.returncode == 1 and "cannot connect" in r.stderr and "Traceback" not in r.stderr
+    assert r.returncode == 2 and "cannot connect" in r.stderr and "Traceback" not in r.stderr

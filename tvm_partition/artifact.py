@@ -18,13 +18,14 @@ import time
 import numpy as np
 
 from .devices import DeviceSpec
+from .errors import TvmPartitionError
 
 FILES = ("model.so", "params.npz", "plan.json")
 MANIFEST = "manifest.json"
 FORMAT_VERSION = 1
 
 
-class ArtifactError(ValueError):
+class ArtifactError(TvmPartitionError, ValueError):
     """A missing, corrupt or mismatched artifact; the message names the file."""
 
 

@@ -1,10 +1,5 @@
 """End-to-end benchmark: every strategy side by side, planned, compiled, saved and measured in one run.
 
-    python -m tvm_partition.bench [--models lstm,gru,...] [--devices cpu,cpu|cpu,gpu] [--strategies S,...]
-        [--quick] [--sweep batch=8,16,32] [--split-ops N] [--repeat N] [--out DIR] [--force] [--tuning-logs DIR | --no-tuning]
-        [--batch N] [--seq-len N] [--layers N] [--image-size N] [--export-bundle DIR] [--import DIR]
-        [--update-benchmarks [--benchmarks FILE]]
-
 For each model setting (``--sweep KEY=V,V`` repeats each model at each value, like EOP Fig. 9) and
 each strategy: plan and compile with :func:`tvm_partition.compile.compile_model` (the cost model
 of :func:`tvm_partition.cost_models.default_cost_model`, this machine's tuning database), save the
@@ -49,9 +44,10 @@ import sys
 import tempfile
 import time
 
-from . import bench_ops, bench_ort
+from . import bench_ops, bench_ort, flags
 from . import bench_results as results
 from .bench_runtime import BUNDLE_SPEC, RESULTS, measure_isolated
+from .errors import TvmPartitionError
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 #: EOP Table 3's workloads; their zoo defaults are the paper's settings.
@@ -68,40 +64,38 @@ REFERENCES = (REFERENCE, bench_ort.NAME)
 BUNDLE_MODULES = ("bench_runtime.py", "bench_results.py", "bench_ort.py")
 
 
-class BenchError(ValueError):
+class BenchError(TvmPartitionError, ValueError):
     """Bad arguments; the message names the thing and the fix."""
 
 
-def _parser() -> argparse.ArgumentParser:
+def parser():
     from . import zoo
-    from .devices import DEFAULT_GPU_ARCH
-    from .frontend import add_model_args
 
-    ap = argparse.ArgumentParser(prog="python -m tvm_partition.bench", description=__doc__.split("\n\n")[0],
-                                 epilog=f"zoo models: {', '.join(zoo.NAMES)}")
-    ap.add_argument("--models", help=f"comma-separated zoo names or .onnx paths (default: {','.join(DEFAULT_MODELS)})")
-    ap.add_argument("--devices", default="cpu,cpu", help="device set: cpu,cpu (default), cpu,gpu, ...")
-    ap.add_argument("--strategies", help=f"comma-separated (default: {','.join(DEFAULT_STRATEGIES + REFERENCES)}; "
+    ap = flags.parser("bench", __doc__, epilog=f"zoo models: {', '.join(zoo.NAMES)}")
+    ap.add_argument("--models", metavar="M,...", help=f"comma-separated zoo names or .onnx paths (default: {','.join(DEFAULT_MODELS)})")
+    flags.add_devices(ap, "cpu,cpu", "device set: cpu,cpu (default), cpu,gpu, ...")
+    ap.add_argument("--strategies", metavar="S,...", help=f"comma-separated (default: {','.join(DEFAULT_STRATEGIES + REFERENCES)}; "
                                          f"those the planner registry has; {bench_ort.NAME} for .onnx models only)")
     ap.add_argument("--quick", action="store_true", help=f"small settings ({', '.join(QUICK_MODELS)}; "
                                                          f"{', '.join(QUICK_STRATEGIES)}; 10 repeats)")
     ap.add_argument("--sweep", metavar="KEY=V,V", help="repeat each model at each value, e.g. batch=8,16,32")
-    ap.add_argument("--split-ops", type=int, default=0, metavar="N",
+    ap.add_argument("--split-ops", type=flags.at_least(0), default=0, metavar="N",
                     help="also the N heaviest key ops of each model alone: whole on each device and split, "
                          "against the ideal co-execution bound (see tvm_partition.bench_ops)")
-    ap.add_argument("--repeat", type=int, help="timed end-to-end runs per row (default 20, --quick 10)")
-    ap.add_argument("--out", help="results folder (default: benchmarks/results/<fingerprint>/bench/)")
+    ap.add_argument("--repeat", type=flags.at_least(1), metavar="N",
+                    help="timed end-to-end runs per row (default 20, --quick 10)")
+    flags.add_out(ap, "results folder (default: benchmarks/results/<fingerprint>/bench/)")
     ap.add_argument("--force", action="store_true", help="measure rows measured before again")
-    ap.add_argument("--tuning-logs", help="tuning logs folder (database and profile; default: the shipped one)")
+    flags.add_tuning_logs(ap)
     ap.add_argument("--no-tuning", action="store_true", help="build without the tuning database")
-    ap.add_argument("--time-limit", type=float, default=10.0, help="milp: solver seconds (default 10)")
-    ap.add_argument("--timeout", type=float, default=1800, help="seconds to measure one artifact (default 1800)")
-    ap.add_argument("--threads", type=int, help="CPU threads the runner uses (default: all cores here; give the "
-                                                "measuring machine's with --export-bundle)")
-    ap.add_argument("--target-cpu", help="LLVM -mcpu of the measuring machine's CPU (default: this machine's)")
-    ap.add_argument("--gpu-arch", default=DEFAULT_GPU_ARCH, help=f"CUDA arch (default {DEFAULT_GPU_ARCH})")
-    ap.add_argument("--artifacts", help="keep the compiled artifacts in this folder (default: deleted after measuring)")
-    add_model_args(ap)
+    flags.add_time_limit(ap, "milp: solver seconds (default 10)")
+    ap.add_argument("--timeout", type=flags.positive(float), default=1800, metavar="S",
+                    help="seconds to measure one artifact (default 1800)")
+    flags.add_threads(ap, "CPU threads the runner uses (default: all cores here; give the measuring machine's "
+                          "with --export-bundle)")
+    flags.add_targets(ap, "LLVM -mcpu of the measuring machine's CPU (default: this machine's)")
+    ap.add_argument("--artifacts", metavar="DIR", help="keep the compiled artifacts in this folder (default: deleted after measuring)")
+    flags.add_model_args(ap)
     ap.add_argument("--export-bundle", metavar="DIR", help="compile every row into DIR with DIR/run_bench.py for a "
                                                            "machine without a compiler; measure nothing here")
     ap.add_argument("--import", dest="import_", metavar="DIR", help="read the results of a bundle measured elsewhere")
@@ -339,7 +333,7 @@ def run(args, out: str) -> tuple[list[tuple], int]:
     from tqdm import tqdm
 
     from . import frontend
-    from .compile import _tuning_db
+    from .tuning import local_database
     from .cost_models import default_cost_model
     from .devices import gpu_available, parse_devices
     from .frontend import MODEL_OPTIONS
@@ -351,7 +345,7 @@ def run(args, out: str) -> tuple[list[tuple], int]:
                          "with --export-bundle DIR, run `python3 DIR/run_bench.py` on the GPU machine, then "
                          "--import DIR here")
     todo, names = settings(args), strategies(args)
-    tuning_db = None if args.no_tuning else _tuning_db(args.tuning_logs)
+    tuning_db = None if args.no_tuning else local_database(args.tuning_logs)
     cost_model, note = default_cost_model(devices, args.tuning_logs)
     command = "python -m tvm_partition.bench " + shlex.join(args.argv)
     existing = _bundle_rows(args.export_bundle) if args.export_bundle else results.load(out)
@@ -455,24 +449,15 @@ def _print_summary(folder: str, keys: list[tuple]) -> None:
               f"pred err: (predicted - measured) / measured; results in {folder})")
 
 
+@flags.command
 def main(argv=None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
-    args = _parser().parse_args(argv)
+    args = parser().parse_args(argv)
     args.argv = argv
-    from . import frontend
-    from .artifact import ArtifactError
-    from .devices import DeviceError, fingerprint_id
+    from .devices import fingerprint_id
 
     measure_requested = bool(args.models or args.quick) or not (args.import_ or args.update_benchmarks)
     args.repeat = args.repeat if args.repeat is not None else (10 if args.quick else 20)
-    if args.split_ops < 0:
-        print("error: --split-ops must be >= 0", file=sys.stderr)
-        return 2
-    for flag in ("repeat", "batch", "seq_len", "layers", "image_size", "threads"):
-        v = getattr(args, flag)
-        if v is not None and v < 1:
-            print(f"error: --{flag.replace('_', '-')} must be >= 1", file=sys.stderr)
-            return 2
     out = args.out or os.path.join(REPO, "benchmarks", "results", fingerprint_id(), "bench")
     t0, failed = time.monotonic(), 0
     try:
@@ -485,7 +470,7 @@ def main(argv=None) -> int:
             if args.export_bundle:
                 print(f"bundle {args.export_bundle}: {len(keys)} rows; there: python3 "
                       f"{os.path.join(args.export_bundle, 'run_bench.py')} (runtime-only TVM on PYTHONPATH); "
-                      f"here: python -m tvm_partition.bench --import {args.export_bundle}")
+                      f"here: tvm-partition bench --import {args.export_bundle}")
             else:
                 _print_summary(out, keys)
             print(f"{len(keys)} rows, {failed} failed, in {time.monotonic() - t0:.0f} s")
@@ -495,7 +480,7 @@ def main(argv=None) -> int:
             folders = report_folders(args)
             update(args.benchmarks, folders)
             print(f"updated {args.benchmarks} from {', '.join(folders) or 'no results'}")
-    except (BenchError, DeviceError, ArtifactError, frontend.ModelError, ValueError, OSError) as e:
+    except (ValueError, OSError) as e:  # unreadable results or bundle files
         print(f"error: {e}", file=sys.stderr)
         return 2
     return 1 if failed else 0

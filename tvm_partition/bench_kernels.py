@@ -1,7 +1,5 @@
 """Kernel benchmark: tuned vs default schedules on this machine's CPU, against its measured peak.
 
-    python -m tvm_partition.bench_kernels [MODEL ...] [--tuning-logs DIR] [--out DIR] [--no-models]
-
 For every compute kernel a model's CPU build launches (the fused PrimFuncs; data-movement kernels
 keep TVM's default schedule and are not listed), it times the kernel alone with TVM's time
 evaluator twice — built by TVM's default llvm pipeline, and with the schedule of the tuning
@@ -25,7 +23,6 @@ tuned gets. Writes ``transfer.json`` and ``transfer.md``.
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import sys
@@ -34,6 +31,7 @@ import time
 
 import numpy as np
 
+from . import flags
 from .devices import fingerprint_id, hardware_fingerprint, parse_devices, use_cpu_threads
 
 DEFAULT_MODELS = ("lstm", "gru", "bert-tiny", "resnet18")
@@ -182,35 +180,40 @@ def render(result: dict) -> str:
     return "\n".join(lines) + "\n"
 
 
-def main(argv=None) -> int:
+def parser():
     from . import zoo
 
-    ap = argparse.ArgumentParser(prog="python -m tvm_partition.bench_kernels", description=__doc__.split("\n\n")[0],
-                                 epilog=f"zoo models: {', '.join(zoo.NAMES)}")
+    ap = flags.parser("bench-kernels", __doc__, epilog=f"zoo models: {', '.join(zoo.NAMES)}")
     ap.add_argument("models", nargs="*", default=list(DEFAULT_MODELS),
                     help=f"zoo names or .onnx paths (default: {' '.join(DEFAULT_MODELS)})")
-    ap.add_argument("--tuning-logs", help="tuning logs folder (default: the shipped tuning_logs/)")
-    ap.add_argument("--out", help="results folder (default: benchmarks/results/<fingerprint>/)")
+    flags.add_tuning_logs(ap)
+    flags.add_out(ap, "results folder (default: benchmarks/results/<fingerprint>/)")
     ap.add_argument("--no-models", action="store_true", help="time kernels only, not whole models")
-    ap.add_argument("--repeat", type=int, default=20, help="end-to-end runs per whole model (default 20)")
+    flags.add_repeat(ap, "end-to-end runs per whole model (default 20)", default=20)
     ap.add_argument("--transfer", action="store_true", help="measure schedule transfer onto parts and unseen shapes "
                                                             "instead (see the module docstring)")
-    ap.add_argument("--fractions", default="0.25,0.3,0.5,0.61,0.75", help="--transfer: part sizes as fractions")
-    args = ap.parse_args(argv)
+    ap.add_argument("--fractions", default="0.25,0.3,0.5,0.61,0.75", metavar="F,F", help="--transfer: part sizes as fractions")
+    return ap
+
+
+@flags.command
+def main(argv=None) -> int:
+    args = parser().parse_args(argv)
     use_cpu_threads()  # before the first kernel starts TVM's thread pool
 
     from . import frontend
-    from .graph import GraphError
     from .tuning import TuningError, database_dir, open_database, open_schedules
 
     repo = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     out = args.out or os.path.join(repo, "benchmarks", "results", fingerprint_id())
     devices = parse_devices("cpu")
     try:
+        for name in args.models:
+            frontend.check_source(name)
         db_path = database_dir(args.tuning_logs)
         db = open_database(db_path)
         if db is None:
-            raise TuningError(f"no tuning database at {db_path}: run python -m tvm_partition.tune first")
+            raise TuningError(f"no tuning database at {db_path}: run tvm-partition tune first")
         fp = hardware_fingerprint()
         from tqdm import tqdm
 
@@ -234,7 +237,7 @@ def main(argv=None) -> int:
                 result["models"].append({"model": model.name,
                                          "default_us": round(bench_model(model, devices, None, args.repeat), 1),
                                          "tuned_us": round(bench_model(model, devices, db_path, args.repeat), 1)})
-    except (frontend.ModelError, GraphError, TuningError, ValueError) as e:
+    except ValueError as e:  # a --fractions that is not numbers
         print(f"error: {e}", file=sys.stderr)
         return 2
     return _write(out, "kernels", result, render)

@@ -6,7 +6,7 @@ and the concat. The best any split can do is the *ideal co-execution bound*
 the same time. With ``t_gpu`` measured from inputs on the host to the output back there, the
 bound includes the copies (a part's copies scale with its share).
 
-``python -m tvm_partition.bench --split-ops N`` adds, per model setting, the ``N`` heaviest key
+``tvm-partition bench --split-ops N`` adds, per model setting, the ``N`` heaviest key
 ops (EOP's selection, one per kernel signature) as models of their own (:func:`op_model`: the op's
 run-time inputs are the model's inputs, its weights are the model's own weights), each measured
 three ways like any benchmark row (strategy ``cpu``, ``gpu`` = the whole op on the accelerator,

@@ -1,6 +1,6 @@
 """Benchmark rows: identity, the results folder (``results.json`` + ``results.csv``) and the summary.
 
-A row is one model x setting x device set x strategy (``python -m tvm_partition.bench``)::
+A row is one model x setting x device set x strategy (``tvm-partition bench``)::
 
     {model, config, devices, strategy, measured_median_us, measured_p90_us, predicted_us, plan_s,
      compile_s, device_names, ideal_us, [error], tuned_kernels, repeat, machine, date, command, ...}

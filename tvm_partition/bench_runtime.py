@@ -146,7 +146,7 @@ def bundle_main(bundle: str, argv=None) -> int:
     results = run_bundle(bundle, args.repeat, args.force, args.timeout)
     failed = sum(1 for r in results if "error" in r)
     print(f"{len(results) - failed} rows measured, {failed} failed: {os.path.join(bundle, RESULTS)}; "
-          f"bring it back and run python -m tvm_partition.bench --import {os.path.basename(os.path.abspath(bundle))}")
+          f"bring it back and run tvm-partition bench --import {os.path.basename(os.path.abspath(bundle))}")
     return 1 if failed else 0
 
 

@@ -25,6 +25,7 @@ import tvm
 from tvm import relax
 
 from .devices import DeviceSpec
+from .errors import TvmPartitionError
 from .passes import ApplyPlan, PropagateVDevice
 from .plan import Plan
 from .tuning import apply_schedules, schedule_gpu, tuning_target
@@ -35,7 +36,7 @@ from .tuning import apply_schedules, schedule_gpu, tuning_target
 SCHEDULE_ATTR = "tvm_partition.schedule"
 
 
-class BuildError(RuntimeError):
+class BuildError(TvmPartitionError, RuntimeError):
     """The plan could not be compiled; the message says which kernel or device."""
 
 

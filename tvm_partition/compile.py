@@ -1,13 +1,7 @@
 """Compile a model into one CPU+GPU split executable.
 
-    python -m tvm_partition.compile [MODEL] [--strategy auto|eop|fixed|equal|cpu|gpu|milp|dominators|dp|heft|metf|msct]
-        [--plan FILE] [--devices cpu,gpu|cpu,cpu|cpu,gpu,gpu...] [--topology FILE] [--time-limit S]
-        [--export-problem FILE] [--batch N] [--seq-len N] [--layers N] [--image-size N]
-        [--tuning-logs DIR | --no-tuning] [--tune-budget S] [--profile-budget S] [--target-cpu MCPU] [--threads N]
-        [--out DIR] [--check] [--explain]
-
 MODEL is a zoo name (default: lstm) or a path to an .onnx file. Kernels the tuning database
-(``python -m tvm_partition.tune``) has records for run their tuned schedules; the others run a
+(``tvm-partition tune``) has records for run their tuned schedules; the others run a
 record of the same computation at other extents where one replays (this machine's or a shipped
 database: :mod:`.transfer`), else TVM's default schedule; ``--explain`` and the manifest say which.
 ``--tune-budget S`` first spends S seconds tuning the plan's kernels; ``--profile-budget S`` first
@@ -20,12 +14,11 @@ predicted plan of the cheap strategies; ``eop`` is the EOP planner (:mod:`.plann
 plan is priced on the cost model by :mod:`.simulate`. The placement strategies (milp,
 dominators, dp, heft, metf, msct) place whole ops over any number of devices using the
 same cost model, ``--topology`` (devices' memory and links) and ``--time-limit``;
-``--export-problem`` writes the model's placement problem for ``python -m tvm_partition.place``.
+``--export-problem`` writes the model's placement problem for ``tvm-partition place``.
 """
 
 from __future__ import annotations
 
-import argparse
 import collections
 import dataclasses
 import os
@@ -35,8 +28,8 @@ import time
 
 import numpy as np
 
-from . import artifact
-from .devices import DEFAULT_GPU_ARCH, DeviceError, DeviceSpec, cpu_target, gpu_available, hardware_fingerprint, parse_devices
+from . import artifact, flags
+from .devices import DeviceSpec, cpu_target, gpu_available, hardware_fingerprint, parse_devices
 from .plan import Plan, PlanError
 
 
@@ -241,7 +234,7 @@ def explain_schedules(compiled: Compiled) -> list[str]:
     tuned = [k for k, v in labels.items() if v == "tuned"]
     moved = {k: v for k, v in labels.items() if v.startswith("transferred")}
     where = (f"database {compiled.tuning_db}" if compiled.tuning_db else
-             "no tuning database of this machine: python -m tvm_partition.tune" if compiled.schedules else "--no-tuning")
+             "no tuning database of this machine: tvm-partition tune" if compiled.schedules else "--no-tuning")
     lines = [f"{len(tuned)} of {len(labels)} kernels tuned ({where}), {len(moved)} transferred, "
              f"{len(labels) - len(tuned) - len(moved)} default"]
     lines += [f"  {k}: tuned" for k in tuned] + [f"  {k}: {v}" for k, v in moved.items()]
@@ -298,16 +291,6 @@ def _profile_model(model, devices: list[DeviceSpec], logs: str | None, tuning_db
           file=sys.stderr)
 
 
-def _tuning_db(logs: str | None) -> str:
-    """This machine's tuning database folder under ``logs`` (default: the shipped tuning_logs/);
-    it need not exist (:func:`compile_model` then transfers from the shipped databases)."""
-    from .tuning import database_dir
-
-    if logs and not os.path.isdir(logs):
-        raise artifact.ArtifactError(f"--tuning-logs {logs}: no such folder")
-    return database_dir(logs)
-
-
 def _ratios(text: str) -> tuple[float, ...]:
     try:
         ratios = tuple(float(x) for x in text.split(",") if x.strip())
@@ -318,117 +301,99 @@ def _ratios(text: str) -> tuple[float, ...]:
     return ratios
 
 
-def parser() -> argparse.ArgumentParser:
+def parser():
     from . import zoo
-    from .frontend import add_model_args
     from .planners import NAMES
 
-    ap = argparse.ArgumentParser(
-        prog="python -m tvm_partition.compile",
-        description="Compile a model into one executable that splits operators over CPU and GPU.",
-        epilog=f"zoo models: {', '.join(zoo.NAMES)}",
-    )
+    ap = flags.parser("compile", "Compile a model into one executable that splits operators over CPU and GPU.",
+                      epilog=f"zoo models: {', '.join(zoo.NAMES)}")
     ap.add_argument("model", nargs="?", default="lstm", help="zoo name or path to an .onnx file (default: lstm)")
     ap.add_argument("--strategy", default="auto", choices=NAMES,
                     help="planner (default: auto, the best predicted of cpu, gpu, equal, fixed, eop and the "
                          "placement heuristics); eop: EOP's key-op split ratios; fixed: subgraph-speedup ratios; "
                          "milp..msct place whole ops over the devices")
-    ap.add_argument("--plan", help="apply this plan.json instead of planning")
-    ap.add_argument("--devices", default="cpu,gpu", help="cpu,gpu (default), cpu,cpu, or more, e.g. cpu,gpu,gpu")
-    ap.add_argument("--topology", help="placement: JSON/YAML with the devices' memory_bytes, bandwidth_Bps and "
-                                       "latency_us (the 'graph' part of a placement problem)")
-    ap.add_argument("--time-limit", type=float, default=10.0, help="placement: solver seconds (default 10)")
-    ap.add_argument("--split-ratios", default="", help="placement: milp may also split key ops at these ratios, "
+    ap.add_argument("--plan", metavar="FILE", help="apply this plan.json instead of planning")
+    flags.add_devices(ap, "cpu,gpu", "cpu,gpu (default), cpu,cpu, or more, e.g. cpu,gpu,gpu")
+    ap.add_argument("--topology", metavar="FILE",
+                    help="placement: JSON/YAML with the devices' memory_bytes, bandwidth_Bps and "
+                         "latency_us (the 'graph' part of a placement problem)")
+    flags.add_time_limit(ap)
+    ap.add_argument("--split-ratios", default="", metavar="R,R", help="placement: milp may also split key ops at these ratios, "
                                                        "e.g. 0.25,0.5,0.75 (joint split + placement)")
-    ap.add_argument("--export-problem", help="write the model's placement problem (node-link JSON) here")
-    ap.add_argument("--gpu-arch", default=DEFAULT_GPU_ARCH, help=f"CUDA arch for cross-compiling (default {DEFAULT_GPU_ARCH})")
-    add_model_args(ap)
-    ap.add_argument("--seed", type=int, default=0, help="seed of the zoo weights and example inputs")
-    ap.add_argument("--tuning-logs", help="tuning logs folder: tuning database and profile (default: the shipped "
-                                          "tuning_logs/, the folder matching this machine; planning a GPU on a "
-                                          "machine without one uses the shipped GPU-machine profile)")
+    ap.add_argument("--export-problem", metavar="FILE", help="write the model's placement problem (node-link JSON) here")
+    flags.add_model_args(ap)
+    ap.add_argument("--seed", type=int, default=0, metavar="N", help="seed of the zoo weights and example inputs")
+    flags.add_tuning_logs(ap, "tuning logs folder: tuning database and profile (default: the shipped "
+                              "tuning_logs/, the folder matching this machine; planning a GPU on a "
+                              "machine without one uses the shipped GPU-machine profile)")
     ap.add_argument("--no-tuning", action="store_true", help="build with TVM's default schedules: no tuning "
                                                              "database, no transferred schedules")
-    ap.add_argument("--tune-budget", type=float, metavar="S", help="first tune the plan's kernels for S seconds, those "
-                                                                   "whose time is furthest above a tuned kernel's first")
-    ap.add_argument("--profile-budget", type=float, metavar="S",
+    ap.add_argument("--tune-budget", type=flags.at_least(0, float), metavar="S",
+                    help="first tune the plan's kernels for S seconds, those whose time is furthest above a "
+                         "tuned kernel's first")
+    ap.add_argument("--profile-budget", type=flags.at_least(0, float), metavar="S",
                     help="first time the model's ops on this machine's devices for S seconds (whole ops first), "
                          "appended to its profile, so the plan is priced on measurements; a rerun resumes")
-    ap.add_argument("--target-cpu", help="LLVM -mcpu of the target CPU (default: this machine's)")
-    ap.add_argument("--threads", type=int, help="CPU threads the runner uses (default: all cores here)")
-    ap.add_argument("--out", help="write model.so, params.npz, plan.json, manifest.json and plan.png (Gantt chart "
-                                  "of the predicted schedule) here")
+    flags.add_targets(ap)
+    flags.add_threads(ap)
+    flags.add_out(ap, "write model.so, params.npz, plan.json, manifest.json and plan.png (Gantt chart "
+                      "of the predicted schedule) here")
     ap.add_argument("--check", action="store_true", help="compare with the unpartitioned model; print max_abs_err")
     ap.add_argument("--explain", action="store_true", help="print the fused ops, their legal dims, the plan and the "
                                                            "key ops' dims, ratios and predicted times (EOP Table 5)")
     return ap
 
 
+@flags.command
 def main(argv=None) -> int:
     args = parser().parse_args(argv)
-    if args.tune_budget is not None and (args.tune_budget < 0 or args.no_tuning):
-        print("error: --tune-budget must be >= 0 seconds, and cannot go with --no-tuning", file=sys.stderr)
-        return 2
-    if args.profile_budget is not None and args.profile_budget < 0:
-        print("error: --profile-budget must be >= 0 seconds", file=sys.stderr)
-        return 2
-    for flag in ("batch", "seq_len", "layers", "image_size", "threads", "time_limit"):
-        v = getattr(args, flag)
-        if v is not None and v < 1:
-            print(f"error: --{flag.replace('_', '-')} must be >= 1", file=sys.stderr)
-            return 2
-    build, frontend, graph_mod, _, split_rules = _lazy()
+    if args.tune_budget is not None and args.no_tuning:
+        raise flags.UsageError("--tune-budget cannot go with --no-tuning: the tuned records need a database")
+    _, frontend, graph_mod, _, _ = _lazy()
     from .cost_models import default_cost_model
     from .planners.placement import problem_for
-    from .planners.problem import ProblemError, load_topology
+    from .planners.problem import load_topology
+    from .tuning import local_database
 
-    from .tuning import TuningError
+    devices = parse_devices(args.devices, gpu_arch=args.gpu_arch, cpu_mcpu=args.target_cpu)
+    t0 = time.perf_counter()
+    model = frontend.load_from_args(args.model, args, seed=args.seed)
+    print(f"model {model.name}: inputs {[(i['name'], i['shape']) for i in model.input_info()]}")
+    tuning_db = None if args.no_tuning else local_database(args.tuning_logs)
+    topology = load_topology(args.topology) if args.topology else None
+    ratios = _ratios(args.split_ratios)
+    if args.profile_budget:
+        _profile_model(model, devices, args.tuning_logs, tuning_db, args.profile_budget)
+    cost_model, note = default_cost_model(devices, args.tuning_logs)
+    print(note)
+    if args.export_problem:
+        problem_for(graph_mod.OpGraph(model.mod), devices, cost_model, topology=topology,
+                    split_ratios=ratios).save(args.export_problem)
+        print(f"wrote {args.export_problem} (placement problem)")
+    compiled = compile_model(model, devices, args.strategy, args.plan, tuning_db, args.threads,
+                             tune_budget_s=args.tune_budget, topology=topology, time_limit=args.time_limit, split_ratios=ratios,
+                             cost_model=cost_model)
+    plan = compiled.plan
+    chosen = plan.meta.get("auto", {}).get("chosen")
+    print(f"plan {plan.strategy}{f' (chose {chosen})' if chosen else ''}: {len(compiled.graph)} fused ops, "
+          f"{sum(1 for d in plan.ops.values() if hasattr(d, 'ratios'))} split; predicted "
+          f"{plan.predicted_latency_us / 1e3:.3f} ms; planned in {compiled.plan_s:.2f}s, "
+          f"compiled in {time.perf_counter() - t0:.1f}s")
+    if args.explain:
+        print(explain(compiled))
+    if args.out:
+        from .gantt import draw
 
-    errors = (frontend.ModelError, PlanError, DeviceError, graph_mod.GraphError, build.BuildError,
-              split_rules.IllegalSplit, artifact.ArtifactError, ProblemError, TuningError)
-    try:
-        devices = parse_devices(args.devices, gpu_arch=args.gpu_arch, cpu_mcpu=args.target_cpu)
-        t0 = time.perf_counter()
-        model = frontend.load_from_args(args.model, args, seed=args.seed)
-        print(f"model {model.name}: inputs {[(i['name'], i['shape']) for i in model.input_info()]}")
-        tuning_db = None if args.no_tuning else _tuning_db(args.tuning_logs)
-        topology = load_topology(args.topology) if args.topology else None
-        ratios = _ratios(args.split_ratios)
-        if args.profile_budget:
-            _profile_model(model, devices, args.tuning_logs, tuning_db, args.profile_budget)
-        cost_model, note = default_cost_model(devices, args.tuning_logs)
-        print(note)
-        if args.export_problem:
-            problem_for(graph_mod.OpGraph(model.mod), devices, cost_model, topology=topology,
-                        split_ratios=ratios).save(args.export_problem)
-            print(f"wrote {args.export_problem} (placement problem)")
-        compiled = compile_model(model, devices, args.strategy, args.plan, tuning_db, args.threads,
-                                 tune_budget_s=args.tune_budget, topology=topology, time_limit=args.time_limit, split_ratios=ratios,
-                                 cost_model=cost_model)
-        plan = compiled.plan
-        chosen = plan.meta.get("auto", {}).get("chosen")
-        print(f"plan {plan.strategy}{f' (chose {chosen})' if chosen else ''}: {len(compiled.graph)} fused ops, "
-              f"{sum(1 for d in plan.ops.values() if hasattr(d, 'ratios'))} split; predicted "
-              f"{plan.predicted_latency_us / 1e3:.3f} ms; planned in {compiled.plan_s:.2f}s, "
-              f"compiled in {time.perf_counter() - t0:.1f}s")
-        if args.explain:
-            print(explain(compiled))
-        if args.out:
-            from .gantt import draw
-
-            compiled.save(args.out)
-            draw(compiled.simulation, os.path.join(args.out, "plan.png"), f"{model.name}: {plan.strategy} on {args.devices}")
-            print(f"wrote {args.out}/ (model.so, params.npz, plan.json, manifest.json, plan.png)")
-        if args.check:
-            err, tol = check(compiled, args.out)
-            print(f"max_abs_err={err:.3g}")
-            if not err <= tol:
-                print(f"error: partitioned output differs from the unpartitioned model (tolerance {tol:.3g})",
-                      file=sys.stderr)
-                return 1
-    except errors as e:
-        print(f"error: {e}", file=sys.stderr)
-        return 2
+        compiled.save(args.out)
+        draw(compiled.simulation, os.path.join(args.out, "plan.png"), f"{model.name}: {plan.strategy} on {args.devices}")
+        print(f"wrote {args.out}/ (model.so, params.npz, plan.json, manifest.json, plan.png)")
+    if args.check:
+        err, tol = check(compiled, args.out)
+        print(f"max_abs_err={err:.3g}")
+        if not err <= tol:
+            print(f"error: partitioned output differs from the unpartitioned model (tolerance {tol:.3g})",
+                  file=sys.stderr)
+            return 1
     return 0
 
 

@@ -1,7 +1,5 @@
 """Bundle an artifact for an edge server that has only Python and numpy.
 
-    python -m tvm_partition.deploy ARTIFACT --bundle DIR [--python 3.12]
-
 ``DIR`` gets ``artifact/`` (a verified copy), ``site/`` (a runtime-only TVM: the ``tvm`` Python
 package with ``libtvm_runtime.so`` but without the compiler library ``libtvm_compiler.so``, the
 ``tvm_ffi`` package built for the server's Python, ``typing_extensions`` and ``cloudpickle``, and
@@ -18,7 +16,6 @@ Nothing is written outside ``DIR``, which must not exist or be empty.
 
 from __future__ import annotations
 
-import argparse
 import importlib.metadata
 import os
 import shutil
@@ -27,11 +24,12 @@ import sys
 import tempfile
 import zipfile
 
-from . import artifact
+from . import artifact, flags
+from .errors import TvmPartitionError
 
 #: tvm_partition modules the runner needs (numpy + TVM runtime only).
-RUNTIME_MODULES = ("__init__.py", "artifact.py", "devices.py", "inputs.py", "runner.py", "run.py", "remote.py",
-                   "pipeline.py")
+RUNTIME_MODULES = ("__init__.py", "artifact.py", "devices.py", "errors.py", "flags.py", "inputs.py", "runner.py", "run.py",
+                   "remote.py", "pipeline.py")
 #: Parts of the tvm / tvm_ffi packages an edge server does not need.
 DROP = {"3rdparty", "include", "src", "web", "cmake", "lib64", "cython", "__pycache__",
         "libtvm_compiler.so", "CMakeLists.txt"}
@@ -65,7 +63,7 @@ sys.argv[0] = "tvm.exec.rpc_server"
 runpy.run_module("tvm.exec.rpc_server", run_name="__main__")'''
 
 
-class DeployError(ValueError):
+class DeployError(TvmPartitionError, ValueError):
     """The bundle cannot be made; the message says why and what to do."""
 
 
@@ -162,19 +160,21 @@ def size_mib(path: str) -> float:
     return sum(os.path.getsize(os.path.join(d, f)) for d, _, fs in os.walk(path) for f in fs) / 2**20
 
 
-def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m tvm_partition.deploy", description=__doc__.split("\n\n")[0])
-    ap.add_argument("artifact", help="directory written by `python -m tvm_partition.compile --out`")
+def parser():
+    ap = flags.parser("deploy", __doc__)
+    ap.add_argument("artifact", help="directory written by `tvm-partition compile --out`")
     ap.add_argument("--bundle", required=True, metavar="DIR", help="write the bundle here (a new or empty folder)")
     ap.add_argument("--python", metavar="X.Y", help="the edge server's Python version (default: this one)")
     ap.add_argument("--find-links", metavar="DIR", help="folder holding the apache-tvm-ffi wheel for --python "
                                                         "(offline build hosts)")
-    args = ap.parse_args(argv)
+    return ap
+
+
+@flags.command
+def main(argv=None) -> int:
+    args = parser().parse_args(argv)
     try:
         bundle(args.artifact, args.bundle, args.python, args.find_links)
-    except (artifact.ArtifactError, DeployError) as e:
-        print(f"error: {e}", file=sys.stderr)
-        return 2
     except OSError as e:
         print(f"error: {args.bundle}: cannot write the bundle ({e.strerror or e})", file=sys.stderr)
         return 2

@@ -20,11 +20,13 @@ import re
 import shutil
 import subprocess
 
+from .errors import TvmPartitionError
+
 #: Default CUDA architecture for cross-compiled GPU code (H100).
 DEFAULT_GPU_ARCH = "sm_90"
 
 
-class DeviceError(ValueError):
+class DeviceError(TvmPartitionError, ValueError):
     """A device set that cannot be built or run here; the message says what to do."""
 
 
@@ -120,10 +122,6 @@ def parse_devices(text: str, *, gpu_arch: str = DEFAULT_GPU_ARCH, cpu_mcpu: str 
         target = cpu_target(cpu_mcpu) if k == "cpu" else gpu_target(gpu_arch)
         specs.append(DeviceSpec(name, k, i, target))
     return specs
-
-
-def devices_label(devices: list[DeviceSpec]) -> str:
-    return ",".join(d.kind for d in devices)
 
 
 def check_local(devices: list[DeviceSpec]) -> None:

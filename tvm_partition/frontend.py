@@ -17,13 +17,26 @@ from tvm import relax
 
 from . import zoo
 from .devices import meminfo_bytes
+from .errors import TvmPartitionError
 from .inputs import random_input
 from .model import Model
 from .relax_utils import Constant, substitute
 
 
-class ModelError(ValueError):
+class ModelError(TvmPartitionError, ValueError):
     """The model cannot be loaded; the message names the file or name and what is wrong."""
+
+
+def check_source(source: str) -> None:
+    """Raise :class:`ModelError` unless ``source`` is a zoo name or an existing ``.onnx`` file: what a
+    command checks of every model it is given before it starts long work on the first."""
+    if source in zoo.NAMES or (source.endswith(".onnx") and os.path.exists(source)):
+        return
+    if source.endswith(".onnx"):
+        raise ModelError(f"{source}: no such file")
+    if os.path.exists(source):
+        raise ModelError(f"{source}: not an .onnx file (give an ONNX model or a zoo name)")
+    raise ModelError(f"unknown model {source!r}: give an .onnx file or one of {', '.join(zoo.NAMES)}")
 
 
 def load(source, *, batch: int | None = None, seq_len: int | None = None, layers: int | None = None,
@@ -39,9 +52,7 @@ def load(source, *, batch: int | None = None, seq_len: int | None = None, layers
         except ValueError as e:
             raise ModelError(str(e)) from None
     elif isinstance(source, str):
-        if os.path.exists(source):
-            raise ModelError(f"{source}: not an .onnx file (give an ONNX model or a zoo name)")
-        raise ModelError(f"unknown model {source!r}: give an .onnx file or one of {', '.join(zoo.NAMES)}")
+        check_source(source)
     elif type(source).__name__ == "ExportedProgram":
         model = _from_torch(source, seed)
     else:
@@ -52,16 +63,8 @@ def load(source, *, batch: int | None = None, seq_len: int | None = None, layers
 MODEL_OPTIONS = ("batch", "seq_len", "layers", "image_size")
 
 
-def add_model_args(ap) -> None:
-    """The model-shape flags every command shares (argparse)."""
-    ap.add_argument("--batch", type=int, help="batch size (zoo models and ONNX models with a free batch)")
-    ap.add_argument("--seq-len", type=int, help="sequence length (lstm, gru, bert)")
-    ap.add_argument("--layers", type=int, help="number of layers (lstm, gru, bert)")
-    ap.add_argument("--image-size", type=int, help="input height/width (image models)")
-
-
 def load_from_args(source, args, seed: int = 0) -> Model:
-    """:func:`load` with the flags of :func:`add_model_args`; says on stderr when a free ONNX batch
+    """:func:`load` with the flags of :func:`tvm_partition.flags.add_model_args`; says on stderr when a free ONNX batch
     was bound to 1 because ``--batch`` was not given (the artifact then serves batch 1 only)."""
     model = load(source, seed=seed, **{k: getattr(args, k, None) for k in MODEL_OPTIONS})
     if model.config.get("batch_defaulted"):

@@ -24,6 +24,7 @@ import tvm
 import tvm_ffi
 from tvm import relax
 
+from .errors import TvmPartitionError
 from .relax_utils import Constant
 from .split_rules import IllegalSplit, Region, is_tensor, shape_of, split_call, tensor_operands
 
@@ -55,7 +56,7 @@ def op_signature(op) -> str:
     return f"{op.kind}-{hashlib.sha1(text.encode()).hexdigest()[:12]}"
 
 
-class GraphError(ValueError):
+class GraphError(TvmPartitionError, ValueError):
     """The module cannot be analysed (dynamic shapes, impure calls...); the message says why."""
 
 
@@ -193,10 +194,6 @@ class OpGraph:
         self.graph = self._make_graph()
         for op in self.ops.values():
             self._legality(op)
-
-    @classmethod
-    def from_module(cls, mod: tvm.IRModule, func_name: str = "main") -> "OpGraph":
-        return cls(mod, func_name)
 
     # ------------------------------------------------------------------ analysis
     def _find_static(self) -> set[int]:

@@ -1,7 +1,4 @@
-"""Run a multi-server pipeline (written by ``python -m tvm_partition.stages``) over TVM RPC.
-
-    python -m tvm_partition.pipeline DIR (--rpc HOST:PORT,HOST:PORT,... | --tracker HOST:PORT --key KEY)
-        [--input FILE.npz] [--output FILE.npz] [--repeat N]
+"""Run a multi-server pipeline (written by ``tvm-partition stages``) over TVM RPC.
 
 One RPC session per server, each holding its stage(s) (or its part of the batch) loaded once.
 ``stages``: stage i runs on server i, or, for stages made from a placement plan, on the server
@@ -17,7 +14,6 @@ is used.
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import sys
@@ -26,8 +22,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 
-from . import artifact
-from .devices import DeviceError
+from . import artifact, flags
 from .remote import Endpoint, RemoteError, RemoteRunner, connect
 from .runner import latency_line, read_inputs, write_outputs
 
@@ -40,7 +35,7 @@ def read_spec(path: str) -> dict:
         with open(file, encoding="utf-8") as f:
             spec = json.load(f)
     except FileNotFoundError:
-        raise artifact.ArtifactError(f"{path}: no {PIPELINE} (write one with python -m tvm_partition.stages)") from None
+        raise artifact.ArtifactError(f"{path}: no {PIPELINE} (write one with tvm-partition stages)") from None
     except (OSError, json.JSONDecodeError) as e:
         raise artifact.ArtifactError(f"{file}: unreadable ({e})") from None
     if not isinstance(spec, dict) or spec.get("format_version") != 1 or spec.get("mode") not in ("stages", "split"):
@@ -170,21 +165,21 @@ def _device_note(pipe: Pipeline, i: int) -> str:
     return f" device={names[pipe.servers[i]]}" if pipe.label == "stage" and names else ""
 
 
-def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m tvm_partition.pipeline", description=__doc__.split("\n\n")[0])
-    ap.add_argument("pipeline", help="directory written by `python -m tvm_partition.stages --out`")
+def parser():
+    ap = flags.parser("pipeline", __doc__)
+    ap.add_argument("pipeline", help="directory written by `tvm-partition stages --out`")
     ap.add_argument("--rpc", metavar="HOST:PORT,...",
                     help="the RPC servers, one per stage / part in order (placement stages: one per plan device)")
     ap.add_argument("--tracker", metavar="HOST:PORT", help="request the servers from this TVM RPC tracker")
     ap.add_argument("--key", help="device key of the servers at the tracker")
-    ap.add_argument("--input", help="npz file keyed by input name (default: seeded random inputs)")
-    ap.add_argument("--output", help="write the outputs to this npz file")
-    ap.add_argument("--repeat", type=int, default=0, help="time N runs: per-stage and total median_us / p90_us")
-    ap.add_argument("--seed", type=int, default=0, help="seed of the random inputs")
-    args = ap.parse_args(argv)
-    if args.repeat < 0:
-        print("error: --repeat must be >= 0", file=sys.stderr)
-        return 2
+    flags.add_io(ap)
+    flags.add_repeat(ap, "time N runs: per-stage and total median_us / p90_us")
+    return ap
+
+
+@flags.command
+def main(argv=None) -> int:
+    args = parser().parse_args(argv)
     pipe = None
     try:
         pipe = Pipeline(args.pipeline, endpoints_of(args))
@@ -203,7 +198,7 @@ def main(argv=None) -> int:
                 print(f"{pipe.label}{i}_median_us={np.median(col):.1f} server={pipe.runners[i].endpoint}"
                       + _device_note(pipe, i))
             print(latency_line(total))
-    except (artifact.ArtifactError, DeviceError, ValueError, RemoteError) as e:
+    except ValueError as e:  # an unreadable --input file (numpy's), a shape it does not fit
         print(f"error: {e}", file=sys.stderr)
         return 2
     finally:

@@ -1,10 +1,7 @@
 """Place a task graph over several devices.
 
-    python -m tvm_partition.place PROBLEM.json --strategy milp|dominators|dp|heft|metf|msct
-        [--time-limit S] [--coarsen-above N] [--large both|decompose|coarsen] [--colocate] [--out RESULT.json]
-
 PROBLEM.json is networkx node-link JSON with devices, memory caps and links in ``graph`` (see
-:mod:`tvm_partition.planners.problem`, or ``python -m tvm_partition.compile --export-problem``).
+:mod:`tvm_partition.planners.problem`, or ``tvm-partition compile --export-problem``).
 The result (``strategy, makespan_us, lower_bound_us, gap, solve_s, placement, schedule``) is
 checked with the independent schedule checker before it is written; without ``--out`` a summary
 is printed.
@@ -12,36 +9,33 @@ is printed.
 
 from __future__ import annotations
 
-import argparse
 import json
 import sys
 
+from . import flags
 from .planners.placement import STRATEGY_NAMES, solve
 from .planners.problem import Problem, ProblemError
 
 
-def parser() -> argparse.ArgumentParser:
-    ap = argparse.ArgumentParser(prog="python -m tvm_partition.place",
-                                 description="Place the nodes of a task graph on devices and schedule them "
-                                             "(minimum makespan under memory caps and link bandwidths).")
+def parser():
+    ap = flags.parser("place", "Place the nodes of a task graph on devices and schedule them "
+                               "(minimum makespan under memory caps and link bandwidths).")
     ap.add_argument("problem", help="problem file: networkx node-link JSON (format: README, 'Use')")
     ap.add_argument("--strategy", default="milp", choices=STRATEGY_NAMES, help="planner (default: milp)")
-    ap.add_argument("--time-limit", type=float, default=10.0, help="seconds for milp / dominators (default 10)")
-    ap.add_argument("--coarsen-above", type=int, default=400,
+    flags.add_time_limit(ap, "seconds for milp / dominators (default 10)")
+    ap.add_argument("--coarsen-above", type=flags.at_least(1), default=400, metavar="N",
                     help="milp solves graphs up to this many nodes in one model (default 400)")
     ap.add_argument("--large", default="both", choices=["both", "decompose", "coarsen"],
                     help="milp on larger graphs: decompose at dominators, coarsen first (QuickP), or both "
                          "with half the time each (default)")
     ap.add_argument("--colocate", action="store_true", help="milp: add QuickP co-location groups (Eq. 7)")
-    ap.add_argument("--out", help="write the result JSON here")
+    ap.add_argument("--out", metavar="FILE", help="write the result JSON here")
     return ap
 
 
+@flags.command
 def main(argv=None) -> int:
     args = parser().parse_args(argv)
-    if args.time_limit <= 0:
-        print("error: --time-limit must be > 0", file=sys.stderr)
-        return 2
     try:
         problem = Problem.load(args.problem)
         res = solve(problem, args.strategy, args.time_limit, args.coarsen_above, args.colocate, args.large)

@@ -18,6 +18,7 @@ import math
 from typing import TYPE_CHECKING, Union
 
 from .devices import DeviceError, DeviceSpec
+from .errors import TvmPartitionError
 
 if TYPE_CHECKING:  # pragma: no cover
     from .graph import OpGraph
@@ -26,7 +27,7 @@ PLAN_VERSION = 1
 _RATIO_TOL = 1e-6
 
 
-class PlanError(ValueError):
+class PlanError(TvmPartitionError, ValueError):
     """A plan that cannot be applied; the message names the op and the problem."""
 
 

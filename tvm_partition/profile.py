@@ -1,14 +1,5 @@
 """Profile ops and copies on this machine's devices; fit and check the cost models.
 
-    python -m tvm_partition.profile MODEL... --devices cpu|cpu,gpu|cpu,cpu [--budget-s S]
-        [--tuning-logs DIR] [--batch N] [--seq-len N] [--layers N] [--image-size N]
-    python -m tvm_partition.profile MODEL... --devices cpu --rpc HOST:PORT | --tracker HOST:PORT --key KEY
-        [--machine NAME] [--target-cpu MCPU]
-    python -m tvm_partition.profile MODEL... --devices cpu,gpu --export-bundle DIR
-    python -m tvm_partition.profile --import RESULTS [--tuning-logs DIR]
-    python -m tvm_partition.profile --explain [MODEL...] [--tuning-logs DIR]
-    python -m tvm_partition.profile --evaluate [--tuning-logs DIR] [--out DIR]
-
 Every fused op of the models is timed on each device while each legal split axis varies (batch
 1..1024, H, N... within the model's extent; EOP Sec. 2.3), built as the compiler builds it: the
 tuned schedule where the tuning database has one, a transferred one where a record of the same
@@ -33,36 +24,33 @@ accuracy (MAPE) of the patterns, XGBoost and a linear-only model, with a PNG, an
 
 from __future__ import annotations
 
-import argparse
 import os
 import re
 import sys
 
+from . import flags
 
-def _parser() -> argparse.ArgumentParser:
+
+def parser():
     from . import zoo
-    from .frontend import add_model_args
 
-    ap = argparse.ArgumentParser(prog="python -m tvm_partition.profile", description=__doc__.split("\n\n")[0],
-                                 epilog=f"zoo models: {', '.join(zoo.NAMES)}")
+    ap = flags.parser("profile", __doc__, epilog=f"zoo models: {', '.join(zoo.NAMES)}")
     ap.add_argument("models", nargs="*", help="zoo names or paths to .onnx files")
-    ap.add_argument("--devices", default="cpu", help="devices to profile: cpu (default), cpu,gpu or cpu,cpu")
-    ap.add_argument("--budget-s", type=float, help="stop after about this many seconds (default: no limit)")
-    ap.add_argument("--tuning-logs", help="tuning logs folder (default: the shipped tuning_logs/)")
-    ap.add_argument("--target-cpu", help="LLVM -mcpu of the CPU (default: this machine's)")
-    ap.add_argument("--gpu-arch", default="sm_90", help="CUDA arch (default sm_90)")
-    add_model_args(ap)
+    flags.add_devices(ap, "cpu", "devices to profile: cpu (default), cpu,gpu or cpu,cpu")
+    ap.add_argument("--budget-s", type=flags.at_least(0, float), metavar="S",
+                    help="stop after about this many seconds (default: no limit)")
+    flags.add_tuning_logs(ap)
+    flags.add_targets(ap, "LLVM -mcpu of the CPU (default: this machine's)")
+    flags.add_model_args(ap)
     mode = ap.add_mutually_exclusive_group()
     mode.add_argument("--export-bundle", metavar="DIR", help="build the samples into DIR for another machine")
     mode.add_argument("--import", dest="import_", metavar="RESULTS",
                       help="merge a bundle's results (the bundle folder or its results.jsonl) into the logs")
     mode.add_argument("--explain", action="store_true", help="print the pattern fit of every profiled op")
     mode.add_argument("--evaluate", action="store_true", help="held-out accuracy of the cost models")
-    ap.add_argument("--rpc", metavar="HOST:PORT", help="time on this TVM RPC server (python -m tvm.exec.rpc_server)")
-    ap.add_argument("--tracker", metavar="HOST:PORT", help="ask this TVM RPC tracker for a server (with --key)")
-    ap.add_argument("--key", help="device key the RPC servers registered with at the tracker")
-    ap.add_argument("--machine", help="with --rpc/--tracker: the name of the remote machine's tuning-logs folder")
-    ap.add_argument("--out", help="--evaluate: folder for the report and PNG (default benchmarks/results/<fingerprint>)")
+    flags.add_rpc(ap, "time")
+    ap.add_argument("--machine", metavar="NAME", help="with --rpc/--tracker: the name of the remote machine's tuning-logs folder")
+    flags.add_out(ap, "--evaluate: folder for the report and PNG (default benchmarks/results/<fingerprint>)")
     return ap
 
 
@@ -76,10 +64,10 @@ def _graphs(args):
     return out
 
 
+@flags.command
 def main(argv=None) -> int:
-    args = _parser().parse_args(argv)
-    from .devices import DeviceError, parse_devices
-    from .tuning import DEFAULT_LOGS, database_dir
+    args = parser().parse_args(argv)
+    from .devices import DEFAULT_LOGS, database_dir, parse_devices
 
     logs = args.tuning_logs or DEFAULT_LOGS
     remote = bool(args.rpc or args.tracker or args.key)
@@ -111,15 +99,13 @@ def main(argv=None) -> int:
             print(ProfiledCostModel(folder).explain(sigs) or f"no profile in {folder}")
             return 0
         if not args.models:
-            print("error: name at least one model (e.g. lstm), or use --import / --explain / --evaluate",
-                  file=sys.stderr)
-            return 2
+            raise flags.UsageError("name at least one model (e.g. lstm), or use --import / --explain / --evaluate")
         text = args.devices if args.devices.split(",")[0].strip() == "cpu" else "cpu," + args.devices
         devices = parse_devices(text, gpu_arch=args.gpu_arch, cpu_mcpu=args.target_cpu)
         return _profile(args, devices, folder)
-    except (DeviceError, ValueError, FileNotFoundError, OSError, RuntimeError) as e:  # RemoteError too
+    except (ValueError, OSError) as e:  # unreadable results or logs (JSON, files)
         print(f"error: {e}", file=sys.stderr)
-        return 1
+        return 2
 
 
 def _profile(args, devices, folder) -> int:
@@ -145,7 +131,7 @@ def _profile(args, devices, folder) -> int:
         n = sum(len(lib["samples"]) for lib in spec["libraries"]) + len(spec["copies"])
         print(f"bundle {args.export_bundle}: {n} samples ({spec['skipped']} sizes that cannot be built left out); "
               f"there: python time_samples.py {os.path.basename(os.path.abspath(args.export_bundle))}; "
-              f"here: python -m tvm_partition.profile --import RESULTS")
+              f"here: tvm-partition profile --import RESULTS")
         return 0
     try:
         if session is None:

@@ -1,6 +1,6 @@
 """TVM RPC: reach an edge server, put a library on it, run and time things there.
 
-Used by ``python -m tvm_partition.run --rpc/--tracker``, the multi-server pipeline
+Used by ``tvm-partition run --rpc/--tracker``, the multi-server pipeline
 (:mod:`tvm_partition.pipeline`) and the profiler (``profile --rpc``: :func:`connect`). The
 server is TVM's own, unmodified: ``python -m tvm.exec.rpc_server --host 127.0.0.1 --port 9090``
 (optionally ``--tracker HOST:PORT --key KEY``), which needs only the TVM runtime.
@@ -31,6 +31,7 @@ import uuid
 import numpy as np
 
 from . import artifact
+from .errors import TvmPartitionError
 from .runner import Runner
 
 #: Reconnect attempts after a lost connection, and the first back-off (doubled each attempt).
@@ -40,7 +41,7 @@ BACKOFF_S = 0.5
 TRACKER_TIMEOUT_S = 10.0
 
 
-class RemoteError(RuntimeError):
+class RemoteError(TvmPartitionError, RuntimeError):
     """An RPC server or tracker that cannot be reached or went away; the message names it."""
 
 

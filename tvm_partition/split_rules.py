@@ -23,8 +23,10 @@ from typing import Callable
 import tvm
 from tvm import relax
 
+from .errors import TvmPartitionError
 
-class IllegalSplit(ValueError):
+
+class IllegalSplit(TvmPartitionError, ValueError):
     """The op cannot be computed on the requested slice; ``str(e)`` says why."""
 
 

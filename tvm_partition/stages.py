@@ -1,9 +1,5 @@
 """Compile a model for several edge servers: consecutive stages, or parts of the batch.
 
-    python -m tvm_partition.stages MODEL --servers N (--mode stages [--cut-after VAR,... | --plan FILE |
-        --strategy NAME [--time-limit S]] | --mode split)
-        [--batch N] [--seq-len N] [--layers N] [--image-size N] [--threads N] [--no-tuning] --out DIR
-
 ``--mode stages`` cuts ``main`` into N consecutive stages, one per server; a stage hands on the
 tensors it computes that are still live at its cut (e.g. an LSTM's h and c); the pipeline runner
 gives each to the later stages that need it (``stage_io`` in ``pipeline.json``). The cut points are
@@ -22,23 +18,25 @@ than servers; that server holds both stages in one session. Split decisions are 
 stage is whole ops on one server); so are GPU devices (stages are compiled for CPU).
 
 Each stage or part is an ordinary artifact (``DIR/stage0``, ... or ``DIR/part``) for one CPU;
-``DIR/pipeline.json`` says how they chain. ``python -m tvm_partition.pipeline DIR --rpc A,B``
+``DIR/pipeline.json`` says how they chain. ``tvm-partition pipeline DIR --rpc A,B``
 runs it.
 """
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import sys
 
 import numpy as np
 
+from . import flags
+from .errors import TvmPartitionError
+
 FORMAT_VERSION = 1
 
 
-class StageError(ValueError):
+class StageError(TvmPartitionError, ValueError):
     """The model cannot be cut as asked; the message says why and what to try."""
 
 
@@ -149,7 +147,7 @@ def plan_of(model, plan_file: str | None, strategy: str | None, servers: int, ti
         if not hasattr(dec, "device"):
             raise StageError(f"op {op_id!r} is split over {list(dec.devices)}: stages place whole ops on one "
                              "server each; give it an on_device decision (a Split runs on the devices of one machine: "
-                             "python -m tvm_partition.compile --plan)")
+                             "tvm-partition compile --plan)")
     gpus = [d for d in plan.devices if d.kind != "cpu"]
     if gpus:
         raise StageError(f"device {gpus[0].name!r} is a {gpus[0].kind}: stages are compiled for CPU servers "
@@ -383,8 +381,6 @@ def compile_pipeline(model_name, servers: int, mode: str, out_dir: str, *, cut_a
 
 def _arg_problem(args) -> str | None:
     """What is wrong with the combination of flags, or None."""
-    if args.servers is not None and args.servers < 1:
-        return "--servers must be >= 1"
     given = (("--plan", args.plan), ("--strategy", args.strategy), ("--cut-after", args.cut_after))
     placement = [flag for flag, value in given if value]
     if len(placement) > 1:
@@ -396,45 +392,46 @@ def _arg_problem(args) -> str | None:
     return None
 
 
-def main(argv=None) -> int:
-    from . import artifact
-    from . import frontend
-    from .compile import _tuning_db
-    from .devices import DeviceError
+def parser():
+    from . import zoo
     from .planners.placement import STRATEGY_NAMES
-    from .planners.problem import ProblemError
 
-    ap = argparse.ArgumentParser(prog="python -m tvm_partition.stages",
-                                 description="Compile a model as stages or batch parts for several RPC edge servers.")
+    ap = flags.parser("stages", "Compile a model as stages or batch parts for several RPC edge servers.",
+                      epilog=f"zoo models: {', '.join(zoo.NAMES)}")
     ap.add_argument("model", help="zoo name or .onnx path")
-    ap.add_argument("--servers", type=int, help="number of edge servers (default 2; with --plan: the plan's devices)")
+    ap.add_argument("--servers", type=flags.at_least(1), metavar="N",
+                    help="number of edge servers (default 2; with --plan: the plan's devices)")
     ap.add_argument("--mode", choices=["stages", "split"], default="stages",
                     help="stages: consecutive stages, one per server; split: batch parts run at once")
-    ap.add_argument("--cut-after", help="stages: comma-separated Relax binding names to cut after")
-    ap.add_argument("--plan", help="stages: a placement plan (plan.json of OnDevice decisions); "
+    ap.add_argument("--cut-after", metavar="VAR,...", help="stages: comma-separated Relax binding names to cut after")
+    ap.add_argument("--plan", metavar="FILE", help="stages: a placement plan (plan.json of OnDevice decisions); "
                     "each plan device is one server, in the plan's device order")
     ap.add_argument("--strategy", choices=STRATEGY_NAMES,
                     help="stages: make the placement plan with this strategy over --servers CPUs (cpu,cpu1,...)")
-    ap.add_argument("--time-limit", type=float, default=10.0, help="seconds for --strategy milp/dominators")
-    frontend.add_model_args(ap)
-    ap.add_argument("--threads", type=int, help="CPU threads each server's runner uses (default: all here)")
+    flags.add_time_limit(ap, "seconds for --strategy milp/dominators (default 10)")
+    flags.add_model_args(ap)
+    flags.add_threads(ap, "CPU threads each server's runner uses (default: all here)")
     ap.add_argument("--no-tuning", action="store_true", help="build without the tuning database")
-    ap.add_argument("--out", required=True, help="folder for the stage artifacts and pipeline.json")
-    args = ap.parse_args(argv)
+    flags.add_out(ap, "folder for the stage artifacts and pipeline.json", required=True)
+    return ap
+
+
+@flags.command
+def main(argv=None) -> int:
+    from . import frontend
+    from .tuning import local_database
+
+    args = parser().parse_args(argv)
     problem = _arg_problem(args)
     if problem:
         print(f"error: {problem}", file=sys.stderr)
         return 2
     load_args = {k: getattr(args, k) for k in frontend.MODEL_OPTIONS if getattr(args, k)}
-    try:
-        info = compile_pipeline(args.model, args.servers or 2, args.mode, args.out,
-                                cut_after=args.cut_after.split(",") if args.cut_after else None,
-                                plan_file=args.plan, strategy=args.strategy, time_limit=args.time_limit,
-                                threads=args.threads, tuning_db=None if args.no_tuning else _tuning_db(None),
-                                **load_args)
-    except (StageError, frontend.ModelError, artifact.ArtifactError, DeviceError, ProblemError) as e:
-        print(f"error: {e}", file=sys.stderr)
-        return 2
+    info = compile_pipeline(args.model, args.servers or 2, args.mode, args.out,
+                            cut_after=args.cut_after.split(",") if args.cut_after else None,
+                            plan_file=args.plan, strategy=args.strategy, time_limit=args.time_limit,
+                            threads=args.threads, tuning_db=None if args.no_tuning else local_database(None),
+                            **load_args)
     print(f"wrote {args.out}/ ({args.mode}: {info})")
     return 0
 

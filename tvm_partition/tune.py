@@ -1,8 +1,5 @@
 """Tune the kernels a model's builds launch with MetaSchedule; append them to the tuning logs.
 
-    python -m tvm_partition.tune MODEL --devices cpu|gpu|cpu,gpu [--trials N] [--budget-s S]
-        [--tuning-logs DIR] [--target-cpu MCPU] [--plan FILE] [--ratios 0.25,0.5,0.75]
-
 The kernels are TVM's fused PrimFuncs of the builds: the whole model on each device, and, for
 two devices, the part shapes of splits at each ratio of ``--ratios`` (or exactly the kernels of
 ``--plan``). Heaviest kernels go first; with ``--budget-s`` the kernels with most to gain go first instead
@@ -19,10 +16,10 @@ would cost an hour for nothing.
 
 from __future__ import annotations
 
-import argparse
 import sys
 
-from .devices import DeviceError, parse_devices
+from . import flags
+from .devices import parse_devices
 from .plan import OnDevice, Plan, PlanError, Split
 
 
@@ -78,67 +75,59 @@ def parse_ratios(text: str) -> tuple[float, ...]:
     return ratios
 
 
-def main(argv=None) -> int:
+def parser():
     from . import zoo
-    from .frontend import add_model_args
 
-    ap = argparse.ArgumentParser(prog="python -m tvm_partition.tune", description=__doc__.split("\n\n")[0],
-                                 epilog=f"zoo models: {', '.join(zoo.NAMES)}")
+    ap = flags.parser("tune", __doc__, epilog=f"zoo models: {', '.join(zoo.NAMES)}")
     ap.add_argument("model", help="zoo name or path to an .onnx file")
-    ap.add_argument("--devices", default="cpu", help="cpu (default), gpu or cpu,gpu")
-    ap.add_argument("--trials", type=int, default=64, help="MetaSchedule trials per kernel in all (default 64): a kernel with fewer "
-                                                        "on record gets the rest, so a rerun with more continues")
-    ap.add_argument("--budget-s", type=float, help="tune the kernels with most to gain first and stop after this "
-                                                   "many seconds (plus the round of trials in flight)")
-    ap.add_argument("--tuning-logs", help="tuning logs folder (default: the shipped tuning_logs/)")
-    ap.add_argument("--target-cpu", help="LLVM -mcpu of the CPU to tune for (default: this machine's)")
-    ap.add_argument("--gpu-arch", default="sm_90", help="CUDA arch (default sm_90)")
-    ap.add_argument("--plan", help="tune exactly the kernels of this plan")
-    ap.add_argument("--ratios", default="0.25,0.5,0.75", help="split ratios whose part shapes are tuned")
-    add_model_args(ap)
+    flags.add_devices(ap, "cpu", "cpu (default), gpu or cpu,gpu")
+    ap.add_argument("--trials", type=flags.at_least(1), default=64, metavar="N",
+                    help="MetaSchedule trials per kernel in all (default 64): a kernel with fewer "
+                         "on record gets the rest, so a rerun with more continues")
+    ap.add_argument("--budget-s", type=flags.at_least(0, float), metavar="S",
+                    help="tune the kernels with most to gain first and stop after this "
+                         "many seconds (plus the round of trials in flight)")
+    flags.add_tuning_logs(ap)
+    flags.add_targets(ap, "LLVM -mcpu of the CPU to tune for (default: this machine's)")
+    ap.add_argument("--plan", metavar="FILE", help="tune exactly the kernels of this plan")
+    ap.add_argument("--ratios", default="0.25,0.5,0.75", metavar="R,R", help="split ratios whose part shapes are tuned")
+    flags.add_model_args(ap)
     ap.add_argument("--list", action="store_true",
                     help="list the kernels: tuned, untuned, or copy (data movement, never tuned); tune nothing")
-    args = ap.parse_args(argv)
-    if args.trials < 1:
-        print("error: --trials must be >= 1", file=sys.stderr)
-        return 2
-    if args.budget_s is not None and args.budget_s < 0:
-        print("error: --budget-s must be >= 0", file=sys.stderr)
-        return 2
+    return ap
 
+
+@flags.command
+def main(argv=None) -> int:
+    args = parser().parse_args(argv)
     from . import frontend
-    from .graph import GraphError
-    from .tuning import TuningError, database_dir, is_tuned, open_database, open_schedules, tune_with_progress, tuning_target
+    from .tuning import database_dir, is_tuned, open_database, open_schedules, tune_with_progress, tuning_target
 
-    try:
-        text = args.devices if args.devices.split(",")[0].strip() == "cpu" else "cpu," + args.devices
-        devices = parse_devices(text, gpu_arch=args.gpu_arch, cpu_mcpu=args.target_cpu)
-        model = frontend.load_from_args(args.model, args)
-        ratios = parse_ratios(args.ratios)
-        kernels = extract_kernels(model, devices, args.plan, ratios)
-        wanted = {k.strip() for k in args.devices.split(",")}
-        kernels = [k for k in kernels if k.device.kind in wanted]
-        movers = [k for k in kernels if not k.computes]
-        kernels = [k for k in kernels if k.computes]
-        db_path = database_dir(args.tuning_logs)
-        db = open_database(db_path)
-        if args.list:
-            schedules = open_schedules(db_path)
-            for k in kernels:
-                label = "tuned" if is_tuned(db, k) else schedules.schedule(k.mod, tuning_target(k.device))[1].split()[0]
-                print(f"{label:<11} {k.device.name:<5} {k.flops / 1e6:10.2f} MFLOP  {k.name}")
-            for k in movers:
-                print(f"{'copy':<11} {k.device.name:<5} {0:10.2f} MFLOP  {k.name}")
-            return 0
-        print(f"{len(kernels)} kernels of {model.name} on {args.devices} ({len(movers)} data-movement kernels "
-              f"keep TVM's default schedule); database {db_path}")
-        stats = tune_with_progress(kernels, db_path, args.trials, args.budget_s)
-        print(f"tuned {stats['tuned']}, already tuned {stats['skipped']}, left for a later run {stats['left']}; "
-              f"transferred schedules picked by measurement {stats['searched']}; "
-              f"default schedules measured {stats['defaults']}")
-    except (frontend.ModelError, PlanError, DeviceError, GraphError, TuningError) as e:
-        print(f"error: {e}", file=sys.stderr)
-        return 2
+    text = args.devices if args.devices.split(",")[0].strip() == "cpu" else "cpu," + args.devices
+    devices = parse_devices(text, gpu_arch=args.gpu_arch, cpu_mcpu=args.target_cpu)
+    model = frontend.load_from_args(args.model, args)
+    ratios = parse_ratios(args.ratios)
+    kernels = extract_kernels(model, devices, args.plan, ratios)
+    wanted = {k.strip() for k in args.devices.split(",")}
+    kernels = [k for k in kernels if k.device.kind in wanted]
+    movers = [k for k in kernels if not k.computes]
+    kernels = [k for k in kernels if k.computes]
+    db_path = database_dir(args.tuning_logs)
+    db = open_database(db_path)
+    if args.list:
+        schedules = open_schedules(db_path)
+        for k in kernels:
+            label = "tuned" if is_tuned(db, k) else schedules.schedule(k.mod, tuning_target(k.device))[1].split()[0]
+            print(f"{label:<11} {k.device.name:<5} {k.flops / 1e6:10.2f} MFLOP  {k.name}")
+        for k in movers:
+            print(f"{'copy':<11} {k.device.name:<5} {0:10.2f} MFLOP  {k.name}")
+        return 0
+    print(f"{len(kernels)} kernels of {model.name} on {args.devices} ({len(movers)} data-movement kernels "
+          f"keep TVM's default schedule); database {db_path}")
+    stats = tune_with_progress(kernels, db_path, args.trials, args.budget_s)
+    print(f"tuned {stats['tuned']}, already tuned {stats['skipped']}, left for a later run {stats['left']}; "
+          f"transferred schedules picked by measurement {stats['searched']}; "
+          f"default schedules measured {stats['defaults']}")
     return 0
 
 

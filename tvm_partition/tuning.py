@@ -22,10 +22,12 @@ import time
 
 import tvm
 
-from .devices import DEFAULT_LOGS, DeviceSpec, database_dir  # noqa: F401 (database_dir: re-exported)
+from .devices import DEFAULT_LOGS, DeviceSpec, database_dir
+from .errors import TvmPartitionError
 from .transfer import same_device
 
-class TuningError(RuntimeError):
+
+class TuningError(TvmPartitionError, RuntimeError):
     """Tuning cannot run (no such device here, unreadable database); the message says why."""
 
 
@@ -51,6 +53,14 @@ _OPENED: dict = {}
 def _stamp(path: str) -> tuple:
     files = [os.path.join(path, f) for f in ("database_workload.json", "database_tuning_record.json")]
     return tuple((os.stat(f).st_size, os.stat(f).st_mtime_ns) if os.path.exists(f) else None for f in files)
+
+
+def local_database(logs: str | None = None) -> str:
+    """This machine's tuning database folder under ``logs`` (default: the shipped tuning_logs/); it
+    need not exist (builds then transfer schedules from the shipped databases: :func:`open_schedules`)."""
+    if logs and not os.path.isdir(logs):
+        raise TuningError(f"--tuning-logs {logs}: no such folder")
+    return database_dir(logs)
 
 
 def open_database(path: str, create: bool = False):

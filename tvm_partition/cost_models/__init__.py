@@ -1,7 +1,7 @@
 """Cost models: what an op costs on a device, and what a copy costs between two (EOP Sec. 2.3, 3.2).
 
 :class:`CostModel` is the interface every planner uses (:mod:`.base`); :class:`ProfiledCostModel`
-answers from this machine's profile (:mod:`.profiled`; ``python -m tvm_partition.profile``);
+answers from this machine's profile (:mod:`.profiled`; ``tvm-partition profile``);
 :class:`AnalyticCostModel` is a roofline estimate for machines never profiled.
 """
 
@@ -64,11 +64,11 @@ def default_cost_model(devices, logs: str | None = None) -> tuple[CostModel, str
     if folder is not None:
         return ProfiledCostModel(folder, devices, roofline), f"cost model: GPU-machine profile {folder}"
     if not len(local.log):
-        return roofline, "cost model: roofline estimates (no profile: python -m tvm_partition.profile MODEL)"
+        return roofline, "cost model: roofline estimates (no profile: tvm-partition profile MODEL)"
     note = f"cost model: profile {local.folder}"
     if any(d.kind == "gpu" for d in devices) and not local.log.ops("gpu"):
         note += ("; no GPU profile in the tuning logs, GPU times are roofline estimates "
-                 "(profile one: python -m tvm_partition.profile MODEL --devices cpu,gpu --export-bundle DIR)")
+                 "(profile one: tvm-partition profile MODEL --devices cpu,gpu --export-bundle DIR)")
     return local, note
 
 

@@ -58,7 +58,7 @@ def evaluate(folder: str, out_dir: str) -> str:
     log = ProfileLog(folder)
     split = split_series(log.ops())
     if not split:
-        raise ValueError(f"{folder}: no op profiled at {MIN_SERIES} or more sizes: run python -m tvm_partition.profile first")
+        raise ValueError(f"{folder}: no op profiled at {MIN_SERIES} or more sizes: run tvm-partition profile first")
     held_ids = {id(r) for _, held in split.values() for r in held}
     regressors = {}
     for device in sorted({k[1] for k in split}):

@@ -27,6 +27,7 @@ import re
 from collections import defaultdict
 
 from . import patterns, xgb
+from ..errors import TvmPartitionError
 from .base import CostModel, Estimate, cut_axes, full_shape, part_fraction
 from .logs import ProfileLog
 from ..graph import op_signature
@@ -77,7 +78,7 @@ def training_records(records: list[dict]) -> list[dict]:
     return [r for recs in by_series.values() for r in fit_records(recs)]
 
 
-class CostModelError(LookupError):
+class CostModelError(TvmPartitionError, LookupError):
     """No profile answers the question; the message says which profile to run."""
 
 
@@ -217,7 +218,7 @@ class ProfiledCostModel(CostModel):
         if self.fallback is not None:
             return self.fallback.estimate(op, device, shape)
         raise CostModelError(f"no profile of any op on a {kind} in {self.folder}: run "
-                             f"python -m tvm_partition.profile MODEL --devices cpu,{kind}")
+                             f"tvm-partition profile MODEL --devices cpu,{kind}")
 
     def comm_estimate(self, nbytes: float, src: str, dst: str) -> Estimate:
         f = self.comm_fit("copy", device_kind(src, self.devices), device_kind(dst, self.devices))

@@ -9,7 +9,7 @@ then one MILP, or dominators if the coarse graph is still large), or both with h
 our synthetic ones, see BENCHMARKS.md). The result is re-timed on the original graph and compared
 with the warm start, so it is never worse than it. :func:`plan_placement` turns an OpGraph into a problem with a cost
 model, solves it and returns a :class:`~tvm_partition.plan.Plan` of ``OnDevice`` decisions (views
-get none): that is what ``python -m tvm_partition.compile --strategy milp`` uses.
+get none): that is what ``tvm-partition compile --strategy milp`` uses.
 """
 
 from __future__ import annotations

@@ -41,13 +41,14 @@ import networkx as nx
 import numpy as np
 
 from ..devices import meminfo_bytes
+from ..errors import TvmPartitionError
 
 #: Default links where a topology gives none (PCIe-class host<->device, 10 us latency).
 DEFAULT_BANDWIDTH_BPS = 1.2e10
 DEFAULT_LATENCY_US = 10.0
 
 
-class ProblemError(ValueError):
+class ProblemError(TvmPartitionError, ValueError):
     """A placement problem that cannot be solved as written; the message names the thing."""
 
 
@@ -62,7 +63,7 @@ class Device:
 
 @dataclasses.dataclass
 class Result:
-    """A placement with its schedule: what ``python -m tvm_partition.place`` writes."""
+    """A placement with its schedule: what ``tvm-partition place`` writes."""
 
     strategy: str
     makespan_us: float

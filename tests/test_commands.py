@@ -1,0 +1,113 @@
+"""The one command line: ``tvm-partition COMMAND`` lists and dispatches every command, and every
+command answers bad input with one line, ``error: ...``, and status 2: no traceback, no usage block.
+
+The matrix runs in process (``cli.main``), so it costs only what each command does before it
+refuses; the commands that load a model load a 2-step LSTM.
+"""
+
+import os
+import subprocess
+import sys
+
+import pytest
+
+from tvm_partition import cli
+
+TINY = ["lstm", "--seq-len", "2", "--batch", "2"]
+
+
+@pytest.fixture(scope="module")
+def corrupt_logs(tmp_path_factory):
+    """A tuning-logs folder whose MetaSchedule database is not JSON (a disk that filled up mid-write)."""
+    d = tmp_path_factory.mktemp("corrupt_logs")
+    (d / "database_workload.json").write_text('{"not json')
+    (d / "database_tuning_record.json").write_text("garbage\n")
+    return str(d)
+
+
+def _matrix(tmp):
+    missing = str(tmp / "missing")
+    return {
+        "compile-flag": (["compile", "lstm", "--batch", "0"], "--batch must be >= 1"),
+        "compile-model": (["compile", "nosuchmodel"], "unknown model 'nosuchmodel'"),
+        "compile-devices": (["compile", *TINY, "--devices", "cpu,tpu"], "unknown device kind 'tpu'"),
+        "compile-plan": (["compile", *TINY, "--devices", "cpu,cpu", "--plan", missing], "cannot read plan"),
+        "compile-corrupt-db": (["compile", *TINY, "--devices", "cpu,cpu", "--strategy", "cpu", "--tuning-logs", "CORRUPT"],
+                               "unreadable tuning database"),
+        "compile-strategy": (["compile", "lstm", "--strategy", "magic"], "--strategy invalid choice"),
+        "run-artifact": (["run", missing], "no such artifact"),
+        "run-repeat": (["run", missing, "--repeat", "-1"], "--repeat must be >= 0"),
+        "deploy-artifact": (["deploy", missing, "--bundle", str(tmp / "bundle")], "no such artifact"),
+        "deploy-no-bundle": (["deploy", missing], "--bundle"),
+        "profile-nothing": (["profile"], "name at least one model"),
+        "profile-budget": (["profile", "lstm", "--budget-s", "-1"], "--budget-s must be >= 0"),
+        "profile-corrupt-db": (["profile", *TINY, "--tuning-logs", "CORRUPT", "--budget-s", "1"],
+                               "unreadable tuning database"),
+        "tune-trials": (["tune", "lstm", "--trials", "0"], "--trials must be >= 1"),
+        "tune-corrupt-db": (["tune", *TINY, "--tuning-logs", "CORRUPT", "--list"], "unreadable tuning database"),
+        "place-problem": (["place", missing], "cannot read problem"),
+        "place-time": (["place", missing, "--time-limit", "0"], "--time-limit must be > 0"),
+        "stages-servers": (["stages", "lstm", "--servers", "0", "--out", str(tmp / "st")], "--servers must be >= 1"),
+        "stages-out": (["stages", "lstm"], "--out"),
+        "pipeline-servers": (["pipeline", missing], "give the servers"),
+        "pipeline-repeat": (["pipeline", missing, "--repeat", "x"], "'x' is not an integer"),
+        "bench-repeat": (["bench", "--repeat", "0"], "--repeat must be >= 1"),
+        "bench-kernels-model": (["bench-kernels", "nosuchmodel", "--no-models", "--out", str(tmp / "bk")],
+                                "unknown model 'nosuchmodel'"),
+        "bench-kernels-corrupt-db": (["bench-kernels", "lstm", "--tuning-logs", "CORRUPT"], "unreadable tuning database"),
+        "unknown-command": (["frobnicate"], "unknown command 'frobnicate'"),
+    }
+
+
+CASES = sorted(_matrix(__import__("pathlib").Path("/x")))
+
+
+def test_matrix_covers_every_command():
+    covered = {argv[0] for argv, _ in _matrix(__import__("pathlib").Path("/x")).values()}
+    assert set(cli.COMMANDS) <= covered
+
+
+@pytest.mark.parametrize("case", CASES)
+def test_bad_input_is_one_line(case, tmp_path, corrupt_logs, capsys):
+    argv, expected = _matrix(tmp_path)[case]
+    argv = [corrupt_logs if a == "CORRUPT" else a for a in argv]
+    assert cli.main(argv) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and err.startswith("error: "), err
+    assert expected in err and "Traceback" not in err
+    assert not (tmp_path / "bundle").exists() and not (tmp_path / "st").exists()  # nothing half written
+
+
+def test_help_lists_every_command(capsys):
+    assert cli.main(["--help"]) == 0
+    out = capsys.readouterr().out
+    assert all(f"  {name} " in out for name in cli.COMMANDS)
+
+
+@pytest.mark.parametrize("name", sorted(cli.COMMANDS))
+def test_every_command_has_help_from_its_parser(name, capsys):
+    with pytest.raises(SystemExit) as e:
+        cli.main([name, "--help"])
+    assert e.value.code == 0
+    assert capsys.readouterr().out.startswith(f"usage: tvm-partition {name} ")
+
+
+def test_module_entry_point_and_runtime_commands_import_no_compiler():
+    """``python -m tvm_partition`` dispatches; ``run`` and ``pipeline`` (what an edge server runs)
+    load without the compiler: no Relax, no planner, no build."""
+    code = ("import sys; from tvm_partition import cli; cli.command_module('run'); cli.command_module('pipeline'); "
+            "print(sorted(m for m in sys.modules if m in ('tvm.relax', 'tvm_partition.build', "
+            "'tvm_partition.planners', 'tvm_partition.compile', 'tvm_partition.graph')))")
+    env = dict(os.environ, PYTHONWARNINGS="ignore")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=120)
+    assert out.returncode == 0 and out.stdout.strip() == "[]", out.stderr
+    proc = subprocess.run([sys.executable, "-m", "tvm_partition", "--help"], capture_output=True, text=True,
+                          env=env, timeout=120)
+    assert proc.returncode == 0 and "bench-kernels" in proc.stdout
+
+
+def test_readme_usage_is_what_the_parsers_print():
+    readme = open(os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "README.md"),
+                  encoding="utf-8").read()
+    block = readme.split("<!-- usage:begin", 1)[1].split("```\n", 1)[1].split("```", 1)[0]
+    assert block.rstrip() == cli.usage_block().rstrip(), "regenerate the README's usage block (see its marker)"

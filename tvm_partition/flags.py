@@ -1,0 +1,141 @@
+"""The command line's shared parts: one parser class, and every flag two commands share, defined once.
+
+Each command (:mod:`tvm_partition.cli`) builds its parser with :func:`parser` and takes the flags
+it has in common with others from here, so ``--devices``, ``--tuning-logs``, ``--repeat``... mean
+and check the same thing everywhere. A bad value is one line, ``error: ...``, and exit status 2,
+like every other bad input (:class:`tvm_partition.errors.TvmPartitionError`), never argparse's
+usage block. Imports nothing of the compiler: the runtime-only commands (run, pipeline) use it on
+servers that have only the TVM runtime.
+"""
+
+from __future__ import annotations
+
+import argparse
+import functools
+import re
+import sys
+
+from .devices import DEFAULT_GPU_ARCH
+from .errors import TvmPartitionError
+
+#: The console script's name (setup.py); every usage line starts with it.
+PROG = "tvm-partition"
+
+
+class UsageError(TvmPartitionError, ValueError):
+    """A flag the parser refuses (unknown, missing, out of range)."""
+
+
+class Parser(argparse.ArgumentParser):
+    """An ``ArgumentParser`` whose errors raise :class:`UsageError` (so :func:`command` prints them
+    as one line and returns 2) instead of printing the usage block and exiting."""
+
+    def error(self, message: str):
+        message = re.sub(r"^argument ([^:]+): ", r"\1 ", message)  # "--batch must be >= 1", as a user says it
+        raise UsageError(f"{self.prog}: {message} (see {self.prog} --help)")
+
+
+def command(main):
+    """Decorate a command's ``main(argv) -> int``: a :class:`TvmPartitionError` (bad flags included)
+    becomes the one line ``error: ...`` on stderr and status 2."""
+
+    @functools.wraps(main)
+    def run(argv=None) -> int:
+        try:
+            return main(argv)
+        except TvmPartitionError as e:
+            print(f"error: {e}", file=sys.stderr)
+            return 2
+
+    return run
+
+
+def parser(command: str, doc: str | None, epilog: str | None = None) -> Parser:
+    """The parser of ``tvm-partition COMMAND``; its description is the first paragraph of ``doc``."""
+    return Parser(prog=f"{PROG} {command}", description=(doc or "").strip().split("\n\n")[0], epilog=epilog)
+
+
+def _number(text: str, kind):
+    try:
+        return kind(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a{'n integer' if kind is int else ' number'}") from None
+
+
+def at_least(minimum: float, kind=int):
+    """An argparse type: a ``kind`` (int or float) no smaller than ``minimum``."""
+
+    def convert(text: str):
+        value = _number(text, kind)
+        if value < minimum:
+            raise argparse.ArgumentTypeError(f"must be >= {minimum}, got {text}")
+        return value
+
+    convert.__name__ = kind.__name__  # argparse names the type in its messages
+    return convert
+
+
+def positive(kind=float):
+    """An argparse type: a ``kind`` greater than zero."""
+
+    def convert(text: str):
+        value = _number(text, kind)
+        if not value > 0:
+            raise argparse.ArgumentTypeError(f"must be > 0, got {text}")
+        return value
+
+    convert.__name__ = kind.__name__
+    return convert
+
+
+def add_devices(ap, default: str, help: str) -> None:
+    ap.add_argument("--devices", default=default, metavar="D,D", help=help)
+
+
+def add_tuning_logs(ap, help: str = "tuning logs folder: tuning database and profile (default: the shipped "
+                                    "tuning_logs/, the folder matching this machine)") -> None:
+    ap.add_argument("--tuning-logs", metavar="DIR", help=help)
+
+
+def add_targets(ap, cpu_help: str = "LLVM -mcpu of the target CPU (default: this machine's)") -> None:
+    ap.add_argument("--target-cpu", metavar="MCPU", help=cpu_help)
+    ap.add_argument("--gpu-arch", default=DEFAULT_GPU_ARCH, metavar="SM",
+                    help=f"CUDA arch to cross-compile for (default {DEFAULT_GPU_ARCH})")
+
+
+def add_threads(ap, help: str = "CPU threads the runner uses (default: all cores here)") -> None:
+    ap.add_argument("--threads", type=at_least(1), metavar="N", help=help)
+
+
+def add_time_limit(ap, help: str = "placement: solver seconds (default 10)") -> None:
+    ap.add_argument("--time-limit", type=positive(float), default=10.0, metavar="S", help=help)
+
+
+def add_repeat(ap, help: str, default: int | None = 0) -> None:
+    ap.add_argument("--repeat", type=at_least(0), default=default, metavar="N", help=help)
+
+
+def add_out(ap, help: str, required: bool = False) -> None:
+    ap.add_argument("--out", required=required, metavar="DIR", help=help)
+
+
+def add_rpc(ap, what: str = "run") -> None:
+    """``--rpc`` / ``--tracker`` / ``--key``: where a TVM RPC server is (:mod:`tvm_partition.remote`)."""
+    ap.add_argument("--rpc", metavar="HOST:PORT", help=f"{what} on this TVM RPC server (python -m tvm.exec.rpc_server)")
+    ap.add_argument("--tracker", metavar="HOST:PORT", help="ask this TVM RPC tracker for a server (with --key)")
+    ap.add_argument("--key", help="device key the RPC servers registered with at the tracker")
+
+
+def add_io(ap) -> None:
+    """``--input`` / ``--output`` / ``--seed``: a run's inputs and outputs as npz files."""
+    ap.add_argument("--input", metavar="FILE", help="npz file keyed by input name (default: seeded random inputs)")
+    ap.add_argument("--output", metavar="FILE", help="write the outputs to this npz file")
+    ap.add_argument("--seed", type=int, default=0, metavar="N", help="seed of the random inputs")
+
+
+def add_model_args(ap) -> None:
+    """The model-shape flags of every command that loads a model (:func:`tvm_partition.frontend.load`)."""
+    ap.add_argument("--batch", type=at_least(1), metavar="N", help="batch size (zoo models and ONNX models with a free batch)")
+    ap.add_argument("--seq-len", type=at_least(1), metavar="N", help="sequence length (lstm, gru, bert)")
+    ap.add_argument("--layers", type=at_least(1), metavar="N", help="number of layers (lstm, gru, bert)")
+    ap.add_argument("--image-size", type=at_least(1), metavar="N", help="input height/width (image models)")
