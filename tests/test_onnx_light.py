@@ -86,7 +86,8 @@ _SEEDED: dict = {}
 def seeded_model(name: str, folder) -> tuple:
     """(path of the seeded copy, its Model, onnxruntime's outputs on the Model's inputs), once per model."""
     from tvm_partition import frontend
-    from tvm_partition.bench_ort import graph_input_names, session
+    from tvm_partition.bench_ort import session
+    from tvm_partition.inputs import graph_input_names
 
     if name not in _SEEDED:
         src = onnx_light.light_path(name)

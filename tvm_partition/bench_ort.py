@@ -1,4 +1,4 @@
-"""The ``onnxruntime`` reference row of ``python -m tvm_partition.bench``: the same .onnx file on onnxruntime's CPU.
+"""The ``onnxruntime`` reference row of ``tvm-partition bench``: the same .onnx file on onnxruntime's CPU.
 
 ``tvm-cpu`` says what TVM alone makes of a model; this row says what the runtime most people
 would deploy an ONNX model with makes of it on the same cores, so a split is judged against both.
@@ -31,6 +31,9 @@ import time
 
 import numpy as np
 
+from .errors import TvmPartitionError
+from .inputs import graph_input_names
+
 NAME = "onnxruntime"
 SPEC = "ort.json"
 FILES = ("model.onnx", "inputs.npz")
@@ -41,7 +44,7 @@ FILES = ("model.onnx", "inputs.npz")
 RTOL = 1e-4
 
 
-class OrtError(ValueError):
+class OrtError(TvmPartitionError, ValueError):
     """The onnxruntime row cannot run; the message says why and what to do."""
 
 
@@ -54,15 +57,6 @@ def source(model) -> str | None:
 def _sha256(path: str) -> str:
     with open(path, "rb") as f:
         return hashlib.sha256(f.read()).hexdigest()
-
-
-def graph_input_names(path: str) -> list[str]:
-    """The ONNX graph's data inputs in order (inputs that are also initializers are weights)."""
-    import onnx
-
-    graph = onnx.load(path, load_external_data=False).graph
-    inits = {i.name for i in graph.initializer}
-    return [i.name for i in graph.input if i.name not in inits]
 
 
 def save(model, art_dir: str, num_threads: int) -> str:

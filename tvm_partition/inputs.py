@@ -1,4 +1,5 @@
-"""Seeded example inputs (numpy only: the runtime-only runner uses this too)."""
+"""Seeded example inputs, and the data inputs of an ONNX file (numpy, and onnx for that one: the
+runtime-only runner and the onnxruntime reference row use this)."""
 
 from __future__ import annotations
 
@@ -13,3 +14,12 @@ def random_input(shape, dtype, rng: np.random.Generator, high: int = 2) -> np.nd
     if "int" in dtype:
         return rng.integers(0, high, size=shape).astype(dtype)
     return rng.standard_normal(shape).astype(dtype)
+
+
+def graph_input_names(path: str) -> list[str]:
+    """The ONNX graph's data inputs in order (inputs that are also initializers are weights)."""
+    import onnx
+
+    graph = onnx.load(path, load_external_data=False).graph
+    inits = {i.name for i in graph.initializer}
+    return [i.name for i in graph.input if i.name not in inits]

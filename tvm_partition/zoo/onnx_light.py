@@ -193,7 +193,7 @@ def ort_outputs(path: str, seed: int = 0, threads: int = 1) -> list[np.ndarray]:
     """onnxruntime's outputs on seeded standard-normal float inputs (batch 1 where it is free)."""
     import onnxruntime as ort
 
-    from ..bench_ort import graph_input_names
+    from ..inputs import graph_input_names
 
     opts = ort.SessionOptions()
     opts.intra_op_num_threads = threads
