@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import numpy as np
+import pytest
 import tvm
 from tvm import relax
 
@@ -11,7 +12,7 @@ from tvm_partition import frontend
 from tvm_partition.build import lower
 from tvm_partition.devices import parse_devices
 from tvm_partition.graph import OpGraph
-from tvm_partition.passes import ApplyPlan
+from tvm_partition.passes import ApplyPlan, PartitionPass, PropagateVDevice
 from tvm_partition.plan import OnDevice, Plan, Split
 
 
@@ -28,17 +29,40 @@ def split_all(graph, devices, dim=0, ratios=(0.5, 0.5)):
     return Plan(devices, {i: Split(dim, ratios, names) for i, op in graph.ops.items() if dim in op.split_dims})
 
 
-def test_pass_in_a_user_sequential_pipeline():
-    """A user adds ApplyPlan to their own pipeline and builds with TVM's tools."""
-    model = mlp_model(batch=6)
-    devices = parse_devices("cpu,cpu")
-    plan = split_all(OpGraph(model.mod), devices, ratios=(0.4, 0.6))
+def _run_user_pipeline(model, first, devices):
+    """``first`` (a partitioning pass) in a user's own pipeline of TVM passes, built and run as the
+    user would: the output of *their* pipeline, not a build of the plan."""
+    from tvm_partition.build import attach_targets, vm_pipeline
+
     seq = tvm.transform.Sequential(
-        [ApplyPlan(plan), relax.transform.RealizeVDevice(), relax.transform.LiftTransformParams()]
+        [first, relax.transform.RealizeVDevice(), relax.transform.LiftTransformParams(),
+         relax.transform.LegalizeOps(), PropagateVDevice(), relax.transform.AnnotateTIROpPattern(),
+         relax.transform.FuseOps(), relax.transform.FuseTIR()]
     )
     mod = seq(model.mod)
     assert "main_transform_params" in [gv.name_hint for gv in mod.get_global_vars()]
-    out = run_plan(model, plan)
+    mod, kernel_devices = attach_targets(mod, devices)
+    ex = tvm.compile(mod, relax_pipeline=vm_pipeline(off_host=True))
+    vm = relax.VirtualMachine(ex, [d.tvm_device() for d in devices])
+    weights = vm["main_transform_params"]([tvm.runtime.tensor(p) for p in model.params])
+    out = vm["main"](*[tvm.runtime.tensor(v) for v in model.inputs.values()], *weights).numpy()
+    return out, kernel_devices
+
+
+@pytest.mark.parametrize("which", ["ApplyPlan", "PartitionPass"])
+def test_pass_in_a_user_sequential_pipeline(which):
+    """A user adds ApplyPlan (a plan they made) or PartitionPass (plans and applies) to their own
+    pipeline and builds with TVM's tools: the result runs on both devices and matches the model."""
+    model = mlp_model(batch=6)
+    devices = parse_devices("cpu,cpu")
+    if which == "ApplyPlan":
+        first = ApplyPlan(split_all(OpGraph(model.mod), devices, ratios=(0.4, 0.6)))
+    else:
+        first = PartitionPass(devices, strategy="equal")
+    out, kernel_devices = _run_user_pipeline(model, first, devices)
+    if which == "PartitionPass":
+        assert any(isinstance(d, Split) for d in first.plan.ops.values())
+    assert set(kernel_devices.values()) == {"cpu", "cpu1"}  # the split really uses both devices
     ref = run_relax(model.mod, list(model.inputs.values()), model.params)
     np.testing.assert_allclose(out, ref, rtol=1e-5, atol=1e-6)
 

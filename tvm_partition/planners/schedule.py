@@ -20,7 +20,7 @@ import dataclasses
 import math
 from typing import NamedTuple
 
-from .problem import Problem, ProblemError, Result
+from .problem import Problem, ProblemError
 
 #: Relative slack the checker allows for float rounding.
 _EPS = 1e-6
@@ -207,11 +207,6 @@ def retime(problem: Problem, placement: dict, order: list, ctx: Context | None =
     with exact times in its start order (transfers included) never ends later than the solver's
     own (rounded) schedule."""
     return simulate(problem, placement, order, ctx, splits)
-
-
-def result_from(problem: Problem, strategy: str, placement: dict, order: list, solve_s: float, **meta) -> Result:
-    sched, makespan, tx = retime(problem, placement, order)
-    return Result(strategy, makespan, dict(placement), sched, lower_bound(problem), solve_s, dict(meta), transfers=tx)
 
 
 def lower_bound(problem: Problem) -> float:
