@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 from tvm import relax
 
@@ -104,6 +104,7 @@ def test_a_padding_wider_than_the_window_is_not_split_spatially():
 
 @SETTINGS
 @given(c=st.integers(2, 6), mult=st.sampled_from([1, 2]), hw=st.integers(4, 9), dim=st.integers(1, 3), r=RATIOS)
+@example(c=3, mult=2, hw=4, dim=1, r=0.0)  # 6 channels in 3 groups: the middle (3) cuts a group
 def test_grouped_conv2d(c, mult, hw, dim, r):
     model = one_op_model([(1, c, hw, hw)], [(c * mult, 1, 3, 3)],
                          lambda x, w: relax.op.nn.conv2d(x, w, padding=1, groups=c))

@@ -26,7 +26,7 @@ from tvm import relax
 
 from .errors import TvmPartitionError
 from .relax_utils import Constant
-from .split_rules import IllegalSplit, Region, is_tensor, shape_of, split_call, tensor_operands
+from .split_rules import IllegalSplit, MisalignedCut, Region, is_tensor, shape_of, split_call, tensor_operands
 
 _ANCHOR_RANK = {
     "conv2d": 4, "conv1d": 4, "conv3d": 4, "conv2d_transpose": 4, "matmul": 4,
@@ -429,14 +429,31 @@ class OpGraph:
                 op.refusals[a] = f"axis {a} has size {n}"
                 continue
             try:
-                g = 1
-                for lo, hi in ((0, n // 2), (n // 2, n)):
-                    g = math.lcm(g, self.propagate(op, Region(a, lo, hi))[2])
+                g = self._probe(op, a, n)
             except IllegalSplit as e:
                 op.refusals[a] = str(e)
                 continue
             op.split_dims[a] = self.dim_name(op, a)
             op.granules[a] = g
+
+    def _probe(self, op: Op, axis: int, n: int) -> int:
+        """Cut ``axis`` (size ``n``) in two near its middle and return the granule the cut needs.
+
+        A cut inside an indivisible unit (a group of a grouped convolution: 6 channels in 3 groups
+        cannot be cut at 3) moves to the nearest multiple of the unit the rule names and is tried
+        again; only an axis with no legal cut at all is refused."""
+        unit = 1
+        while True:
+            cut = max(unit, n // 2 // unit * unit)
+            try:
+                g = unit
+                for lo, hi in ((0, cut), (cut, n)):
+                    g = math.lcm(g, self.propagate(op, Region(axis, lo, hi))[2])
+                return g
+            except MisalignedCut as e:
+                if math.lcm(unit, e.granule) == unit or math.lcm(unit, e.granule) >= n:
+                    raise
+                unit = math.lcm(unit, e.granule)
 
     @staticmethod
     def dim_name(op: Op, axis: int) -> str:

@@ -30,6 +30,15 @@ class IllegalSplit(TvmPartitionError, ValueError):
     """The op cannot be computed on the requested slice; ``str(e)`` says why."""
 
 
+class MisalignedCut(IllegalSplit):
+    """The cut falls inside a unit the op cannot divide (a group of a grouped convolution, a row
+    of a merged reshape axis): cuts at multiples of ``granule`` are legal."""
+
+    def __init__(self, message: str, granule: int):
+        super().__init__(message)
+        self.granule = granule
+
+
 @dataclasses.dataclass(frozen=True)
 class Region:
     """``[lo, hi)`` along ``axis`` of a tensor."""
@@ -198,7 +207,7 @@ def _conv2d(call, out_shape, region):
             return RuleResult([None, Region(0, region.lo, region.hi)])
         out_per_group, in_per_group = ws[0] // groups, ds[1] // groups
         if region.lo % out_per_group or region.hi % out_per_group:
-            raise IllegalSplit(f"grouped conv2d: channel cut must be a multiple of {out_per_group}")
+            raise MisalignedCut(f"grouped conv2d: channel cut must be a multiple of {out_per_group}", out_per_group)
         g_lo, g_hi = region.lo // out_per_group, region.hi // out_per_group
         new_groups = g_hi - g_lo
 
@@ -320,7 +329,7 @@ def _reshape_region(in_shape, out_shape, region):
             inner = math.prod(in_shape[b + 1 : j])
             if out_shape[a] == in_shape[b] * inner and inner > 1:
                 if region.lo % inner or region.hi % inner:
-                    raise IllegalSplit(f"reshape: cut must be a multiple of {inner}")
+                    raise MisalignedCut(f"reshape: cut must be a multiple of {inner}", inner)
                 return Region(b, region.lo // inner, region.hi // inner), inner
     raise IllegalSplit(f"reshape {list(in_shape)} -> {list(out_shape)} mixes axis {a} with the axes before it")
 
