@@ -25,7 +25,7 @@ setup(
         "ortools",
         # the ONNX model source (tvm_partition.frontend) needs onnx to read .onnx files
         "onnx",
-        # MetaSchedule tuning (tvm_partition.tune) measures candidates in process pools: TVM's
+        # MetaSchedule tuning (tvm_partition.cli.tune) measures candidates in process pools: TVM's
         # "popen-pool" extra; tqdm draws the progress bar of long tuning runs
         "psutil",
         "cloudpickle",

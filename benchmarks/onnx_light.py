@@ -4,8 +4,8 @@
 
 The light models (``onnx/backend/test/data/light``) fill every weight with one constant, so their
 output is the same for any split that keeps shapes, right or wrong; the copies hold seeded values
-scaled per layer (:mod:`tvm_partition.zoo.onnx_light`). Writes ``OUT/light_<name>_seed<N>.onnx``
-and prints each path, for example to give to ``python -m tvm_partition.bench --models PATH``.
+scaled per layer (:mod:`tvm_partition.frontend.zoo.onnx_light`). Writes ``OUT/light_<name>_seed<N>.onnx``
+and prints each path, for example to give to ``python -m tvm_partition bench --models PATH``.
 ``--check`` also runs each copy in onnxruntime on a seeded input and prints its output's range
 (exit 1 if one is non-finite or constant).
 """
@@ -21,7 +21,7 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
 def main(argv=None) -> int:
-    from tvm_partition.zoo import onnx_light
+    from tvm_partition.frontend.zoo import onnx_light
 
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--out", default=os.path.join("build", "onnx_light"), help="folder (default build/onnx_light)")

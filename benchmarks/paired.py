@@ -3,7 +3,7 @@
     python benchmarks/paired.py BASE OTHER [OTHER ...] [--pairs 9] [--repeat 30] [--out FILE.json]
 
 Every artifact (``compile ... --out DIR``) is measured as ``bench`` measures a row, one fresh
-process at a time (:func:`tvm_partition.bench_runtime.measure_process`: the TVM runtime alone,
+process at a time (:func:`tvm_partition.bench.runtime.measure_process`: the TVM runtime alone,
 ``--repeat`` runs after warm-up, their median), in rounds: each round measures the baseline and
 every other artifact once, in an order that alternates from round to round, and each other
 artifact's ratio to the baseline is taken within the round. The figures are the median of those
@@ -27,7 +27,7 @@ sys.path.insert(0, REPO)  # this checkout's package, not another installed copy
 
 def paired(arts: list[str], pairs: int, repeat: int, say=print) -> dict:
     """``{art: {"medians_us": [...], "ratios": [...]}}`` over ``pairs`` rounds; ratios to ``arts[0]``."""
-    from tvm_partition.bench_runtime import measure_process
+    from tvm_partition.bench.runtime import measure_process
 
     out = {a: {"medians_us": [], "ratios": []} for a in arts}
     for i in range(pairs):

@@ -79,7 +79,7 @@ def synthetic(sizes, devices, time_limit):
 def zoo(models, device_sets, time_limit):
     from tvm_partition import frontend
     from tvm_partition.devices import parse_devices
-    from tvm_partition.graph import OpGraph
+    from tvm_partition.ir.graph import OpGraph
     from tvm_partition.planners.placement import problem_for
 
     for name in models:

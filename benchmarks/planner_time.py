@@ -5,7 +5,7 @@
 
 For each model at its default (EOP Table 3) setting: fused ops, EOP's key ops, splits, planner
 wall time (graph analysis excluded: it is shared by every strategy), predicted latency (the list
-schedule of :mod:`tvm_partition.simulate`) and AT(G, R). Planning only: nothing is compiled or run.
+schedule of :mod:`tvm_partition.planners.simulate`) and AT(G, R). Planning only: nothing is compiled or run.
 Writes ``planner_time.json`` and ``planner_time.md`` to ``--out``.
 """
 
@@ -26,12 +26,13 @@ STRATEGIES = ("cpu", "gpu", "equal", "fixed", "eop", "auto")
 
 
 def main(argv=None) -> int:
-    from tvm_partition import frontend, zoo
+    from tvm_partition import frontend
+    from tvm_partition.frontend import zoo
     from tvm_partition.cost_models import default_cost_model
     from tvm_partition.devices import parse_devices
-    from tvm_partition.graph import OpGraph
+    from tvm_partition.ir.graph import OpGraph
     from tvm_partition.planners import plan_with
-    from tvm_partition.simulate import simulate
+    from tvm_partition.planners.simulate import simulate
 
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--models", default=",".join(zoo.NAMES))

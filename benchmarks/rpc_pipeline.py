@@ -69,11 +69,11 @@ def timed(fn, repeat: int, warmup: int = 3) -> list[float]:
 
 def main(argv=None) -> int:
     from tvm_partition import frontend
-    from tvm_partition.compile import compile_model
+    from tvm_partition.cli.compile import compile_model
     from tvm_partition.devices import hardware_fingerprint, parse_devices
-    from tvm_partition.pipeline import Pipeline
-    from tvm_partition.remote import Endpoint, RemoteRunner
-    from tvm_partition.stages import compile_pipeline
+    from tvm_partition.runtime.pipeline import Pipeline
+    from tvm_partition.runtime.remote import Endpoint, RemoteRunner
+    from tvm_partition.cli.stages import compile_pipeline
 
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--model", default="resnet18")

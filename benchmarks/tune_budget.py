@@ -5,7 +5,7 @@
 
 For each model and budget: a scratch copy of the shipped ``tuning_logs/`` (so no record of the
 model ever reaches the shipped database, and each budget starts from the same one), then
-``python -m tvm_partition.compile MODEL --devices cpu --strategy cpu --tuning-logs COPY
+``python -m tvm_partition compile MODEL --devices cpu --strategy cpu --tuning-logs COPY
 --tune-budget S --out ART`` (budget 0: no tuning of the model, every kernel transferred or
 default), then the artifact measured end to end as ``bench`` measures a row (fresh processes,
 median of their medians). The kernels' schedules (tuned / transferred / default) come from the
@@ -28,13 +28,13 @@ sys.path.insert(0, REPO)  # this checkout's package, not another installed copy
 
 
 def one(model: str, budget: float, repeat: int, work: str) -> dict:
-    from tvm_partition.bench_runtime import measure_isolated
-    from tvm_partition.tuning import DEFAULT_LOGS
+    from tvm_partition.bench.runtime import measure_isolated
+    from tvm_partition.build.tuning import DEFAULT_LOGS
 
     tag = f"{os.path.basename(model)}-{budget:g}"
     logs, art = os.path.join(work, f"logs-{tag}"), os.path.join(work, f"art-{tag}")
     shutil.copytree(DEFAULT_LOGS, logs)
-    cmd = [sys.executable, "-m", "tvm_partition.compile", model, "--devices", "cpu", "--strategy", "cpu",
+    cmd = [sys.executable, "-m", "tvm_partition", "compile", model, "--devices", "cpu", "--strategy", "cpu",
            "--tuning-logs", logs, "--out", art] + (["--tune-budget", f"{budget:g}"] if budget else [])
     t0 = time.monotonic()
     proc = subprocess.run(cmd, capture_output=True, text=True, cwd=REPO)

@@ -14,7 +14,7 @@ import sys
 
 from tvm_partition import frontend
 from tvm_partition.devices import parse_devices
-from tvm_partition.graph import OpGraph
+from tvm_partition.ir.graph import OpGraph
 from tvm_partition.plan import OnDevice, Plan, Split
 
 
@@ -41,7 +41,7 @@ def main():
     path = os.path.join(args.out, "plan.json")
     plan.save(path)
     print(f"wrote {path}: {sum(isinstance(d, Split) for d in ops.values())} split ops, {len(ops)} decisions")
-    cmd = [sys.executable, "-m", "tvm_partition.compile", "lstm", "--seq-len", str(args.seq_len),
+    cmd = [sys.executable, "-m", "tvm_partition", "compile", "lstm", "--seq-len", str(args.seq_len),
            "--batch", str(args.batch), "--plan", path, "--out", args.out, "--check"]
     print("$", " ".join(cmd[1:]))
     sys.exit(subprocess.call(cmd))

@@ -13,11 +13,11 @@ import tvm
 from tvm import relax
 
 from tvm_partition import frontend, planners
-from tvm_partition.build import attach_targets, vm_pipeline
+from tvm_partition.build.executable import attach_targets, vm_pipeline
 from tvm_partition.devices import parse_devices
-from tvm_partition.graph import OpGraph
+from tvm_partition.ir.graph import OpGraph
 from tvm_partition.passes import ApplyPlan, PropagateVDevice
-from tvm_partition.tuning import schedule_gpu
+from tvm_partition.build.tuning import schedule_gpu
 
 
 def main():

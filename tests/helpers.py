@@ -8,7 +8,7 @@ from tvm import relax
 from tvm.relax.frontend import nn
 
 from tvm_partition import frontend
-from tvm_partition.compile import check, compile_model
+from tvm_partition.cli.compile import check, compile_model
 from tvm_partition.devices import parse_devices
 
 # Small settings so every zoo model compiles and runs in a few seconds.
@@ -64,7 +64,7 @@ def max_err(a, b) -> float:
 
 def run_plan(model, plan):
     """Build ``plan`` for ``model`` and run it in-process on the plan's devices."""
-    from tvm_partition.build import build
+    from tvm_partition.build.executable import build
 
     res = build(model.mod, plan)
     vm = relax.VirtualMachine(res.executable, [d.tvm_device() for d in plan.devices])

@@ -1,4 +1,4 @@
-"""python -m tvm_partition.bench: rows, resume, error rows, the BENCHMARKS.md section, bundles.
+"""python -m tvm_partition bench: rows, resume, error rows, the BENCHMARKS.md section, bundles.
 
 Tiny shapes (lstm, seq 4, batch 2) on ``cpu,cpu``; the runs are in process (``bench.main``), the
 bundle's runner in a child Python with the runtime-only TVM, as on a machine without a compiler.
@@ -18,8 +18,8 @@ import sys
 import pytest
 
 from rpc_servers import REPO
-from tvm_partition import bench
-from tvm_partition.bench_results import FIELDS
+from tvm_partition.bench import suite as bench
+from tvm_partition.bench.results import FIELDS
 
 LSTM = ["--models", "lstm", "--seq-len", "4", "--batch", "2", "--repeat", "3"]
 SCHEMA = {"model", "config", "devices", "strategy", "measured_median_us", "measured_p90_us", "predicted_us",
@@ -64,7 +64,7 @@ def test_rows_have_the_schema_and_measured_times(measured):
         moved, all_kernels = map(int, r["transferred_kernels"].split("/"))
         assert 0 <= tuned + moved <= kernels == all_kernels and kernels > 0
         assert 0 <= r["default_compute_kernels"] <= kernels - tuned - moved
-        assert r["command"].startswith("python -m tvm_partition.bench --models lstm")
+        assert r["command"].startswith("python -m tvm_partition bench --models lstm")
     cpu, equal, ref = rows
     assert cpu["predicted_us"] > 0 and equal["predicted_us"] > 0 and cpu["plan_s"] >= 0
     assert cpu["device_names"] == [cpu_name, cpu_name]
@@ -121,7 +121,7 @@ def test_update_benchmarks_writes_the_table_between_markers(measured, tmp_path):
     out, _ = measured
     md = tmp_path / "BENCHMARKS.md"
     original = open(os.path.join(REPO, "BENCHMARKS.md"), encoding="utf-8").read()
-    from tvm_partition.bench_report import BEGIN, BEFORE, END, SECTION
+    from tvm_partition.bench.report import BEGIN, BEFORE, END, SECTION
 
     for marker in (BEGIN, END, SECTION):  # a copy without the section, whatever the repository's has now
         assert original.count(marker) <= 1
@@ -138,7 +138,7 @@ def test_update_benchmarks_writes_the_table_between_markers(measured, tmp_path):
     for r in rows_of(out):
         assert f"| lstm | batch=2 layers=2 seq_len=4 | {r['strategy']} | {r['measured_median_us'] / 1e3:.3f} |" \
             in generated
-    assert "python -m tvm_partition.bench --models lstm" in generated
+    assert "python -m tvm_partition bench --models lstm" in generated
     assert (out / "bench-cpu_cpu.png").exists() and "bench-cpu_cpu.png)" in generated
     rc, _, _ = run_bench("--update-benchmarks", "--benchmarks", md, "--out", out)
     assert rc == 0 and md.read_text() == text  # regenerating changes nothing
@@ -188,12 +188,13 @@ def test_split_ops_measure_key_ops_alone_against_the_ideal_bound(tmp_path):
 
 
 def test_an_op_model_split_matches_the_op_whole():
-    from tvm_partition import bench_ops, frontend
-    from tvm_partition.compile import check, compile_model
+    from tvm_partition.bench import ops as bench_ops
+    from tvm_partition import frontend
+    from tvm_partition.cli.compile import check, compile_model
     from tvm_partition.cost_models import default_cost_model
     from tvm_partition.devices import parse_devices
-    from tvm_partition.graph import OpGraph
-    from tvm_partition.tuning import DEFAULT_LOGS
+    from tvm_partition.ir.graph import OpGraph
+    from tvm_partition.build.tuning import DEFAULT_LOGS
 
     model = frontend.load("bert-tiny", batch=2, seq_len=8, layers=1)
     graph = OpGraph(model.mod)
@@ -223,7 +224,7 @@ def test_gpu_device_set_without_a_gpu_needs_a_bundle(tmp_path):
 
     if gpu_available():
         pytest.skip("this machine has a GPU: cpu,gpu is measured here")
-    proc = subprocess.run([sys.executable, "-m", "tvm_partition.bench", *LSTM, "--devices", "cpu,gpu",
+    proc = subprocess.run([sys.executable, "-m", "tvm_partition", "bench", *LSTM, "--devices", "cpu,gpu",
                            "--out", str(tmp_path / "res")], capture_output=True, text=True, timeout=300,
                           env=dict(os.environ, PYTHONPATH=REPO), cwd=REPO)
     assert proc.returncode == 2 and "--export-bundle" in proc.stderr and "Traceback" not in proc.stderr
@@ -261,7 +262,7 @@ def test_settings_sweep_and_quick():
 
 
 def test_row_ids_stay_short_and_distinct():
-    from tvm_partition.bench_results import MAX_ID, row_id
+    from tvm_partition.bench.results import MAX_ID, row_id
 
     rows = [{"model": "gru/" + "fused_strided_slice_add_tir_sigmoid_" * 9, "config": {"batch": 16},
              "devices": "cpu,cpu", "strategy": s} for s in ("cpu", "gpu", "split")]
@@ -272,7 +273,7 @@ def test_row_ids_stay_short_and_distinct():
 
 
 def test_a_row_is_the_median_over_fresh_processes(monkeypatch):
-    from tvm_partition import bench_runtime
+    from tvm_partition.bench import runtime as bench_runtime
 
     medians = iter([5.0, 1.0, 3.0])
     calls = []
@@ -298,7 +299,7 @@ def test_paired_ratios_are_taken_within_each_round(monkeypatch, tmp_path):
     baseline stays what it is within a round, and the order alternates."""
     sys.path.insert(0, os.path.join(REPO, "benchmarks"))
     import paired
-    from tvm_partition import bench_runtime
+    from tvm_partition.bench import runtime as bench_runtime
 
     speed = {"a": 100.0, "b": 120.0}
     calls = []
@@ -345,10 +346,11 @@ def test_onnxruntime_row_runs_the_same_model_as_our_build(tmp_path):
     pytest.importorskip("onnxruntime")
     import numpy as np
 
-    from tvm_partition import bench_ort, frontend
-    from tvm_partition.bench_report import render_folder
-    from tvm_partition.bench_results import row_id, summary
-    from tvm_partition.runner import Runner
+    from tvm_partition.bench import ort as bench_ort
+    from tvm_partition import frontend
+    from tvm_partition.bench.report import render_folder
+    from tvm_partition.bench.results import row_id, summary
+    from tvm_partition.runtime.runner import Runner
 
     path, out, arts = tiny_onnx(tmp_path / "tiny.onnx"), tmp_path / "res", tmp_path / "arts"
     rc, text, err = run_bench("--models", path, "--strategies", "cpu,onnxruntime", "--repeat", "3", "--out", out,
@@ -395,7 +397,7 @@ def test_onnxruntime_missing_or_disagreeing_is_an_error_row(tmp_path, monkeypatc
     pytest.importorskip("onnxruntime")
     import numpy as np
 
-    from tvm_partition import compile as compile_mod
+    from tvm_partition.cli import compile as compile_mod
 
     path = tiny_onnx(tmp_path / "tiny.onnx")
     monkeypatch.setitem(sys.modules, "onnxruntime", None)  # import onnxruntime raises ImportError
@@ -419,7 +421,7 @@ def test_onnxruntime_row_in_a_bundle(tmp_path):
     rc, _, err = run_bench("--models", path, "--strategies", "onnxruntime", "--export-bundle", bundle, "--out", res)
     assert rc == 0, err
     (spec,) = json.loads((bundle / "bench.json").read_text())["rows"]
-    assert (bundle / spec["artifact"] / "model.onnx").exists() and (bundle / "site/tvm_partition/bench_ort.py").exists()
+    assert (bundle / spec["artifact"] / "model.onnx").exists() and (bundle / "site/tvm_partition/bench/ort.py").exists()
     env = {"TVM_USE_RUNTIME_LIB": "1", "PATH": os.environ.get("PATH", "")}
     proc = subprocess.run([sys.executable, "-I", str(bundle / "run_bench.py"), "--repeat", "2"], capture_output=True,
                           text=True, env=env, cwd=str(tmp_path), timeout=300)

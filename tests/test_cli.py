@@ -1,4 +1,4 @@
-"""The two command lines, as a user runs them: ``python -m tvm_partition.compile`` and ``... .run``.
+"""The two command lines, as a user runs them: ``python -m tvm_partition compile`` and ``... .run``.
 
 Everything here is a subprocess with ``sys.executable``. Good input must succeed with the documented
 output; bad input must exit non-zero with one ``error: ...`` line on stderr and no traceback.
@@ -28,28 +28,29 @@ LSTM_INPUT = {"name": "x", "shape": [2, 3, 80], "dtype": "float32"}
 LSTM_OUTPUT = {"name": "output0", "shape": [2, 64], "dtype": "float32"}
 
 
-def cli(module: str, *args, timeout: int = 300) -> subprocess.CompletedProcess:
+def cli(command: str, *args, timeout: int = 300) -> subprocess.CompletedProcess:
     env = dict(os.environ, PYTHONPATH=os.pathsep.join([REPO, os.environ.get("PYTHONPATH", "")]))
     return subprocess.run(
-        [sys.executable, "-m", f"tvm_partition.{module}", *map(str, args)],
+        [sys.executable, "-m", "tvm_partition", command, *map(str, args)],
         capture_output=True, text=True, cwd=REPO, env=env, timeout=timeout,
     )
 
 
-def in_process(module: str, *args) -> subprocess.CompletedProcess:
+def in_process(command: str, *args) -> subprocess.CompletedProcess:
     """The command run in this process (``module.main``), as :func:`cli` reports it: refusals end
     before any real work, so the 3-4 s a subprocess spends importing TVM would be most of their time."""
     import contextlib
-    import importlib
     import io
+
+    from tvm_partition.cli import command_module
 
     out, err = io.StringIO(), io.StringIO()
     with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
         try:
-            rc = importlib.import_module(f"tvm_partition.{module}").main([str(a) for a in args])
+            rc = command_module(command).main([str(a) for a in args])
         except SystemExit as e:
             rc = e.code
-    return subprocess.CompletedProcess([module, *args], rc, out.getvalue(), err.getvalue())
+    return subprocess.CompletedProcess([command, *args], rc, out.getvalue(), err.getvalue())
 
 
 #: Jobs that only refuse (bad input): run in process, beside the subprocesses of the others.
@@ -145,7 +146,7 @@ def illegal_softmax_plan(onnx_path, plan_path) -> str:
     """A plan splitting the softmax along its reduced axis; the op id comes from the OpGraph API."""
     from tvm_partition import frontend
     from tvm_partition.devices import parse_devices
-    from tvm_partition.graph import OpGraph
+    from tvm_partition.ir.graph import OpGraph
 
     g = OpGraph(frontend.load(str(onnx_path)).mod)
     (softmax,) = [i for i, op in g.ops.items() if op.kind == "softmax"]
@@ -447,7 +448,7 @@ def test_readme_plan_example_applies():
     import json as _json
 
     from tvm_partition import frontend
-    from tvm_partition.graph import OpGraph
+    from tvm_partition.ir.graph import OpGraph
     from tvm_partition.plan import Plan
 
     readme = open(os.path.join(REPO, "README.md"), encoding="utf-8").read()

@@ -21,7 +21,7 @@ from tvm_partition.cost_models import AnalyticCostModel, DeviceRoofline, pattern
 from tvm_partition.cost_models.logs import ProfileLog, sample_key
 from tvm_partition.cost_models.profiled import ProfiledCostModel
 from tvm_partition.devices import parse_devices
-from tvm_partition.graph import OpGraph
+from tvm_partition.ir.graph import OpGraph
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 LINEAR_ONNX = os.path.join(os.path.dirname(__import__("onnx").__file__), "backend", "test", "data", "pytorch-converted",
@@ -97,7 +97,7 @@ def test_log_appends_resumes_and_reports_corrupt_lines(tmp_path):
 # ----------------------------------------------------------------------------- real profile
 @pytest.fixture(scope="module")
 def profiled(tmp_path_factory):
-    from tvm_partition.cost_models import profiler
+    from tvm_partition.profiling import profiler
 
     folder = str(tmp_path_factory.mktemp("logs") / "machine")
     graph = OpGraph(mlp_model().mod)
@@ -107,7 +107,7 @@ def profiled(tmp_path_factory):
 
 
 def test_profile_times_every_op_axis_and_copy_then_resumes(profiled):
-    from tvm_partition.cost_models import profiler
+    from tvm_partition.profiling import profiler
 
     folder, graph, devices, stats = profiled
     assert stats["measured"] > 40 and stats["left"] == 0
@@ -165,7 +165,7 @@ def test_profiled_cost_model_uses_patterns_where_profiled_and_xgboost_elsewhere(
 
 def test_tuned_sizes_are_answered_exactly_and_patterns_fit_the_default_schedule(tmp_path):
     """A tuned kernel at the model's own size must not bend the pattern of the default-schedule parts."""
-    from tvm_partition.graph import op_signature
+    from tvm_partition.ir.graph import op_signature
 
     graph = OpGraph(mlp_model(batch=16).mod)
     op = next(o for o in graph.ops.values() if o.kind == "matmul" and 0 in o.split_dims)
@@ -190,7 +190,7 @@ def test_transferred_sizes_are_answered_by_their_measurement_and_old_samples_giv
     """Samples taken since transfer (``transfer``): a transferred size is its measurement, sizes
     between come from a fit of the transferred samples; samples taken before transfer (default
     schedules everywhere) no longer count."""
-    from tvm_partition.graph import op_signature
+    from tvm_partition.ir.graph import op_signature
 
     graph = OpGraph(mlp_model(batch=16).mod)
     op = next(o for o in graph.ops.values() if o.kind == "matmul" and 0 in o.split_dims)
@@ -230,10 +230,10 @@ def test_sample_kernels_are_the_kernels_a_split_build_launches():
     import tvm
     import tvm_ffi
 
-    from tvm_partition.build import lower
-    from tvm_partition.cost_models.samples import lower_sample, sample_function
+    from tvm_partition.build.executable import lower
+    from tvm_partition.profiling.samples import lower_sample, sample_function
     from tvm_partition.plan import Plan, Split
-    from tvm_partition.tuning import kernel_module
+    from tvm_partition.build.tuning import kernel_module
 
     model = mlp_model(batch=4)
     graph = OpGraph(model.mod)
@@ -259,10 +259,10 @@ def test_every_op_is_a_kernel_the_whole_build_launches(name, options):
     import tvm_ffi
 
     from tvm_partition import frontend
-    from tvm_partition.build import lower
-    from tvm_partition.cost_models.samples import lower_sample, sample_function
+    from tvm_partition.build.executable import lower
+    from tvm_partition.profiling.samples import lower_sample, sample_function
     from tvm_partition.planners import plan_with
-    from tvm_partition.tuning import kernel_module
+    from tvm_partition.build.tuning import kernel_module
 
     model = frontend.load(name, **options)
     graph = OpGraph(model.mod)
@@ -310,24 +310,24 @@ def _cli(*args, env=None, cwd=ROOT):
 
 
 def test_cli_help_and_clear_errors(tmp_path):
-    r = _cli("-m", "tvm_partition.profile", "--help")
+    r = _cli("-m", "tvm_partition", "profile", "--help")
     assert r.returncode == 0 and "--budget-s" in r.stdout and "--export-bundle" in r.stdout
-    r = _cli("-m", "tvm_partition.profile", "--tuning-logs", str(tmp_path))
+    r = _cli("-m", "tvm_partition", "profile", "--tuning-logs", str(tmp_path))
     assert r.returncode == 2 and "name at least one model" in r.stderr
-    r = _cli("-m", "tvm_partition.profile", "--evaluate", "--tuning-logs", str(tmp_path))
+    r = _cli("-m", "tvm_partition", "profile", "--evaluate", "--tuning-logs", str(tmp_path))
     assert r.returncode == 2 and "no op profiled" in r.stderr and "Traceback" not in r.stderr
-    r = _cli("-m", "tvm_partition.profile", "nosuchmodel", "--tuning-logs", str(tmp_path))
+    r = _cli("-m", "tvm_partition", "profile", "nosuchmodel", "--tuning-logs", str(tmp_path))
     assert r.returncode == 2 and "unknown model" in r.stderr and "Traceback" not in r.stderr
     from tvm_partition.devices import gpu_available
 
     if not gpu_available():
-        r = _cli("-m", "tvm_partition.profile", str(LINEAR_ONNX), "--devices", "cpu,gpu", "--tuning-logs", str(tmp_path))
+        r = _cli("-m", "tvm_partition", "profile", str(LINEAR_ONNX), "--devices", "cpu,gpu", "--tuning-logs", str(tmp_path))
         assert r.returncode == 2 and "--export-bundle" in r.stderr and "Traceback" not in r.stderr
 
 
 def test_bundle_runs_with_the_runtime_only_and_imports_back(tmp_path):
     """Export, time with TVM_USE_RUNTIME_LIB=1 and no tvm_partition on the path, import."""
-    from tvm_partition.cost_models import profiler
+    from tvm_partition.profiling import profiler
 
     graph = OpGraph(mlp_model().mod)
     pending = [p for p in profiler.pending_samples([graph], parse_devices("cpu,cpu")) if p.level == 0]
@@ -341,7 +341,7 @@ def test_bundle_runs_with_the_runtime_only_and_imports_back(tmp_path):
     assert r.returncode == 0, r.stderr[-2000:]
     lines = [json.loads(x) for x in open(bundle / "results.jsonl")]
     assert len(lines) == len(spec["records"]) and all(x["mean_us"] > 0 for x in lines)
-    r = _cli("-m", "tvm_partition.profile", "--import", str(bundle), "--tuning-logs", str(tmp_path / "logs"))
+    r = _cli("-m", "tvm_partition", "profile", "--import", str(bundle), "--tuning-logs", str(tmp_path / "logs"))
     assert r.returncode == 0 and f"imported {len(lines)} samples" in r.stdout, r.stderr
     folder = r.stdout.strip().split(" into ")[-1]
     assert len(ProfileLog(folder)) == len(lines)
@@ -356,7 +356,7 @@ def test_profile_over_rpc_times_on_the_server_and_logs_here(tmp_path):
     server = rpc_server(port)
     try:
         wait_port(port, server)
-        r = _cli("-m", "tvm_partition.profile", LINEAR_ONNX, "--rpc", f"127.0.0.1:{port}", "--machine", "edge1",
+        r = _cli("-m", "tvm_partition", "profile", LINEAR_ONNX, "--rpc", f"127.0.0.1:{port}", "--machine", "edge1",
                  "--tuning-logs", str(tmp_path))
     finally:
         server.stop()
@@ -364,5 +364,5 @@ def test_profile_over_rpc_times_on_the_server_and_logs_here(tmp_path):
     log = ProfileLog(str(tmp_path / "edge1"))
     assert log.ops() and log.comms() and all(x["fingerprint"]["rpc"] == f"127.0.0.1:{port}" for x in log.records)
     assert not [x for x in log.comms() if x["comm"] == "copy"]  # copies are not timed over RPC
-    r = _cli("-m", "tvm_partition.profile", LINEAR_ONNX, "--rpc", "127.0.0.1:1", "--tuning-logs", str(tmp_path))
+    r = _cli("-m", "tvm_partition", "profile", LINEAR_ONNX, "--rpc", "127.0.0.1:1", "--tuning-logs", str(tmp_path))
     assert r.returncode == 2 and "cannot connect" in r.stderr and "Traceback" not in r.stderr

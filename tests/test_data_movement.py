@@ -1,6 +1,6 @@
 """The simulator moves data as ApplyPlan does (issue 18 item 3: the two walk a plan separately).
 
-:mod:`tvm_partition.simulate` prices the copies, slices and concats it expects the rewritten
+:mod:`tvm_partition.planners.simulate` prices the copies, slices and concats it expects the rewritten
 program to run; :class:`tvm_partition.passes.ApplyPlan` emits them. On random plans over zoo
 graphs (every op whole on a random device, or split on a random legal axis at random ratios over
 random devices), the program ApplyPlan emits (after dead-code elimination and with the weights'
@@ -22,11 +22,11 @@ from helpers import mlp_model
 from tvm_partition import frontend
 from tvm_partition.cost_models import AnalyticCostModel, DeviceRoofline
 from tvm_partition.devices import parse_devices
-from tvm_partition.graph import OpGraph
+from tvm_partition.ir.graph import OpGraph
 from tvm_partition.passes import ApplyPlan
 from tvm_partition.passes.apply_plan import _Emitter
 from tvm_partition.plan import OnDevice, Plan, Split
-from tvm_partition.simulate import simulate
+from tvm_partition.planners.simulate import simulate
 
 DEVICES = parse_devices("cpu,cpu,cpu")
 PLANS = 12

@@ -18,14 +18,14 @@ import numpy as np
 import pytest
 
 from rpc_servers import REPO, free_port, rpc_server, wait_port
-from tvm_partition import artifact
-from tvm_partition.runner import Runner
+from tvm_partition.runtime import artifact
+from tvm_partition.runtime.runner import Runner
 
 
 @pytest.fixture(scope="module")
 def compiled(tmp_path_factory):
     from tvm_partition import frontend
-    from tvm_partition.compile import compile_model
+    from tvm_partition.cli.compile import compile_model
     from tvm_partition.devices import parse_devices
 
     d = tmp_path_factory.mktemp("deploy")
@@ -36,7 +36,7 @@ def compiled(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def bundle(compiled):
-    from tvm_partition.deploy import bundle
+    from tvm_partition.cli.deploy import bundle
 
     _, art = compiled
     return bundle(str(art), str(art.parent / "bundle"))
@@ -59,7 +59,7 @@ def bare_env(numpy_only) -> dict:
 
 
 def test_round_trip(compiled):
-    from tvm_partition.compile import reference_outputs, tolerance
+    from tvm_partition.cli.compile import reference_outputs, tolerance
 
     c, art = compiled
     manifest = artifact.read_manifest(str(art))
@@ -110,7 +110,7 @@ def test_runtime_only_load_in_subprocess(compiled):
     c, art = compiled
     code = (
         "import sys, numpy as np\n"
-        "from tvm_partition.runner import Runner\n"
+        "from tvm_partition.runtime.runner import Runner\n"
         f"r = Runner({str(art)!r})\n"
         "out = r.run(r.example_inputs())[0]\n"
         "print('mods', any(m.startswith('tvm.relax') for m in sys.modules))\n"
@@ -153,7 +153,7 @@ def test_bundle_runs_with_python_and_numpy_only(compiled, bundle, numpy_only, tm
 
 
 def test_bundle_rpc_server_binds_loopback(compiled, bundle, numpy_only, tmp_path):
-    from tvm_partition.remote import Endpoint, RemoteRunner
+    from tvm_partition.runtime.remote import Endpoint, RemoteRunner
 
     _, art = compiled
     port = free_port()
@@ -178,7 +178,7 @@ def test_bundle_rpc_server_binds_loopback(compiled, bundle, numpy_only, tmp_path
     ("tampered", r"params\.npz: checksum mismatch"),
 ])
 def test_deploy_refuses(compiled, bundle, tmp_path, capsys, case, pattern):
-    from tvm_partition.deploy import main
+    from tvm_partition.cli.deploy import main
 
     _, art = compiled
     out = tmp_path / "b"

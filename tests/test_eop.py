@@ -6,7 +6,7 @@ Eq. 5's balance point, Eq. 3's gain test, key operators (Sec. 3.3) and collabora
 (Alg. 2). Small zoo models check the properties the planner promises (collaboration and ``auto``
 never predicted worse), the simulator's execution model (CPU devices share the VM thread; a GPU
 part overlaps the CPU part), and that EOP plans compile and compute the unpartitioned model's
-output (on cpu,cpu here: :func:`tvm_partition.compile.check` rebuilds a cpu,gpu plan that way).
+output (on cpu,cpu here: :func:`tvm_partition.cli.compile.check` rebuilds a cpu,gpu plan that way).
 """
 
 from __future__ import annotations
@@ -18,17 +18,17 @@ from tvm.relax.frontend import nn
 
 from helpers import SMALL
 from tvm_partition import frontend
-from tvm_partition.build import cuda_kernel_names
-from tvm_partition.compile import check, compile_model, local_devices
+from tvm_partition.build.executable import cuda_kernel_names
+from tvm_partition.cli.compile import check, compile_model, local_devices
 from tvm_partition.cost_models import AnalyticCostModel, CostModel, DeviceRoofline, Estimate, part_fraction
 from tvm_partition.devices import parse_devices
-from tvm_partition.graph import OpGraph
+from tvm_partition.ir.graph import OpGraph
 from tvm_partition.plan import OnDevice, Plan, Split
 from tvm_partition.planners import plan_with
 from tvm_partition.planners.auto import plan_auto
 from tvm_partition.planners.baselines import MIN_GAIN, pick, plan_cpu, plan_equal, plan_fixed, plan_gpu
 from tvm_partition.planners.eop import EOP, plan_eop
-from tvm_partition.simulate import Simulator, simulate
+from tvm_partition.planners.simulate import Simulator, simulate
 
 CPU_GPU = parse_devices("cpu,gpu")
 CPU_CPU = parse_devices("cpu,cpu")  # named cpu and cpu1
@@ -474,7 +474,7 @@ def test_planning_a_gpu_here_uses_a_gpu_machine_profile(tmp_path):
     import os
 
     from tvm_partition.cost_models import default_cost_model
-    from tvm_partition.tuning import DEFAULT_LOGS
+    from tvm_partition.build.tuning import DEFAULT_LOGS
 
     with open(os.path.join(DEFAULT_LOGS, "amd-epyc-2c", "profile.jsonl")) as f:
         rec = json.loads(f.readline())

@@ -8,7 +8,7 @@ from tvm import relax
 
 from helpers import equal_check, run_relax
 from tvm_partition import frontend
-from tvm_partition.compile import reference_outputs
+from tvm_partition.cli.compile import reference_outputs
 
 
 def test_relax_irmodule_source_with_constants():

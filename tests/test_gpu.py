@@ -21,7 +21,7 @@ def test_split_matches_unpartitioned_on_gpu(name, strategy):
 @pytest.mark.parametrize("name", ["bert-tiny", "resnet18"])
 def test_eop_splits_run_on_gpu(name):
     """With a GPU only 1.5x the CPU on paper, EOP splits ops; the split executable matches on a real GPU."""
-    from tvm_partition.compile import check, compile_model
+    from tvm_partition.cli.compile import check, compile_model
     from tvm_partition.cost_models import AnalyticCostModel, DeviceRoofline
     from tvm_partition.devices import parse_devices
     from tvm_partition.plan import Split

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from helpers import mlp_model
 from tvm_partition import frontend
-from tvm_partition.graph import OpGraph
+from tvm_partition.ir.graph import OpGraph
 
 
 def test_mlp_groups_follow_tvm_fusion():

@@ -24,13 +24,13 @@ from onnxruntime.capi.onnxruntime_pybind11_state import NotImplemented as OrtNot
 
 from onnx_transformers import bert_layer, gpt_block  # noqa: E402
 from tvm_partition import frontend, planners  # noqa: E402
-from tvm_partition.compile import compile_model  # noqa
+from tvm_partition.cli.compile import compile_model  # noqa
 from tvm_partition.planners import make_plan  # noqa: E402
 from tvm_partition.cost_models import default_cost_model  # noqa: E402
 from tvm_partition.devices import parse_devices  # noqa: E402
-from tvm_partition.graph import OpGraph  # noqa: E402
+from tvm_partition.ir.graph import OpGraph  # noqa: E402
 from tvm_partition.plan import OnDevice, Plan, Split  # noqa: E402
-from tvm_partition.runner import Runner  # noqa: E402
+from tvm_partition.runtime.runner import Runner  # noqa: E402
 
 # TVM's importer renames "0" to "input_0", and onnx's checker notes the initializers the frontend
 # drops from the graph inputs; both are expected here.

@@ -1,4 +1,4 @@
-"""Seeded weights for the onnx package's light models (tvm_partition.zoo.onnx_light, benchmarks/onnx_light.py).
+"""Seeded weights for the onnx package's light models (tvm_partition.frontend.zoo.onnx_light, benchmarks/onnx_light.py).
 
 The smallest model (squeezenet, batch 1) only: the copy's weights differ from the shipped
 constants with the same shapes, and onnxruntime's output on a random input is finite and varied.
@@ -19,7 +19,7 @@ onnx = pytest.importorskip("onnx")
 pytest.importorskip("onnxruntime")
 from onnx import numpy_helper  # noqa: E402
 
-from tvm_partition.zoo import onnx_light  # noqa: E402
+from tvm_partition.frontend.zoo import onnx_light  # noqa: E402
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 NAME = "squeezenet"
@@ -86,7 +86,7 @@ _SEEDED: dict = {}
 def seeded_model(name: str, folder) -> tuple:
     """(path of the seeded copy, its Model, onnxruntime's outputs on the Model's inputs), once per model."""
     from tvm_partition import frontend
-    from tvm_partition.bench_ort import session
+    from tvm_partition.bench.ort import session
     from tvm_partition.inputs import graph_input_names
 
     if name not in _SEEDED:
@@ -109,10 +109,10 @@ def test_every_strategy_on_every_light_model_matches_onnxruntime(name, strategy,
     """Compiled with this machine's schedules (tuned, transferred, default), saved, run by the
     runtime-only Runner on the Model's seeded inputs: within 1e-4 of the largest reference value of
     onnxruntime on the same inputs (seeded weights: the shipped constant ones hide a broken split)."""
-    from tvm_partition.compile import compile_model, tolerance
+    from tvm_partition.cli.compile import compile_model, tolerance
     from tvm_partition.devices import parse_devices
-    from tvm_partition.runner import Runner
-    from tvm_partition.tuning import database_dir
+    from tvm_partition.runtime.runner import Runner
+    from tvm_partition.build.tuning import database_dir
 
     _, model, ref = seeded_model(name, tmp_path_factory.mktemp("light"))
     assert onnx_light.problem(ref) is None, "the seeded model's reference output looks broken"

@@ -9,9 +9,9 @@ from tvm import relax
 
 from helpers import equal_check, mlp_model, run_plan, run_relax
 from tvm_partition import frontend
-from tvm_partition.build import lower
+from tvm_partition.build.executable import lower
 from tvm_partition.devices import parse_devices
-from tvm_partition.graph import OpGraph
+from tvm_partition.ir.graph import OpGraph
 from tvm_partition.passes import ApplyPlan, PartitionPass, PropagateVDevice
 from tvm_partition.plan import OnDevice, Plan, Split
 
@@ -32,7 +32,7 @@ def split_all(graph, devices, dim=0, ratios=(0.5, 0.5)):
 def _run_user_pipeline(model, first, devices):
     """``first`` (a partitioning pass) in a user's own pipeline of TVM passes, built and run as the
     user would: the output of *their* pipeline, not a build of the plan."""
-    from tvm_partition.build import attach_targets, vm_pipeline
+    from tvm_partition.build.executable import attach_targets, vm_pipeline
 
     seq = tvm.transform.Sequential(
         [first, relax.transform.RealizeVDevice(), relax.transform.LiftTransformParams(),

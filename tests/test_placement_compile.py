@@ -8,9 +8,9 @@ import json
 import pytest
 
 from helpers import SMALL, mlp_model
-from tvm_partition import compile as compile_cli
+from tvm_partition.cli import compile as compile_cli
 from tvm_partition import frontend
-from tvm_partition.compile import check, compile_model
+from tvm_partition.cli.compile import check, compile_model
 from tvm_partition.devices import parse_devices
 from tvm_partition.plan import OnDevice
 from tvm_partition.planners.placement import solve

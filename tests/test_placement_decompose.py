@@ -8,7 +8,7 @@ import networkx as nx
 import pytest
 
 from test_placement import EXAMPLE, assert_valid, brute_force
-from tvm_partition import place
+from tvm_partition.cli import place
 from tvm_partition.planners.coarsen import coarsen, colocation_groups, parallel_pairs
 from tvm_partition.planners.dominators import dominator_cuts, segments, solve_dominators
 from tvm_partition.planners.dp import solve_dp

@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 
 from helpers import mlp_model
 from tvm_partition.devices import parse_devices
-from tvm_partition.graph import OpGraph
+from tvm_partition.ir.graph import OpGraph
 from tvm_partition.plan import OnDevice, Plan, PlanError, Split
 
 

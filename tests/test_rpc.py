@@ -15,9 +15,9 @@ import numpy as np
 import pytest
 
 from rpc_servers import Proc, free_port, rpc_server, wait_port, wait_tracker
-from tvm_partition import artifact
-from tvm_partition.remote import Endpoint, RemoteError, RemoteRunner, connect
-from tvm_partition.runner import Runner
+from tvm_partition.runtime import artifact
+from tvm_partition.runtime.remote import Endpoint, RemoteError, RemoteRunner, connect
+from tvm_partition.runtime.runner import Runner
 
 KEY = "tvmp-test"
 LSTM = dict(seq_len=4, batch=2)
@@ -26,7 +26,7 @@ LSTM = dict(seq_len=4, batch=2)
 @pytest.fixture(scope="module")
 def art(tmp_path_factory):
     from tvm_partition import frontend
-    from tvm_partition.compile import compile_model
+    from tvm_partition.cli.compile import compile_model
     from tvm_partition.devices import parse_devices
 
     d = tmp_path_factory.mktemp("rpc")
@@ -43,7 +43,7 @@ def local(art):
 
 @pytest.fixture(scope="module")
 def pipelines(art):
-    from tvm_partition.stages import compile_pipeline
+    from tvm_partition.cli.stages import compile_pipeline
 
     d = art.parent
     info = compile_pipeline("lstm", 2, "stages", str(d / "stages"), **LSTM)
@@ -92,7 +92,7 @@ def test_remote_run_matches_local(art, local, server):
 
 
 def test_run_cli_rpc(art, local, server, tmp_path, capsys):
-    from tvm_partition.run import main
+    from tvm_partition.runtime.run import main
 
     assert main([str(art), "--rpc", server, "--repeat", "3", "--output", str(tmp_path / "out.npz")]) == 0
     out = capsys.readouterr().out
@@ -110,7 +110,7 @@ def test_run_over_tracker(art, local, tracker):
 def test_two_stage_pipeline_across_both_servers(pipelines, local, tracker, capsys):
     from tvm import rpc
 
-    from tvm_partition.pipeline import Pipeline, main
+    from tvm_partition.runtime.pipeline import Pipeline, main
 
     d, info = pipelines
     assert len(info["cut_after"]) == 1
@@ -133,7 +133,7 @@ def test_two_stage_pipeline_across_both_servers(pipelines, local, tracker, capsy
 
 
 def test_split_pipeline_runs_parts_concurrently(pipelines, local, tracker):
-    from tvm_partition.pipeline import Pipeline
+    from tvm_partition.runtime.pipeline import Pipeline
 
     d, _ = pipelines
     manifest = artifact.read_manifest(str(d / "split" / "part"))
@@ -149,7 +149,7 @@ def test_split_pipeline_runs_parts_concurrently(pipelines, local, tracker):
 
 
 def test_pipeline_needs_one_server_per_stage(pipelines, server, capsys):
-    from tvm_partition.pipeline import main
+    from tvm_partition.runtime.pipeline import main
 
     d, _ = pipelines
     assert main([str(d / "stages"), "--rpc", server]) == 2
@@ -178,7 +178,7 @@ def test_killed_server_gives_clear_error(art, local):
     (["--rpc", "127.0.0.1:{closed}"], r"cannot connect after 4 attempts"),
 ])
 def test_run_cli_refuses_bad_endpoints(art, capsys, argv, pattern):
-    from tvm_partition.run import main
+    from tvm_partition.runtime.run import main
 
     argv = [a.format(closed=free_port()) for a in argv]
     assert main([str(art), *argv]) == 2
@@ -208,7 +208,7 @@ def test_tampered_artifact_is_not_uploaded(art, server, tmp_path):
     (["--servers", "0"], r"--servers must be >= 1"),
 ])
 def test_stages_cli_refuses(tmp_path, capsys, argv, pattern):
-    from tvm_partition.stages import main
+    from tvm_partition.cli.stages import main
 
     assert main(["lstm", "--seq-len", "2", "--batch", "2", *argv, "--out", str(tmp_path / "p")]) == 2
     err = capsys.readouterr().err.strip().splitlines()
@@ -218,7 +218,7 @@ def test_stages_cli_refuses(tmp_path, capsys, argv, pattern):
 def test_pipeline_refuses_tampered_stage(pipelines, server, tmp_path, capsys):
     import shutil
 
-    from tvm_partition.pipeline import main
+    from tvm_partition.runtime.pipeline import main
 
     d, _ = pipelines
     shutil.copytree(d / "stages", tmp_path / "p")

@@ -16,7 +16,7 @@ from tvm import relax
 from helpers import run_plan, run_relax
 from tvm_partition import frontend
 from tvm_partition.devices import parse_devices
-from tvm_partition.graph import OpGraph
+from tvm_partition.ir.graph import OpGraph
 from tvm_partition.plan import Plan, PlanError, Split
 
 T = relax.TensorType

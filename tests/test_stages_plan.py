@@ -10,10 +10,10 @@ import pytest
 
 from helpers import SMALL, mlp_model
 from rpc_servers import free_port, rpc_server, wait_port
-from tvm_partition.compile import reference_outputs
-from tvm_partition.pipeline import Pipeline
-from tvm_partition.remote import Endpoint
-from tvm_partition.stages import StageError, compile_pipeline
+from tvm_partition.cli.compile import reference_outputs
+from tvm_partition.runtime.pipeline import Pipeline
+from tvm_partition.runtime.remote import Endpoint
+from tvm_partition.cli.stages import StageError, compile_pipeline
 
 # the MLP's fused ops: dense+tanh, reshape (a view), dense, softmax
 OPS = ["000_fused_matmul_add_tir_tanh", "001_reshape", "002_fused_matmul1_add1", "003_softmax"]
@@ -73,7 +73,7 @@ def test_first_half_on_server0_rest_on_server1(mlp, servers, tmp_path):
 
 def test_plan_returning_to_first_server(mlp, servers, tmp_path, capsys):
     """cpu, cpu1, cpu: three stages, the first server holds two of them (one shared session)."""
-    from tvm_partition.pipeline import main
+    from tvm_partition.runtime.pipeline import main
 
     model, expected = mlp
     plan = write_plan(tmp_path / "plan.json", {OPS[0]: on("cpu"), OPS[2]: on("cpu1"), OPS[3]: on("cpu")})
@@ -100,7 +100,7 @@ def test_split_decision_is_refused(mlp, tmp_path):
 
 def test_heft_pipeline_from_the_cli_matches(servers, tmp_path, capsys):
     from tvm_partition import frontend
-    from tvm_partition.stages import main
+    from tvm_partition.cli.stages import main
 
     model = frontend.load("lstm", **SMALL["lstm"])
     assert main(["lstm", "--seq-len", "4", "--batch", "2", "--strategy", "heft", "--no-tuning",
@@ -118,7 +118,7 @@ def test_tensor_handed_past_a_stage(servers, tmp_path):
     third stage needs slices from the first, which the runner keeps (a stage cannot return its
     own input over RPC)."""
     from tvm_partition import frontend
-    from tvm_partition.graph import OpGraph
+    from tvm_partition.ir.graph import OpGraph
 
     model = frontend.load("lstm", **SMALL["lstm"])
     order = OpGraph(model.mod).topo_order()
@@ -149,7 +149,7 @@ def test_gpu_device_is_refused(mlp, tmp_path):
     (["--plan", "{tmp}/p.json", "--servers", "3"], r"--plan decides the servers"),
 ])
 def test_stages_cli_refuses_bad_plans(tmp_path, capsys, argv, pattern):
-    from tvm_partition.stages import main
+    from tvm_partition.cli.stages import main
 
     argv = [a.format(tmp=tmp_path) for a in argv]
     assert main(["lstm", "--seq-len", "2", "--batch", "2", *argv, "--out", str(tmp_path / "p")]) == 2

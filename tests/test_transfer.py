@@ -1,6 +1,6 @@
-"""Schedule transfer (tvm_partition.transfer): a tuned trace replayed onto the same computation at
+"""Schedule transfer (tvm_partition.build.transfer): a tuned trace replayed onto the same computation at
 other extents, checked against TVM's default schedule of the recipient (the oracle: the same
-PrimFunc unscheduled), plus the split points that keep its tiles (tvm_partition.align).
+PrimFunc unscheduled), plus the split points that keep its tiles (tvm_partition.build.align).
 
 The "tuned" traces here are written by hand in MetaSchedule's multi-level-tiling form (sampled
 perfect tiles, a reorder, a consumer moved under the tiles, the root's parallel/vectorise
@@ -16,10 +16,9 @@ import pytest
 import tvm
 from tvm import relax
 
-from tvm_partition import transfer
-from tvm_partition.cost_models.samples import lower_sample
-from tvm_partition.transfer import (Source, TransferIndex, blocks_of, fit_tile, innermost_tiles, replay,
-                                    signature)
+from tvm_partition.build import transfer
+from tvm_partition.profiling.samples import lower_sample
+from tvm_partition.build.transfer import Source, TransferIndex, blocks_of, fit_tile, innermost_tiles, replay, signature
 
 TARGET = tvm.target.Target({"kind": "llvm", "num-cores": 2})
 
@@ -310,18 +309,18 @@ class Dense:
 
 @pytest.fixture(scope="module")
 def dense_schedules():
-    from tvm_partition.tuning import Schedules
+    from tvm_partition.build.tuning import Schedules
 
     mm = matmul(32, 64, 64)
     return Schedules(None, None, TransferIndex([source(mm, matmul_trace(mm), label="hand: matmul")]))
 
 
 def test_splits_cut_at_multiples_of_the_inner_tiles(dense_schedules):
-    from tvm_partition.align import align_splits
+    from tvm_partition.build.align import align_splits
     from tvm_partition.planners import plan_and_simulate
     from tvm_partition.cost_models import AnalyticCostModel, DeviceRoofline
     from tvm_partition.devices import parse_devices
-    from tvm_partition.graph import OpGraph
+    from tvm_partition.ir.graph import OpGraph
     from tvm_partition.plan import Split
 
     devices = parse_devices("cpu,cpu")
@@ -343,11 +342,12 @@ def test_splits_cut_at_multiples_of_the_inner_tiles(dense_schedules):
 
 
 def test_a_build_transfers_marks_and_matches_the_unpartitioned_model(dense_schedules):
-    from tvm_partition import build, planners
-    from tvm_partition.align import align_splits
-    from tvm_partition.compile import Compiled, check, explain_schedules
+    from tvm_partition.build import executable as build
+    from tvm_partition import planners
+    from tvm_partition.build.align import align_splits
+    from tvm_partition.cli.compile import Compiled, check, explain_schedules
     from tvm_partition.devices import parse_devices
-    from tvm_partition.graph import OpGraph
+    from tvm_partition.ir.graph import OpGraph
 
     model, devices = Dense.model(), parse_devices("cpu,cpu")
     g = OpGraph(model.mod)
@@ -367,7 +367,7 @@ def test_a_build_transfers_marks_and_matches_the_unpartitioned_model(dense_sched
 
 def test_tuning_ranks_kernels_by_what_tuning_can_gain(dense_schedules):
     from tvm_partition.devices import parse_devices
-    from tvm_partition.tuning import Kernel, kernel_flops, rank_by_gain
+    from tvm_partition.build.tuning import Kernel, kernel_flops, rank_by_gain
 
     cpu = parse_devices("cpu")[0]
     fast = matmul(64, 64, 64)  # transferred from the hand-written trace
@@ -383,8 +383,17 @@ def test_tuning_ranks_kernels_by_what_tuning_can_gain(dense_schedules):
 
 def test_transfer_search_records_the_fastest_candidate_as_the_kernels_own(dense_schedules, tmp_path):
     from tvm_partition.devices import parse_devices
-    from tvm_partition.tuning import (Kernel, Schedules, kernel_flops, best_record, is_tuned, open_best, open_database,
-                                      transfer_search, tuning_target)
+    from tvm_partition.build.tuning import (
+        Kernel,
+        Schedules,
+        kernel_flops,
+        best_record,
+        is_tuned,
+        open_best,
+        open_database,
+        transfer_search,
+        tuning_target,
+    )
 
     cpu = parse_devices("cpu")[0]
     kmod = matmul(64, 64, 128)
@@ -401,7 +410,7 @@ def test_transfer_search_records_the_fastest_candidate_as_the_kernels_own(dense_
 
 
 def test_a_part_runs_the_schedule_its_whole_op_got():
-    from tvm_partition.tuning import Schedules
+    from tvm_partition.build.tuning import Schedules
 
     a_kmod, b_kmod = matmul(32, 64, 256), matmul(64, 64, 64)
     a = source(a_kmod, matmul_trace(a_kmod, (4, 8), (4, 4, 16), (16, 4)), label="A")
@@ -423,7 +432,7 @@ def test_a_part_runs_the_schedule_its_whole_op_got():
 def test_a_cuda_trace_replays_onto_other_extents_and_compiles_to_cuda():
     """GPU records transfer the same way (the target's own postprocessors, VerifyGPUCode among
     them, check the replayed kernel): cross-compiled here, no GPU needed."""
-    from tvm_partition.build import cuda_kernel_names
+    from tvm_partition.build.executable import cuda_kernel_names
 
     cuda = tvm.target.Target({"kind": "cuda", "arch": "sm_90"}, host={"kind": "llvm"})
     kmod = matmul(64, 64, 128)

@@ -15,16 +15,26 @@ import time
 import pytest
 
 from tvm_partition import frontend
-from tvm_partition.build import SCHEDULE_ATTR, tuned_kernels
-from tvm_partition.compile import check, compile_model
+from tvm_partition.build.executable import SCHEDULE_ATTR, tuned_kernels
+from tvm_partition.cli.compile import check, compile_model
 from tvm_partition.devices import parse_devices
-from tvm_partition.tune import extract_kernels
+from tvm_partition.cli.tune import extract_kernels
 from tvm_partition import planners
-from tvm_partition.build import lower
-from tvm_partition.graph import OpGraph
-from tvm_partition.transfer import provenance
-from tvm_partition.tuning import (Schedules, best_record, database_dir, is_default, is_tuned, open_database,
-                                  open_schedules, trials_measured, tune, tuning_target)
+from tvm_partition.build.executable import lower
+from tvm_partition.ir.graph import OpGraph
+from tvm_partition.build.transfer import provenance
+from tvm_partition.build.tuning import (
+    Schedules,
+    best_record,
+    database_dir,
+    is_default,
+    is_tuned,
+    open_database,
+    open_schedules,
+    trials_measured,
+    tune,
+    tuning_target,
+)
 
 import onnx
 
@@ -35,9 +45,9 @@ MODEL = [LINEAR]
 TRIALS = 2
 
 
-def cli(module, *args, timeout=900):
+def cli(command, *args, timeout=900):
     env = dict(os.environ, PYTHONPATH=os.pathsep.join([REPO, os.environ.get("PYTHONPATH", "")]))
-    return subprocess.run([sys.executable, "-m", f"tvm_partition.{module}", *map(str, args)],
+    return subprocess.run([sys.executable, "-m", "tvm_partition", command, *map(str, args)],
                           capture_output=True, text=True, cwd=REPO, env=env, timeout=timeout)
 
 
@@ -180,7 +190,7 @@ def test_cli_tuning_flags_and_manifest(tuned_only, tmp_path):
     assert m_b["tuned_kernels"] == [] and m_b["tuning_db"] is None
     assert m_a["num_threads"] == 1
     # the runner sizes TVM's thread pool from the manifest
-    code = ("import tvm; from tvm_partition.runner import Runner; r = Runner(%r); "
+    code = ("import tvm; from tvm_partition.runtime.runner import Runner; r = Runner(%r); "
             "r.run(r.example_inputs()); print(tvm.runtime.num_threads())" % str(with_db))
     env = dict(os.environ, PYTHONPATH=REPO)
     env.pop("TVM_NUM_THREADS", None)
@@ -206,7 +216,7 @@ def test_tune_list_and_bad_input(tuned):
 
 def test_kernel_benchmark_times_default_and_tuned_schedules(tuned, tmp_path):
     logs, _, _ = tuned
-    proc = cli("bench_kernels", *MODEL, "--tuning-logs", logs, "--out", tmp_path, "--repeat", "3")
+    proc = cli("bench-kernels", *MODEL, "--tuning-logs", logs, "--out", tmp_path, "--repeat", "3")
     assert proc.returncode == 0, proc.stderr[-3000:]
     result = json.loads((tmp_path / "kernels.json").read_text())
     assert [r["kernel"] for r in result["kernels"]] == [k.name for k in compute_kernels()]
@@ -218,7 +228,7 @@ def test_kernel_benchmark_times_default_and_tuned_schedules(tuned, tmp_path):
 
 
 def test_kernel_benchmark_of_transfer_times_whole_ops_and_parts(tuned_only, tmp_path):
-    proc = cli("bench_kernels", *MODEL, "--tuning-logs", tuned_only, "--out", tmp_path, "--transfer",
+    proc = cli("bench-kernels", *MODEL, "--tuning-logs", tuned_only, "--out", tmp_path, "--transfer",
                "--fractions", "0.5")
     assert proc.returncode == 0, proc.stderr[-3000:]
     rows = json.loads((tmp_path / "transfer.json").read_text())["transfer"]
@@ -231,17 +241,17 @@ def test_kernel_benchmark_of_transfer_times_whole_ops_and_parts(tuned_only, tmp_
     for r in parts:  # the whole op's time x the part's fraction (rounded to 0.01 us either side)
         assert r["ideal_us"] == pytest.approx(whole[0]["scheduled_us"] * r["size"] / r["full"], abs=0.011)
     assert "scheduled / ideal" in (tmp_path / "transfer.md").read_text()
-    bad = cli("bench_kernels", *MODEL, "--tuning-logs", tuned_only, "--transfer", "--fractions", "1.5")
+    bad = cli("bench-kernels", *MODEL, "--tuning-logs", tuned_only, "--transfer", "--fractions", "1.5")
     assert bad.returncode == 2 and "strictly between 0 and 1" in bad.stderr and "Traceback" not in bad.stderr
 
 
 def test_kernel_benchmark_needs_a_database(tmp_path):
-    proc = cli("bench_kernels", *MODEL, "--tuning-logs", tmp_path / "empty", "--no-models")
+    proc = cli("bench-kernels", *MODEL, "--tuning-logs", tmp_path / "empty", "--no-models")
     assert proc.returncode == 2 and "no tuning database" in proc.stderr and "Traceback" not in proc.stderr
 
 
 def test_kernel_table_units():
-    from tvm_partition.bench_kernels import render
+    from tvm_partition.bench.kernels import render
 
     row = {"model": "m", "kernel": "k", "mflop": 2.0, "default_us": 4.0, "tuned_us": 1.0}
     table = render({"fingerprint": "f", "cpu": "c", "threads": 2, "peak_gflops": 4000.0, "kernels": [row], "models": []})
@@ -288,7 +298,7 @@ def test_compile_tune_budget_measures_the_plans_kernels_first(tmp_path):
 def test_a_cpu_session_registers_the_x86_intrinsics_only():
     """A CPU tuning session loads x86's tensor intrinsics and not CUDA's (24 s to import here),
     and MetaSchedule's own import of the package then finds it loaded."""
-    code = ("import sys, tvm; from tvm_partition.tuning import load_intrinsics; load_intrinsics('llvm'); "
+    code = ("import sys, tvm; from tvm_partition.build.tuning import load_intrinsics; load_intrinsics('llvm'); "
             "import tvm.s_tir.tensor_intrin; from tvm.s_tir import TensorIntrin; "
             "TensorIntrin.get('dot_16x4_vnni'); "
             "print('cuda' if 'tvm.s_tir.tensor_intrin.cuda' in sys.modules else 'x86 only')")

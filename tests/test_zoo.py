@@ -1,4 +1,4 @@
-"""Tests for the built-in model zoo (tvm_partition.zoo).
+"""Tests for the built-in model zoo (tvm_partition.frontend.zoo).
 
 Every model is built with a small configuration, compiled for LLVM and run on the CPU; the
 RNNs are also checked against an independent numpy implementation of PyTorch's equations.
@@ -12,7 +12,7 @@ import tvm
 from tvm import relax
 
 from helpers import SMALL
-from tvm_partition import zoo
+from tvm_partition.frontend import zoo
 
 OUTPUT_SHAPE = {
     "lstm": (2, 64),

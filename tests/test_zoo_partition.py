@@ -6,9 +6,10 @@ from __future__ import annotations
 import pytest
 
 from helpers import SMALL, equal_check
-from tvm_partition import frontend, zoo
-from tvm_partition.build import cuda_kernel_names
-from tvm_partition.compile import compile_model
+from tvm_partition import frontend
+from tvm_partition.frontend import zoo
+from tvm_partition.build.executable import cuda_kernel_names
+from tvm_partition.cli.compile import compile_model
 from tvm_partition.devices import parse_devices
 from tvm_partition.plan import Split
 

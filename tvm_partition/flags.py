@@ -120,7 +120,7 @@ def add_out(ap, help: str, required: bool = False) -> None:
 
 
 def add_rpc(ap, what: str = "run") -> None:
-    """``--rpc`` / ``--tracker`` / ``--key``: where a TVM RPC server is (:mod:`tvm_partition.remote`)."""
+    """``--rpc`` / ``--tracker`` / ``--key``: where a TVM RPC server is (:mod:`tvm_partition.runtime.remote`)."""
     ap.add_argument("--rpc", metavar="HOST:PORT", help=f"{what} on this TVM RPC server (python -m tvm.exec.rpc_server)")
     ap.add_argument("--tracker", metavar="HOST:PORT", help="ask this TVM RPC tracker for a server (with --key)")
     ap.add_argument("--key", help="device key the RPC servers registered with at the tracker")

@@ -5,7 +5,7 @@
     Plan {version, devices: [DeviceSpec], ops: {op_id: Decision}, predicted_latency_us, strategy, meta}
     Decision = OnDevice(device) | Split(dim, ratios, devices)
 
-``op_id`` names a fused kernel of :class:`tvm_partition.graph.OpGraph`. ``Split.dim`` is an axis of
+``op_id`` names a fused kernel of :class:`tvm_partition.ir.graph.OpGraph`. ``Split.dim`` is an axis of
 the op's output tensor; the OpGraph says which axes are legal and how they are named (batch,
 channel, H, M, N...). Ops a plan does not mention run on the plan's first device (the host CPU).
 """
@@ -21,7 +21,7 @@ from .devices import DeviceError, DeviceSpec
 from .errors import TvmPartitionError
 
 if TYPE_CHECKING:  # pragma: no cover
-    from .graph import OpGraph
+    from .ir.graph import OpGraph
 
 PLAN_VERSION = 1
 _RATIO_TOL = 1e-6

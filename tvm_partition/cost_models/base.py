@@ -2,7 +2,7 @@
 
 A cost model answers two questions, both in microseconds:
 
-* ``op_time(op, device, shape=None)``: one fused kernel (:class:`tvm_partition.graph.Op`) on a
+* ``op_time(op, device, shape=None)``: one fused kernel (:class:`tvm_partition.ir.graph.Op`) on a
   device, computing an output of ``shape`` (``None``: the op's whole output; a split part has
   the whole shape with one axis shrunk);
 * ``comm_time(nbytes, src, dst)``: moving ``nbytes`` from device ``src`` to device ``dst``

@@ -10,9 +10,9 @@ loses at most the sample in flight). Two record types::
      "mean_us", "std_us", "repeats", "tvm", "fingerprint", "time"}
 
 (``schedule``: tuned, transferred or default, what the sample's kernel ran; ``schedules``: the
-digest of the tuning databases it was drawn from, :class:`tvm_partition.tuning.Schedules`: a
+digest of the tuning databases it was drawn from, :class:`tvm_partition.build.tuning.Schedules`: a
 profile run times again the samples recorded with other databases; ``transfer``: the
-sample was built as builds build kernels since schedule transfer, :mod:`tvm_partition.transfer`;
+sample was built as builds build kernels since schedule transfer, :mod:`tvm_partition.build.transfer`;
 samples without it ran TVM's default schedule wherever the database had no record and are
 measured again. ``launch``: the VM's time per kernel launch on ``src`` beyond the kernel, ``bytes`` 0, per
 ``kernels`` one-element kernels in a chain.)

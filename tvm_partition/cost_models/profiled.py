@@ -6,7 +6,7 @@ elsewhere (the issue's "composite"), each answer saying which it used.
   with a tuned or a transferred schedule is answered by its measurement (a transferred kernel's
   time is not smooth in its size: its tiles are re-fitted to divide each size, and patterns fitted
   over them missed held-out sizes by 21% on the 2026-11-23 profile; the planners cut only at the
-  sizes the profiler samples, :mod:`tvm_partition.align`), any other by the series' pattern fit
+  sizes the profiler samples, :mod:`tvm_partition.build.align`), any other by the series' pattern fit
   (:mod:`.patterns`, over the default-schedule samples: :func:`fit_records`). Default-schedule
   samples are answered by the fit too, not by their own noisy measurement: a whole op and its
   parts must come from one curve, else a planner "gains" from splitting on a single CPU (seen:
@@ -30,7 +30,7 @@ from . import patterns, xgb
 from ..errors import TvmPartitionError
 from .base import CostModel, Estimate, cut_axes, full_shape, part_fraction
 from .logs import ProfileLog
-from ..graph import op_signature
+from ..ir.graph import op_signature
 
 
 FITS_FILE = "fits.json"
@@ -57,7 +57,7 @@ def fit_records(records: list[dict]) -> list[dict]:
     own, the ratios ``tune`` was given), so a series mixes a fast tuned kernel at those sizes with
     other kernels everywhere else: two curves no single pattern fits. Tuned sizes are answered
     exactly from their measurement (``measured``); the pattern covers the rest, which a build runs
-    with a transferred schedule (:mod:`tvm_partition.transfer`) where one replays. Samples taken
+    with a transferred schedule (:mod:`tvm_partition.build.transfer`) where one replays. Samples taken
     since transfer (``transfer`` set) are what builds run now; older ones ran TVM's default
     schedule at every untuned size and only count where nothing newer was measured."""
     current = [r for r in records if r.get("transfer")] or records

@@ -73,7 +73,7 @@ def time_kernel(lib, name: str, args_spec: list, dev, repeat: int = REPEAT, min_
 
 def time_launches(path: str, kernels: int, dev, repeat: int = COPY_REPEAT):
     """``(mean_us, std_us, repeats)`` per kernel of the VM running the chain of ``kernels``
-    one-element kernels exported at ``path`` (:func:`tvm_partition.cost_models.samples.launch_function`)."""
+    one-element kernels exported at ``path`` (:func:`tvm_partition.profiling.samples.launch_function`)."""
     import tvm
     from tvm.runtime import vm as rvm
 

@@ -42,7 +42,7 @@ def record_features(rec: dict) -> list[float]:
 
 
 def op_features(op, shape=None) -> list[float]:
-    """Feature row of a :class:`tvm_partition.graph.Op`, whole or cut to output ``shape``."""
+    """Feature row of a :class:`tvm_partition.ir.graph.Op`, whole or cut to output ``shape``."""
     full = full_shape(op)
     dim, size = 0, full[0] if full else 1
     cut = cut_axes(op, shape)

@@ -5,7 +5,7 @@ on slices of their inputs (``strided_slice``), and their parts are joined with `
 where a consumer needs the whole tensor. The rewrite follows these rules (foundation issue, item 6):
 
 * weights reach each device once, at load time: slicing and copying a weight depends only on
-  parameters, so ``LiftTransformParams`` (run by :mod:`tvm_partition.build`) moves it into
+  parameters, so ``LiftTransformParams`` (run by :mod:`tvm_partition.build.executable`) moves it into
   ``main_transform_params``;
 * a ``to_vdevice`` is emitted only where producer and consumer devices differ, and each copy is
   made once and reused;
@@ -22,11 +22,11 @@ from __future__ import annotations
 import tvm
 from tvm import relax
 
-from ..emission import units, whole_device
-from ..graph import OpGraph
+from ..ir.emission import units, whole_device
+from ..ir.graph import OpGraph
 from ..plan import OnDevice, Plan, Split
-from ..relax_utils import Constant, substitute
-from ..split_rules import IllegalSplit, Region, is_tensor, shape_of, substitute_operands, tensor_operands
+from ..ir.relax_utils import Constant, substitute
+from ..ir.split_rules import IllegalSplit, Region, is_tensor, shape_of, substitute_operands, tensor_operands
 
 
 @tvm.transform.module_pass(opt_level=0, name="ApplyPlan")

@@ -5,7 +5,7 @@
     from tvm_partition.passes import PartitionPass
     seq = tvm.transform.Sequential([PartitionPass("cpu,gpu"), relax.transform.RealizeVDevice(), ...])
 
-It builds the :class:`tvm_partition.graph.OpGraph` of ``main``, plans it with ``strategy`` (any
+It builds the :class:`tvm_partition.ir.graph.OpGraph` of ``main``, plans it with ``strategy`` (any
 name of :data:`tvm_partition.planners.STRATEGIES`; default ``auto``) on ``cost_model`` (default:
 :func:`tvm_partition.cost_models.default_cost_model`), then runs :class:`.ApplyPlan`. The plan it
 applied is kept in :attr:`PartitionPass.plan` (save it with ``plan.save("plan.json")``).
@@ -31,7 +31,7 @@ class PartitionPass:
 
     def transform_module(self, mod: tvm.IRModule, _ctx) -> tvm.IRModule:
         from ..planners import make_plan
-        from ..graph import OpGraph
+        from ..ir.graph import OpGraph
 
         graph = OpGraph(mod, self.func_name)
         self.plan = make_plan(graph, self.devices, self.strategy, cost_model=self.cost_model)

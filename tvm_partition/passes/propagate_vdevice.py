@@ -12,7 +12,7 @@ from __future__ import annotations
 import tvm
 from tvm import relax
 
-from ..relax_utils import substitute
+from ..ir.relax_utils import substitute
 
 _CALL_TIR = tvm.ir.Op.get("relax.call_tir")
 

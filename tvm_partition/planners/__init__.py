@@ -5,13 +5,13 @@ baselines (cpu, gpu, equal, fixed), the EOP planner (eop), the placement strateg
 dominators, dp, heft, metf, msct) and ``auto`` (the best predicted of the cheap ones).
 :func:`plan_and_simulate` is the one entry point callers use (the compile command, the
 ``PartitionPass``, the multi-server stages): it plans, validates, and prices the plan on the
-cost model's list schedule (:mod:`tvm_partition.simulate`), so every plan is scored the same way.
+cost model's list schedule (:mod:`tvm_partition.planners.simulate`), so every plan is scored the same way.
 """
 
 from __future__ import annotations
 
 from ..plan import Plan, PlanError, Split
-from ..simulate import simulate
+from .simulate import simulate
 from .auto import plan_auto
 from .placement import STRATEGY_NAMES, plan_placement
 from .registry import STRATEGIES as _REGISTERED
@@ -50,7 +50,7 @@ def plan_and_simulate(graph, devices, strategy: str = "auto", plan_file=None, to
     else:
         plan = plan_with(strategy, graph, devices, cost_model)
     plan.validate(graph)
-    if not plan_file:  # a planner's ratios, written as the exact fractions its cuts make (tvm_partition.align)
+    if not plan_file:  # a planner's ratios, written as the exact fractions its cuts make (tvm_partition.build.align)
         plan.ops = {k: d.exact(graph.ops[k].output_shapes[-1][d.dim], graph.ops[k].granules.get(d.dim, 1))
                     if isinstance(d, Split) else d for k, d in plan.ops.items()}
     sim = simulate(graph, plan, cost_model)

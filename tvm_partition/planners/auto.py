@@ -1,6 +1,6 @@
 """Strategy ``auto``: plan with every cheap strategy and keep the best predicted plan.
 
-Every candidate is scored on the same list schedule (:mod:`tvm_partition.simulate`), so the
+Every candidate is scored on the same list schedule (:mod:`tvm_partition.planners.simulate`), so the
 comparison is fair; ``cpu`` and ``gpu`` are always candidates, so ``auto`` never predicts a plan
 slower than the best single device, and keeps one device unless a plan using several is
 predicted :data:`~tvm_partition.planners.baselines.MIN_GAIN` faster. ``milp`` is left out (it spends its time limit); ask for it
@@ -10,7 +10,7 @@ by name.
 from __future__ import annotations
 
 from ..plan import Plan, PlanError
-from ..simulate import Simulator
+from .simulate import Simulator
 from .baselines import pick
 from .problem import ProblemError
 from .registry import STRATEGIES

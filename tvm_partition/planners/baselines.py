@@ -15,7 +15,7 @@ Every planner takes ``(graph, devices, cost_model)``; only ``fixed`` uses the co
 from __future__ import annotations
 
 from ..devices import DeviceSpec
-from ..graph import OpGraph
+from ..ir.graph import OpGraph
 from ..plan import OnDevice, Plan, PlanError, Split
 
 

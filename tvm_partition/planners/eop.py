@@ -16,7 +16,7 @@ Follows EOP Sec. 3.2-3.3 and Alg. 1-3, on a :class:`tvm_partition.cost_models.Co
 4. **Collaborative tuning (Alg. 2, applied through the graph as in Alg. 3).** Beyond EOP, which
    sums per-op times (AT(G, R), Eq. 4) and ignores the copies between adjacent ops and the
    overlap of GPU and CPU work, every decision here is scored on the list schedule of
-   :mod:`tvm_partition.simulate` (the program the pass emits): ops are decided in emission
+   :mod:`tvm_partition.planners.simulate` (the program the pass emits): ops are decided in emission
    order, each candidate is tried on the schedule so far, and the one ending earliest wins. A
    key op's candidates are its whole placements, its Eq. 2 optimum and neighbouring ratios, and
    the split of its producer (so adjacent ops split the same way stay split, with no concat in
@@ -40,11 +40,11 @@ from __future__ import annotations
 import dataclasses
 import time
 
-from ..graph import op_signature
-from ..graph import OpGraph
+from ..ir.graph import op_signature
+from ..ir.graph import OpGraph
 from ..plan import OnDevice, Plan, PlanError, Split
-from ..simulate import Simulator
-from ..split_rules import IllegalSplit, Region, is_tensor
+from .simulate import Simulator
+from ..ir.split_rules import IllegalSplit, Region, is_tensor
 from .baselines import accelerator, pick
 
 #: Ratio step of the search (EOP Sec. 3.2, Step 3).

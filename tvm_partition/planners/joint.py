@@ -56,7 +56,7 @@ def add_split_options(problem: Problem, opgraph, cost_model, ratios=(0.25, 0.5, 
             for d1 in problem.allowed(v):
                 if d0 == d1:
                     continue
-                for r in ratios:  # cut where the split will cut: at the op's granule (tvm_partition.align)
+                for r in ratios:  # cut where the split will cut: at the op's granule (tvm_partition.build.align)
                     parts = Split(dim, (r, 1 - r), (d0, d1)).parts(full[dim], op.granules.get(dim, 1))
                     if len(parts) != 2:
                         continue

@@ -26,7 +26,7 @@ in the ``graph`` part (or ``Problem(..., congestion=False)``) turns it off, for 
 the model where transfers overlap freely.
 
 The ``graph`` part alone is a *topology* (``--topology FILE`` of ``compile``; JSON, or YAML where
-PyYAML is installed). :func:`from_opgraph` turns a TVM :class:`~tvm_partition.graph.OpGraph` and
+PyYAML is installed). :func:`from_opgraph` turns a TVM :class:`~tvm_partition.ir.graph.OpGraph` and
 a cost model into the same problem, so the planners never need TVM.
 """
 

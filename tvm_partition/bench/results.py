@@ -1,0 +1,205 @@
+"""Benchmark rows: identity, the results folder (``results.json`` + ``results.csv``) and the summary.
+
+A row is one model x setting x device set x strategy (``tvm-partition bench``)::
+
+    {model, config, devices, strategy, measured_median_us, measured_p90_us, predicted_us, plan_s,
+     compile_s, device_names, ideal_us, [error], tuned_kernels, repeat, machine, date, command, ...}
+
+``ideal_us`` is the group's ideal co-execution bound (:func:`ideal`), filled in when saved. Rows
+of :mod:`tvm_partition.bench.ops` (one key op alone) have an ``op`` field and are named
+``model/fused_kernel``.
+
+``tuned_kernels`` is "tuned / all" kernels of the build (their own record of the tuning database),
+``transferred_kernels`` "transferred / all" (a record of the same computation at other extents,
+:mod:`tvm_partition.build.transfer`); the others run TVM's default CPU schedule (or dlight on a GPU),
+``default_compute_kernels`` of them doing arithmetic (the rest only move data).
+
+The reference rows ``tvm-cpu`` and ``onnxruntime`` have no plan (``predicted_us`` and ``plan_s``
+None); ``onnxruntime`` has no TVM kernels either (``tuned_kernels`` None) and records
+``max_abs_err_vs_ort``, how far its outputs are from TVM's unpartitioned model's on the same inputs.
+
+Both files are rewritten (atomically) after every row, so a killed run keeps every finished row.
+"""
+
+from __future__ import annotations
+
+import csv
+import hashlib
+import json
+import os
+import re
+
+RESULTS_JSON = "results.json"
+RESULTS_CSV = "results.csv"
+#: Columns of results.csv (every row of results.json has these keys, and maybe more).
+FIELDS = ("model", "config", "devices", "strategy", "measured_median_us", "measured_p90_us", "predicted_us",
+          "plan_s", "compile_s", "device_names", "ideal_us", "error", "chosen", "tuned_kernels", "transferred_kernels",
+          "default_compute_kernels",
+          "repeat", "machine", "date", "command", "process_medians_us", "max_abs_err_vs_ort")
+#: The strategies that place everything on one device: the "best single device" of a speedup.
+SINGLE_DEVICE = ("cpu", "gpu")
+
+
+def row_key(row: dict) -> tuple:
+    return row["model"], json.dumps(row["config"], sort_keys=True), row["devices"], row["strategy"]
+
+
+#: Longest row id (a folder and file name): well under the 255 bytes file systems allow.
+MAX_ID = 120
+
+
+def row_id(row: dict) -> str:
+    """A folder-safe name of the row, e.g. ``lstm-batch2-seq_len4-cpu_cpu-equal``."""
+    cfg = "-".join(f"{k}{v}" for k, v in sorted(row["config"].items()))
+    text = "-".join(p for p in (row["model"], cfg, row["devices"].replace(",", "_"), row["strategy"]) if p)
+    text = re.sub(r"[^A-Za-z0-9_.-]+", "_", text)
+    if len(text) > MAX_ID:  # a fused kernel's name (bench --split-ops) can run past a file name's limit
+        digest = hashlib.sha1(text.encode()).hexdigest()[:10]
+        text = f"{text[:MAX_ID - 11]}_{digest}"
+    return text
+
+
+def measured(row: dict) -> bool:
+    return row.get("measured_median_us") is not None and "error" not in row
+
+
+def load(folder: str) -> list[dict]:
+    path = os.path.join(folder, RESULTS_JSON)
+    if not os.path.exists(path):
+        return []
+    try:
+        with open(path, encoding="utf-8") as f:
+            rows = json.load(f)
+    except (OSError, ValueError) as e:
+        raise ValueError(f"{path}: unreadable results ({e}); move it away or give another --out") from None
+    if not isinstance(rows, list) or not all(isinstance(r, dict) and "strategy" in r for r in rows):
+        raise ValueError(f"{path}: not a list of benchmark rows")
+    return rows
+
+
+def merge(rows: list[dict], row: dict) -> list[dict]:
+    """``rows`` with ``row`` in place of the row of the same key (appended if new)."""
+    key = row_key(row)
+    out = [r for r in rows if row_key(r) != key]
+    at = next((i for i, r in enumerate(rows) if row_key(r) == key), len(out))
+    out.insert(at, row)
+    return out
+
+
+def write_json(path: str, data) -> None:
+    """``data`` as indented JSON at ``path``, written under a temporary name and renamed."""
+    with open(path + ".tmp", "w", encoding="utf-8") as f:
+        json.dump(data, f, indent=1)
+        f.write("\n")
+    os.replace(path + ".tmp", path)
+
+
+def save(folder: str, rows: list[dict]) -> None:
+    """Write results.json and results.csv (each under a temporary name, then renamed), every row
+    with its group's :func:`ideal` bound as ``ideal_us``."""
+    os.makedirs(folder, exist_ok=True)
+    for rs in groups(rows).values():
+        bound = ideal(rs)
+        for r in rs:
+            r["ideal_us"] = None if bound is None else round(bound, 1)
+    write_json(os.path.join(folder, RESULTS_JSON), rows)
+    path = os.path.join(folder, RESULTS_CSV)
+    with open(path + ".tmp", "w", encoding="utf-8", newline="") as f:
+        w = csv.DictWriter(f, FIELDS, extrasaction="ignore")
+        w.writeheader()
+        for r in rows:
+            w.writerow({k: (json.dumps(v) if isinstance(v, dict | list) else v) for k, v in r.items()})
+    os.replace(path + ".tmp", path)
+
+
+def groups(rows: list[dict]) -> dict[tuple, list[dict]]:
+    """Rows by (devices, model, config), in first-seen order."""
+    out: dict[tuple, list[dict]] = {}
+    for r in rows:
+        out.setdefault((r["devices"], r["model"], json.dumps(r["config"], sort_keys=True)), []).append(r)
+    return out
+
+
+def best_single(rows: list[dict]) -> float | None:
+    """The lower median of the cpu and gpu rows of one group (None if neither was measured)."""
+    times = [r["measured_median_us"] for r in rows if r["strategy"] in SINGLE_DEVICE and measured(r)]
+    return min(times) if times else None
+
+
+def ideal(rows: list[dict]) -> float | None:
+    """The ideal co-execution bound of one group: ``1 / (1/t_cpu + 1/t_gpu)`` of the measured
+    medians of its ``cpu`` and ``gpu`` rows (both devices busy until the end, each on the share it
+    finishes in that time; the gpu row runs from inputs on the host to outputs back there, so the
+    bound includes the copies). None unless both were measured."""
+    t = {r["strategy"]: r["measured_median_us"] for r in rows if r["strategy"] in SINGLE_DEVICE and measured(r)}
+    if len(t) < len(SINGLE_DEVICE) or min(t.values()) <= 0:
+        return None
+    return 1.0 / sum(1.0 / v for v in t.values())
+
+
+def derived(row: dict, best: float | None, bound: float | None = None) -> dict:
+    """Prediction error (%), speedup over the best single device and measured / ideal bound,
+    where both sides exist."""
+    out = {"pred_err_pct": None, "speedup": None, "of_ideal": None}
+    if measured(row):
+        m = row["measured_median_us"]
+        if row.get("predicted_us") is not None:
+            out["pred_err_pct"] = 100.0 * (row["predicted_us"] - m) / m
+        if best is not None:
+            out["speedup"] = best / m
+        if bound is not None and row["strategy"] not in SINGLE_DEVICE:
+            out["of_ideal"] = m / bound
+    return out
+
+
+def _ms(us) -> str:
+    return "-" if us is None else f"{us / 1e3:.3f}"
+
+
+HEAD = ("strategy", "median ms", "p90 ms", "predicted ms", "pred err", "speedup", "of ideal", "tuned+transf.")
+
+
+def schedules_cell(row: dict) -> str:
+    """``tuned+transferred/all`` kernels of a row (``tuned/all`` for rows measured before transfer)."""
+    tuned, moved = row.get("tuned_kernels"), row.get("transferred_kernels")
+    if not tuned:
+        return "-"
+    if not moved:
+        return tuned
+    return f"{tuned.split('/')[0]}+{moved}"
+
+
+def table_rows(rows: list[dict]) -> list[tuple[str, ...]]:
+    """One tuple of cells (:data:`HEAD`) per row of a group; an error row says so."""
+    best, bound = best_single(rows), ideal(rows)
+    out = []
+    for r in rows:
+        if "error" in r:
+            out.append((r["strategy"], "error: " + str(r["error"])[:80]) + ("",) * (len(HEAD) - 2))
+            continue
+        d = derived(r, best, bound)
+        name = r["strategy"] + (f" ({r['chosen']})" if r.get("chosen") else "")
+        if r.get("op") and r["strategy"] not in SINGLE_DEVICE:  # a split op row: how it was split
+            name += f" ({r['op']['dim']} {r['op']['gpu_ratio']:g})"
+        out.append((name, _ms(r.get("measured_median_us")), _ms(r.get("measured_p90_us")), _ms(r.get("predicted_us")),
+                    "-" if d["pred_err_pct"] is None else f"{d['pred_err_pct']:+.0f}%",
+                    "-" if d["speedup"] is None else f"{d['speedup']:.2f}x",
+                    "-" if d["of_ideal"] is None else f"{d['of_ideal']:.2f}x", schedules_cell(r)))
+    return out
+
+
+def config_label(config: dict) -> str:
+    return " ".join(f"{k}={v}" for k, v in sorted(config.items())) or "defaults"
+
+
+def summary(rows: list[dict]) -> str:
+    """Per model and setting, a text table of the strategies (speedup: over the best of cpu / gpu)."""
+    blocks = []
+    for (devices, model, _), rs in groups(rows).items():
+        cells = [HEAD] + table_rows(rs)
+        widths = [max(len(c[i]) for c in cells if len(c[i]) < 40) for i in range(len(HEAD))]
+        lines = [f"{model} ({config_label(rs[0]['config'])}) on {devices}"]
+        lines += ["  " + "  ".join(c.ljust(w) if i == 0 else c.rjust(w) for i, (c, w) in enumerate(zip(cell, widths)))
+                  .rstrip() for cell in cells]
+        blocks.append("\n".join(lines))
+    return "\n\n".join(blocks)

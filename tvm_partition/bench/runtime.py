@@ -1,0 +1,171 @@
+"""Measure benchmark artifacts end to end with the TVM runtime alone (numpy + runtime-only TVM).
+
+The measuring half of ``python -m tvm_partition bench``, used on the build machine and, copied
+into a benchmark bundle (``bench --export-bundle DIR``), on a machine without a compiler::
+
+    python -m tvm_partition.bench.runtime ARTIFACT_DIR [--repeat N]   # one JSON line on stdout
+    python3 DIR/run_bench.py [--repeat N] [--force]                  # every artifact of a bundle
+
+Each artifact is measured in fresh child processes (:data:`PROCESSES`, the median of their
+medians) with ``TVM_USE_RUNTIME_LIB=1`` (an artifact that crashes the runtime costs its row, not
+the run): :class:`tvm_partition.runtime.run.Runner` loads it,
+:meth:`~tvm_partition.runtime.run.Runner.time` times ``repeat`` end-to-end runs after warm-up and
+:func:`~tvm_partition.runtime.run.latency_stats` gives the median and p90, exactly as ``run --repeat``.
+The onnxruntime row's folder (:mod:`tvm_partition.bench.ort`) is measured the same way, with
+onnxruntime in place of the Runner (the measuring machine then needs onnxruntime).
+A bundle's ``results.json`` is rewritten after every row; a rerun skips measured rows.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import time
+
+#: The bundle's description of its rows (written by ``bench --export-bundle``).
+BUNDLE_SPEC = "bench.json"
+RESULTS = "results.json"
+
+
+def device_names(kinds: list[str]) -> list[str]:
+    """Human names of this machine's devices of ``kinds``: the CPU model, the GPU name."""
+    from ..devices import hardware_fingerprint
+
+    fp = hardware_fingerprint()
+    return [fp["cpu"] if k == "cpu" else (fp.get("gpu") or "no GPU found") for k in kinds]
+
+
+def measure(art_dir: str, repeat: int, seed: int = 0) -> dict:
+    """Median and p90 end-to-end latency of the artifact in this process (an onnxruntime row's
+    folder, :mod:`tvm_partition.bench.ort`, on onnxruntime; its inputs are stored, not seeded here)."""
+    from . import ort as bench_ort
+    from ..devices import fingerprint_id
+    from ..runtime.runner import Runner, latency_stats
+
+    if bench_ort.is_artifact(art_dir):
+        times, kinds = bench_ort.time_runs(art_dir, repeat), ["cpu"]
+    else:
+        runner = Runner(art_dir)
+        times, kinds = runner.time(runner.example_inputs(seed), repeat), [d.kind for d in runner.devices]
+    stats = latency_stats(times)
+    return {"measured_median_us": round(stats["median_us"], 1), "measured_p90_us": round(stats["p90_us"], 1),
+            "repeat": repeat,
+            "device_names": device_names(kinds), "machine": fingerprint_id(),
+            "date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
+
+
+#: Fresh processes one row is measured in (with at least 3 runs each). The same artifact measured
+#: in fresh processes on the 2-core build machine (a VM with neighbours) gave medians up to 1.5x
+#: apart (lstm seq 10: 0.67 and 1.01 ms, 2026-11-23); the median over processes keeps one unlucky
+#: process from deciding a row.
+PROCESSES = 3
+
+
+def measure_isolated(art_dir: str, repeat: int, timeout_s: float | None = None) -> dict:
+    """``repeat`` runs spread over :data:`PROCESSES` fresh processes (:func:`measure_process`):
+    the median and p90 are the medians over the processes of theirs, ``process_medians_us`` says
+    each; ``{"error": ...}`` if one fails."""
+    n = PROCESSES if repeat >= 3 * PROCESSES else 1
+    each = -(-repeat // n)
+    runs = []
+    for _ in range(n):
+        res = measure_process(art_dir, each, timeout_s)
+        if "error" in res:
+            return res
+        runs.append(res)
+    runs.sort(key=lambda r: r["measured_median_us"])
+    mid = runs[len(runs) // 2]
+    p90 = sorted(r["measured_p90_us"] for r in runs)[len(runs) // 2]
+    return {**mid, "measured_p90_us": p90, "repeat": each * n,
+            "process_medians_us": [r["measured_median_us"] for r in runs]}
+
+
+def measure_process(art_dir: str, repeat: int, timeout_s: float | None = None) -> dict:
+    """:func:`measure` in a child process with the runtime-only TVM; ``{"error": ...}`` if it fails."""
+    package_parent = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    env = dict(os.environ, TVM_USE_RUNTIME_LIB="1", PYTHONDONTWRITEBYTECODE="1",
+               PYTHONPATH=os.pathsep.join(p for p in (package_parent, os.environ.get("PYTHONPATH")) if p))
+    cmd = [sys.executable, "-m", "tvm_partition.bench.runtime", art_dir, "--repeat", str(repeat)]
+    try:
+        proc = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=timeout_s)
+    except subprocess.TimeoutExpired:
+        return {"error": f"measuring took more than {timeout_s:.0f} s (raise --timeout)"}
+    lines = proc.stdout.strip().splitlines()
+    if proc.returncode == 0 and lines:
+        try:
+            return json.loads(lines[-1])
+        except ValueError:
+            pass
+    last = (proc.stderr.strip().splitlines() or [f"exit code {proc.returncode}"])[-1]
+    return {"error": f"measuring failed: {last}"}
+
+
+def run_bundle(bundle: str, repeat: int | None = None, force: bool = False, timeout_s: float | None = None,
+               progress=print) -> list[dict]:
+    """Measure every row of a bundle; ``BUNDLE/results.json`` holds one entry per row
+    (``id`` plus :func:`measure`'s fields, or ``error``), rewritten after each."""
+    from .results import write_json
+
+    with open(os.path.join(bundle, BUNDLE_SPEC), encoding="utf-8") as f:
+        spec = json.load(f)
+    out = os.path.join(bundle, RESULTS)
+    results = {}
+    if os.path.exists(out):
+        with open(out, encoding="utf-8") as f:
+            results = {r["id"]: r for r in json.load(f)}
+    repeat = repeat or spec.get("repeat", 20)
+    rows = spec["rows"]
+    for i, row in enumerate(rows, 1):
+        if "artifact" not in row:  # failed to compile on the build machine: nothing to measure
+            continue
+        done = results.get(row["id"], {})
+        if not force and "measured_median_us" in done:
+            progress(f"[{i}/{len(rows)}] {row['id']}: measured before, skipped")
+            continue
+        res = {"id": row["id"], **measure_isolated(os.path.join(bundle, row["artifact"]), repeat, timeout_s)}
+        results[row["id"]] = res
+        write_json(out, list(results.values()))
+        what = res.get("error") or f"median {res['measured_median_us'] / 1e3:.3f} ms"
+        progress(f"[{i}/{len(rows)}] {row['id']}: {what}")
+    return list(results.values())
+
+
+def bundle_main(bundle: str, argv=None) -> int:
+    ap = argparse.ArgumentParser(prog="run_bench.py", description="Measure every artifact of this benchmark "
+                                 "bundle with the TVM runtime alone; writes results.json beside this script.")
+    ap.add_argument("--repeat", type=int, help="timed runs per artifact (default: the bundle's)")
+    ap.add_argument("--force", action="store_true", help="measure rows measured before again")
+    ap.add_argument("--timeout", type=float, default=1800, help="seconds per artifact (default 1800)")
+    args = ap.parse_args(argv)
+    if args.repeat is not None and args.repeat < 1:
+        print("error: --repeat must be >= 1", file=sys.stderr)
+        return 2
+    results = run_bundle(bundle, args.repeat, args.force, args.timeout)
+    failed = sum(1 for r in results if "error" in r)
+    print(f"{len(results) - failed} rows measured, {failed} failed: {os.path.join(bundle, RESULTS)}; "
+          f"bring it back and run tvm-partition bench --import {os.path.basename(os.path.abspath(bundle))}")
+    return 1 if failed else 0
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m tvm_partition.bench.runtime",
+                                 description="Time one artifact; print the result as one JSON line.")
+    ap.add_argument("artifact")
+    ap.add_argument("--repeat", type=int, default=20)
+    args = ap.parse_args(argv)
+    from ..runtime.artifact import ArtifactError
+    from ..devices import DeviceError
+
+    try:
+        print(json.dumps(measure(args.artifact, args.repeat)))
+    except (ArtifactError, DeviceError, ValueError) as e:  # bench_ort.OrtError is a ValueError
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

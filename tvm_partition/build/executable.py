@@ -1,0 +1,276 @@
+"""Build: apply a Plan and compile one multi-device executable with TVM's Relax VM.
+
+Pipeline (DESIGN.md, "TVM facts"):
+
+1. :class:`~tvm_partition.passes.ApplyPlan` — split / to_vdevice / concat per the plan;
+2. ``RealizeVDevice`` — every tensor gets its virtual device;
+3. ``LiftTransformParams`` — weight slicing and weight copies move to ``main_transform_params``,
+   run once at load time, never per inference;
+4. TVM's fusion (the ``zero`` pipeline: LegalizeOps, AnnotateTIROpPattern, FoldConstant, FuseOps,
+   FuseTIR);
+5. :func:`attach_targets` — every PrimFunc gets the target of the device it runs on (FuseTIR
+   drops the attribute, and a CUDA kernel without it silently compiles as host code);
+6. dlight GPU schedules for the CUDA kernels (a CUDA PrimFunc without a schedule has no CUDA module);
+7. ``tvm.compile`` with no target: each function compiles for its own device's target, through
+   TVM's default Relax pipeline with each device's buffers planned apart (:func:`vm_pipeline`).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+import time
+
+import tvm
+from tvm import relax
+
+from ..devices import DeviceSpec
+from ..errors import TvmPartitionError
+from ..passes import ApplyPlan, PropagateVDevice
+from ..plan import Plan
+from .tuning import apply_schedules, schedule_gpu, tuning_target
+
+
+#: PrimFunc attribute naming the schedule a kernel got (:meth:`tvm_partition.build.tuning.Schedules.schedule`):
+#: ``tuned`` or ``transferred from ...``; kernels without it run TVM's default schedule.
+SCHEDULE_ATTR = "tvm_partition.schedule"
+
+
+class BuildError(TvmPartitionError, RuntimeError):
+    """The plan could not be compiled; the message says which kernel or device."""
+
+
+@dataclasses.dataclass
+class BuildResult:
+    executable: object  # relax.VMExecutable
+    module: tvm.IRModule  # the lowered module (before tvm.compile's own pipeline)
+    plan: Plan
+    kernel_devices: dict[str, str]  # PrimFunc name -> device name
+    compile_s: float
+
+
+def _call_sites(mod: tvm.IRModule):
+    """Yield (PrimFunc name, out type) for every call_tir in every relax function."""
+    call_tir = tvm.ir.Op.get("relax.call_tir")
+    found = []
+
+    def visit(expr):
+        if isinstance(expr, relax.Call) and expr.op.same_as(call_tir):
+            found.append((expr.args[0].name_hint, expr.ty_args[0] if expr.ty_args else expr.ty))
+
+    for _, func in mod.functions_items():
+        if isinstance(func, relax.Function):
+            relax.analysis.post_order_visit(func.body, visit)
+    return found
+
+
+def _vdevice_of(ty):
+    if isinstance(ty, relax.TupleType):
+        for f in ty.fields:
+            v = _vdevice_of(f)
+            if v is not None:
+                return v
+        return None
+    return getattr(ty, "vdevice", None)
+
+
+def device_by_vdevice(devices: list[DeviceSpec], vdev) -> DeviceSpec:
+    if vdev is None:
+        return devices[0]
+    kind = "gpu" if vdev.target.kind.name == "cuda" else "cpu"
+    for d in devices:
+        if d.kind == kind and d.index == int(vdev.vdevice_id):
+            return d
+    raise BuildError(f"no device of the plan matches virtual device {vdev.target.kind.name}:{vdev.vdevice_id}")
+
+
+def attach_targets(mod: tvm.IRModule, devices: list[DeviceSpec]) -> tuple[tvm.IRModule, dict[str, str]]:
+    """Give every PrimFunc the target of the device its call sites run on."""
+    where: dict[str, DeviceSpec] = {}
+    for name, ty in _call_sites(mod):
+        dev = device_by_vdevice(devices, _vdevice_of(ty))
+        first = where.setdefault(name, dev)
+        if first.target != dev.target:
+            raise BuildError(f"kernel {name} is called on two devices ({first.name}, {dev.name})")
+    out = tvm.IRModule(dict(mod.functions), attrs=mod.attrs, global_infos=mod.global_infos)
+    placed = {}
+    for gv, func in mod.functions_items():
+        if isinstance(func, tvm.tirx.PrimFunc):
+            dev = where.get(gv.name_hint, devices[0])
+            out[gv] = func.with_attr("target", dev.tvm_target())
+            placed[gv.name_hint] = dev.name
+    return out, placed
+
+
+def lower(mod: tvm.IRModule, plan: Plan, graph=None, schedules=None) -> tuple[tvm.IRModule, dict[str, str]]:
+    """Steps 1-6 of the pipeline: the module ``tvm.compile`` receives, and where each kernel runs.
+
+    ``graph``: the OpGraph of ``mod`` if the caller has it (saves analysing the model again).
+    ``schedules``: a :class:`tvm_partition.build.tuning.Schedules`; kernels it has a record for get
+    their tuned schedule, kernels of the same computation at other extents a transferred one
+    (attribute :data:`SCHEDULE_ATTR` says which), the others dlight (GPU) or TVM's default llvm
+    pipeline (CPU)."""
+    seq = tvm.transform.Sequential(
+        [
+            ApplyPlan(plan, graph=graph),
+            relax.transform.DeadCodeElimination(["main"]),
+            relax.transform.RealizeVDevice(),
+            relax.transform.LiftTransformParams(),
+            # TVM's fusion (the "zero" pipeline), with the vdevice of every kernel kept
+            relax.transform.LegalizeOps(),
+            PropagateVDevice(),
+            relax.transform.AnnotateTIROpPattern(),
+            relax.transform.FoldConstant(),
+            relax.transform.FuseOps(),
+            relax.transform.FuseTIR(),
+        ]
+    )
+    mod = seq(mod)
+    mod, placed = attach_targets(mod, plan.devices)
+    if schedules is not None:
+
+        mod, labels = apply_schedules(mod, placed, plan.devices, schedules)
+        for name, label in labels.items():
+            gv = mod.get_global_var(name)
+            mod[gv] = mod[gv].with_attr(SCHEDULE_ATTR, label)
+    mod = schedule_gpu(mod, placed, plan.devices)
+    return mod, placed
+
+
+def kernel_schedules(mod: tvm.IRModule) -> dict[str, str]:
+    """``{kernel: tuned | transferred from ... | default}`` for every kernel of a lowered module."""
+    return {gv.name_hint: str(f.attrs.get(SCHEDULE_ATTR, "default")) if f.attrs else "default"
+            for gv, f in sorted(mod.functions_items(), key=lambda kv: kv[0].name_hint)
+            if isinstance(f, tvm.tirx.PrimFunc)}
+
+
+def tuned_kernels(mod: tvm.IRModule) -> list[str]:
+    """Kernels of a lowered module that run their own record of the tuning database."""
+    return [name for name, label in kernel_schedules(mod).items() if label == "tuned"]
+
+
+#: Suffix :func:`scope_storage_by_device` gives the storage scope of tensors off the first vdevice.
+_DEVICE_SCOPE = ".tvm_partition.vdevice"
+_ALLOC_TENSOR = tvm.ir.Op.get("relax.builtin.alloc_tensor")
+_ALLOC_STORAGE = tvm.ir.Op.get("relax.memory.alloc_storage")
+
+
+def _rescoped(mod: tvm.IRModule, scope_of) -> tvm.IRModule:
+    """``mod`` with the storage scope argument of every ``builtin.alloc_tensor`` and
+    ``memory.alloc_storage`` call replaced by ``scope_of(scope, vdevice index)``."""
+
+    @relax.expr_functor.mutator
+    class Rescope(relax.PyExprMutator):
+        def visit_call_(self, call):
+            call = super().visit_call_(call)
+            where = {_ALLOC_TENSOR: 3, _ALLOC_STORAGE: 2}
+            op = next((o for o in where if call.op.same_as(o)), None)
+            if op is None:
+                return call
+            i = where[op]  # the scope; the vdevice index comes before it
+            vdev = call.args[i - 1]
+            if not isinstance(vdev, tvm.tirx.IntImm):
+                return call
+            scope = scope_of(call.args[i].value, int(vdev))
+            return relax.Call(call.op, [*call.args[:i], tvm.ir.StringImm(scope), *call.args[i + 1:]], call.attrs,
+                              call.ty_args)
+
+    out = tvm.IRModule(dict(mod.functions), attrs=mod.attrs, global_infos=mod.global_infos)
+    for gv, func in mod.functions_items():
+        if isinstance(func, relax.Function):
+            out[gv] = Rescope().visit_expr(func)
+    return out
+
+
+@tvm.transform.module_pass(opt_level=0, name="ScopeStorageByDevice")
+def scope_storage_by_device(mod, _ctx):
+    """Tell ``StaticPlanBlockMemory`` the devices apart: every tensor allocation off vdevice 0 gets
+    a storage scope naming its vdevice, so the planner (which pools storage by scope and dtype
+    only) never hands one device's buffer to another's tensor; :func:`unscope_storage` restores
+    the scope afterwards."""
+    return _rescoped(mod, lambda scope, vdev: scope if vdev == 0 else f"{scope}{_DEVICE_SCOPE}{vdev}")
+
+
+@tvm.transform.module_pass(opt_level=0, name="UnscopeStorage")
+def unscope_storage(mod, _ctx):
+    """Undo :func:`scope_storage_by_device` after memory planning (the runtime allocates only the
+    scopes it knows)."""
+    return _rescoped(mod, lambda scope, vdev: scope.split(_DEVICE_SCOPE)[0])
+
+
+def vm_pipeline(off_host: bool) -> tvm.transform.Pass:
+    """TVM 0.27's default Relax build pipeline; where any kernel runs off the host device, its
+    static memory planning sees each device's tensors apart (:func:`scope_storage_by_device`):
+    ``StaticPlanBlockMemory`` pools storage by (scope, dtype) only, so it would hand a buffer
+    allocated on one device to a tensor of another ("expected to match device_id" at run time, seen
+    on cpu,cpu). Builds used to leave the planning out instead, and every intermediate tensor was
+    allocated at every run: an LSTM split on cpu,cpu made 174 storage allocations per inference
+    where its one-device build made 14 (27 now), about a third of its time (``run --kernels``,
+    2026-11-23)."""
+    if not off_host:
+        return relax.get_pipeline("default")
+    t = relax.transform
+    return tvm.transform.Sequential(
+        [
+            relax.backend.DispatchSampling(), relax.backend.DispatchSortScan(), t.LegalizeOps(),
+            t.RewriteDataflowReshape(), t.ToNonDataflow(), t.RemovePurityChecking(), t.CallTIRRewrite(),
+            scope_storage_by_device, t.StaticPlanBlockMemory(), unscope_storage,
+            t.RewriteCUDAGraph(), t.LowerAllocTensor(), t.KillAfterLastUse(), t.LowerRuntimeBuiltin(),
+            t.ComputePrimValue(), t.VMShapeLower(), t.AttachGlobalSymbol(),
+        ]
+    )
+
+
+def build(mod: tvm.IRModule, plan: Plan, graph=None, schedules=None) -> BuildResult:
+    """Apply ``plan`` to ``mod`` (high-level Relax, ``main`` with ``num_input``) and compile it,
+    with the schedules ``schedules`` (:class:`tvm_partition.build.tuning.Schedules`) has for its kernels."""
+    t0 = time.perf_counter()
+    lowered, placed = lower(mod, plan, graph, schedules)
+    off_host = any(placed.get(name, plan.host) != plan.host for name, _ in _call_sites(lowered))
+    try:
+        ex = tvm.compile(lowered, relax_pipeline=vm_pipeline(off_host))
+    except Exception as e:  # TVM raises its own error types; keep the message
+        raise BuildError(f"TVM could not compile the partitioned module: {e}") from e
+    return BuildResult(ex, lowered, plan, placed, time.perf_counter() - t0)
+
+
+def cuda_kernel_names(executable) -> set[str]:
+    """Names of the kernels in the executable's CUDA module (empty if it has none)."""
+    names = set()
+    for m in _all_modules(executable.mod):
+        if m.kind == "cuda":
+            names.update(re.findall(r"__global__\s+void\s+(?:__launch_bounds__\(\d+\)\s+)?(\w+)\s*\(", m.inspect_source()))
+    return names
+
+
+def _all_modules(mod):
+    out, stack = [], [mod]
+    while stack:
+        m = stack.pop()
+        out.append(m)
+        stack.extend(m.imports)
+    return out
+
+
+def build_reference(mod: tvm.IRModule, plan: Plan, database=None) -> BuildResult:
+    """The unpartitioned model built by TVM's own CPU flow, the ``tvm-cpu`` reference of the
+    benchmarks: with a tuning ``database`` (:func:`tvm_partition.build.tuning.open_database`), TVM's
+    ``static_shape_tuning`` pipeline with no trials (decompose, fusion, ``MetaScheduleApplyDatabase``
+    on that database), then ``tvm.compile`` for the plan's host CPU; without one, plain
+    ``tvm.compile(mod, target)`` (no fusion). ``plan`` is the all-on-host plan the artifact records;
+    kernels scheduled from the database are marked as tuned."""
+    t0 = time.perf_counter()
+    device = plan.devices[0]
+    if database is not None:
+    
+        with database:  # MetaScheduleApplyDatabase takes the current database before its work_dir
+            mod = relax.get_pipeline("static_shape_tuning", total_trials=0, target=tuning_target(device))(mod)
+        mod = tvm.IRModule({gv: (f.with_attr(SCHEDULE_ATTR, "tuned") if isinstance(f, tvm.tirx.PrimFunc) and f.attrs
+                                 and f.attrs.get("tirx.is_scheduled") else f) for gv, f in mod.functions_items()},
+                           attrs=mod.attrs, global_infos=mod.global_infos)
+    try:
+        ex = tvm.compile(mod, target=device.tvm_target())
+    except Exception as e:  # noqa: BLE001 - TVM's own error types; keep the message
+        raise BuildError(f"TVM could not compile the unpartitioned module: {e}") from e
+    kernels = {gv.name_hint: device.name for gv, f in mod.functions_items() if isinstance(f, tvm.tirx.PrimFunc)}
+    return BuildResult(ex, mod, plan, kernels, time.perf_counter() - t0)

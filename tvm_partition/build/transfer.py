@@ -1,0 +1,454 @@
+"""Schedule transfer: a tuned kernel's MetaSchedule trace replayed onto the same computation at
+other extents (a split's parts, another model's layer, another batch size, another CPU).
+
+Why: EOP deploys every operator, and every part of a split operator, with the best schedule the
+tuner found (Sec. 2.1, Sec. 3.2 Step 1); its ratio search on a 0.01 grid makes up to ~100 part
+shapes per op, and a model nobody tuned has no record at all. TVM 0.27's default llvm pipeline
+leaves such kernels as naive loop nests, 7-100x slower than a tuned schedule (BENCHMARKS.md),
+and tuning every shape costs about an hour per model on the build machine. A tuned schedule is a
+*trace* of schedule primitives (split, reorder, compute_at, annotations) whose only
+shape-specific parts are the tile sizes it sampled, so it carries over:
+
+1. **Candidates.** A kernel's :func:`signature` is its blocks in order, each by its name with the
+   module-dependent part removed (``lv85_red`` -> ``lv_red``, ``T_add1`` -> ``T_add``) and its
+   iterator kinds (``SSSR``): the same TOPI computation at any extents. Records of the same
+   signature are candidates, and so are records that share the blocks up to the reduction and
+   differ only in the element-wise epilogue after it (:func:`match`: a convolution with an
+   imported model's unfolded batch norm takes a convolution-with-bias schedule). Every tuned
+   record of any database is indexed (:class:`TransferIndex`); exact signatures first, then the
+   nearest in shape, then records of the same CPU (or GPU arch), then the best measured
+   throughput on their own kernel.
+2. **Replay** (:func:`replay`). The trace up to ``enter_postproc`` is applied to the recipient, its
+   ``GetSBlock`` names mapped to the recipient's blocks (extra epilogue blocks inlined first,
+   steps on source blocks the recipient lacks dropped), every ``SamplePerfectTile``
+   decision re-fitted to the recipient's loop extent (:func:`fit_tile`); ``SampleCategorical`` and
+   ``SampleComputeLocation`` decisions replay as they were. The target's own MetaSchedule
+   postprocessors then derive the parallel / vectorise / unroll loops and the reduction's init
+   block for the new extents (replaying the recorded post-processing fails on 1x1 convolutions:
+   the extent-1 window loops drop out of ``sample_compute_location``'s candidates; DESIGN.md).
+3. **Check.** A replay that raises, or a postprocessor that rejects the result, moves on to the
+   next candidate; with none left the kernel keeps the default schedule (:func:`transfer`).
+
+Measured on the build machine (DESIGN.md, "found since"): replayed onto seven unseen shapes (1x1 and
+3x3 convolutions of ResNet-50 size, BERT-base matmuls) a ResNet-18 and a BERT-tiny record were
+14-156x faster than the default schedule and 65-100% of a 32-trial tuning of the recipient; tile
+factors that divide the new extent beat predicated (ceil) tiles by 2.5-5x. Where the new extent is
+not a multiple of the source's innermost tile the vector tile shrinks, so planners cut splits at
+multiples of it (:func:`innermost_tiles`, :mod:`tvm_partition.build.align`).
+
+The same replay serves CUDA records (``Postproc.create("cuda")`` verifies the GPU code); only the
+target kind must match.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import re
+
+import tvm
+
+#: Candidates tried per kernel before it keeps the default schedule (each failed replay costs
+#: ~10-50 ms; the first candidate replays on every kernel of the zoo models).
+MAX_TRIES = 4
+
+
+class TransferError(RuntimeError):
+    """A trace does not replay onto a kernel; the message says which step failed."""
+
+
+@dataclasses.dataclass(frozen=True)
+class Block:
+    name: str
+    iters: str  # iterator kinds, S (spatial) R (reduction) O (other), e.g. "SSSR"
+    extents: tuple[int, ...]
+
+
+def _iter_kind(iv) -> str:
+    return {0: "S", 2: "R"}.get(int(iv.iter_type), "O")
+
+
+def blocks_of(kmod: tvm.IRModule) -> tuple[Block, ...]:
+    """The blocks of the kernel's ``main`` (below its root), in program order."""
+    sch = tvm.s_tir.Schedule(kmod)
+    root = sch.get_sblock("root", func_name="main")
+    out = []
+    for rv in sch.get_child_blocks(root):
+        b = sch.get(rv)
+        extents = tuple(int(iv.dom.extent) if isinstance(iv.dom.extent, tvm.tirx.IntImm) else -1 for iv in b.iter_vars)
+        out.append(Block(b.name_hint, "".join(_iter_kind(iv) for iv in b.iter_vars), extents))
+    return tuple(out)
+
+
+def _norm(name: str, family: bool = True) -> str:
+    """A block's name without what depends on the module it came from: the Relax variable it was
+    named after (``lv85_red``) and the counter FuseTIR appends to repeated names (``T_add1``). With
+    ``family``, a grouped convolution's block (TOPI's ``group_conv2d_nchw``, depthwise ones
+    included) is named as a convolution's: the same loops (SSSSRRR) over an input channel offset
+    by the group, so a convolution's trace replays on it. Measured on ShuffleNet's grouped 1x1
+    convolutions (4 groups), which no database here holds: 4-10x faster than TVM's default
+    schedule with a ResNet-18 1x1 convolution's schedule (2026-11-23, build machine)."""
+    name = re.sub(r"_?\d+$", "", re.sub(r"\blv\d+", "lv", name))
+    return re.sub(r"^group_conv", "conv", name) if family else name
+
+
+def signature(blocks: tuple[Block, ...], family: bool = True) -> str:
+    """What two kernels must share for one's trace to replay on the other as it is (see module
+    docstring); ``family=False`` tells a grouped convolution from a dense one (:func:`_norm`)."""
+    return "|".join(f"{_norm(b.name, family)}:{b.iters}" for b in blocks)
+
+
+def main_block(blocks: tuple[Block, ...]) -> int:
+    """Index of the block whose loops carry the kernel's tiles: the first with a reduction
+    (matmul, conv2d), else the last (an element-wise chain's output)."""
+    return next((i for i, b in enumerate(blocks) if "R" in b.iters), len(blocks) - 1)
+
+
+def anchor(blocks: tuple[Block, ...]) -> str:
+    """The signature of the blocks up to the main one (:func:`main_block`): what a source must
+    share exactly; the element-wise blocks after it (bias, batch norm, activation, residual add)
+    may differ (:func:`match`)."""
+    return signature(blocks[:main_block(blocks) + 1])
+
+
+def _epilogue(blocks: tuple[Block, ...]) -> tuple[Block, ...] | None:
+    """The blocks after a reduction main block, if all are element-wise (spatial iterators only)."""
+    m = main_block(blocks)
+    tail = blocks[m + 1:]
+    if "R" not in blocks[m].iters or any(set(b.iters) != {"S"} for b in tail):
+        return None
+    return tail
+
+
+def match(blocks: tuple[Block, ...], source: tuple[Block, ...]) -> tuple[dict[str, str], list[str]] | None:
+    """How a trace recorded on ``source`` blocks replays on ``blocks``: ``(rename, inline)``, the
+    source block name -> recipient block name the trace's ``GetSBlock`` must look up (source
+    blocks left out have no counterpart: the trace's steps on them are dropped, :func:`_rewritten`),
+    and the recipient blocks to inline first; None where it cannot.
+
+    The same signature maps block by block. Otherwise the kernels must share their blocks up to a
+    reduction main block (:func:`anchor`) and end in element-wise epilogues, matched from the end:
+    a longer recipient epilogue has its first extra blocks inlined into their consumers (as
+    MetaSchedule's AutoInline would), a shorter one leaves the source's first extra blocks out. So
+    a convolution followed by an imported model's unfolded batch norm (subtract, divide, multiply,
+    add, ReLU) takes the schedule of a convolution with bias and ReLU (add, ReLU), and a bare
+    convolution (DenseNet's, whose batch norm comes before it) the same schedule without them."""
+    if signature(blocks) == signature(source):
+        return {s.name: b.name for s, b in zip(source, blocks)}, []
+    if anchor(blocks) != anchor(source):
+        return None
+    mine, theirs = _epilogue(blocks), _epilogue(source)
+    if mine is None or theirs is None or not theirs:
+        return None
+    n = min(len(mine), len(theirs))
+    kept, used = mine[len(mine) - n:], theirs[len(theirs) - n:]
+    if any(a.iters != b.iters for a, b in zip(kept, used)):
+        return None
+    head = main_block(blocks) + 1
+    rename = {s.name: b.name for s, b in zip(source[:head] + used, blocks[:head] + kept)}
+    return rename, [b.name for b in mine[:len(mine) - n]]
+
+
+# ----------------------------------------------------------------------------- tile fitting
+def _divisors(n: int) -> list[int]:
+    small = [d for d in range(1, math.isqrt(n) + 1) if n % d == 0]
+    return sorted(set(small + [n // d for d in small]))
+
+
+def fit_tile(decision: list[int], extent: int, max_innermost: int | None = None) -> list[int]:
+    """Tile factors for a loop of ``extent`` shaped like ``decision`` (outermost first, product =
+    the source's extent): innermost first, each factor the largest divisor of what is left that
+    is no larger than the source's (so vector and register tiles are kept where they divide), the
+    innermost a power of two where one of at least 4 divides, the rest to the outermost factor.
+    The product is always ``extent`` (a perfect tile, as ``SamplePerfectTile`` requires).
+
+    The power of two: the innermost loop is the one vectorised, and LLVM turned a 48-wide one (a
+    BERT-tiny matmul cut to N=48 under a record whose tile was 64) into code 60x slower than the
+    16-wide one (3.8 ms against 65 us at N=32; 2026-11-23)."""
+    if math.prod(decision) == extent:
+        return list(decision)
+    out = [1] * len(decision)
+    rest = extent
+    for i in range(len(decision) - 1, 0, -1):
+        cap = decision[i]
+        if i == len(decision) - 1 and max_innermost:
+            cap = min(cap, max_innermost)
+        fits = [d for d in _divisors(rest) if d <= max(1, cap)]
+        if i == len(decision) - 1:  # the vector loop: a power of two of at least 4 lanes where one divides
+            fits = [d for d in fits if d >= 4 and d & (d - 1) == 0] or fits
+        out[i] = max(fits)
+        rest //= out[i]
+    out[0] = rest
+    return out
+
+
+# ----------------------------------------------------------------------------- replay
+def _rewritten(trace, rename: dict[str, str], main: str, bare: bool):
+    """``trace`` for the recipient: its ``GetSBlock`` instructions naming the recipient's blocks
+    (``rename``), and every step on a source block the recipient has not (not in ``rename``)
+    dropped with all that depends on it; with ``bare`` (the recipient's ``main`` block has no
+    consumer) also the consumers the trace looked up for it."""
+    from tvm.s_tir.schedule import Instruction, Trace
+
+    insts, decisions = [], dict(trace.decisions.items())
+    dead, main_rvs = [], []
+
+    def is_dead(x) -> bool:
+        return any(d.same_as(x) for d in dead) if hasattr(x, "same_as") else False
+
+    for inst in trace.insts:
+        kind = inst.kind.name
+        if any(is_dead(x) for x in inst.inputs) or (
+                kind == "GetSBlock" and str(inst.attrs[0]) not in rename and str(inst.attrs[0]) != "root") or (
+                bare and kind == "GetConsumers" and any(m.same_as(inst.inputs[0]) for m in main_rvs)):
+            dead.extend(inst.outputs)
+            decisions.pop(inst, None)
+            continue
+        if kind == "GetSBlock" and str(inst.attrs[0]) in rename:
+            if str(inst.attrs[0]) == main:
+                main_rvs.extend(inst.outputs)
+            new = Instruction(inst.kind, list(inst.inputs), [rename[str(inst.attrs[0])], inst.attrs[1]],
+                              list(inst.outputs))
+            if inst in decisions:
+                decisions[new] = decisions.pop(inst)
+            inst = new
+        insts.append(inst)
+    return Trace(insts, decisions)
+
+
+#: What MetaSchedule's CUDA postprocessors check a kernel against where the target does not say
+#: (a target built from ``{"kind": "cuda", "arch": ...}`` carries no limits): every arch since sm_20.
+CUDA_LIMITS = {"max_threads_per_block": 1024, "max_shared_memory_per_block": 49152, "thread_warp_size": 32}
+
+
+def _with_limits(target):
+    if target.kind.name != "cuda" or all(k in target.attrs for k in CUDA_LIMITS):
+        return target
+    return tvm.target.Target({**CUDA_LIMITS, **dict(target.export())}, host=target.host)
+
+
+def _postprocess(sch, target) -> None:
+    import tvm.s_tir.meta_schedule as ms
+
+    target = _with_limits(target)
+
+    # MetaSchedule's TuneContext constructor imports every tensor intrinsic first (20 s on the
+    # build machine); the postprocessors need only the module and target, so build it directly
+    ctx = ms._ffi_api.TuneContext(sch.mod, target, None, None, "transfer", 1, -1, None)  # noqa: SLF001
+    for post in ms.postproc.Postproc.create("cuda" if target.kind.name == "cuda" else "llvm"):
+        post._initialize_with_tune_context(ctx)  # noqa: SLF001 - MetaSchedule's own set-up call
+        if not post.apply(sch):
+            raise TransferError(f"postprocessor {type(post).__name__} rejected the replayed schedule")
+
+
+def _prepared(kmod: tvm.IRModule, trace, source_blocks: tuple[Block, ...]):
+    """``(schedule of kmod, trace to replay)``: the recipient's extra epilogue inlined, the
+    trace rewritten for its blocks (:func:`match`, :func:`_rewritten`)."""
+    blocks = blocks_of(kmod)
+    found = match(blocks, source_blocks)
+    if found is None:
+        raise TransferError("not the same computation (block structure differs)")
+    rename, inline = found
+    sch = tvm.s_tir.Schedule(kmod)
+    for name in inline:
+        sch.compute_inline(sch.get_sblock(name, func_name="main"))
+    m = main_block(blocks)
+    return sch, _rewritten(trace, rename, source_blocks[main_block(source_blocks)].name, m == len(blocks) - 1)
+
+
+def _apply(sch, trace, decide) -> None:
+    trace.apply_to_schedule(sch, remove_postproc=True, decision_provider=decide)
+
+
+def _replayed(kmod: tvm.IRModule, trace, source_blocks: tuple[Block, ...], target, mark: str | None = None):
+    """The schedule of :func:`replay`; raises :class:`TransferError` where the trace does not fit.
+    Its trace is laid out as MetaSchedule's own records are (the design, ``enter_postproc``, the
+    post-processing), so MetaSchedule can seed a search with it; ``mark`` annotates the design
+    with :data:`PROVENANCE`."""
+    try:
+        sch, rewritten = _prepared(kmod, trace, source_blocks)
+
+        def decide(inst, inputs, attrs, decision):
+            if inst.kind.name == "SamplePerfectTile":
+                extent = sch.get(inputs[0]).extent
+                if not isinstance(extent, tvm.tirx.IntImm):
+                    raise TransferError("a loop of dynamic extent")
+                max_inner = int(attrs[1]) if len(attrs) > 1 and int(attrs[1]) > 0 else None
+                return fit_tile([int(x) for x in decision], int(extent), max_inner)
+            return decision
+
+        _apply(sch, rewritten, decide)
+        if mark is not None:
+            sch.annotate(sch.get_sblock("root", func_name="main"), PROVENANCE, mark)
+        sch.enter_postproc()
+        _postprocess(sch, target)
+    except TransferError:
+        raise
+    except Exception as e:  # noqa: BLE001 - a schedule primitive refusing the replay (TVM's ScheduleError...)
+        raise TransferError(str(e).strip().splitlines()[-1] if str(e).strip() else type(e).__name__) from None
+    return sch
+
+
+def replay(kmod: tvm.IRModule, trace, source_blocks: tuple[Block, ...], target) -> tvm.tirx.PrimFunc:
+    """``kmod``'s ``main`` scheduled by ``trace`` (recorded on a kernel with ``source_blocks``),
+    tile sizes re-fitted to ``kmod``'s extents. Raises :class:`TransferError` where it does not fit."""
+    return _replayed(kmod, trace, source_blocks, target).mod["main"].with_attr("tirx.is_scheduled", True)
+
+
+#: Root-block annotation naming where a transferred schedule came from, in a trace recorded for
+#: the recipient itself (:func:`recipient_trace`); it changes no code.
+PROVENANCE = "tvm_partition.transferred_from"
+
+
+def recipient_trace(kmod: tvm.IRModule, source: "Source", target):
+    """The whole trace of ``source`` replayed onto ``kmod`` (its own blocks and tile sizes, the
+    post-processing included), marked with :data:`PROVENANCE`: a tuning record of ``kmod``'s own."""
+    return _replayed(kmod, source.trace, source.blocks, target, mark=source.label).trace
+
+
+def provenance(trace) -> str | None:
+    """The source a trace's schedule was transferred from (:func:`recipient_trace`), or None."""
+    for inst in trace.insts:
+        if inst.kind.name == "Annotate" and str(inst.attrs[0]) == PROVENANCE:
+            return str(inst.inputs[1]).strip('"')
+    return None
+
+
+# ----------------------------------------------------------------------------- candidates
+@dataclasses.dataclass(frozen=True)
+class Source:
+    """A tuned schedule other kernels can borrow: its trace, the blocks it was recorded on, its
+    target, where it comes from (``label``: database and kernel) and how fast it ran on its own
+    kernel (GFLOP/s, the measured quality candidates are ranked by); ``workload``: the structural
+    hash of that kernel (0 where unknown)."""
+
+    trace: object
+    blocks: tuple[Block, ...]
+    target: object
+    gflops: float
+    label: str
+    workload: int = 0
+
+
+def source_of(record, database: str, gflops: float) -> Source:
+    """The :class:`Source` of a MetaSchedule tuning record of database ``database``."""
+    import tvm_ffi
+
+    blocks = blocks_of(record.workload.mod)
+    return Source(record.trace, blocks, record.target, gflops, f"{database}: {_shape_label(blocks)}",
+                  int(tvm_ffi.structural_hash(record.workload.mod)))
+
+
+@dataclasses.dataclass(frozen=True)
+class Transferred:
+    func: tvm.tirx.PrimFunc
+    source: Source
+
+
+def _shape_label(blocks: tuple[Block, ...]) -> str:
+    """``matmul 16x128x128x512``: the kernel's main block (the first reduction, else the last block)
+    and its iteration extents."""
+    main = blocks[main_block(blocks)]
+    return f"{_norm(main.name)} {'x'.join(str(x) for x in main.extents)}"
+
+
+def same_device(a, b) -> bool:
+    """Two targets of the same kind and the same CPU (``mcpu``) or GPU (``arch``)."""
+    if a is None or b is None or a.kind.name != b.kind.name:
+        return False
+    key = "arch" if a.kind.name == "cuda" else "mcpu"
+    return str(a.attrs.get(key, "")) == str(b.attrs.get(key, ""))
+
+
+class TransferIndex:
+    """Sources by the signature of their blocks up to the main one (:func:`anchor`): what
+    :func:`transfer` draws on."""
+
+    def __init__(self, sources):
+        self.by_anchor: dict[str, list[Source]] = {}
+        for src in sources:
+            self.by_anchor.setdefault(anchor(src.blocks), []).append(src)
+
+    def __len__(self) -> int:
+        return sum(len(v) for v in self.by_anchor.values())
+
+    def without(self, workload: int) -> "TransferIndex":
+        """The index less the sources recorded on ``workload`` (a kernel's own records left out:
+        what a model that was never tuned would get)."""
+        return TransferIndex(s for v in self.by_anchor.values() for s in v if s.workload != workload)
+
+    def candidates(self, kmod: tvm.IRModule, target) -> list[Source]:
+        """Sources for ``kmod`` on ``target`` (:func:`match`, same target kind): the same signature
+        (a grouped convolution's before a dense one's, :func:`_norm`) before a different epilogue;
+        then the nearest in shape (:func:`shape_distance`); then those
+        of the same CPU (GPU arch); then the best measured throughput on their own kernel.
+
+        Shape before throughput: a tile structure is tuned for its shape. ResNet-50's 7x7 stem
+        convolution (ONNX, 224 px) ran 2.2 ms with the schedule of the same convolution in
+        ResNet-18 and 16.9 ms with the fastest-measured one (a 3x3 convolution at 56 px, 80 GFLOP/s
+        on its own kernel); the same CPU before another: 2.2 against 7.3 ms (2026-11-23)."""
+        blocks = blocks_of(kmod)
+        found = [s for s in self.by_anchor.get(anchor(blocks), ())
+                 if s.target.kind.name == target.kind.name and match(blocks, s.blocks) is not None]
+        exact = signature(blocks, family=False)
+        return sorted(found, key=lambda s: (signature(s.blocks, family=False) != exact,
+                                            *shape_distance(blocks, s.blocks),
+                                            not same_device(s.target, target), -s.gflops))
+
+
+def shape_distance(a: tuple[Block, ...], b: tuple[Block, ...]) -> tuple[int, float]:
+    """How far two kernels' main blocks are in shape: how many iterators differ in extent, then
+    the sum of |log2| of their extents' ratios (``(0, 0.0)``: the same extents). The count comes
+    first so that a part of a split (one axis cut) takes its whole op's schedule: parts scheduled
+    from whichever record was nearest in all axes ran up to 1.8x off the whole op's time x their
+    fraction, and not monotonically in the part's size (a ResNet-18 conv at 256 of 512 channels
+    861 us, at 288 channels 476 us; profile of 2026-11-23)."""
+    ma, mb = a[main_block(a)].extents, b[main_block(b)].extents
+    if len(ma) != len(mb):
+        return len(ma) + len(mb), float("inf")
+    return (sum(x != y for x, y in zip(ma, mb)),
+            round(sum(abs(math.log2(max(x, 1) / max(y, 1))) for x, y in zip(ma, mb)), 3))
+
+
+def transfer(kmod: tvm.IRModule, target, index: TransferIndex, tries: int = MAX_TRIES) -> Transferred | None:
+    """The first candidate of ``index`` whose trace replays onto ``kmod`` (:func:`replay`), or
+    None: the kernel keeps its default schedule."""
+    for src in index.candidates(kmod, target)[:tries]:
+        try:
+            return Transferred(replay(kmod, src.trace, src.blocks, target), src)
+        except TransferError:
+            continue
+    return None
+
+
+def innermost_tiles(kmod: tvm.IRModule, source: Source) -> dict[int, int]:
+    """``{axis: factor}``: the innermost tile factor ``source``'s trace gives each spatial axis of
+    ``kmod``'s main block (:func:`main_block`) at ``kmod``'s extents (:func:`fit_tile`). A part whose
+    extent on that axis is a multiple of it keeps the same inner tiles; other extents shrink them
+    (an extent of 61 leaves no vector tile at all: 11x slower on a BERT-tiny matmul, 2026-11-23)."""
+    blocks = blocks_of(kmod)
+    try:
+        sch, rewritten = _prepared(kmod, source.trace, source.blocks)
+    except Exception:  # noqa: BLE001 - no replay (TransferError) or an epilogue that does not inline
+        return {}
+    main = blocks[main_block(blocks)]
+    loops = [sch.get(rv).loop_var for rv in sch.get_loops(sch.get_sblock(main.name, func_name="main"))]
+    spatial = {i: main.iters[:i].count("S") for i, kind in enumerate(main.iters) if kind == "S"}
+    found: dict[int, int] = {}
+
+    def decide(inst, inputs, attrs, decision):
+        if inst.kind.name != "SamplePerfectTile":
+            return decision
+        loop = sch.get(inputs[0])
+        max_inner = int(attrs[1]) if len(attrs) > 1 and int(attrs[1]) > 0 else None
+        tiles = fit_tile([int(x) for x in decision], int(loop.extent), max_inner)
+        for i, var in enumerate(loops):
+            if var.same_as(loop.loop_var) and i in spatial:
+                found.setdefault(spatial[i], tiles[-1])
+        return tiles
+
+    try:
+        _apply(sch, rewritten, decide)
+    except Exception:  # noqa: BLE001 - a trace that does not replay says nothing about tiles
+        return {}
+    return found

@@ -1,0 +1,797 @@
+"""Kernel tuning: MetaSchedule databases in ``tuning_logs/<hardware-fingerprint>/``, used by builds.
+
+EOP deploys every operator with the best schedule TVM's tuner found (Sec. 2.1); TVM 0.27's default
+llvm pipeline leaves CPU kernels as unscheduled loops, so a plan compared against naive-loop
+kernels would be meaningless. The kernels tuned here are exactly the fused PrimFuncs a build
+launches (:func:`tvm_partition.build.executable.lower`), per device and per part shape.
+
+A database is MetaSchedule's own JSON pair (``database_workload.json`` and
+``database_tuning_record.json``, one JSON record per line, appended as trials are measured): a
+killed tuning run loses only the trials in flight, and a rerun gives each kernel the trials it
+lacks (:func:`trials_measured`), its search seeded by the records it has.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import logging
+import os
+import tempfile
+import time
+
+import tvm
+
+from ..devices import DEFAULT_LOGS, DeviceSpec, database_dir
+from ..errors import TvmPartitionError
+from .transfer import same_device
+
+
+class TuningError(TvmPartitionError, RuntimeError):
+    """Tuning cannot run (no such device here, unreadable database); the message says why."""
+
+
+@dataclasses.dataclass
+class Kernel:
+    name: str  # PrimFunc name in the lowered module (first one seen)
+    device: DeviceSpec
+    mod: tvm.IRModule  # the normalised workload: {"main": PrimFunc}
+    flops: float
+
+    @property
+    def computes(self) -> bool:
+        """Does arithmetic. Kernels that only move data (slices, reshapes: TVM estimates 0 FLOPs)
+        keep TVM's default schedule and are never tuned."""
+        return self.flops > 0
+
+
+#: Databases opened for reading, by (folder, size and mtime of its files): parsing a database of a
+#: few thousand records takes seconds, and a benchmark compiles many builds against the same one.
+_OPENED: dict = {}
+
+
+def _stamp(path: str) -> tuple:
+    files = [os.path.join(path, f) for f in ("database_workload.json", "database_tuning_record.json")]
+    return tuple((os.stat(f).st_size, os.stat(f).st_mtime_ns) if os.path.exists(f) else None for f in files)
+
+
+def local_database(logs: str | None = None) -> str:
+    """This machine's tuning database folder under ``logs`` (default: the shipped tuning_logs/); it
+    need not exist (builds then transfer schedules from the shipped databases: :func:`open_schedules`)."""
+    if logs and not os.path.isdir(logs):
+        raise TuningError(f"--tuning-logs {logs}: no such folder")
+    return database_dir(logs)
+
+
+def open_database(path: str, create: bool = False):
+    """MetaSchedule JSONDatabase at ``path`` (None if absent and not ``create``). Read-only opens
+    of unchanged files share one parsed database; ``create`` (tuning) always opens a fresh one."""
+    import tvm.s_tir.meta_schedule as ms
+
+    if not create and not os.path.exists(os.path.join(path, "database_workload.json")):
+        return None
+    key = (os.path.abspath(path), _stamp(path))
+    if not create and key in _OPENED:
+        return _OPENED[key]
+    os.makedirs(path, exist_ok=True)
+    try:
+        db = ms.database.JSONDatabase(work_dir=path, allow_missing=True)
+    except Exception as e:  # noqa: BLE001 - MetaSchedule reports corrupt files with TVM errors
+        raise TuningError(f"{path}: unreadable tuning database ({str(e).splitlines()[-1]})") from None
+    if not create:
+        for old in [k for k in _OPENED if k[0] == key[0]]:  # a stale parse of the same folder is never wanted again
+            del _OPENED[old]
+        _OPENED[key] = db
+    return db
+
+
+def _cache_root() -> str:
+    return os.path.join(os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "tvm_partition", "best")
+
+
+#: Content digests of database folders by (folder, size and mtime of its files).
+_DIGESTS: dict = {}
+
+
+def database_digest(path: str) -> str:
+    """sha1 of the database files at ``path`` (their contents: a clone has other mtimes)."""
+    import hashlib
+
+    key = (os.path.abspath(path), _stamp(path))
+    if key not in _DIGESTS:
+        digest = hashlib.sha1()
+        for f in ("database_workload.json", "database_tuning_record.json"):
+            if os.path.exists(os.path.join(path, f)):
+                with open(os.path.join(path, f), "rb") as fh:
+                    digest.update(fh.read())
+        _DIGESTS[key] = digest.hexdigest()
+    return _DIGESTS[key]
+
+
+def open_best(path: str):
+    """The fastest record of every workload and target of the database at ``path`` (None if it has
+    none), as a database of its own: all a build reads (:class:`Schedules`). Parsing a tuning
+    database costs about 3 ms a record (MetaSchedule builds each record's target), and a database
+    keeps every trial: 1,911 records took 5-9 s to open on the build machine, its 48 best 0.2 s.
+    The compact copy is cached under ``~/.cache/tvm_partition/best/<sha1 of the database files>``
+    (kept in memory where that cannot be written)."""
+    import tvm.s_tir.meta_schedule as ms
+
+    if not os.path.exists(os.path.join(path, "database_workload.json")):
+        return None
+    key = ("best", database_digest(path))
+    if key in _OPENED:
+        return _OPENED[key]
+    cache = os.path.join(_cache_root(), key[1])
+    try:
+        db = ms.database.JSONDatabase(work_dir=cache, allow_missing=False) if os.path.isdir(cache) else None
+    except Exception:  # noqa: BLE001 - a half-written cache: make it again
+        db = None
+    if db is None:
+        db = _write_best(open_database(path), cache)
+    _OPENED[key] = db
+    return db
+
+
+def _write_best(full, cache: str):
+    import shutil
+
+    import tvm.s_tir.meta_schedule as ms
+    import tvm_ffi
+
+    best: dict = {}
+    for rec in full.get_all_tuning_records():
+        if not rec.run_secs or rec.target is None:
+            continue
+        key = (int(tvm_ffi.structural_hash(rec.workload.mod)), str(rec.target))
+        if key not in best or _mean_secs(rec) < _mean_secs(best[key]):
+            best[key] = rec
+    tmp = f"{cache}.tmp-{os.getpid()}"
+    try:
+        os.makedirs(tmp, exist_ok=True)
+        out = ms.database.JSONDatabase(work_dir=tmp, allow_missing=True)
+    except OSError:
+        out, tmp = ms.database.MemoryDatabase(), None
+    for rec in best.values():
+        out.commit_tuning_record(ms.database.TuningRecord(
+            rec.trace, out.commit_workload(rec.workload.mod), [float(x) for x in rec.run_secs], rec.target,
+            rec.args_info))
+    if tmp is not None:
+        try:
+            os.rename(tmp, cache)  # atomic: a reader sees the whole cache or none
+        except OSError:  # another process made it first
+            shutil.rmtree(tmp, ignore_errors=True)
+    return out
+
+
+def tuning_target(device: DeviceSpec):
+    """The target MetaSchedule tunes and queries with: the device's, plus the core count it needs."""
+    target = dict(device.target)
+    if device.kind == "cpu":
+        target.setdefault("num-cores", os.cpu_count() or 1)
+        return tvm.target.Target(target)
+    return device.tvm_target()
+
+
+def kernel_module(func: tvm.tirx.PrimFunc) -> tvm.IRModule:
+    """The workload MetaSchedule sees: the PrimFunc alone, named main, without build-time attributes."""
+    for attr in ("target", "global_symbol", "tirx.is_scheduled"):
+        if func.attrs and attr in func.attrs:
+            func = func.without_attr(attr)
+    return tvm.IRModule({"main": func.with_attr("global_symbol", "main")})
+
+
+def kernels_of(mod: tvm.IRModule, kernel_devices: dict[str, str], devices: list[DeviceSpec]) -> list[Kernel]:
+    """Distinct kernels (per device) of a lowered module, heaviest first."""
+    import tvm_ffi
+
+    by_name = {d.name: d for d in devices}
+    seen, out = set(), []
+    for gv, func in mod.functions_items():
+        if not isinstance(func, tvm.tirx.PrimFunc) or gv.name_hint not in kernel_devices:
+            continue
+        dev = by_name[kernel_devices[gv.name_hint]]
+        kmod = kernel_module(func)
+        key = (tvm_ffi.structural_hash(kmod), dev.name)
+        if key in seen:
+            continue
+        seen.add(key)
+        out.append(Kernel(gv.name_hint, dev, kmod, kernel_flops(kmod)))
+    return sorted(out, key=lambda k: -k.flops)
+
+
+def kernel_flops(kmod) -> float:
+    try:
+        return float(tvm.s_tir.analysis.estimate_tir_flops(kmod))
+    except Exception:  # noqa: BLE001 - estimation is advisory (ordering only)
+        return 0.0
+
+
+def best_record(db, mod: tvm.IRModule, target):
+    """The fastest record of workload ``mod`` tuned for ``target`` (MetaSchedule's own query
+    ignores the target, so a CPU schedule could be applied to a GPU kernel of the same shape)."""
+    if db is None or not db.has_workload(mod):
+        return None
+    workload = db.commit_workload(mod)  # the existing entry: has_workload said so
+    for record in db.get_top_k(workload, 64):
+        if same_device(record.target, target):
+            return record
+    return None
+
+
+def is_default(record) -> bool:
+    """A record of TVM's default schedule, measured by :func:`measure_defaults`: its trace only
+    looks up the root block (MetaSchedule's databases never return a record with an empty trace)."""
+    return [inst.kind.name for inst in record.trace.insts] == ["GetSBlock"]
+
+
+def _default_trace(kmod: tvm.IRModule):
+    sch = tvm.s_tir.Schedule(kmod)
+    sch.get_sblock("root", func_name="main")  # a no-op: the kernel keeps TVM's default schedule
+    return sch.trace
+
+
+def _has_default(db, kernel: Kernel) -> bool:
+    if db is None or not db.has_workload(kernel.mod):
+        return False
+    target = tuning_target(kernel.device)
+    return any(is_default(r) and same_device(r.target, target)
+               for r in db.get_top_k(db.commit_workload(kernel.mod), 1 << 16))
+
+
+def measure_defaults(db, kernels: list[Kernel]) -> int:
+    """Time TVM's default schedule of each CPU kernel with MetaSchedule's own builder and runner and
+    record it (:func:`is_default`) beside the tuned candidates, so the fastest record of a kernel is
+    its best *known* schedule: a tuned schedule is applied only where it beats the default (for
+    tiny element-wise kernels, the threading a tuned schedule adds can cost more than it saves).
+    GPU kernels have no default schedule (dlight schedules them at build time). Returns how many
+    kernels were measured."""
+    import shutil
+
+    import tvm.s_tir.meta_schedule as ms
+
+    todo = [k for k in kernels if k.device.kind == "cpu" and not _has_default(db, k)]
+    if not todo:
+        return 0
+    built = _builder().build([ms.builder.BuilderInput(k.mod, tuning_target(k.device)) for k in todo])
+    ok = [(k, b) for k, b in zip(todo, built) if b.error_msg is None]
+    futures = _runner().run([ms.runner.RunnerInput(b.artifact_path, "cpu",
+                                                ms.arg_info.ArgInfo.from_prim_func(k.mod["main"])) for k, b in ok])
+    measured = 0
+    for (k, b), future in zip(ok, futures):
+        result = future.result()
+        shutil.rmtree(os.path.dirname(b.artifact_path), ignore_errors=True)
+        if result.error_msg is not None or not result.run_secs:
+            continue
+        db.commit_tuning_record(ms.database.TuningRecord(
+            _default_trace(k.mod), db.commit_workload(k.mod), [float(x) for x in result.run_secs],
+            tuning_target(k.device), ms.arg_info.ArgInfo.from_prim_func(k.mod["main"])))
+        measured += 1
+    return measured
+
+
+def trials_measured(db, kernel: Kernel) -> int:
+    """How many MetaSchedule trials of ``kernel`` the database holds for its target (TVM's default
+    schedule and transferred schedules measured on it are not trials)."""
+    from .transfer import provenance
+
+    if db is None or not db.has_workload(kernel.mod):
+        return 0
+    target = tuning_target(kernel.device)
+    return sum(1 for r in db.get_top_k(db.commit_workload(kernel.mod), 1 << 16)
+               if same_device(r.target, target) and not is_default(r) and provenance(r.trace) is None)
+
+
+def is_tuned(db, kernel: Kernel) -> bool:
+    """Has a record found by tuning (or TVM's default, measured faster): a transferred schedule
+    measured on the kernel (:func:`transfer_search`) does not count, so tuning still searches it."""
+    from .transfer import provenance
+
+    record = best_record(db, kernel.mod, tuning_target(kernel.device))
+    return record is not None and provenance(record.trace) is None
+
+
+def scheduled(kmod: tvm.IRModule, record) -> tvm.tirx.PrimFunc:
+    """The kernel ``kmod`` (see :func:`kernel_module`) with the schedule of a tuning ``record``.
+
+    The trace is applied to the record's own workload, as MetaSchedule's ``query_schedule`` does:
+    it is structurally equal to ``kmod`` (that is how the record was found) but its block names are
+    the ones the trace refers to, while ``kmod``'s depend on the variable names of the module it
+    came from (a profiling sample names its operands differently from a model build)."""
+    del kmod  # found by structure; scheduled from the record's own copy
+    sch = tvm.s_tir.Schedule(record.workload.mod)
+    record.trace.apply_to_schedule(sch, remove_postproc=False)
+    return sch.mod["main"].with_attr("tirx.is_scheduled", True)
+
+
+def apply_schedules(mod: tvm.IRModule, kernel_devices: dict[str, str], devices: list[DeviceSpec], schedules):
+    """Give every kernel the best schedule ``schedules`` (:class:`Schedules`) knows for it.
+
+    Returns ``(module, {kernel name: label})`` for the kernels that got one (``tuned``, or
+    ``transferred from ...``). Scheduled PrimFuncs carry ``tirx.is_scheduled``, so dlight leaves
+    them alone; the rest fall back to dlight (GPU) or the default llvm pipeline (CPU), as do
+    kernels whose fastest record is TVM's default schedule (:func:`measure_defaults`)."""
+    if schedules is None:
+        return mod, {}
+    by_name = {d.name: d for d in devices}
+    out = tvm.IRModule(dict(mod.functions), attrs=mod.attrs, global_infos=mod.global_infos)
+    labels = {}
+    for gv, func in mod.functions_items():
+        if not isinstance(func, tvm.tirx.PrimFunc) or gv.name_hint not in kernel_devices:
+            continue
+        new, label = schedules.schedule(kernel_module(func), tuning_target(by_name[kernel_devices[gv.name_hint]]))
+        if new is None:
+            continue
+        new = new.with_attr("global_symbol", func.attrs.get("global_symbol", gv.name_hint))
+        out[gv] = new.with_attr("target", func.attrs["target"])
+        labels[gv.name_hint] = label
+    return out, labels
+
+
+def schedule_gpu(mod: tvm.IRModule, kernel_devices: dict[str, str], devices: list[DeviceSpec]) -> tvm.IRModule:
+    """dlight's default GPU schedules for every kernel placed on a GPU.
+
+    Rules are tried in dlight's order (Matmul, GEMV, Reduction, GeneralReduction, Fallback); a rule
+    that raises on a kernel (0.27's GEMV asserts on some reduction shapes) is skipped for that
+    kernel instead of failing the build. A kernel no rule schedules is an error: unscheduled CUDA
+    code would compile silently into host code.
+    """
+    import tvm.s_tir.dlight as dl
+
+    gpu_names = {d.name for d in devices if d.kind == "gpu"}
+    rules = [dl.gpu.Matmul(), dl.gpu.GEMV(), dl.gpu.Reduction(), dl.gpu.GeneralReduction(), dl.gpu.Fallback()]
+    out = tvm.IRModule(dict(mod.functions), attrs=mod.attrs, global_infos=mod.global_infos)
+    for gv, func in mod.functions_items():
+        if kernel_devices.get(gv.name_hint) not in gpu_names or (func.attrs and func.attrs.get("tirx.is_scheduled")):
+            continue
+        for rule in rules:
+            try:
+                scheduled = dl.ApplyDefaultSchedule(rule)(tvm.IRModule({gv: func}))[gv]
+            except Exception:  # noqa: BLE001 - a dlight rule's internal assertion: try the next rule
+                continue
+            if scheduled.attrs and scheduled.attrs.get("tirx.is_scheduled"):
+                out[gv] = scheduled
+                break
+        else:
+            raise TuningError(f"no dlight GPU schedule applies to kernel {gv.name_hint}")
+    return out
+
+
+# ----------------------------------------------------------------------------- transfer
+def _mean_secs(record) -> float:
+    return sum(float(x) for x in record.run_secs) / len(record.run_secs)
+
+
+def transfer_sources(best, label: str) -> list:
+    """The schedules other kernels may borrow (:mod:`tvm_partition.build.transfer`) from ``best`` (a
+    database of one record per workload and target, :func:`open_best`): every record but those of
+    TVM's default schedule (a tuned trace that lost to the default on its own kernel is no better
+    on another)."""
+    from .transfer import source_of
+
+    return [source_of(rec, label, kernel_flops(rec.workload.mod) / _mean_secs(rec) / 1e9)
+            for rec in best.get_all_tuning_records() if not is_default(rec) and _mean_secs(rec) > 0]
+
+
+def shipped_databases() -> list[str]:
+    """The database folders shipped in :data:`DEFAULT_LOGS`, one per machine."""
+    if not os.path.isdir(DEFAULT_LOGS):
+        return []
+    return [os.path.join(DEFAULT_LOGS, d) for d in sorted(os.listdir(DEFAULT_LOGS))
+            if os.path.exists(os.path.join(DEFAULT_LOGS, d, "database_workload.json"))]
+
+
+#: Transfer indexes by the (folder, stamp) of the databases they were built from.
+_INDEXES: dict = {}
+
+
+def transfer_index(folders: list[str]):
+    """A :class:`tvm_partition.build.transfer.TransferIndex` over the databases in ``folders``."""
+    from .transfer import TransferIndex
+
+    key = tuple((os.path.abspath(f), _stamp(f)) for f in folders)
+    if key not in _INDEXES:
+        sources = []
+        for folder in folders:
+            db = open_best(folder)
+            if db is not None:
+                sources += transfer_sources(db, os.path.basename(os.path.normpath(folder)))
+        _INDEXES.clear()
+        _INDEXES[key] = TransferIndex(sources)
+    return _INDEXES[key]
+
+
+@dataclasses.dataclass
+class Schedules:
+    """Where a build's kernels get their schedules: a record of this kernel in ``db`` (this
+    machine's database), else a transfer from any record of the same computation at other
+    extents (``index``: this database and the shipped ones, :mod:`tvm_partition.build.transfer`), else
+    TVM's default schedule. ``path`` is ``db``'s folder (None where this machine has none)."""
+
+    path: str | None
+    db: object | None
+    index: object | None
+    #: what the schedules were drawn from: a digest of every database read ("" for none), which
+    #: profile samples record so that a sample timed before the databases changed is timed again
+    stamp: str = ""
+    #: the source each kernel was scheduled from: ``{target kind|signature: [(main extents, Source)]}``
+    chosen: dict = dataclasses.field(default_factory=dict)
+
+    def schedule(self, kmod: tvm.IRModule, target) -> tuple[tvm.tirx.PrimFunc | None, str]:
+        """``(scheduled kernel or None, label)``: label ``tuned``, ``transferred from DB: KERNEL``
+        or ``default`` (then the kernel is None: keep TVM's default schedule)."""
+        func, label, _ = self._choose(kmod, target)
+        return func, label
+
+    def inner_tiles(self, kmod: tvm.IRModule, target) -> dict[int, int]:
+        """``{axis: innermost tile}`` of the schedule :meth:`schedule` gives ``kmod``
+        (:func:`tvm_partition.build.transfer.innermost_tiles`); empty for the default schedule."""
+        from .transfer import innermost_tiles
+
+        _, _, source = self._choose(kmod, target)
+        return {} if source is None else innermost_tiles(kmod, source)
+
+    def _choose(self, kmod, target):
+        from .transfer import blocks_of, main_block, provenance, signature, source_of, transfer
+
+        blocks = blocks_of(kmod)
+        # siblings are looked up per target kind: a CPU trace never lands on a GPU kernel
+        extents, sig = blocks[main_block(blocks)].extents, f"{target.kind.name}|{signature(blocks)}"
+        record = best_record(self.db, kmod, target)
+        if record is not None:
+            if is_default(record):
+                return None, "default", None
+            origin = provenance(record.trace)
+            source = source_of(record, os.path.basename(os.path.normpath(self.path or "")), 0.0)
+            self.chosen.setdefault(sig, []).append((extents, source))
+            return (scheduled(kmod, record), "tuned" if origin is None else f"transferred from {origin} (measured)",
+                    source)
+        moved = self._from_sibling(kmod, target, sig, extents)
+        if moved is None and self.index is not None:
+            moved = transfer(kmod, target, self.index)
+        if moved is None:
+            return None, "default", None
+        self.chosen.setdefault(sig, []).append((extents, moved.source))
+        return moved.func, f"transferred from {moved.source.label}", moved.source
+
+    def _from_sibling(self, kmod, target, sig: str, extents: tuple):
+        """The schedule of a kernel scheduled before that differs from ``kmod`` in one axis only (a
+        split's part and its whole op: the build aligns every whole op before it builds the parts,
+        :mod:`tvm_partition.build.align`), so a part runs its whole op's schedule. Chosen afresh, a part
+        of a ResNet-18 convolution at 32 of 64 channels took another record, nearer in all axes,
+        and ran 531 us where its whole op's ran 61 (141 us whole; 2026-11-23)."""
+        from .transfer import TransferError, Transferred, replay
+
+        near = sorted((sum(a != b for a, b in zip(e, extents)), n, src)
+                      for n, (e, src) in enumerate(self.chosen.get(sig, ())) if len(e) == len(extents))
+        for diff, _, src in near:
+            if diff > 1:
+                break
+            try:
+                return Transferred(replay(kmod, src.trace, src.blocks, target), src)
+            except TransferError:
+                continue
+        return None
+
+
+def open_schedules(path: str | None, transfer: bool = True) -> Schedules:
+    """The :class:`Schedules` of database folder ``path`` (which may not exist yet: this machine
+    was never tuned), transferring from it and every shipped database unless ``transfer`` is off."""
+    import hashlib
+
+    db = open_best(path) if path else None
+    folders = ([path] if db is not None else []) + [f for f in shipped_databases()
+                                                     if not path or os.path.abspath(f) != os.path.abspath(path)]
+    read = folders if transfer else folders[:1] if db is not None else []
+    stamp = hashlib.sha1("".join(database_digest(f) for f in read).encode()).hexdigest()[:12] if read else ""
+    return Schedules(path if db is not None else None, db, transfer_index(folders) if transfer else None,
+                     stamp=stamp)
+
+
+class BudgetSpent(Exception):
+    """Raised inside a tuning session when its time budget is spent (caught by :func:`tune`)."""
+
+
+def _progress_callback(ks: list[Kernel], progress, deadline: float | None, spent: list):
+    """A MetaSchedule measure callback reporting ``progress(kernel, trials measured)`` per round of
+    trials and ending the session (:class:`BudgetSpent`, noted in ``spent``) once ``deadline``
+    (perf_counter) passed: the records of every measured round are already in the database."""
+    from tvm.s_tir.meta_schedule.measure_callback import PyMeasureCallback
+    from tvm.ir.utils import derived_object
+
+    @derived_object
+    class Progress(PyMeasureCallback):
+        def apply(self, task_scheduler, task_id, measure_candidates, builder_results, runner_results):
+            if progress is not None:
+                progress(ks[task_id], len(measure_candidates))
+            if deadline is not None and time.perf_counter() > deadline:
+                spent.append(True)
+                raise BudgetSpent()
+
+    return Progress()
+
+
+def tune(kernels: list[Kernel], db_path: str, *, trials: int = 64, budget_s: float | None = None,
+         batch: int = 8, progress=None) -> dict:
+    """Tune every kernel to ``trials`` MetaSchedule trials, appending to the database at ``db_path``:
+    a kernel with fewer trials on record gets the rest (its search seeded by the records it has), so
+    a rerun with the same ``trials`` skips it and a rerun with more continues it.
+
+    Kernels are tuned ``batch`` at a time in one MetaSchedule session (its start-up, design
+    spaces and first population cost seconds to tens of seconds), in the order
+    given (:func:`rank_by_gain` puts the kernels with most to gain first); records are appended as
+    trials are measured. ``budget_s`` ends the session in flight after its next measured round
+    once spent, and starts no other. Then the default schedule of every CPU kernel not yet
+    measured joins the database (:func:`measure_defaults`).
+    ``progress(kernel, n)`` is called as each round of ``n`` trials of a kernel is measured.
+    Returns counts: tuned, skipped, left, defaults (default schedules measured).
+    """
+    import tvm.s_tir.meta_schedule as ms
+
+    db = open_database(db_path, create=True)
+    t0 = time.perf_counter()
+    stats = {"tuned": 0, "skipped": 0, "left": 0, "defaults": 0}
+    todo, need = [], {}
+    for k in kernels:
+        need[k.name, k.device.name] = trials - trials_measured(db, k)
+        if need[k.name, k.device.name] <= 0:
+            stats["skipped"] += 1
+        else:
+            todo.append(k)
+    for k in todo:
+        if k.device.kind == "gpu" and not k.device.tvm_device().exist:
+            raise TuningError(f"kernel {k.name} is for the GPU, which this machine does not have: "
+                              "tune GPU kernels on the GPU machine")
+    groups: dict = {}
+    for k in todo:  # one session per target
+        groups.setdefault(k.device.name, []).append(k)
+    batches = [ks[i : i + batch] for ks in groups.values() for i in range(0, len(ks), batch)]
+    deadline = None if budget_s is None else t0 + budget_s
+    for j, ks in enumerate(batches):
+        if deadline is not None and time.perf_counter() >= deadline:
+            stats["left"] = sum(len(b) for b in batches[j:])
+            break
+        # each task's workload must be exactly kernel_module(): {"main": PrimFunc named main};
+        # MetaSchedule orders tasks by name, so the zero-padded names keep the order of ks
+        mod = tvm.IRModule({f"k{i:03d}": k.mod["main"] for i, k in enumerate(ks)})
+        per_task = max(need[k.name, k.device.name] for k in ks)
+        # the evolutionary search's population scales with the trials asked for (its default of
+        # 512 candidates per round costs minutes per kernel on a small machine)
+        strategy = ms.search_strategy.EvolutionarySearch(
+            population_size=max(32, min(512, 8 * trials)), init_min_unmeasured=min(50, 4 * trials),
+            genetic_num_iters=2 if trials <= 16 else 4,
+        )
+        callbacks = list(ms.measure_callback.MeasureCallback.create("default"))
+        spent: list = []  # the callback's BudgetSpent reaches us wrapped in TVM's error type
+        callbacks.append(_progress_callback(ks, progress, deadline, spent))
+        load_intrinsics(tuning_target(ks[0].device).kind.name)
+        with tempfile.TemporaryDirectory(prefix="tvmp-tune-") as work, _session_logging():
+            try:
+                ms.tir_integration.tune_tir(
+                    mod, tuning_target(ks[0].device), work,
+                    max_trials_global=sum(need[k.name, k.device.name] for k in ks),
+                    max_trials_per_task=per_task, num_trials_per_iter=min(per_task, 16), database=db,
+                    strategy=strategy, num_tuning_cores=os.cpu_count() or 1, measure_callbacks=callbacks,
+                    builder=_builder(), runner=_runner(),
+                )
+            except Exception:  # noqa: BLE001 - BudgetSpent arrives wrapped in TVM's error type
+                if not spent:
+                    raise
+        done = sum(1 for k in ks if is_tuned(db, k))
+        stats["tuned"] += done
+        if deadline is not None and time.perf_counter() >= deadline:
+            stats["left"] = len(ks) - done + sum(len(b) for b in batches[j + 1:])
+            break
+    stats["defaults"] = measure_defaults(db, [k for k in kernels if is_tuned(db, k)])
+    return stats
+
+
+@contextlib.contextmanager
+def _session_logging():
+    """MetaSchedule's logger set up for one session. MetaSchedule sizes its console handler from the
+    logger's level at each session start, then sets the level to DEBUG: without resetting it, every
+    session after the first prints its per-round INFO tables over the progress bar. It also
+    configures the logger by the names of the handlers it has: one without a name (pytest attaches
+    two between tests) fails the session start, so those are detached for the session."""
+    logger = logging.getLogger("tvm.s_tir.meta_schedule")
+    logger.setLevel(logging.WARNING)
+    unnamed = [h for h in logger.handlers if h.get_name() is None]
+    for h in unnamed:
+        logger.removeHandler(h)
+    try:
+        yield
+    finally:
+        for h in unnamed:
+            logger.addHandler(h)
+
+
+def transfer_search(kernels: list[Kernel], schedules: Schedules, db_path: str, deadline: float | None = None,
+                    tries: int = 4, progress=None) -> int:
+    """Pick each kernel's transferred schedule by measurement: its first ``tries`` candidates
+    (:meth:`TransferIndex.candidates <tvm_partition.build.transfer.TransferIndex.candidates>`) and TVM's
+    default schedule are built and timed on the kernel, and the fastest is recorded as the
+    kernel's own (a transferred one marked :data:`tvm_partition.build.transfer.PROVENANCE`, so builds say
+    where it came from and tuning still searches the kernel, seeded by it). A second or so a
+    candidate. Kernels with a record, and those past ``deadline``, are left as they are.
+    ``progress(kernel)`` is called before each kernel. Returns how many kernels got a record."""
+    import tvm.s_tir.meta_schedule as ms
+
+    from .transfer import TransferError, recipient_trace
+
+    db = open_database(db_path, create=True)
+    done = 0
+    for k in kernels:
+        target = tuning_target(k.device)
+        if k.device.kind != "cpu" or best_record(db, k.mod, target) is not None or schedules.index is None:
+            continue
+        if deadline is not None and time.perf_counter() > deadline:
+            break
+        if progress is not None:
+            progress(k)
+        best = (time_kernel(k.mod["main"], target, 10, 3), _default_trace(k.mod))
+        for src in schedules.index.candidates(k.mod, target)[:tries]:
+            try:
+                trace = recipient_trace(k.mod, src, target)
+            except TransferError:
+                continue
+            sch = tvm.s_tir.Schedule(k.mod)
+            trace.apply_to_schedule(sch, remove_postproc=False)
+            us = time_kernel(sch.mod["main"], target, 10, 3)
+            if us < best[0]:
+                best = (us, trace)
+        db.commit_tuning_record(ms.database.TuningRecord(
+            best[1], db.commit_workload(k.mod), [best[0] * 1e-6], target, ms.arg_info.ArgInfo.from_prim_func(k.mod["main"])))
+        done += 1
+    return done
+
+
+def time_kernel(func: tvm.tirx.PrimFunc, target, min_repeat_ms: int = 50, repeat: int = 5) -> float:
+    """Median time of one PrimFunc (``kernel_module`` form) in microseconds, TVM's time evaluator,
+    on arguments drawn like the profiler's (:func:`tvm_partition.cost_models.timing.random_tensor`)."""
+    import numpy as np
+
+    from ..cost_models.timing import random_tensor
+
+    lib = tvm.compile(tvm.IRModule({"main": func.with_attr("global_symbol", "main")}), target=target).jit()
+    dev = tvm.cpu()
+    rng = np.random.default_rng(0)
+    args = [random_tensor([int(x) for x in buf.shape], str(buf.dtype), dev, rng) for buf in func.params]
+    ev = lib.time_evaluator("main", dev, number=1, repeat=repeat, min_repeat_ms=min_repeat_ms)
+    return float(np.median(ev(*args).results)) * 1e6
+
+
+@dataclasses.dataclass(frozen=True)
+class Gain:
+    """What tuning a kernel may win: its time now (``schedule``: transferred or default) against
+    ``expected_us``, its FLOPs at the throughput tuned kernels reach on this target."""
+
+    kernel: Kernel
+    schedule: str
+    measured_us: float
+    expected_us: float
+
+    @property
+    def excess_us(self) -> float:
+        return self.measured_us - self.expected_us
+
+
+def rank_by_gain(kernels: list[Kernel], schedules: Schedules | None, deadline: float | None = None,
+                 progress=None) -> list[Gain]:
+    """The CPU kernels without a record of their own, ordered by how far their time now is above
+    what a tuned kernel of their size should take (the median GFLOP/s of the tuned records on the
+    target, :class:`tvm_partition.build.transfer.Source`): default-scheduled and transferred-but-slow
+    kernels first, and among those the heaviest. Each kernel is built with the schedule a build
+    would give it and timed once (a second or two); past ``deadline`` the rest keep their order
+    by FLOPs, unmeasured. ``progress(kernel)`` is called before each is timed."""
+    import statistics
+
+    out = []
+    for k in kernels:
+        target = tuning_target(k.device)
+        if k.device.kind != "cpu" or (schedules is not None and best_record(schedules.db, k.mod, target)):
+            continue
+        func, label = schedules.schedule(k.mod, target) if schedules is not None else (None, "default")
+        sources = schedules.index.candidates(k.mod, target) if schedules is not None and schedules.index else []
+        rate = statistics.median([s.gflops for s in sources]) if sources else 0.0
+        expected = k.flops / rate / 1e3 if rate > 0 else 0.0
+        if deadline is not None and time.perf_counter() > deadline:
+            out.append(Gain(k, label.split()[0], float("nan"), expected))
+            continue
+        if progress is not None:
+            progress(k)
+        out.append(Gain(k, label.split()[0], time_kernel(func or k.mod["main"], target, 10, 3), expected))
+    measured = sorted((g for g in out if g.measured_us == g.measured_us), key=lambda g: -g.excess_us)
+    return measured + [g for g in out if g.measured_us != g.measured_us]
+
+
+def tune_with_progress(kernels: list[Kernel], db_path: str, trials: int, budget_s: float | None = None,
+                       say=print) -> dict:
+    """:func:`tune` with progress bars naming the kernel in flight (one tick per measured trial).
+    With a budget, first the kernels are ranked (:func:`rank_by_gain`), then each gets the best of
+    its transferred schedules by measurement (:func:`transfer_search`: seconds a kernel), then
+    MetaSchedule tunes them in that order with what is left (minutes a kernel). Returns
+    :func:`tune`'s counts plus ``searched`` (kernels given a measured transferred schedule)."""
+    from tqdm import tqdm
+
+    t0 = time.perf_counter()
+    deadline = None if budget_s is None else t0 + budget_s
+    db = open_database(db_path)
+    untuned = [k for k in kernels if not is_tuned(db, k)]
+    need = sum(max(0, trials - trials_measured(db, k)) for k in kernels)
+    searched = 0
+    if deadline is not None and untuned:
+        schedules = open_schedules(db_path)
+        with tqdm(total=2 * len(untuned), unit="kernel", desc="timing kernels", dynamic_ncols=True, leave=False) as bar:
+            def step(what):
+                return lambda k: (bar.set_description(f"{what} {k.device.name}:{k.name[:40]}", refresh=False),
+                                  bar.update(1))
+
+            gains = rank_by_gain(untuned, schedules, deadline, step("timing"))
+            ranked = [g.kernel for g in gains]
+            untuned = ranked + [k for k in untuned if k not in ranked]
+            for g in gains[:5]:
+                say(f"  {g.kernel.name[:60]}: {g.schedule} {g.measured_us:.0f} us, a tuned kernel of its size "
+                    f"~{g.expected_us:.0f} us")
+            searched = transfer_search(untuned, schedules, db_path, deadline, progress=step("transfers for"))
+    with tqdm(total=need, unit="trial", dynamic_ncols=True) as bar:
+        def progress(kernel, n):
+            bar.set_description(f"{kernel.device.name}:{kernel.name[:40]}", refresh=False)
+            bar.update(n)
+
+        left = None if deadline is None else max(0.0, deadline - time.perf_counter())
+        stats = tune(untuned + [k for k in kernels if k not in untuned], db_path, trials=trials, budget_s=left,
+                     progress=progress)
+        if not stats["left"]:  # a kernel whose search space is smaller than the trials ends early
+            bar.update(bar.total - bar.n)
+    return {**stats, "searched": searched}
+
+
+def load_intrinsics(kind: str) -> None:
+    """Register the tensor intrinsics a MetaSchedule session for target ``kind`` can use, and no
+    others. ``import tvm.s_tir.tensor_intrin`` (which MetaSchedule's ``TuneContext`` does first)
+    registers those of every backend: 35 s on the build machine, 24 of them CUDA's, which a CPU
+    session never uses (its design space tensorizes nothing in fp32; x86's take 2 s). For an
+    ``llvm`` session the package is entered without running its ``__init__`` and only its ``x86``
+    module is imported; a later session of another kind imports that kind's module into it."""
+    import importlib
+    import importlib.util
+    import sys
+
+    name = "tvm.s_tir.tensor_intrin"
+    if name not in sys.modules:
+        if kind != "llvm":
+            importlib.import_module(name)
+            return
+        spec = importlib.util.find_spec(name)
+        package = importlib.util.module_from_spec(spec)  # the package, its __init__ not run
+        sys.modules[name] = package
+        tvm.s_tir.tensor_intrin = package
+    importlib.import_module(f"{name}.{'x86' if kind == 'llvm' else kind}")
+
+
+def build_kernel(mod: tvm.IRModule, target, _params=None):
+    """MetaSchedule's ``default_build`` without its import of every tensor intrinsic (see
+    :func:`load_intrinsics`): a candidate reaches the builder already scheduled, tensorized
+    blocks included, so lowering it needs no intrinsic registry. MetaSchedule restarts its builder
+    processes for every round of trials, so that import cost 35 s a round on the build machine."""
+    from tvm.driver import build as tvm_build
+    from tvm.s_tir.transform import RemoveWeightLayoutRewriteBlock
+
+    return tvm_build(RemoveWeightLayoutRewriteBlock(skip_tensor_rewrite=True)(mod), target=target)
+
+
+def _builder():
+    import tvm.s_tir.meta_schedule as ms
+
+    # a fresh builder worker imports TVM first: seconds on a small machine (with every tensor
+    # intrinsic it took tens, over MetaSchedule's 30 s default, and the timeout was raised to 600 s).
+    # Without that import a candidate builds in 1-10 s here, and one that takes a minute is a
+    # heavily unrolled loop nest that will not be the fastest: at 600 s one ResNet-18 candidate
+    # held a builder for over 3 minutes while its round waited (2026-11-23)
+    return ms.builder.LocalBuilder(f_build=build_kernel, timeout_sec=60)
+
+
+def _runner():
+    import tvm.s_tir.meta_schedule as ms
+
+    return ms.runner.LocalRunner(timeout_sec=120)

@@ -1,0 +1,269 @@
+"""Model sources: ONNX files, PyTorch exported programs, Relax IRModules and the built-in zoo.
+
+Every source yields a :class:`Model`: a Relax module whose ``main`` takes the data inputs first
+(``num_input`` of them) and the weights after, the weights as numpy arrays, and seeded example
+inputs. Constants are lifted into weights, so every tensor a device needs reaches it through
+``main_transform_params`` once at load time; batch norm is decomposed for inference.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+
+import numpy as np
+import tvm
+from tvm import relax
+
+from . import zoo
+from ..devices import meminfo_bytes
+from ..errors import TvmPartitionError
+from ..inputs import random_input
+from .model import Model
+from ..ir.relax_utils import Constant, substitute
+
+
+class ModelError(TvmPartitionError, ValueError):
+    """The model cannot be loaded; the message names the file or name and what is wrong."""
+
+
+def check_source(source: str) -> None:
+    """Raise :class:`ModelError` unless ``source`` is a zoo name or an existing ``.onnx`` file: what a
+    command checks of every model it is given before it starts long work on the first."""
+    if source in zoo.NAMES or (source.endswith(".onnx") and os.path.exists(source)):
+        return
+    if source.endswith(".onnx"):
+        raise ModelError(f"{source}: no such file")
+    if os.path.exists(source):
+        raise ModelError(f"{source}: not an .onnx file (give an ONNX model or a zoo name)")
+    raise ModelError(f"unknown model {source!r}: give an .onnx file or one of {', '.join(zoo.NAMES)}")
+
+
+def load(source, *, batch: int | None = None, seq_len: int | None = None, layers: int | None = None,
+         image_size: int | None = None, seed: int = 0, params=None, inputs=None) -> Model:
+    """Load a model from a zoo name, an ``.onnx`` path, an IRModule or a torch ExportedProgram."""
+    if isinstance(source, tvm.IRModule):
+        model = _from_irmodule(source, params, inputs, seed)
+    elif isinstance(source, str | os.PathLike) and str(source).endswith(".onnx"):
+        model = _from_onnx(str(source), batch, seed)
+    elif isinstance(source, str) and source in zoo.NAMES:
+        try:
+            model = zoo.build(source, batch=batch, seq_len=seq_len, layers=layers, image_size=image_size, seed=seed)
+        except ValueError as e:
+            raise ModelError(str(e)) from None
+    elif isinstance(source, str):
+        check_source(source)
+    elif type(source).__name__ == "ExportedProgram":
+        model = _from_torch(source, seed)
+    else:
+        raise ModelError(f"cannot load a model from {type(source).__name__}")
+    return normalize(model)
+
+
+MODEL_OPTIONS = ("batch", "seq_len", "layers", "image_size")
+
+
+def load_from_args(source, args, seed: int = 0) -> Model:
+    """:func:`load` with the flags of :func:`tvm_partition.flags.add_model_args`; says on stderr when a free ONNX batch
+    was bound to 1 because ``--batch`` was not given (the artifact then serves batch 1 only)."""
+    model = load(source, seed=seed, **{k: getattr(args, k, None) for k in MODEL_OPTIONS})
+    if model.config.get("batch_defaulted"):
+        print(f"note: {model.name}: free batch {', '.join(model.config['batch_defaulted'])} bound to 1; "
+              "give --batch N for another batch size", file=sys.stderr)
+    return model
+
+
+def _from_irmodule(mod, params, inputs, seed) -> Model:
+    funcs = [gv.name_hint for gv, f in mod.functions_items() if isinstance(f, relax.Function)]
+    if "main" not in funcs:
+        if len(funcs) != 1:
+            raise ModelError(f"IRModule has relax functions {funcs}: name the model's entry 'main'")
+        mod = _rename_main(mod, funcs[0])
+    main = mod["main"]
+    num_input = int(main.attrs["num_input"]) if main.attrs and "num_input" in main.attrs else len(main.params)
+    rng = np.random.default_rng(seed)
+    if params is None:
+        params = [random_input(_static_shape(p), p.ty.dtype, rng) for p in main.params[num_input:]]
+    params = [np.asarray(p.numpy() if hasattr(p, "numpy") else p) for p in params]
+    if inputs is None:
+        inputs = {p.name: random_input(_static_shape(p), p.ty.dtype, rng) for p in main.params[:num_input]}
+    return Model("irmodule", mod, params, dict(inputs))
+
+
+def _rename_main(mod, name):
+    out = tvm.IRModule({}, attrs=mod.attrs, global_infos=mod.global_infos)
+    for gv, f in mod.functions_items():
+        if gv.name_hint == name:
+            out["main"] = f.with_attr("global_symbol", "main")
+        else:
+            out[gv] = f
+    return out
+
+
+def _static_shape(var) -> list[int]:
+    try:
+        return [int(v) for v in var.ty.shape.values]
+    except (TypeError, ValueError, AttributeError):
+        raise ModelError(f"input {var.name!r} has a dynamic shape {var.ty}: give a static shape (e.g. --batch)") from None
+
+
+def _pairwise_sums(proto) -> None:
+    """Rewrite every ONNX ``Sum`` as a chain of ``Add`` (the same multidirectional broadcasting).
+    TVM's importer stacks a Sum's inputs and reduces the stack: a copy and a reduction kernel,
+    left on TVM's default schedule, where an add fuses into the producer's kernel. ResNet-50 of the
+    onnx package adds its residuals with Sum: 16 such kernels, 7 ms of a 196 ms CPU build
+    (``run --kernels``, 2026-11-23)."""
+    import onnx
+
+    nodes = []
+    for node in proto.graph.node:
+        if node.op_type != "Sum" or len(node.input) < 2:
+            nodes.append(node)
+            continue
+        acc = node.input[0]
+        for i, term in enumerate(node.input[1:], 1):
+            out = node.output[0] if i == len(node.input) - 1 else f"{node.output[0]}__sum{i}"
+            nodes.append(onnx.helper.make_node("Add", [acc, term], [out], name=f"{node.name}__add{i}"))
+            acc = out
+    del proto.graph.node[:]
+    proto.graph.node.extend(nodes)
+
+
+def available_memory() -> int | None:
+    """Bytes of memory available to a new allocation (Linux ``MemAvailable``); None where unknown."""
+    return meminfo_bytes("MemAvailable")
+
+
+def _from_onnx(path: str, batch: int | None, seed: int) -> Model:
+    import onnx
+    from tvm.relax.frontend import detach_params
+    from tvm.relax.frontend.onnx import from_onnx
+
+    if not os.path.exists(path):
+        raise ModelError(f"{path}: no such file")
+    size, free = os.path.getsize(path), available_memory()
+    if free is not None and size > free:
+        # onnx.load alone holds the whole file; past the available memory the kernel's OOM killer
+        # ends the process without a word, so refuse it here with the numbers
+        raise ModelError(f"{path}: the model ({size / 2**30:.1f} GiB) does not fit in this machine's "
+                         f"available memory ({free / 2**30:.1f} GiB)")
+    try:
+        proto = onnx.load(path)
+    except Exception as e:  # onnx raises DecodeError and friends
+        raise ModelError(f"{path}: not a readable ONNX model ({type(e).__name__}: {e})") from None
+    inits = {i.name for i in proto.graph.initializer}
+    graph_inputs = [i for i in proto.graph.input if i.name not in inits]
+    if not graph_inputs:
+        raise ModelError(f"{path}: the graph has no input that is not an initializer")
+    # Older exporters also list initializers as graph inputs; TVM's importer then adds those
+    # weights twice to main's signature. Keep only the real inputs.
+    del proto.graph.input[:]
+    proto.graph.input.extend(graph_inputs)
+    _pairwise_sums(proto)
+    shape_dict, dtype_dict, unbound = {}, {}, []
+    for gi in graph_inputs:
+        tt = gi.type.tensor_type
+        dims = []
+        for k, d in enumerate(tt.shape.dim):
+            if d.HasField("dim_value") and d.dim_value > 0 and not (k == 0 and batch):
+                dims.append(int(d.dim_value))
+            elif k == 0:
+                dims.append(int(batch or 1))
+                if not batch and not d.HasField("dim_value"):
+                    unbound.append(f"{gi.name}[0] ({d.dim_param or '?'})")
+            else:
+                raise ModelError(f"{path}: input {gi.name!r} has a dynamic dimension {k} ({d.dim_param or '?'}); "
+                                 "only the batch (dimension 0, bound by --batch) may be free")
+        shape_dict[gi.name] = dims
+        dtype_dict[gi.name] = onnx.helper.tensor_dtype_to_np_dtype(tt.elem_type).name
+    try:
+        mod = from_onnx(proto, shape_dict=shape_dict, dtype_dict=dtype_dict, keep_params_in_input=True)
+    except Exception as e:  # the importer raises many types for unsupported ops
+        raise ModelError(f"{path}: TVM's ONNX importer failed: {type(e).__name__}: {e}") from None
+    mod, pdict = detach_params(mod)
+    params = [p.numpy() for p in pdict.get("main", [])]
+    main = mod["main"]
+    num_input = int(main.attrs["num_input"]) if main.attrs and "num_input" in main.attrs else len(graph_inputs)
+    rng = np.random.default_rng(seed)
+    inputs = {p.name: random_input(_static_shape(p), p.ty.dtype, rng) for p in main.params[:num_input]}
+    name = os.path.splitext(os.path.basename(path))[0]
+    if name == "model":  # model zoos ship <name>/model.onnx
+        name = os.path.basename(os.path.dirname(os.path.abspath(path))) or name
+    config = {"source": path, "batch": shape_dict[graph_inputs[0].name][0]}
+    if unbound:  # a free batch nobody bound: 1, said by load_from_args
+        config["batch_defaulted"] = unbound
+    return Model(name, mod, params, inputs, config)
+
+
+def _from_torch(ep, seed) -> Model:
+    from tvm.relax.frontend import detach_params
+    from tvm.relax.frontend.torch import from_exported_program
+
+    mod = from_exported_program(ep, keep_params_as_input=True)
+    mod, pdict = detach_params(mod)
+    params = [p.numpy() for p in pdict.get("main", [])]
+    model = _from_irmodule(mod, params, None, seed)
+    model.name = "torch"
+    return model
+
+
+def normalize(model: Model) -> Model:
+    """Inference form: batch norm decomposed, constants lifted into weights, static shapes only."""
+    mod = tvm.transform.Sequential(
+        [
+            relax.transform.DecomposeOpsForInference(),
+            relax.transform.CanonicalizeBindings(),
+            relax.transform.DeadCodeElimination(["main"]),
+        ]
+    )(model.mod)
+    mod, extra = lift_constants(mod)
+    model.mod = mod
+    model.params = list(model.params) + extra
+    main = mod["main"]
+    for p in main.params:
+        if isinstance(p.ty, relax.TensorType):
+            _static_shape(p)
+    num_input = int(main.attrs["num_input"]) if main.attrs and "num_input" in main.attrs else len(model.inputs)
+    if len(main.params) - num_input != len(model.params):
+        raise ModelError(f"model {model.name}: main takes {len(main.params) - num_input} weights, got {len(model.params)}")
+    return model
+
+
+def lift_constants(mod: tvm.IRModule, func_name: str = "main"):
+    """Turn every tensor constant of ``main`` into a trailing weight parameter.
+
+    A constant has no device: a GPU kernel reading it would read host memory. As a weight it is
+    copied to its device once by ``main_transform_params``.
+    """
+    func = mod[func_name]
+    consts: list = []
+    index: dict = {}
+
+    def visit(e):
+        if isinstance(e, Constant) and e not in index:
+            index[e] = len(consts)
+            consts.append(e)
+
+    relax.analysis.post_order_visit(func.body, visit)
+    if not consts:
+        return mod, []
+    new_params = [relax.Var(f"const{i}", c.ty) for i, c in enumerate(consts)]
+
+    def leaf(e):
+        return new_params[index[e]] if isinstance(e, Constant) else vmap.get(e, e)
+
+    bb = relax.BlockBuilder()
+    params = list(func.params) + new_params
+    vmap = {}
+    with bb.function(func_name, params, attrs=dict(func.attrs) if func.attrs else None, pure=True):
+        with bb.dataflow():
+            for block in func.body.blocks:
+                for b in block.bindings:
+                    value = substitute(b.value, leaf)
+                    vmap[b.var] = bb.emit(value, name_hint=b.var.name)
+            out = bb.emit_output(substitute(func.body.body, leaf))
+        bb.emit_func_output(out)
+    new = tvm.IRModule(dict(mod.functions), attrs=mod.attrs, global_infos=mod.global_infos)
+    new[func_name] = bb.get()[func_name]
+    return new, [c.value.numpy() for c in consts]
+

@@ -1,0 +1,483 @@
+"""OpGraph: the DAG of the kernels TVM really launches, i.e. operator groups after TVM's own fusion.
+
+The partition unit is TVM's fused group, so a split never breaks TVM's fusion. The graph is
+read from the model's high-level Relax ``main``: TVM's ``LegalizeOps`` + ``AnnotateTIROpPattern``
++ ``FuseOps`` (the first steps of the ``zero`` pipeline) run on a copy, and every fused kernel is
+mapped back to the high-level bindings it came from. Those bindings are what
+:mod:`tvm_partition.passes` re-emits per device, with split rules from
+:mod:`tvm_partition.ir.split_rules`.
+
+Bindings that depend only on weights and constants (e.g. the transpose of a Linear weight) are
+*static*: TVM's ``LiftTransformParams`` runs them once at load time, so they are not ops here.
+Bindings that launch no kernel (tuple access, aliases) are *glue*.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import math
+from collections import defaultdict
+
+import networkx as nx
+import tvm
+import tvm_ffi
+from tvm import relax
+
+from ..errors import TvmPartitionError
+from .relax_utils import Constant
+from .split_rules import IllegalSplit, MisalignedCut, Region, is_tensor, shape_of, split_call, tensor_operands
+
+_ANCHOR_RANK = {
+    "conv2d": 4, "conv1d": 4, "conv3d": 4, "conv2d_transpose": 4, "matmul": 4,
+    "max_pool2d": 3, "avg_pool2d": 3, "adaptive_avg_pool2d": 3, "softmax": 3, "log_softmax": 3,
+    "layer_norm": 3, "rms_norm": 3, "group_norm": 3, "sum": 3, "mean": 3, "max": 3, "min": 3,
+    "concat": 2, "take": 2, "strided_slice": 2, "split": 2,
+}
+_VIEW_KINDS = {"reshape", "expand_dims", "squeeze", "flatten"}
+
+
+def make_op_id(index: int, fused_name: str, limit: int = 48) -> str:
+    """``<index>_<TVM's fused name>``; names over ``limit`` characters (TVM joins every operator of
+    a group) are cut and end with a short hash of the full name, so ids stay stable and unique."""
+    if len(fused_name) > limit:
+        digest = hashlib.sha1(fused_name.encode()).hexdigest()[:6]
+        fused_name = f"{fused_name[: limit - 7]}_{digest}"
+    return f"{index:03d}_{fused_name}"
+
+
+def op_signature(op) -> str:
+    """A stable name for an op's computation at its full shapes, the key of its samples.
+
+    Two ops with the same fused kernel name, shapes, dtypes and FLOPs (an LSTM's repeated steps)
+    share it, so their samples are shared too."""
+    text = "|".join([op.kind, op.fused_name, repr(op.input_shapes), repr(op.input_dtypes),
+                     repr(op.output_shapes), repr(op.output_dtypes), f"{op.flops:.0f}"])
+    return f"{op.kind}-{hashlib.sha1(text.encode()).hexdigest()[:12]}"
+
+
+class GraphError(TvmPartitionError, ValueError):
+    """The module cannot be analysed (dynamic shapes, impure calls...); the message says why."""
+
+
+@dataclasses.dataclass
+class Op:
+    """One fused kernel."""
+
+    id: str
+    kind: str  # the anchor operator, e.g. "matmul", "conv2d", "softmax"
+    fused_name: str  # TVM's fused function (or PrimFunc) name
+    members: list[int]  # indices of the high-level bindings of main it computes, in order
+    inputs: list  # relax exprs the group reads (vars of other groups, params, constants)
+    outputs: list  # member vars read outside the group or returned
+    input_shapes: list[tuple[int, ...]]
+    input_dtypes: list[str]
+    output_shapes: list[tuple[int, ...]]
+    output_dtypes: list[str]
+    flops: float
+    bytes: float
+    split_dims: dict[int, str] = dataclasses.field(default_factory=dict)  # legal axis -> name
+    refusals: dict[int, str] = dataclasses.field(default_factory=dict)  # axis -> reason
+    granules: dict[int, int] = dataclasses.field(default_factory=dict)
+
+    @property
+    def primary(self):
+        return self.outputs[-1]
+
+    @property
+    def is_view(self) -> bool:
+        """A reshape-only group: TVM turns it into a view, no kernel runs."""
+        return self.kind in _VIEW_KINDS
+
+    def summary(self) -> dict:
+        return {
+            "id": self.id, "kind": self.kind, "fused": self.fused_name,
+            "inputs": [list(s) for s in self.input_shapes], "outputs": [list(s) for s in self.output_shapes],
+            "flops": self.flops, "bytes": self.bytes,
+            "split_dims": {str(k): v for k, v in self.split_dims.items()},
+        }
+
+
+def _bindings(func: relax.Function) -> list:
+    out = []
+    for block in func.body.blocks:
+        out.extend(block.bindings)
+    return out
+
+
+def _first_field_shape(var) -> tuple[int, ...]:
+    """Shape of a tensor var, or of the first field of a tuple var (R.split's parts)."""
+    ty = var.ty
+    while isinstance(ty, relax.TupleType):
+        ty = ty.fields[0]
+    return shape_of(relax.Var("_", ty))
+
+
+def _op_name(value) -> str | None:
+    if isinstance(value, relax.Call) and isinstance(value.op, tvm.ir.Op):
+        return value.op.name.removeprefix("relax.").removeprefix("nn.")
+    return None
+
+
+def _dtype_bytes(dtype: str) -> int:
+    return max(1, tvm.runtime.DataType(dtype).bits // 8)
+
+
+def tensor_bytes(expr) -> int:
+    """Bytes of a tensor-typed expr, or of every tensor of a tuple-typed one (ONNX's Dropout
+    returns one: ApplyPlan copies it field by field)."""
+    ty = expr.ty
+    if isinstance(ty, relax.TupleType):
+        return sum(tensor_bytes(relax.Var("_", f)) for f in ty.fields)
+    return math.prod(shape_of(expr)) * _dtype_bytes(ty.dtype)
+
+
+def _member_flops(var, call) -> float:
+    name = _op_name(call)
+    try:
+        out = math.prod(shape_of(var))
+    except IllegalSplit:
+        return 0.0
+    if name == "matmul":
+        a = tensor_operands(call)[0]
+        return 2.0 * out * shape_of(a)[-1]
+    if name == "conv2d":
+        w = tensor_operands(call)[1]
+        ws = shape_of(w)
+        return 2.0 * out * ws[1] * ws[2] * ws[3]
+    if name in ("max_pool2d", "avg_pool2d"):
+        return float(out * math.prod(int(k) for k in call.attrs.pool_size))
+    if name in _VIEW_KINDS:
+        return 0.0
+    if name in ("softmax", "log_softmax", "layer_norm", "rms_norm", "mean", "sum", "adaptive_avg_pool2d"):
+        return 5.0 * math.prod(shape_of(tensor_operands(call)[0]))
+    return float(out)
+
+
+class OpGraph:
+    """Fused-kernel DAG of a Relax module's ``main`` (networkx ``DiGraph`` in :attr:`graph`).
+
+    Node ids are the op ids of plans; each node carries ``op`` (an :class:`Op`); edges carry
+    ``bytes`` (the tensor that flows) and ``var`` (its name).
+    """
+
+    def __init__(self, mod: tvm.IRModule, func_name: str = "main"):
+        if func_name not in [gv.name_hint for gv in mod.get_global_vars()]:
+            raise GraphError(f"module has no function {func_name!r}")
+        self.mod = mod
+        self.func = mod[func_name]
+        self.func_name = func_name
+        self.bindings = _bindings(self.func)
+        num_input = self.func.attrs.get("num_input") if self.func.attrs else None
+        self.num_input = int(num_input) if num_input is not None else len(self.func.params)
+        self.data_params = list(self.func.params[: self.num_input])
+        self.weight_params = list(self.func.params[self.num_input :])
+        self.index_of = {b.var: i for i, b in enumerate(self.bindings)}
+        #: vars each binding reads, and the bindings that read each var
+        self.free = [list(relax.analysis.free_vars(b.value)) for b in self.bindings]
+        self.users: dict = defaultdict(set)
+        for i, vs in enumerate(self.free):
+            for v in vs:
+                self.users[v].add(i)
+        self.returned = set(relax.analysis.free_vars(self.func.body.body))
+        self.static = self._find_static()
+        groups = [(name, [m for m in members if m not in self.static]) for name, members in self._fused_groups()]
+        groups = [(name, members) for name, members in groups if members]
+        self._absorb_glue(groups)
+        self.ops: dict[str, Op] = {}
+        self.op_of_binding: dict[int, str] = {}
+        for k, (fused_name, members) in enumerate(groups):
+            op_id = make_op_id(k, fused_name)
+            self.ops[op_id] = self._make_op(op_id, fused_name, members)
+            for m in members:
+                self.op_of_binding[m] = op_id
+        self.graph = self._make_graph()
+        for op in self.ops.values():
+            self._legality(op)
+
+    # ------------------------------------------------------------------ analysis
+    def _find_static(self) -> set[int]:
+        static_vars = set(self.weight_params)
+        static = set()
+        for i, b in enumerate(self.bindings):
+            if all(v in static_vars for v in self.free[i]):
+                static.add(i)
+                static_vars.add(b.var)
+        return static
+
+    def _fused_groups(self) -> list[tuple[str, list[int]]]:
+        """Run TVM's fusion on a copy and map each fused kernel to high-level binding indices.
+
+        ``LegalizeOps`` turns every high-level binding into one ``call_tir`` binding at the same
+        position; ``FuseOps`` then groups them into primitive functions. Both modules are walked
+        with the same symbolic evaluation (a kernel call resolves to its binding index, tuple
+        access and aliases are looked through), so every kernel inside a fused function is
+        matched to the legalized binding with the same PrimFunc and the same resolved arguments.
+        """
+        try:
+            legal = tvm.transform.Sequential(
+                [relax.transform.LegalizeOps(), relax.transform.AnnotateTIROpPattern()]
+            )(self.mod)
+            fused = relax.transform.FuseOps()(legal)
+        except Exception as e:  # noqa: BLE001 - TVM's own failure on this model (any TVM error type)
+            last = [ln for ln in str(e).strip().splitlines() if ln.strip()][-1:] or [type(e).__name__]
+            raise GraphError(f"TVM cannot lower this model ({last[0].strip()})") from None
+        lg = _bindings(legal[self.func_name])
+        if len(lg) != len(self.bindings) or any(a.var.name != b.var.name for a, b in zip(lg, self.bindings)):
+            raise GraphError("LegalizeOps changed the binding structure of main; cannot map fused kernels back")
+        call_tir = tvm.ir.Op.get("relax.call_tir")
+
+        def is_kernel(v):
+            return isinstance(v, relax.Call) and v.op.same_as(call_tir)
+
+        def resolve(expr, env):
+            if isinstance(expr, relax.Var):
+                if expr not in env:
+                    raise GraphError(f"unresolved var {expr.name}")
+                return env[expr]
+            if isinstance(expr, Constant):
+                return ("const", tvm_ffi.structural_hash(expr))
+            if isinstance(expr, relax.Tuple):
+                return ("tuple", tuple(resolve(f, env) for f in expr.fields))
+            if isinstance(expr, relax.TupleGetItem):
+                t = resolve(expr.tuple_value, env)
+                return t[1][expr.index] if isinstance(t, tuple) and t[0] == "tuple" else ("item", t, expr.index)
+            return ("lit", tvm_ffi.structural_hash(expr))
+
+        def key(call, env):
+            return (call.args[0].name_hint, resolve(call.args[1], env))
+
+        def walk(bindings, env, on_kernel):
+            for b in bindings:
+                v = b.value
+                if is_kernel(v):
+                    env[b.var] = on_kernel(b, env)
+                elif isinstance(v, relax.Call) and isinstance(v.op, relax.GlobalVar):
+                    inner = fused[v.op]
+                    ienv = {p: resolve(a, env) for p, a in zip(inner.params, v.args)}
+                    members = []
+
+                    def on_inner(ib, e, members=members):
+                        members.append(match(ib.value, e))
+                        return members[-1]
+
+                    walk(_bindings(inner), ienv, on_inner)
+                    env[b.var] = resolve(inner.body.body, ienv)
+                    groups.append((v.op.name_hint, sorted(members)))
+                elif isinstance(v, relax.Call):  # an op TVM does not turn into a kernel
+                    env[b.var] = ("opaque", b.var.name)
+                else:
+                    env[b.var] = resolve(v, env)
+
+        index = defaultdict(list)
+        groups: list[tuple[str, list[int]]] = []
+        lg_env = {p: ("param", p.name) for p in legal[self.func_name].params}
+        positions = {b.var: i for i, b in enumerate(lg)}
+
+        def on_legal(b, env):
+            index[key(b.value, env)].append(positions[b.var])
+            return positions[b.var]
+
+        walk(lg, lg_env, on_legal)
+
+        def match(call, env) -> int:
+            k = key(call, env)
+            if not index.get(k):
+                raise GraphError(f"fused kernel call {k[0]} not found in the legalized module")
+            return index[k].pop(0)
+
+        def on_fused(b, env):
+            i = match(b.value, env)
+            groups.append((b.value.args[0].name_hint, [i]))
+            return i
+
+        env = {p: ("param", p.name) for p in fused[self.func_name].params}
+        walk(_bindings(fused[self.func_name]), env, on_fused)
+        return groups
+
+    def _absorb_glue(self, groups: list[tuple[str, list[int]]]) -> None:
+        """Tuple access between two kernels of one fused group belongs to that group.
+
+        ``split -> t[0], t[1] -> multiply`` fuses into one kernel, but the tuple accesses are not
+        kernels: left outside, they would sit between the group and itself.
+        """
+        group_of = {m: g for g, (_, members) in enumerate(groups) for m in members}
+        changed = True
+        while changed:
+            changed = False
+            for i, b in enumerate(self.bindings):
+                if i in group_of or i in self.static or isinstance(b.value, relax.Call):
+                    continue
+                producers = {group_of.get(self.index_of.get(v)) for v in self.free[i] if self.index_of.get(v) is not None}
+                users = {group_of.get(u) for u in self.users[b.var]}
+                if len(producers) == 1 and None not in producers and producers <= users:
+                    g = producers.pop()
+                    groups[g][1].append(i)
+                    groups[g][1].sort()
+                    group_of[i] = g
+                    changed = True
+
+    def _make_op(self, op_id: str, fused_name: str, members: list[int]) -> Op:
+        mset = set(members)
+        member_vars = {self.bindings[m].var for m in members}
+        inputs, seen = [], set()
+        for m in members:
+            value = self.bindings[m].value
+            for operand in tensor_operands(value) if isinstance(value, relax.Call) else self.free[m]:
+                if operand not in member_vars and operand not in seen:
+                    seen.add(operand)
+                    inputs.append(operand)
+        outputs = [
+            self.bindings[m].var
+            for m in members
+            if self.bindings[m].var in self.returned or self.users[self.bindings[m].var] - mset
+        ]
+        if not outputs:
+            outputs = [self.bindings[members[-1]].var]
+        kinds = [_op_name(self.bindings[m].value) or "call" for m in members]
+        kind = max(kinds, key=lambda k: (_ANCHOR_RANK.get(k, 1 if k not in _VIEW_KINDS else 0)))
+        data_inputs = [x for x in inputs if is_tensor(x)]
+        flops = sum(_member_flops(self.bindings[m].var, self.bindings[m].value) for m in members)
+        io_bytes = sum(tensor_bytes(x) for x in data_inputs) + sum(tensor_bytes(o) for o in outputs if is_tensor(o))
+        return Op(
+            id=op_id, kind=kind, fused_name=fused_name, members=members, inputs=inputs, outputs=outputs,
+            input_shapes=[shape_of(x) for x in data_inputs], input_dtypes=[x.ty.dtype for x in data_inputs],
+            output_shapes=[shape_of(o) for o in outputs if is_tensor(o)],
+            output_dtypes=[o.ty.dtype for o in outputs if is_tensor(o)],
+            flops=float(flops), bytes=float(io_bytes),
+        )
+
+    def producer(self, expr) -> str | None:
+        """Op id that computes ``expr`` (looking through glue), or None for params/constants."""
+        seen = set()
+        stack = [expr]
+        while stack:
+            e = stack.pop()
+            if not isinstance(e, relax.Var) or e in seen:
+                continue
+            seen.add(e)
+            i = self.index_of.get(e)
+            if i is None or i in self.static:
+                continue
+            if i in self.op_of_binding:
+                return self.op_of_binding[i]
+            stack.extend(self.free[i])
+        return None
+
+    def _make_graph(self) -> nx.DiGraph:
+        g = nx.DiGraph()
+        for op in self.ops.values():
+            g.add_node(op.id, op=op)
+        for op in self.ops.values():
+            for x in op.inputs:
+                src = self.producer(x)
+                if src is not None and src != op.id:
+                    b = tensor_bytes(x) if is_tensor(x) else 0
+                    if g.has_edge(src, op.id):
+                        g[src][op.id]["bytes"] += b
+                    else:
+                        g.add_edge(src, op.id, bytes=b, var=getattr(x, "name", ""))
+        if not nx.is_directed_acyclic_graph(g):
+            raise GraphError("fused op graph has a cycle")
+        return g
+
+    # ------------------------------------------------------------------ splitting
+    def propagate(self, op: Op, region: Region | None):
+        """Regions every member and input of ``op`` needs to produce ``region`` of its outputs.
+
+        Returns ``(needs, rebuilds, granule)``: ``needs`` maps each member var and input expr to
+        its Region (None = whole), ``rebuilds`` maps member binding index to the rule's rebuild
+        function (None = same op on the new operands).
+        """
+        if region is not None and len({shape_of(o) for o in op.outputs}) > 1:
+            raise IllegalSplit("the fused group has outputs of different shapes")
+        needs = {o: region for o in op.outputs}
+        rebuilds, granule = {}, 1
+        for m in reversed(op.members):
+            b = self.bindings[m]
+            r = needs.get(b.var)
+            if not isinstance(b.value, relax.Call):  # tuple access inside the group
+                if r is not None and not isinstance(b.value, relax.TupleGetItem):
+                    raise IllegalSplit("the fused group builds a tuple")
+                for v in self.free[m]:  # every field of a split tuple is cut the same way
+                    if v in needs and needs[v] != r:
+                        raise IllegalSplit(f"{v.name} would be needed as two different slices")
+                    needs[v] = r
+                rebuilds[m] = None
+                continue
+            res = split_call(b.value, _first_field_shape(b.var) if r is not None else None, r)
+            for operand, oreg in zip(tensor_operands(b.value), res.operand_regions):
+                if operand in needs and needs[operand] != oreg:
+                    raise IllegalSplit(f"{getattr(operand, 'name', 'an operand')} would be needed as two different slices")
+                needs[operand] = oreg
+            rebuilds[m] = res.rebuild
+            granule = math.lcm(granule, res.granule)
+        return needs, rebuilds, granule
+
+    def _legality(self, op: Op) -> None:
+        try:
+            out_shape = shape_of(op.primary)
+        except IllegalSplit as e:
+            op.refusals = {0: str(e)}
+            return
+        if op.is_view:
+            for a in range(len(out_shape)):
+                op.refusals[a] = "a reshape runs as a view: it follows its producer"
+            return
+        for a, n in enumerate(out_shape):
+            if n < 2:
+                op.refusals[a] = f"axis {a} has size {n}"
+                continue
+            try:
+                g = self._probe(op, a, n)
+            except IllegalSplit as e:
+                op.refusals[a] = str(e)
+                continue
+            op.split_dims[a] = self.dim_name(op, a)
+            op.granules[a] = g
+
+    def _probe(self, op: Op, axis: int, n: int) -> int:
+        """Cut ``axis`` (size ``n``) in two near its middle and return the granule the cut needs.
+
+        A cut inside an indivisible unit (a group of a grouped convolution: 6 channels in 3 groups
+        cannot be cut at 3) moves to the nearest multiple of the unit the rule names and is tried
+        again; only an axis with no legal cut at all is refused."""
+        unit = 1
+        while True:
+            cut = max(unit, n // 2 // unit * unit)
+            try:
+                g = unit
+                for lo, hi in ((0, cut), (cut, n)):
+                    g = math.lcm(g, self.propagate(op, Region(axis, lo, hi))[2])
+                return g
+            except MisalignedCut as e:
+                if math.lcm(unit, e.granule) == unit or math.lcm(unit, e.granule) >= n:
+                    raise
+                unit = math.lcm(unit, e.granule)
+
+    @staticmethod
+    def dim_name(op: Op, axis: int) -> str:
+        ndim = len(op.output_shapes[-1])
+        if axis == 0:
+            return "batch"
+        if op.kind in ("conv2d", "max_pool2d", "avg_pool2d", "adaptive_avg_pool2d") and ndim == 4:
+            return {1: "channel", 2: "H", 3: "W"}[axis]
+        if op.kind == "matmul":
+            return "N" if axis == ndim - 1 else "M" if axis == ndim - 2 else f"batch{axis}"
+        return f"axis{axis}"
+
+    def split_refusal(self, op_id: str, dim: int) -> str | None:
+        op = self.ops[op_id]
+        if dim in op.split_dims:
+            return None
+        return op.refusals.get(dim, f"{op.kind} output has no axis {dim}")
+
+    # ------------------------------------------------------------------ views
+    def topo_order(self) -> list[str]:
+        return list(nx.lexicographical_topological_sort(self.graph))
+
+    def summary(self) -> list[dict]:
+        return [self.ops[i].summary() for i in self.topo_order()]
+
+    def __len__(self) -> int:
+        return len(self.ops)

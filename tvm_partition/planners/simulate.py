@@ -1,0 +1,461 @@
+"""Predicted end-to-end latency of a Plan: a list schedule of what the rewritten program runs.
+
+EOP (VEE '22, Sec. 3.1, Eq. 4) scores a plan by AT(G, R), the plain sum of every operator's
+T(p(op, d), R) = max(CPU part, GPU part) + its copies (Eq. 2). That sum ignores two things our
+executable really does: an op on the GPU overlaps with the CPU work the VM issues after it, and
+ops split the same way keep their parts where they are (no concat + split in between). This
+module predicts the latency of the program :class:`tvm_partition.passes.ApplyPlan` emits, in
+the order it emits it, and reports both figures (:class:`Simulation`: ``latency_us`` and
+``sum_us`` = AT(G, R)).
+
+The execution model is TVM's Relax VM, which runs ``main`` on one host thread:
+
+* a kernel on a CPU device runs on that thread (two CPU devices never overlap: ``cpu,cpu``
+  plans are serial, as measured);
+* a kernel on a GPU is queued on that GPU's stream: it starts when the stream is free and the
+  VM has reached it, and the VM goes on at once (CUDA launches are asynchronous), so the GPU
+  part of a split (emitted first, after the inputs of both parts are in place) overlaps with the
+  CPU part;
+* a copy between devices (``to_vdevice``) blocks the VM and waits for the streams of the GPUs
+  it touches (``cudaMemcpy`` orders after earlier work on the stream);
+* slices and concats are kernels on the device holding the data;
+* launching any kernel costs the VM thread the cost model's ``launch_time`` (dispatch, output
+  allocation, the call; the profiler measures it on a chain of one-element kernels: 0.18 us
+  on the build machine's CPU). Views launch nothing.
+
+Data movement follows the pass's rules exactly (:mod:`tvm_partition.passes.apply_plan`), in the
+order the pass emits the program (:func:`tvm_partition.ir.emission.units`; ``tests/test_data_movement.py``
+checks on random plans that both create the same copies, slices and concats): a
+value is copied to a device once and reused; a part needed by a consumer split the same way is
+read where it is; a region of a whole tensor is sliced where the tensor is and only the slice
+is copied; a whole value needed from parts is concatenated on the consumer's device. Weights
+cost nothing here: their slices and copies run once at load time (``LiftTransformParams``).
+Times come from a :class:`tvm_partition.cost_models.CostModel`.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import networkx as nx
+from tvm import relax
+
+from ..ir.emission import units, whole_device
+from ..ir.graph import OpGraph, tensor_bytes
+from ..plan import OnDevice, Plan, Split
+from ..ir.split_rules import IllegalSplit, Region, is_tensor, shape_of
+
+
+@dataclasses.dataclass(frozen=True)
+class Task:
+    """One interval of the schedule: a kernel on a device or a copy on a link."""
+
+    resource: str  # a device name, or "src->dst" for a copy
+    kind: str  # "op", "part", "slice", "concat", "copy"
+    label: str  # the op id (kernels) or the value moved
+    start_us: float
+    end_us: float
+
+
+@dataclasses.dataclass
+class Simulation:
+    latency_us: float  # predicted end-to-end latency (the list schedule's makespan)
+    sum_us: float  # EOP's AT(G, R): every op's max-of-parts time plus every copy, slice, concat
+    tasks: list[Task]
+    op_us: dict  # op id -> its time (max over parts for a split op), as in AT(G, R)
+    # op id -> where the cost model's time of it came from (measured, pattern, xgboost, analytic...;
+    # a split op's parts joined by "+"); views, which cost nothing, are left out
+    op_sources: dict = dataclasses.field(default_factory=dict)
+
+    def busy_us(self, resource: str) -> float:
+        return sum(t.end_us - t.start_us for t in self.tasks if t.resource == resource)
+
+
+class _Clock:
+    """The VM thread and one stream per GPU."""
+
+    def __init__(self, plan: Plan, launch: dict[str, float] | None = None):
+        self.kind = {d.name: d.kind for d in plan.devices}
+        self.launch = launch or {}  # VM time per kernel launched on a device, beyond the kernel
+        self.host = 0.0
+        self.stream = {d.name: 0.0 for d in plan.devices if d.kind == "gpu"}
+        self.tasks: list[Task] = []
+        self.sum_us = 0.0
+
+    def kernel(self, dev: str, us: float, kind: str, label: str, launch: bool = True) -> float:
+        if launch:  # a view launches nothing
+            self.host += self.launch.get(dev, 0.0)
+        if self.kind[dev] == "gpu":
+            start = max(self.stream[dev], self.host)
+            self.stream[dev] = start + us
+        else:
+            start = self.host
+            self.host = start + us
+        self.tasks.append(Task(dev, kind, label, start, start + us))
+        if kind not in ("op", "part"):
+            self.sum_us += us
+        return us
+
+    def copy(self, us: float, src: str, dst: str, label: str) -> None:
+        gpus = [d for d in (src, dst) if d in self.stream]
+        start = max([self.host] + [self.stream[d] for d in gpus])
+        end = start + us
+        self.host = end
+        for d in gpus:
+            self.stream[d] = end
+        self.tasks.append(Task(f"{src}->{dst}", "copy", label, start, end))
+        self.sum_us += us
+
+    @property
+    def makespan(self) -> float:
+        return max([self.host] + list(self.stream.values()))
+
+
+def emit_order(graph: OpGraph) -> list[str]:
+    """Ops in the order the pass emits them: topological, ties broken by the first binding."""
+    first = {op_id: min(op.members) for op_id, op in graph.ops.items()}
+    return list(nx.lexicographical_topological_sort(graph.graph, key=lambda v: first[v]))
+
+
+class Simulator:
+    """Simulates plans of one graph on one cost model; caches op times and split regions."""
+
+    def __init__(self, graph: OpGraph, cost_model):
+        self.g = graph
+        self.cm = cost_model
+        self.order = emit_order(graph)
+        self._times: dict = {}
+        self._needs: dict = {}
+        self._comm: dict = {}
+        self._alias: dict = {}
+        self._axes: dict = {}
+        self._bytes: dict = {}
+        self.data = set(graph.data_params)
+
+    def launch_times(self, plan: Plan) -> dict[str, float]:
+        """The cost model's VM time per kernel launch on each device of ``plan``."""
+        return {d.name: self.cm.launch_time(d.name) for d in plan.devices}
+
+    # ------------------------------------------------------------------ cached costs
+    def estimate(self, op_id: str, dev: str, region: Region | None = None):
+        """The cost model's :class:`Estimate` (time and source) of the op, or its ``region``, on ``dev``."""
+        key = (op_id, dev, region)
+        if key not in self._times:
+            op = self.g.ops[op_id]
+            shape = None
+            if region is not None:
+                shape = list(op.output_shapes[-1])
+                shape[region.axis] = region.size
+                shape = tuple(shape)
+            self._times[key] = self.cm.estimate(op, dev, shape)
+        return self._times[key]
+
+    def op_time(self, op_id: str, dev: str, region: Region | None = None) -> float:
+        return self.estimate(op_id, dev, region).us
+
+    def comm_time(self, kind: str, nbytes: float, src: str, dst: str | None = None) -> float:
+        key = (kind, round(nbytes), src, dst)
+        if key not in self._comm:
+            if kind == "copy":
+                self._comm[key] = self.cm.comm_time(nbytes, src, dst)
+            else:
+                self._comm[key] = getattr(self.cm, f"{kind}_time")(nbytes, src)
+        return self._comm[key]
+
+    def needs(self, op_id: str, region: Region) -> dict:
+        """Input expr -> Region (None: whole) that the part ``region`` of the op reads."""
+        key = (op_id, region)
+        if key not in self._needs:
+            axes = self._identity(op_id, region.axis)
+            if axes is not None:  # every input cut [lo, hi) on one axis, or read whole
+                self._needs[key] = {x: None if a is None else Region(a, region.lo, region.hi) for x, a in axes.items()}
+            else:
+                self._needs[key] = self._propagate(op_id, region)
+        return self._needs[key]
+
+    def _propagate(self, op_id: str, region: Region) -> dict:
+        op = self.g.ops[op_id]
+        needs = self.g.propagate(op, region)[0]
+        return {x: needs.get(x) for x in op.inputs}
+
+    def _identity(self, op_id: str, axis: int) -> dict | None:
+        """``{input: axis or None}`` when both halves of ``axis`` read the same ``[lo, hi)`` of each
+        cut input (elementwise ops, matmul rows...): then every region does, and the split rules
+        need not run per region. None where a rule shifts or scales regions (convolution halos)."""
+        key = (op_id, axis)
+        if key not in self._axes:
+            n = self.g.ops[op_id].output_shapes[-1][axis]
+            halves = [Region(axis, 0, n // 2), Region(axis, n // 2, n)]
+            try:
+                probes = [self._propagate(op_id, r) for r in halves]
+            except IllegalSplit:
+                probes = None
+            axes = {} if probes else None
+            for x in self.g.ops[op_id].inputs if probes else ():
+                got = [p.get(x) for p in probes]
+                if got[0] is None and got[1] is None:
+                    axes[x] = None
+                elif all(g is not None and g.axis == got[0].axis and (g.lo, g.hi) == (h.lo, h.hi)
+                         for g, h in zip(got, halves)):
+                    axes[x] = got[0].axis
+                else:
+                    axes = None
+                    break
+            self._axes[key] = axes
+        return self._axes[key]
+
+    def nbytes(self, x) -> float:
+        if x not in self._bytes:
+            # a tuple (ONNX's Dropout returns one) has bytes but no shape to split along
+            self._bytes[x] = (float(tensor_bytes(x)), shape_of(x) if is_tensor(x) else None)
+        return self._bytes[x][0]
+
+    def extent(self, x, axis: int) -> int:
+        self.nbytes(x)
+        return self._bytes[x][1][axis]
+
+    def source(self, x):
+        """``x`` with aliases (``y = x`` glue bindings) looked through."""
+        if x not in self._alias:
+            v, seen = x, set()
+            while isinstance(v, relax.Var) and v not in seen:
+                seen.add(v)
+                i = self.g.index_of.get(v)
+                if i is None or i in self.g.static or i in self.g.op_of_binding:
+                    break
+                value = self.g.bindings[i].value
+                if not isinstance(value, relax.Var):
+                    break
+                v = value
+            self._alias[x] = v
+        return self._alias[x]
+
+    # ------------------------------------------------------------------ simulate
+    def run(self, plan: Plan) -> Simulation:
+        return Run(self, plan).run()
+
+    def start(self, plan: Plan) -> "Run":
+        """A schedule to extend op by op (:meth:`Run.emit_op`), for planners."""
+        return Run(self, plan)
+
+
+class Run:
+    """One schedule in progress: the VM clock and where every value is."""
+
+    def __init__(self, sim: Simulator, plan: Plan):
+        self.s, self.g, self.plan = sim, sim.g, plan
+        self.host = plan.host
+        self.clock = _Clock(plan, sim.launch_times(plan))
+        self.rank = {d.name: (0 if d.kind == "gpu" else 1, i) for i, d in enumerate(plan.devices)}
+        self.whole: dict = {}  # value -> [devices holding it whole]
+        self.parts: dict = {}  # value -> [(Region, device)]
+        self.cache: set = set()
+        self.op_us: dict = {}
+        self.op_sources: dict = {}
+        self.journal: list = []  # undo steps, for planners trying decisions (:meth:`mark`, :meth:`rollback`)
+        for p in self.g.data_params:
+            self.whole[p] = [self.host]
+
+    # ------------------------------------------------------------------ trial and undo
+    def mark(self) -> tuple:
+        c = self.clock
+        return c.host, dict(c.stream), len(c.tasks), c.sum_us, len(self.journal)
+
+    def rollback(self, mark: tuple) -> None:
+        c = self.clock
+        c.host, stream, ntasks, c.sum_us, njournal = mark
+        c.stream.update(stream)
+        del c.tasks[ntasks:]
+        while len(self.journal) > njournal:
+            self.journal.pop()()
+
+    def _add_whole(self, x, dev: str) -> None:
+        if x in self.whole:
+            self.whole[x].append(dev)
+            self.journal.append(self.whole[x].pop)
+        else:
+            self.whole[x] = [dev]
+            self.journal.append(lambda: self.whole.pop(x))
+
+    def _add_part(self, x, region: Region, dev: str) -> None:
+        if x in self.parts:
+            self.parts[x].append((region, dev))
+            self.journal.append(self.parts[x].pop)
+        else:
+            self.parts[x] = [(region, dev)]
+            self.journal.append(lambda: self.parts.pop(x))
+
+    def _cache_add(self, key) -> bool:
+        if key in self.cache:
+            return False
+        self.cache.add(key)
+        self.journal.append(lambda: self.cache.discard(key))
+        return True
+
+    def _op_done(self, op_id: str, us: float, sources=()) -> None:
+        self.op_us[op_id] = us
+        self.journal.append(lambda: self.op_us.pop(op_id, None))
+        if sources:
+            self.op_sources[op_id] = "+".join(sorted(set(sources)))
+            self.journal.append(lambda: self.op_sources.pop(op_id, None))
+
+    # ------------------------------------------------------------------ values
+    def get(self, x, dev: str, region: Region | None) -> None:
+        """Account for making ``x`` (or its ``region``) available on ``dev``, as the pass does."""
+        x = self.s.source(x)
+        if not is_tensor(x) or (x not in self.whole and x not in self.parts):
+            return  # a weight, constant or tuple: moved at load time / not a tensor copy
+        if not self._cache_add((x, region, dev)):
+            return
+        whole, parts = self.whole.get(x, []), self.parts.get(x, [])
+        nbytes = self.s.nbytes(x)
+        name = getattr(x, "name_hint", "value")
+        if region is None:
+            if dev in whole:
+                return
+            if whole:
+                src = self.host if self.host in whole else whole[0]
+                self.clock.copy(self.s.comm_time("copy", nbytes, src, dev), src, dev, name)
+                self._add_whole(x, dev)
+                return
+            for r, _ in sorted(parts, key=lambda p: p[0].lo):
+                self.get(x, dev, r)
+            self.clock.kernel(dev, self.s.comm_time("concat", nbytes, dev), "concat", name)
+            self._add_whole(x, dev)
+            return
+        rbytes = nbytes * region.size / max(1, self.s.extent(x, region.axis))
+        for r, pdev in parts:
+            if r.axis == region.axis and r.lo <= region.lo and region.hi <= r.hi:
+                if r != region:
+                    self.clock.kernel(pdev, self.s.comm_time("slice", rbytes, pdev), "slice", name)
+                if pdev != dev:
+                    self.clock.copy(self.s.comm_time("copy", rbytes, pdev, dev), pdev, dev, name)
+                return
+        if dev in whole:
+            self.clock.kernel(dev, self.s.comm_time("slice", rbytes, dev), "slice", name)
+            return
+        if whole:
+            src = self.host if self.host in whole else whole[0]
+            self.clock.kernel(src, self.s.comm_time("slice", rbytes, src), "slice", name)
+            self.clock.copy(self.s.comm_time("copy", rbytes, src, dev), src, dev, name)
+            return
+        self.get(x, dev, None)
+        self.clock.kernel(dev, self.s.comm_time("slice", rbytes, dev), "slice", name)
+
+    # ------------------------------------------------------------------ ops
+    def emit_op(self, op_id: str, dec=None) -> None:
+        """Schedule one op with its decision (default: the plan's)."""
+        op = self.g.ops[op_id]
+        dec = dec or self.plan.ops.get(op_id)
+        if dec is None and op.is_view:
+            if self.view_follow(op):
+                return
+            dec = OnDevice(self.view_device(op))
+        dec = dec or OnDevice(self.host)
+        if isinstance(dec, Split):
+            parts = dec.parts(op.output_shapes[-1][dec.dim], op.granules.get(dec.dim, 1))
+            if len(parts) > 1:
+                regions = [(dev, Region(dec.dim, lo, hi)) for dev, lo, hi in sorted(parts, key=lambda p: self.rank[p[0]])]
+                for dev, region in regions:  # all parts' inputs first, as the pass does
+                    needs = self.s.needs(op_id, region)
+                    for x in op.inputs:
+                        self.get(x, dev, needs.get(x))
+                longest = 0.0
+                for dev, region in regions:
+                    longest = max(longest, self.emit_part(op, dev, region))
+                sources = [] if op.is_view else [self.s.estimate(op_id, dev, r).source for dev, r in regions]
+                self._op_done(op_id, longest, sources)
+                self.clock.sum_us += longest
+                return
+            dec = OnDevice(parts[0][0])
+        for x in op.inputs:
+            self.get(x, dec.device, None)
+        self._kernel(op, dec.device)
+        for o in op.outputs:
+            self._add_whole(o, dec.device)
+
+    def _kernel(self, op, dev: str) -> None:
+        est = None if op.is_view else self.s.estimate(op.id, dev)
+        us = 0.0 if est is None else est.us
+        self.clock.kernel(dev, us, "op", op.id, est is not None)
+        self._op_done(op.id, us, [] if est is None else [est.source])
+        self.clock.sum_us += us
+
+    def emit_member(self, i: int) -> None:
+        """Binding ``i`` of an op placed whole, where the pass emits it (:func:`tvm_partition.ir.emission.units`):
+        its operands fetched to the op's device there; the op's kernel runs after its last binding."""
+        op = self.g.ops[self.g.op_of_binding[i]]
+        dev = whole_device(self.g, self.plan, op.id)
+        for v in self.g.free[i]:
+            self.get(v, dev, None)
+        var = self.g.bindings[i].var
+        if var in op.outputs:
+            self._add_whole(var, dev)
+        if i == max(op.members):
+            self._kernel(op, dev)
+
+    def emit_part(self, op, dev: str, region: Region) -> float:
+        needs = self.s.needs(op.id, region)
+        for x in op.inputs:
+            self.get(x, dev, needs.get(x))
+        us = 0.0 if op.is_view else self.s.op_time(op.id, dev, region)
+        self.clock.kernel(dev, us, "part", op.id, not op.is_view)
+        for o in op.outputs:
+            self._add_part(o, region, dev)
+        return us
+
+    def view_follow(self, op) -> bool:
+        """A reshape with no decision keeps its input's parts where the axis survives (as the pass)."""
+        srcs = [self.s.source(x) for x in op.inputs if is_tensor(x)]
+        if len(srcs) != 1 or srcs[0] not in self.parts or srcs[0] in self.whole:
+            return False
+        src = srcs[0]
+        x = next(x for x in op.inputs if is_tensor(x))
+        follow = []
+        for r, dev in self.parts[src]:
+            for axis in range(len(op.output_shapes[-1])):
+                try:
+                    if self.s.needs(op.id, Region(axis, r.lo, r.hi)).get(x) == r:
+                        follow.append((dev, Region(axis, r.lo, r.hi)))
+                        break
+                except IllegalSplit:
+                    continue
+            else:
+                return False
+        for dev, region in follow:
+            for o in op.outputs:
+                self._add_part(o, region, dev)
+        self._op_done(op.id, 0.0)
+        return True
+
+    def view_device(self, op) -> str:
+        for x in op.inputs:
+            x = self.s.source(x)
+            if x in self.whole:
+                return self.host if self.host in self.whole[x] else self.whole[x][0]
+            if x in self.parts:
+                return max(self.parts[x], key=lambda p: p[0].size)[1]
+        return self.host
+
+    def finish(self) -> Simulation:
+        """Bring the outputs to the host and return the schedule."""
+        for v in self.g.returned:
+            self.get(v, self.host, None)
+        return Simulation(self.clock.makespan, self.clock.sum_us, list(self.clock.tasks), dict(self.op_us),
+                          dict(self.op_sources))
+
+    def run(self) -> Simulation:
+        """The whole plan, unit by unit in the order the pass emits it (planners building a plan
+        op by op call :meth:`emit_op` in :func:`emit_order` instead)."""
+        for u in units(self.g, self.plan):
+            if isinstance(u, str):
+                self.emit_op(u)
+            elif u[0] == "member":
+                self.emit_member(u[1])
+        return self.finish()
+
+
+def simulate(graph: OpGraph, plan: Plan, cost_model) -> Simulation:
+    """Predicted latency of ``plan`` on ``graph`` with ``cost_model`` (see the module docstring)."""
+    return Simulator(graph, cost_model).run(plan)
+

@@ -1,0 +1,298 @@
+"""The profiler: sample every op of some models on some devices, time them, append to the log.
+
+Everything that is timed goes through a *bundle* (:func:`write_bundle`): the sample kernels of a
+device built into one library, a ``bundle.json`` that says which kernels each sample launches and
+what record it becomes, and the runtime-only timing script (:mod:`.timing`). Profiling this
+machine writes a bundle per round to a temporary folder and runs it here; ``--export-bundle``
+writes one bundle for a machine the build host cannot reach, and ``--import`` merges what that
+machine measured (:func:`import_results`). Both paths time the same kernels the same way.
+
+Rounds spread a time budget over every op (the issue: "samples are spread so the budget still
+covers every key op"): round 0 times every op of every model at its full size, heaviest first;
+later rounds add the halves, quarters... of each axis (:func:`samples.size_grid` order).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+import shutil
+import sys
+import tempfile
+import time
+
+from ..cost_models import timing
+from ..cost_models.logs import ProfileLog, sample_key
+from .samples import (
+    COMM_BYTES,
+    LAUNCH_CHAIN,
+    Sample,
+    build_library,
+    comm_function,
+    launch_function,
+    sample_function,
+    samples_of,
+)
+
+BUNDLE_FORMAT = 1
+#: Samples built and timed per chunk of a round: the budget is checked between chunks, and a
+#: chunk's build (a fraction of a second per kernel on a small CPU) is the slow part.
+CHUNK = 48
+
+
+@dataclasses.dataclass
+class Pending:
+    """A sample to time: the record it becomes (without timing) and how to build it."""
+
+    record: dict
+    device: object  # DeviceSpec
+    make: object  # () -> Relax function, or None for a copy
+    level: int  # its round
+
+
+def _op_record(s: Sample, op, stamp: str) -> dict:
+    return {"type": "op", "sig": s.sig, "kind": s.kind, "fused": op.fused_name, "dim": s.dim,
+            "dim_name": s.dim_name, "size": s.size, "full": s.full, "shape": list(s.shape),
+            "full_shape": list(op.output_shapes[-1]), "op_flops": op.flops, "op_bytes": op.bytes,
+            "n_inputs": len(op.input_shapes), "device": s.device, "transfer": True, "schedules": stamp}
+
+
+def _logged(log: ProfileLog | None, rec: dict) -> bool:
+    """``rec``'s sample is in ``log``, an op's timed with the same databases (``schedules``): one
+    timed before a tuning run changed them may have run another schedule."""
+    old = log.get(sample_key(rec)) if log is not None else None
+    return old is not None and (rec["type"] != "op" or old.get("schedules") == rec["schedules"])
+
+
+def _level(index: int) -> int:
+    """Round of the ``index``-th size of a series: 0 -> 0, 1-2 -> 1, 3-6 -> 2, 7-14 -> 3..."""
+    return (index + 1).bit_length() - 1
+
+
+def pending_samples(graphs: list, devices: list, log: ProfileLog | None = None, stamp: str = "") -> list[Pending]:
+    """Every op and communication sample of ``graphs`` on ``devices`` the log does not have yet
+    (ops: not timed with the databases of digest ``stamp``, :attr:`tuning.Schedules.stamp`)."""
+    out, seen = [], set()
+    kinds = {}
+    for d in devices:
+        kinds.setdefault(d.kind, d)
+    for graph in graphs:
+        pos: dict = {}
+        for s in samples_of(graph, list(kinds)):
+            series = (s.sig, s.device, s.dim)
+            pos[series] = pos.get(series, -1) + 1
+            op = graph.ops[s.op_id]
+            rec = _op_record(s, op, stamp)
+            key = sample_key(rec)
+            if key in seen or _logged(log, rec):
+                continue
+            seen.add(key)
+            out.append(Pending(rec, kinds[s.device],
+                               (lambda g=graph, o=op, s=s: sample_function(g, o, s.dim, s.size)), _level(pos[series])))
+    if "cpu" in kinds:  # VM launch overhead (on a CPU the VM thread runs the kernels)
+        rec = {"type": "comm", "comm": "launch", "src": "cpu", "dst": "cpu", "bytes": 0, "kernels": LAUNCH_CHAIN}
+        if sample_key(rec) not in seen and not _logged(log, rec):
+            seen.add(sample_key(rec))
+            out.append(Pending(rec, kinds["cpu"], None, 0))
+    for i, nbytes in enumerate(COMM_BYTES):
+        lvl = _level(i)
+        for kind, dev in kinds.items():
+            for comm in ("slice", "concat"):
+                rec = {"type": "comm", "comm": comm, "src": kind, "dst": kind, "bytes": nbytes}
+                if sample_key(rec) not in seen and not _logged(log, rec):
+                    seen.add(sample_key(rec))
+                    out.append(Pending(rec, dev, (lambda c=comm, n=nbytes: comm_function(c, n)), lvl))
+        for a in devices:
+            for b in devices:
+                if a is b:
+                    continue
+                rec = {"type": "comm", "comm": "copy", "src": a.kind, "dst": b.kind, "bytes": nbytes,
+                       "src_index": a.index, "dst_index": b.index}
+                if sample_key(rec) not in seen and not _logged(log, rec):
+                    seen.add(sample_key(rec))
+                    out.append(Pending(rec, None, None, lvl))
+    return out
+
+
+def write_bundle(folder: str, pending: list[Pending], schedules=None, progress=None) -> dict:
+    """Build ``pending`` into ``folder``: one kernel library per device, ``bundle.json`` and the
+    timing script ``time_samples.py``. Samples whose op cannot be built at their size are left
+    out (and counted in the returned spec's ``skipped``)."""
+    from ..ir.split_rules import IllegalSplit
+
+    os.makedirs(folder, exist_ok=True)
+    spec = {"format": BUNDLE_FORMAT, "libraries": [], "copies": [], "launches": [], "records": {}, "skipped": 0}
+    by_device: dict = {}
+    for i, p in enumerate(pending):
+        sid = f"s{i}"
+        if p.record.get("comm") == "launch":
+            import tvm
+
+            file = f"launch-{p.device.kind}.so"
+            tvm.compile(launch_function(p.record["kernels"]), target=p.device.tvm_target()).export_library(
+                os.path.join(folder, file))
+            spec["launches"].append({"id": sid, "file": file, "device": p.device.kind, "kernels": p.record["kernels"]})
+            spec["records"][sid] = p.record
+            continue
+        if p.make is None:
+            spec["copies"].append({"id": sid, "src": p.record["src"], "dst": p.record["dst"],
+                                   "src_index": p.record.pop("src_index", 0), "dst_index": p.record.pop("dst_index", 0),
+                                   "bytes": p.record["bytes"]})
+            spec["records"][sid] = p.record
+            continue
+        try:
+            func = p.make()
+        except IllegalSplit:
+            spec["skipped"] += 1
+            continue
+        by_device.setdefault(p.device.name, (p.device, {}))[1][sid] = func
+        spec["records"][sid] = p.record
+    for name, (device, funcs) in by_device.items():
+        if progress:
+            progress(f"building {len(funcs)} {device.kind} sample kernels")
+        lib = build_library(funcs, device, schedules)
+        file = f"{device.kind}.so"
+        lib.module.export_library(os.path.join(folder, file))
+        spec["libraries"].append({"file": file, "device": device.kind, "kernels": lib.kernels, "samples": lib.samples})
+        for sid, names in lib.samples.items():
+            rec = spec["records"][sid]
+            if rec["type"] == "op":  # the strongest schedule among the sample's kernels
+                kinds = {lib.kernels[n]["schedule"] for n in names}
+                rec["schedule"] = next((k for k in ("tuned", "transferred") if k in kinds), "default")
+                rec["tuned"] = rec["schedule"] == "tuned"
+    with open(os.path.join(folder, "bundle.json"), "w", encoding="utf-8") as f:
+        json.dump(spec, f)
+    package = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    shutil.copy(os.path.join(package, "cost_models", "timing.py"), os.path.join(folder, "time_samples.py"))
+    # the timing script names the machine it ran on with the same fingerprint as the profiler
+    shutil.copy(os.path.join(package, "devices.py"), os.path.join(folder, "tvmp_devices.py"))
+    return spec
+
+
+def result_record(records: dict, res: dict) -> dict:
+    """The log record of one timing result (``{"id", "mean_us", "std_us", "repeats", "fingerprint"}``)."""
+    rec = dict(records[res["id"]], mean_us=float(res["mean_us"]), std_us=float(res["std_us"]),
+               repeats=int(res["repeats"]))
+    if res.get("fingerprint"):
+        rec["fingerprint"] = res["fingerprint"]
+    return rec
+
+
+def import_results(results: str, logs: str, bundle: str | None = None, log: ProfileLog | None = None) -> tuple[int, str]:
+    """Merge a bundle's ``results.jsonl`` into ``logs/<fingerprint of the machine that ran it>/``
+    (into ``log`` itself when given: the profiler merging what it just measured here).
+
+    Returns ``(records added, folder)``. Lines for unknown samples, or corrupt lines, are reported
+    and skipped."""
+    from ..devices import fingerprint_id
+
+    if os.path.isdir(results):
+        bundle, results = results, os.path.join(results, "results.jsonl")
+    bundle = bundle or os.path.dirname(os.path.abspath(results))
+    spec_path = os.path.join(bundle, "bundle.json")
+    if not os.path.exists(results):
+        raise FileNotFoundError(f"{results}: no results file (run python time_samples.py BUNDLE there first)")
+    if not os.path.exists(spec_path):
+        raise FileNotFoundError(f"{spec_path}: the results must sit in (or next to) the bundle folder they came from")
+    with open(spec_path, encoding="utf-8") as f:
+        records = json.load(f)["records"]
+    added, folder, logs_by_fp = 0, None, {}
+    with open(results, encoding="utf-8") as f:
+        for n, line in enumerate(f, 1):
+            try:
+                res = json.loads(line)
+                rec = result_record(records, res)
+            except (ValueError, KeyError, TypeError):
+                print(f"{results}:{n}: not a result of this bundle, skipped", file=sys.stderr)
+                continue
+            fp = res.get("fingerprint")
+            folder = log.folder if log is not None else os.path.join(logs, fingerprint_id(fp) if fp else fingerprint_id())
+            (log or logs_by_fp.setdefault(folder, ProfileLog(folder))).append(rec)
+            added += 1
+    return added, folder or logs
+
+
+def profile(graphs: list, devices: list, folder: str, schedules=None, budget_s: float | None = None,
+            progress=None, session=None, fingerprint: dict | None = None) -> dict:
+    """Time every sample of ``graphs`` on ``devices`` missing from ``folder``'s log, round by round,
+    until done or ``budget_s`` is spent. Returns counts: measured, left, skipped.
+
+    ``progress(event, what, seconds_left)``: ``event`` is ``total`` (``what``: the number of samples
+    to time, said once first), ``build`` (a round's kernels are being compiled) or ``sample``
+    (``what`` is about to be timed). With an RPC ``session`` the kernels
+    are timed on that machine (see :func:`timing.run_bundle`), whose ``fingerprint`` the records
+    carry."""
+    log = ProfileLog(folder)
+    stamp = schedules.stamp if schedules is not None else ""
+    todo = [p for p in pending_samples(graphs, devices, log, stamp) if session is None or p.make is not None]
+    t0 = time.monotonic()
+    stats = {"measured": 0, "left": 0, "skipped": 0, "total": len(todo)}
+    if progress:
+        progress("total", len(todo), None)
+    todo.sort(key=lambda p: p.level)  # stable: heaviest op first within a round
+    for start in range(0, len(todo), CHUNK):
+        batch = todo[start:start + CHUNK]
+        if budget_s is not None and time.monotonic() - t0 > budget_s:
+            stats["left"] += len(batch)
+            continue
+        with tempfile.TemporaryDirectory(prefix="tvmp-profile-") as tmp:
+            spec = write_bundle(tmp, batch, schedules, progress=progress and (lambda msg: progress("build", msg, None)))
+            stats["skipped"] += spec["skipped"]
+            deadline = None if budget_s is None else t0 + budget_s
+
+            def on_sample(sid, spec=spec):
+                if progress:
+                    r = spec["records"][sid]
+                    what = (f"{r['kind']} {r.get('dim_name', '')}={r['size']} on {r['device']}" if r["type"] == "op"
+                            else f"{r['comm']} {r['bytes']} B {r['src']}->{r['dst']}")
+                    progress("sample", what, None if deadline is None else max(0.0, deadline - time.monotonic()))
+                if deadline is not None and time.monotonic() > deadline:
+                    raise _BudgetSpent
+
+            measured = []
+            try:  # every result reaches the log as soon as it is measured
+                timing.run_bundle(tmp, None, progress=on_sample, session=session, fingerprint=fingerprint,
+                                  on_result=lambda res, spec=spec: measured.append(log.append(result_record(spec["records"], res))))
+            except _BudgetSpent:
+                pass
+            stats["measured"] += len(measured)
+            stats["left"] += len(spec["records"]) - len(measured)
+    return stats
+
+
+class _BudgetSpent(Exception):
+    pass
+
+
+def profile_with_progress(graphs: list, devices: list, folder: str, schedules=None, budget_s: float | None = None,
+                          session=None, fingerprint: dict | None = None, where: str = "") -> dict:
+    """:func:`profile` under a progress bar on stderr (the sample being timed, the seconds left),
+    then the device regressors and pattern fits saved beside the log, so the next cost model
+    loads them instead of training; ``stats`` gains ``seconds`` and ``models`` (their paths).
+    ``profile`` and ``compile --profile-budget`` share it."""
+    from tqdm import tqdm
+
+    from ..cost_models.profiled import ProfiledCostModel
+
+    t0 = time.monotonic()
+    with tqdm(unit="sample", dynamic_ncols=True) as bar:
+        def progress(event, what, left):
+            if event == "total":
+                bar.write(f"{what} samples to time on {','.join(d.name for d in devices)}{where}; "
+                          f"log {folder}/profile.jsonl")
+                bar.reset(total=what)
+                return
+            if event == "build":
+                bar.set_description(what, refresh=True)
+                return
+            bar.set_description(what[:48], refresh=False)
+            if left is not None:
+                bar.set_postfix_str(f"{left:.0f} s left", refresh=False)
+            bar.update(1)
+
+        stats = profile(graphs, devices, folder, schedules, budget_s, progress, session, fingerprint)
+    model = ProfiledCostModel(folder)
+    stats["models"] = model.save_regressors() + [model.save_fits()]
+    stats["seconds"] = time.monotonic() - t0
+    return stats

@@ -1,0 +1,302 @@
+"""What the profiler times: one fused op at one part size, built exactly as a split plan builds it.
+
+A *sample* is ``(op, dim, size)``: the op's output with axis ``dim`` cut to ``size`` (EOP Sec. 3.2,
+Step 1, which varies batch, HW and HW1W2). Its Relax function re-emits the op's high-level
+bindings on operands of the part's shapes, which the split rules derive
+(:meth:`tvm_partition.ir.graph.OpGraph.propagate`), so TVM's fusion turns it into the same PrimFunc
+a plan with that split launches, and the tuning database, looked up by that PrimFunc, gives the
+same schedule (:func:`lower_samples`). Sizes above the model's own extent are allowed along the
+batch axis (EOP samples batch 1..1024); they must keep every operand's shape consistent, or the
+size is dropped.
+
+Communication samples (EOP Sec. 2.2: split, device copy, concat) are float32 tensors of a range
+of sizes: the slice and concat kernels are built here, copies are timed by the runtime.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+
+from ..ir.graph import op_signature
+from ..ir.split_rules import IllegalSplit, Region, is_tensor, shape_of, substitute_operands, tensor_operands
+
+#: EOP Sec. 2.3: batch sizes are sampled from 1 to 1024.
+MAX_BATCH = 1024
+#: Samples whose tensors need more than this are skipped ("capped by memory").
+MAX_SAMPLE_BYTES = 256 << 20
+#: Tensor sizes (bytes) of the communication samples.
+COMM_BYTES = tuple(4 << k for k in range(0, 25, 2))  # 4 B .. 64 MiB
+
+
+@dataclasses.dataclass(frozen=True)
+class Sample:
+    """One op at one part size on one device."""
+
+    sig: str
+    op_id: str
+    kind: str
+    dim: int
+    dim_name: str
+    size: int  # extent of ``dim`` in this sample
+    full: int  # extent of ``dim`` in the model
+    shape: tuple[int, ...]  # output shape of the sample
+    device: str  # device kind: cpu | gpu
+
+
+def size_grid(full: int, extend: bool, points: int = 16, granule: int = 1) -> list[int]:
+    """Sizes to sample along an axis of extent ``full``, in coarse-to-fine order.
+
+    Within ``[1, full]``: the full extent, its halves, quarters... (bisection order, so a budget
+    cut still leaves every op sampled at coarse resolution), up to ``points`` evenly spaced
+    sizes, plus powers of two (tile boundaries, where steps appear). With ``extend`` (a batch
+    axis), powers of two up to :data:`MAX_BATCH` are added after them. Sizes below ``full`` are
+    rounded to multiples of ``granule``: the only part sizes a build cuts (:mod:`tvm_partition.build.align`)."""
+    order: list[int] = []
+
+    def add(n):
+        n = int(n)
+        if n != full and n > granule:
+            n = max(granule, round(n / granule) * granule)
+        if n >= 1 and n not in order:
+            order.append(n)
+
+    add(full)
+    step = 2
+    while step <= points:
+        for k in range(1, step, 2):
+            add(round(full * k / step))
+        step *= 2
+    p = 1
+    while p < full:
+        add(p)
+        p *= 2
+    if extend:
+        while p <= MAX_BATCH:
+            add(p)
+            p *= 2
+    return order
+
+
+def samples_of(graph, device_kinds: list[str]) -> list[Sample]:
+    """Every sample of every compute op of ``graph`` on each device kind, heaviest op first,
+    each op's sizes in coarse-to-fine order. Ops with the same signature are sampled once."""
+    out, seen = [], set()
+    ops = sorted((op for op in graph.ops.values() if not op.is_view), key=lambda o: -o.flops)
+    for op in ops:
+        sig = op_signature(op)
+        if sig in seen:
+            continue
+        seen.add(sig)
+        full_shape = tuple(op.output_shapes[-1])
+        dims = sorted(op.split_dims) or [0]
+        for dim in dims:
+            if dim >= len(full_shape):
+                continue
+            extend = op.split_dims.get(dim) == "batch"
+            sizes = (size_grid(full_shape[dim], extend, granule=op.granules.get(dim, 1)) if dim in op.split_dims
+                     else [full_shape[dim]])
+            for size in sizes:
+                shape = full_shape[:dim] + (size,) + full_shape[dim + 1:]
+                for dev in device_kinds:
+                    out.append(Sample(sig, op.id, op.kind, dim, graph.dim_name(op, dim), size, full_shape[dim],
+                                      shape, dev))
+    return out
+
+
+# ----------------------------------------------------------------------------- Relax functions
+def _region_shape(expr, region: Region | None) -> tuple[int, ...]:
+    shape = shape_of(expr)
+    if region is None:
+        return shape
+    return shape[: region.axis] + (region.size,) + shape[region.axis + 1:]
+
+
+def external_operands(graph, op) -> list:
+    """What ``op`` reads from outside itself (earlier ops' outputs, model inputs, weights,
+    constants), once each, in operand order: the parameters of :func:`sample_function`."""
+    from tvm import relax
+
+    member_vars = {graph.bindings[m].var for m in op.members}
+    out: dict = {}  # insertion-ordered set
+    for m in op.members:
+        b = graph.bindings[m]
+        operands = tensor_operands(b.value) if isinstance(b.value, relax.Call) else graph.free[m]
+        out.update((o, None) for o in operands if o not in member_vars)
+    return list(out)
+
+
+def sample_function(graph, op, dim: int, size: int):
+    """A Relax function computing ``op``'s output cut to ``size`` along ``dim`` from fresh params.
+
+    Raises :class:`IllegalSplit` when the op cannot be computed at that size."""
+    from tvm import relax
+
+    from ..ir.relax_utils import substitute
+
+    full = shape_of(op.primary)[dim]
+    region = None if size == full else Region(dim, 0, size)
+    needs, rebuilds, _ = graph.propagate(op, region)
+    bb = relax.BlockBuilder()
+    params, env = [], {}
+
+    def param_for(expr):
+        if expr not in env:
+            if is_tensor(expr):
+                ty = relax.TensorType(_region_shape(expr, needs.get(expr)), expr.ty.dtype)
+            else:
+                ty = expr.ty
+            env[expr] = relax.Var(f"in{len(params)}", ty)
+            params.append(env[expr])
+        return env[expr]
+
+    # parameters first, in operand order, so the function signature is fixed before emitting
+    for o in external_operands(graph, op):
+        param_for(o)
+    with bb.function("main", params, pure=True):
+        with bb.dataflow():
+            for m in op.members:
+                b = graph.bindings[m]
+                if not isinstance(b.value, relax.Call):
+                    env[b.var] = bb.emit(substitute(b.value, lambda v: env[v]))
+                    continue
+                operands = [env[o] for o in tensor_operands(b.value)]
+                rebuild = rebuilds.get(m)
+                env[b.var] = bb.emit(rebuild(operands) if rebuild else substitute_operands(b.value, operands))
+            outs = [env[o] for o in op.outputs]
+            result = bb.emit_output(outs[0] if len(outs) == 1 else relax.Tuple(outs))
+        bb.emit_func_output(result)
+    func = bb.get()["main"]
+    got = shape_of(env[op.primary])
+    want = shape_of(op.primary)[:dim] + (size,) + shape_of(op.primary)[dim + 1:]
+    if got != want:
+        raise IllegalSplit(f"the op computes {got} instead of {want} at size {size}")
+    nbytes = sum(math.prod(shape_of(p)) * 4 for p in params if is_tensor(p)) + math.prod(got) * 4
+    if nbytes > MAX_SAMPLE_BYTES:
+        raise IllegalSplit(f"the sample needs {nbytes / 2**20:.0f} MiB (cap {MAX_SAMPLE_BYTES >> 20} MiB)")
+    return func
+
+
+#: Kernels in the launch-overhead sample (:func:`launch_function`).
+LAUNCH_CHAIN = 256
+
+
+def launch_function(k: int = LAUNCH_CHAIN):
+    """A Relax function of ``k`` chained one-element ``tanh`` kernels: run by the VM, its time over
+    ``k`` is what one kernel launch costs beyond the kernel (dispatch, output allocation, call)."""
+    from tvm import relax
+
+    bb = relax.BlockBuilder()
+    x = relax.Var("x", relax.TensorType((1,), "float32"))
+    with bb.function("main", [x], pure=True):
+        with bb.dataflow():
+            y = x
+            for _ in range(k):
+                y = bb.emit(relax.op.tanh(y))
+            out = bb.emit_output(y)
+        bb.emit_func_output(out)
+    return bb.get()
+
+
+def comm_function(kind: str, nbytes: int):
+    """The Relax function of a communication op on a float32 tensor of ``nbytes`` (>= 8 bytes):
+    ``slice`` takes the first half of it, ``concat`` joins two halves into it."""
+    from tvm import relax
+
+    n = max(2, nbytes // 4)
+    n -= n % 2
+    bb = relax.BlockBuilder()
+    if kind == "slice":
+        x = relax.Var("x", relax.TensorType((n,), "float32"))
+        with bb.function("main", [x], pure=True):
+            with bb.dataflow():
+                y = bb.emit_output(bb.emit(relax.op.strided_slice(x, [0], [0], [n // 2])))
+            bb.emit_func_output(y)
+    elif kind == "concat":
+        a = relax.Var("a", relax.TensorType((n // 2,), "float32"))
+        b = relax.Var("b", relax.TensorType((n // 2,), "float32"))
+        with bb.function("main", [a, b], pure=True):
+            with bb.dataflow():
+                y = bb.emit_output(bb.emit(relax.op.concat([a, b], axis=0)))
+            bb.emit_func_output(y)
+    else:
+        raise ValueError(f"unknown communication op {kind!r}")
+    return bb.get()["main"]
+
+
+# ----------------------------------------------------------------------------- kernels
+@dataclasses.dataclass
+class KernelLibrary:
+    """Sample kernels of one device built into one library.
+
+    ``kernels`` maps a kernel (symbol) name to its argument specs ``[[shape, dtype], ...]`` and
+    whether it runs a tuned schedule; ``samples`` maps a sample id to the kernels it launches, in
+    order (most ops launch one; a view launches none)."""
+
+    module: object  # what tvm.compile returned
+    device: str
+    target: dict
+    kernels: dict[str, dict]
+    samples: dict[str, list[str]]
+
+
+def lower_sample(func) -> list:
+    """``[(name, kernel)]``: the kernels (``kernel_module`` form, in launch order) TVM's fusion makes
+    of a sample function, with TVM's names for them."""
+    import tvm
+    from tvm import relax
+
+    from ..build.tuning import kernel_module
+
+    fuse = tvm.transform.Sequential([
+        relax.transform.LegalizeOps(), relax.transform.AnnotateTIROpPattern(), relax.transform.FoldConstant(),
+        relax.transform.FuseOps(), relax.transform.FuseTIR(),
+    ])
+    lowered = fuse(tvm.IRModule({"main": func}))
+    call_tir = tvm.ir.Op.get("relax.call_tir")
+    names: list[str] = []
+
+    def visit(expr):
+        if isinstance(expr, relax.Call) and expr.op.same_as(call_tir):
+            names.append(expr.args[0].name_hint)
+
+    relax.analysis.post_order_visit(lowered["main"].body, visit)
+    return [(n, kernel_module(lowered[n])) for n in names]
+
+
+def build_library(functions: dict[str, object], device, schedules=None) -> KernelLibrary:
+    """Lower each sample function (id -> Relax function) with TVM's fusion, give its kernels the
+    schedules a build would (:class:`tvm_partition.build.tuning.Schedules`: tuned where this machine's
+    database has a record, transferred where another record of the same computation replays;
+    dlight on a GPU, TVM's default llvm pipeline otherwise), and compile all distinct kernels of
+    ``device`` into one library. Each kernel says its ``schedule``: tuned, transferred or default."""
+    import tvm
+    import tvm_ffi
+
+    from ..build.tuning import apply_schedules, schedule_gpu
+
+    target = device.tvm_target()
+    prims, by_hash, samples = {}, {}, {}
+    for sid, func in functions.items():
+        names = []
+        for callee, kmod in lower_sample(func):
+            h = tvm_ffi.structural_hash(kmod)
+            if h not in by_hash:
+                name = f"k{len(by_hash)}_{callee}"[:60]
+                by_hash[h] = name
+                prims[name] = kmod["main"].with_attr("global_symbol", name).with_attr("target", target)
+            names.append(by_hash[h])
+        samples[sid] = names
+    mod = tvm.IRModule({tvm.ir.GlobalVar(n): f for n, f in prims.items()})
+    placed = {n: device.name for n in prims}
+    mod, labels = apply_schedules(mod, placed, [device], schedules)
+    mod = schedule_gpu(mod, placed, [device])
+    kernels = {}
+    for gv, f in mod.functions_items():
+        schedule = labels.get(gv.name_hint, "default").split()[0]  # tuned | transferred | default
+        kernels[gv.name_hint] = {
+            "args": [[[int(x) for x in buf.shape], str(buf.dtype)] for buf in f.params],
+            "tuned": schedule == "tuned", "schedule": schedule,
+        }
+    module = tvm.compile(mod, target=target) if prims else None
+    return KernelLibrary(module, device.kind, dict(device.target), kernels, samples)

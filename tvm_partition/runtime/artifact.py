@@ -1,0 +1,112 @@
+"""Artifacts: what ``compile --out DIR`` writes and what an edge server loads.
+
+``DIR/model.so`` (the multi-device Relax VM executable), ``DIR/params.npz`` (the weights, in
+``main``'s order; ``main_transform_params`` slices and copies them to their devices once at load
+time), ``DIR/plan.json`` and ``DIR/manifest.json`` (inputs/outputs with names, shapes and dtypes,
+devices, targets, TVM version, hardware fingerprint, and the sha256 of every file).
+
+This module imports only numpy and the TVM *runtime* (lazily): an edge server needs no compiler.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import time
+
+import numpy as np
+
+from ..devices import DeviceSpec
+from ..errors import TvmPartitionError
+
+FILES = ("model.so", "params.npz", "plan.json")
+MANIFEST = "manifest.json"
+FORMAT_VERSION = 1
+
+
+class ArtifactError(TvmPartitionError, ValueError):
+    """A missing, corrupt or mismatched artifact; the message names the file."""
+
+
+def sha256(path: str) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for chunk in iter(lambda: f.read(1 << 20), b""):
+            h.update(chunk)
+    return h.hexdigest()
+
+
+def save(out_dir: str, *, executable, params: list, plan_json: dict, manifest: dict) -> str:
+    """Write the artifact; files are written under temporary names and renamed, so a crash never
+    leaves a half-written artifact that looks complete."""
+    try:
+        return _write(out_dir, executable=executable, params=params, plan_json=plan_json, manifest=manifest)
+    except OSError as e:  # --out is a file, its parent is missing, no permission, disk full
+        raise ArtifactError(f"{out_dir}: cannot write the artifact ({e.strerror or e})") from None
+
+
+def _write(out_dir: str, *, executable, params: list, plan_json: dict, manifest: dict) -> str:
+    os.makedirs(out_dir, exist_ok=True)
+    tmp = {name: os.path.join(out_dir, f".{name}.tmp") for name in FILES}
+    executable.export_library(tmp["model.so"])
+    with open(tmp["params.npz"], "wb") as f:
+        np.savez(f, **{f"p{i}": np.asarray(p) for i, p in enumerate(params)})
+    with open(tmp["plan.json"], "w", encoding="utf-8") as f:
+        json.dump(plan_json, f, indent=2)
+        f.write("\n")
+    manifest = dict(manifest)
+    manifest["format_version"] = FORMAT_VERSION
+    manifest["created"] = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+    manifest["num_params"] = len(params)
+    manifest["sha256"] = {name: sha256(tmp[name]) for name in FILES}
+    for name in FILES:
+        os.replace(tmp[name], os.path.join(out_dir, name))
+    with open(os.path.join(out_dir, f".{MANIFEST}.tmp"), "w", encoding="utf-8") as f:
+        json.dump(manifest, f, indent=2)
+        f.write("\n")
+    os.replace(os.path.join(out_dir, f".{MANIFEST}.tmp"), os.path.join(out_dir, MANIFEST))
+    return out_dir
+
+
+def read_manifest(art_dir: str) -> dict:
+    path = os.path.join(art_dir, MANIFEST)
+    if not os.path.isdir(art_dir):
+        raise ArtifactError(f"{art_dir}: no such artifact directory")
+    try:
+        with open(path, encoding="utf-8") as f:
+            manifest = json.load(f)
+    except FileNotFoundError:
+        raise ArtifactError(f"{art_dir}: no {MANIFEST} (not an artifact written by tvm_partition.cli.compile --out)") from None
+    except (OSError, json.JSONDecodeError) as e:
+        raise ArtifactError(f"{path}: unreadable manifest ({e})") from None
+    if not isinstance(manifest, dict):
+        raise ArtifactError(f"{path}: not a manifest (expected a JSON object)")
+    if manifest.get("format_version") != FORMAT_VERSION:
+        raise ArtifactError(f"{path}: artifact format {manifest.get('format_version')!r} is not supported")
+    missing = [k for k in ("inputs", "outputs", "devices", "num_params", "sha256") if k not in manifest]
+    if missing:
+        raise ArtifactError(f"{path}: manifest lacks {', '.join(missing)} (recompile the artifact)")
+    return manifest
+
+
+def verify(art_dir: str, manifest: dict) -> None:
+    """Refuse an artifact whose files are missing or do not match their recorded sha256."""
+    digests = manifest.get("sha256")
+    if not isinstance(digests, dict) or any(name not in digests for name in FILES):
+        raise ArtifactError(f"{os.path.join(art_dir, MANIFEST)}: no sha256 for each of {', '.join(FILES)}")
+    for name, digest in digests.items():
+        path = os.path.join(art_dir, name)
+        if not os.path.exists(path):
+            raise ArtifactError(f"{path}: missing")
+        if sha256(path) != digest:
+            raise ArtifactError(f"{path}: checksum mismatch (the file changed after compile; recompile or re-copy it)")
+
+
+def devices_of(manifest: dict) -> list[DeviceSpec]:
+    return [DeviceSpec.from_json(d) for d in manifest["devices"]]
+
+
+def load_params(art_dir: str, manifest: dict) -> list[np.ndarray]:
+    with np.load(os.path.join(art_dir, "params.npz")) as z:
+        return [z[f"p{i}"] for i in range(manifest["num_params"])]

@@ -1,0 +1,161 @@
+"""The runtime half: load a compiled artifact on the devices it was built for, run it, time it.
+
+Imports only the TVM runtime and numpy (no compiler): it is what a deployed bundle runs
+(:mod:`tvm_partition.cli.deploy` copies it), and what the ``run`` command, the multi-server
+pipeline and the benchmarks time artifacts with (:class:`Runner`, :func:`latency_stats`).
+"""
+
+from __future__ import annotations
+
+import time
+
+import numpy as np
+
+from . import artifact
+from ..devices import check_local, use_cpu_threads
+from ..inputs import random_input
+
+
+class Runner:
+    """A loaded artifact: weights already transformed and copied to their devices."""
+
+    def __init__(self, art_dir: str):
+        import tvm
+
+        self.art_dir = art_dir
+        self.manifest = artifact.read_manifest(art_dir)
+        artifact.verify(art_dir, self.manifest)
+        self.devices = artifact.devices_of(self.manifest)
+        self.tvm = tvm
+        self._load()
+
+    def _load(self) -> None:
+        """Load the library and the weights on this machine's devices."""
+        from tvm.runtime import vm as rvm
+
+        check_local(self.devices)
+        use_cpu_threads(self.manifest.get("num_threads"))
+        self.lib = self.tvm.runtime.load_module(f"{self.art_dir}/model.so")
+        self.host = self.devices[0].tvm_device()
+        self.vm = rvm.VirtualMachine(self.lib, [d.tvm_device() for d in self.devices])
+        params = [self.tvm.runtime.tensor(p, device=self.host) for p in artifact.load_params(self.art_dir, self.manifest)]
+        if self.manifest.get("transform_params"):
+            self.params = list(self.vm["main_transform_params"](params))
+        else:
+            self.params = params
+        self.main = self.vm["main"]
+
+    @property
+    def input_info(self) -> list[dict]:
+        return self.manifest["inputs"]
+
+    def example_inputs(self, seed: int = 0) -> dict[str, np.ndarray]:
+        rng = np.random.default_rng(seed)
+        return {i["name"]: random_input(i["shape"], i["dtype"], rng) for i in self.input_info}
+
+    def _args(self, inputs: dict[str, np.ndarray]):
+        args = []
+        for info in self.input_info:
+            if info["name"] not in inputs:
+                raise ValueError(f"input {info['name']!r} is missing (have {sorted(inputs)})")
+            x = np.asarray(inputs[info["name"]])
+            if list(x.shape) != list(info["shape"]) or str(x.dtype) != info["dtype"]:
+                raise ValueError(
+                    f"input {info['name']!r}: expected {info['dtype']}{info['shape']}, got {x.dtype}{list(x.shape)}"
+                )
+            args.append(self.tvm.runtime.tensor(x, device=self.host))
+        return args
+
+    def run(self, inputs: dict[str, np.ndarray]) -> list[np.ndarray]:
+        return [o.numpy() for o in self._outputs(self.main(*self._args(inputs), *self.params))]
+
+    def _outputs(self, out) -> list:
+        return list(out) if isinstance(out, tuple | list) or type(out).__name__ == "Array" else [out]
+
+    def time(self, inputs: dict[str, np.ndarray], repeat: int, warmup: int = 3) -> list[float]:
+        """Wall time of ``repeat`` end-to-end runs in microseconds (outputs return to the host)."""
+        args = self._args(inputs)
+        for _ in range(warmup):
+            self.main(*args, *self.params)
+        times = []
+        for _ in range(repeat):
+            t0 = time.perf_counter()
+            self.main(*args, *self.params)
+            times.append((time.perf_counter() - t0) * 1e6)
+        return times
+
+    def kernel_times(self, inputs: dict[str, np.ndarray], repeat: int) -> tuple[dict[str, tuple[int, float]], float]:
+        """``({name: (calls per run, microseconds per run)}, instrumented run us)`` of every
+        function the VM calls (kernels, copies, allocations), timed by a VM instrument over
+        ``repeat`` runs after a warm-up. A GPU is synchronised after each call, so GPU kernels are
+        timed to completion (and nothing overlaps: the sum is the serial time, not the end-to-end
+        latency). The instrument is a Python callback around every call: it adds microseconds to
+        each, which the second value (a whole instrumented run) shows."""
+        args = self._args(inputs)
+        self.main(*args, *self.params)
+        gpus = [d.tvm_device() for d in self.devices if d.kind == "gpu"]
+        calls: dict[str, list] = {}
+        start: list[float] = []
+
+        def instrument(func, name, before, ret, *fargs):
+            if before:
+                start.append(time.perf_counter())
+            else:
+                for g in gpus:
+                    g.sync()
+                entry = calls.setdefault(str(name), [0, 0.0])
+                entry[0] += 1
+                entry[1] += (time.perf_counter() - start.pop()) * 1e6
+            return 0
+
+        self.vm.set_instrument(instrument)
+        try:
+            t0 = time.perf_counter()
+            for _ in range(repeat):
+                self.main(*args, *self.params)
+            run_us = (time.perf_counter() - t0) * 1e6 / repeat
+        finally:
+            self.vm.set_instrument(None)
+        return {k: (n // repeat, us / repeat) for k, (n, us) in sorted(calls.items(), key=lambda kv: -kv[1][1])}, run_us
+
+
+def kernel_table(times: dict[str, tuple[int, float]], run_us: float, end_to_end_us: float | None = None) -> str:
+    """The text table of :meth:`Runner.kernel_times`, heaviest first, with what the instrument costs."""
+    total = sum(us for _, us in times.values())
+    calls = sum(n for n, _ in times.values())
+    lines = [f"{'us/run':>10} {'share':>6} {'calls':>5}  function"]
+    lines += [f"{us:10.1f} {100 * us / total if total else 0:5.1f}% {n:5d}  {name}" for name, (n, us) in times.items()]
+    lines.append(f"{total:10.1f} {'':6} {calls:5d}  sum of calls")
+    if end_to_end_us:
+        lines.append(f"instrumented run {run_us:.1f} us, plain run {end_to_end_us:.1f} us: the instrument adds about "
+                     f"{max(0.0, run_us - end_to_end_us) / max(1, calls):.1f} us to each call")
+    return "\n".join(lines) + "\n"
+
+
+def read_inputs(path: str) -> dict[str, np.ndarray]:
+    try:
+        with np.load(path) as z:
+            return {k: z[k] for k in z.files}
+    except (OSError, ValueError) as e:
+        raise ValueError(f"{path}: not a readable npz file ({e})") from None
+
+
+def write_outputs(path: str | None, outs: list[np.ndarray]) -> None:
+    """Write ``output0``, ``output1``, ... to ``path`` (if given) and print their shapes."""
+    if path:
+        try:
+            np.savez(path, **{f"output{i}": o for i, o in enumerate(outs)})
+        except OSError as e:
+            raise ValueError(f"{path}: cannot write the outputs ({e.strerror or e})") from None
+    for i, o in enumerate(outs):
+        print(f"output{i}: shape={list(o.shape)} dtype={o.dtype}")
+
+
+def latency_stats(times_us: list[float]) -> dict:
+    """``{"median_us", "p90_us"}`` of end-to-end times (:meth:`Runner.time`)."""
+    return {"median_us": float(np.median(times_us)), "p90_us": float(np.percentile(times_us, 90))}
+
+
+def latency_line(times_us: list[float]) -> str:
+    stats = latency_stats(times_us)
+    return f"median_us={stats['median_us']:.1f} p90_us={stats['p90_us']:.1f}"
