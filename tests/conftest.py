@@ -1,11 +1,27 @@
-"""Tests marked ``gpu`` run only where TVM sees a CUDA GPU."""
+"""Test tiers. ``gpu`` tests run only where TVM sees a CUDA GPU. Every test of a module outside
+:data:`PURE_PYTHON` is marked ``slow`` here: it compiles and runs kernels with TVM (seconds
+each), so ``python -m pytest -m "not slow"`` runs the pure-Python tier (planning, simulation,
+graphs, the layer and command-line checks) in under two minutes. A new module is slow until it
+is listed; a test of a listed module that builds carries ``@pytest.mark.slow`` itself. ``heavy``
+tests (big models whose op kinds smaller ones cover) are also slow, and left out of the default
+run (``pytest.ini``): ``python -m pytest -m heavy`` runs them."""
 
 import pytest
 
+#: Modules that plan, simulate and check without building a kernel.
+PURE_PYTHON = {
+    "test_commands", "test_data_movement", "test_eop", "test_graph", "test_layers", "test_placement",
+    "test_placement_congestion", "test_placement_decompose", "test_plan",
+}
 
+
+@pytest.hookimpl(tryfirst=True)  # before pytest's own hook deselects by marker
 def pytest_collection_modifyitems(config, items):
     from tvm_partition.devices import gpu_available
 
+    for item in items:
+        if item.module.__name__.rsplit(".", 1)[-1] not in PURE_PYTHON or item.get_closest_marker("heavy"):
+            item.add_marker(pytest.mark.slow)
     if gpu_available():
         return
     skip = pytest.mark.skip(reason="needs an NVIDIA GPU (none found by TVM)")

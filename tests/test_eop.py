@@ -411,10 +411,11 @@ def test_cpu_gpu_equal_split_overlaps(fig1):
 # ---------------------------------------------------------------------- 7. EOP plans compile and compute the same
 #: Compile + check takes 3-19 s per model on 2 cores; bert-tiny (~17 s), resnet50 (~11 s) and
 #: inception_v3 (~29 s) are left out to keep the suite under 15 minutes (bert and resnet18 cover
-#: their op kinds; test_zoo_partition splits all of them), mobilenetv2 (~19 s) runs in the slow tier.
-ZOO_EOP = ["lstm", "gru", "bert", pytest.param("mobilenetv2", marks=pytest.mark.slow), "resnet18"]
+#: their op kinds; test_zoo_partition splits all of them), mobilenetv2 (~19 s) runs in the heavy tier.
+ZOO_EOP = ["lstm", "gru", "bert", pytest.param("mobilenetv2", marks=pytest.mark.heavy), "resnet18"]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", ZOO_EOP)
 def test_zoo_eop_plan_matches_unpartitioned(name, tmp_path):
     model = frontend.load(name, **SMALL[name])
@@ -435,6 +436,7 @@ def test_zoo_eop_plan_matches_unpartitioned(name, tmp_path):
 
 
 # ---------------------------------------------------------------------- 8. cross-compiling cpu,gpu
+@pytest.mark.slow
 @pytest.mark.parametrize("which", ["default", "comparable"])
 def test_eop_cpu_gpu_cross_compiles(which, tmp_path):
     """The default cost model (this machine's profile, roofline GPU) puts the small LSTM on the

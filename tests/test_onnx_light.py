@@ -2,7 +2,7 @@
 
 The smallest model (squeezenet, batch 1) only: the copy's weights differ from the shipped
 constants with the same shapes, and onnxruntime's output on a random input is finite and varied.
-In the slow tier (``pytest -m slow``), issue 17's matrix: every light model under every strategy
+In the heavy tier (``pytest -m heavy``), issue 17's matrix: every light model under every strategy
 on ``cpu,cpu``, against onnxruntime.
 """
 
@@ -76,7 +76,7 @@ def test_script_writes_and_checks_the_copies(shipped, tmp_path):
     assert len(proc.stderr.splitlines()) == 1
 
 
-# --- the slow tier: every light model x every strategy against onnxruntime ----------------------
+# --- the heavy tier: every light model x every strategy against onnxruntime ----------------------
 
 #: The planners of issue 17's matrix (compile --strategy names).
 MATRIX_STRATEGIES = ("cpu", "gpu", "equal", "fixed", "eop", "auto", "milp", "dominators", "dp", "heft")
@@ -102,7 +102,7 @@ def seeded_model(name: str, folder) -> tuple:
     return _SEEDED[name]
 
 
-@pytest.mark.slow
+@pytest.mark.heavy
 @pytest.mark.parametrize("strategy", MATRIX_STRATEGIES)
 @pytest.mark.parametrize("name", onnx_light.NAMES)
 def test_every_strategy_on_every_light_model_matches_onnxruntime(name, strategy, tmp_path_factory):

@@ -17,14 +17,14 @@ from tvm_partition.plan import Split
 #: Compile + check of these takes 22-44 s each on 2 cores (LLVM code generation of every part
 #: kernel), and the default run must stay under 15 minutes: bert's graph is bert-tiny's at another
 #: width; Inception-v3 adds its branch-and-concat blocks; ResNet-50's bottlenecks are ResNet-18's
-#: convolutions (3x3, and the 1x1 of its downsampling) at more depth. They run in the slow tier
-#: (python -m pytest -m slow), as do the cross-compiles of Inception-v3 (26 s) and ResNet-50 (12 s;
+#: convolutions (3x3, and the 1x1 of its downsampling) at more depth. They run in the heavy tier
+#: (python -m pytest -m heavy), as do the cross-compiles of Inception-v3 (26 s) and ResNet-50 (12 s;
 #: ResNet-18's covers its CUDA kernel kinds).
 SLOW = {"bert-tiny", "inception_v3", "resnet50"}
 
 
 def _zoo(slow: set) -> list:
-    return [pytest.param(n, marks=pytest.mark.slow) if n in slow else n for n in zoo.NAMES]
+    return [pytest.param(n, marks=pytest.mark.heavy) if n in slow else n for n in zoo.NAMES]
 
 
 @pytest.mark.parametrize("name", _zoo(SLOW))
