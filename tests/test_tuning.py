@@ -305,3 +305,65 @@ def test_a_cpu_session_registers_the_x86_intrinsics_only():
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO, timeout=300)
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert proc.stdout.strip() == "x86 only"
+
+
+def _small_database(folder, records: int = 40):
+    """The first ``records`` records of a shipped database (all its workloads), at ``folder``."""
+    src = os.path.join(REPO, "tuning_logs", "intel-r-xeon-r-processor-2c")
+    folder.mkdir()
+    (folder / "database_workload.json").write_text(open(os.path.join(src, "database_workload.json")).read())
+    with open(os.path.join(src, "database_tuning_record.json")) as f:
+        lines = [next(f) for _ in range(records)]
+    (folder / "database_tuning_record.json").write_text("".join(lines))
+    return folder
+
+
+def _contents(db) -> list:
+    """Each record as (its workload's structural hash, its run times), sorted: comparable across opens."""
+    import tvm_ffi
+
+    return sorted((int(tvm_ffi.structural_hash(r.workload.mod)), tuple(float(x) for x in r.run_secs))
+                  for r in db.get_all_tuning_records())
+
+
+def test_a_torn_or_corrupt_database_line_costs_that_line_only(tmp_path, capfd):
+    """A kill mid-append leaves a torn last line, and MetaSchedule refused the whole database for
+    it (every compile failed). Readers now skip it and any corrupt line, with one warning naming
+    the lines, and leave the files alone; tuning rewrites them whole and appends after them."""
+    import tvm.s_tir.meta_schedule as ms
+
+    db = _small_database(tmp_path / "db")
+    whole = _contents(open_database(str(db)))
+    assert len(whole) == 40 and not capfd.readouterr().err
+    rec_file = db / "database_tuning_record.json"
+    lines = rec_file.read_text().splitlines(keepends=True)
+    torn = "".join(lines[:9] + ["{not json\n"] + lines[10:39]) + lines[39][: len(lines[39]) // 2]
+    rec_file.write_text(torn)
+
+    got = _contents(open_database(str(db)))
+    err = capfd.readouterr().err
+    assert f"{rec_file}: skipped 2 torn or corrupt line(s): line 10, 40" in err and err.count("\n") == 1, err
+    assert len(got) == 38 and not set(got) - set(whole)
+    assert rec_file.read_text() == torn  # reading repairs nothing
+
+    tuning = open_database(str(db), create=True)  # what tune opens: the files rewritten whole first
+    assert "skipped 2" in capfd.readouterr().err
+    rec = tuning.get_all_tuning_records()[0]
+    tuning.commit_tuning_record(ms.database.TuningRecord(rec.trace, tuning.commit_workload(rec.workload.mod),
+                                                         [1e-3], rec.target, rec.args_info))
+    assert all(json.loads(line) for line in rec_file.read_text().splitlines())
+    assert len(_contents(open_database(str(db)))) == 39 and not capfd.readouterr().err
+
+
+def test_a_corrupt_workload_line_drops_its_records_and_renumbers_the_rest(tmp_path, capfd):
+    db = _small_database(tmp_path / "db")
+    whole = _contents(open_database(str(db)))
+    wl_file = db / "database_workload.json"
+    workloads = wl_file.read_text().splitlines(keepends=True)
+    index = json.loads((db / "database_tuning_record.json").read_text().splitlines()[0])[0]
+    lost = int(json.loads(workloads[index])[0])  # MetaSchedule's first field: the workload's structural hash
+    workloads[index] = workloads[index][:50] + "\n"
+    wl_file.write_text("".join(workloads))
+    got = _contents(open_database(str(db)))
+    assert f"{wl_file}: skipped 1 torn or corrupt line(s): line {index + 1}" in capfd.readouterr().err
+    assert got == [r for r in whole if r[0] != lost] and len(got) < len(whole)

@@ -8,15 +8,22 @@ launches (:func:`tvm_partition.build.executable.lower`), per device and per part
 A database is MetaSchedule's own JSON pair (``database_workload.json`` and
 ``database_tuning_record.json``, one JSON record per line, appended as trials are measured): a
 killed tuning run loses only the trials in flight, and a rerun gives each kernel the trials it
-lacks (:func:`trials_measured`), its search seeded by the records it has.
+lacks (:func:`trials_measured`), its search seeded by the records it has. A kill during an append
+leaves a torn last line, and MetaSchedule refuses the whole file for it; such lines, and any line
+that is not JSON, cost that line only (:func:`_whole_lines`): readers open a copy without them,
+``tune`` rewrites the files without them before appending (one warning naming file and lines).
 """
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import dataclasses
+import json
 import logging
 import os
+import shutil
+import sys
 import tempfile
 import time
 
@@ -45,13 +52,15 @@ class Kernel:
         return self.flops > 0
 
 
+#: MetaSchedule's JSONDatabase: workloads, then records naming them by line index.
+DATABASE_FILES = ("database_workload.json", "database_tuning_record.json")
 #: Databases opened for reading, by (folder, size and mtime of its files): parsing a database of a
 #: few thousand records takes seconds, and a benchmark compiles many builds against the same one.
 _OPENED: dict = {}
 
 
 def _stamp(path: str) -> tuple:
-    files = [os.path.join(path, f) for f in ("database_workload.json", "database_tuning_record.json")]
+    files = [os.path.join(path, f) for f in DATABASE_FILES]
     return tuple((os.stat(f).st_size, os.stat(f).st_mtime_ns) if os.path.exists(f) else None for f in files)
 
 
@@ -74,8 +83,9 @@ def open_database(path: str, create: bool = False):
     if not create and key in _OPENED:
         return _OPENED[key]
     os.makedirs(path, exist_ok=True)
+    folder = _whole_lines(path, repair=create)
     try:
-        db = ms.database.JSONDatabase(work_dir=path, allow_missing=True)
+        db = ms.database.JSONDatabase(work_dir=folder, allow_missing=True)
     except Exception as e:  # noqa: BLE001 - MetaSchedule reports corrupt files with TVM errors
         raise TuningError(f"{path}: unreadable tuning database ({str(e).splitlines()[-1]})") from None
     if not create:
@@ -83,6 +93,64 @@ def open_database(path: str, create: bool = False):
             del _OPENED[old]
         _OPENED[key] = db
     return db
+
+
+def _json_lines(file: str) -> list[tuple[int, str, object]]:
+    """``(line number, text, parsed or None)`` of every non-empty line of ``file``."""
+    if not os.path.exists(file):
+        return []
+    out = []
+    with open(file, encoding="utf-8", errors="replace") as f:
+        for n, line in enumerate(f, 1):
+            if line.strip():
+                try:
+                    out.append((n, line.rstrip("\n"), json.loads(line)))
+                except ValueError:
+                    out.append((n, line.rstrip("\n"), None))
+    return out
+
+
+def _whole_lines(path: str, repair: bool) -> str:
+    """The database folder MetaSchedule should open for ``path``: ``path`` itself when every line
+    is whole JSON; else, after one warning naming the files and lines dropped, ``path`` rewritten
+    without them (``repair``: tuning appends after them) or a copy without them (reading). A file
+    with no whole line at all is refused (:class:`TuningError`): that is no database, not a torn one.
+
+    A record names its workload by line index (``[index, record]``), so a dropped workload line
+    drops its records and renumbers the rest."""
+    wl_file, rec_file = (os.path.join(path, f) for f in DATABASE_FILES)
+    workloads, records = _json_lines(wl_file), _json_lines(rec_file)
+    renumber, wl_text, bad = {}, [], {wl_file: [], rec_file: []}
+    for i, (n, text, obj) in enumerate(workloads):
+        if isinstance(obj, list) and len(obj) == 2:
+            renumber[i] = len(wl_text)
+            wl_text.append(text)
+        else:
+            bad[wl_file].append(n)
+    rec_text = []
+    for n, text, obj in records:
+        if isinstance(obj, list) and len(obj) == 2 and isinstance(obj[0], int) and obj[0] in renumber:
+            rec_text.append(f"[{renumber[obj[0]]}," + text.split(",", 1)[1])
+        else:
+            bad[rec_file].append(n)
+    if not any(bad.values()):
+        return path
+    for file, kept in ((wl_file, wl_text), (rec_file, rec_text)):
+        if bad[file] and not kept:  # not a torn database: no database at all (a disk filled mid-write)
+            raise TuningError(f"{path}: unreadable tuning database (no line of {os.path.basename(file)} is a record)")
+    for file, lines in bad.items():
+        if lines:
+            shown = ", ".join(map(str, lines[:10])) + (" ..." if len(lines) > 10 else "")
+            print(f"warning: {file}: skipped {len(lines)} torn or corrupt line(s): line {shown}", file=sys.stderr)
+    target = path if repair else tempfile.mkdtemp(prefix="tvmp-db-")
+    if not repair:
+        atexit.register(shutil.rmtree, target, True)
+    for file, lines in ((wl_file, wl_text), (rec_file, rec_text)):
+        tmp = os.path.join(target, f".{os.path.basename(file)}.tmp-{os.getpid()}")
+        with open(tmp, "w", encoding="utf-8") as f:
+            f.write("".join(line + "\n" for line in lines))
+        os.replace(tmp, os.path.join(target, os.path.basename(file)))  # whole file or the old one
+    return target
 
 
 def _cache_root() -> str:
