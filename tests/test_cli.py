@@ -341,6 +341,17 @@ def test_run_kernels_times_every_call(cli_results):
     assert int(total.group(2)) == sum(int(r[2]) for r in rows) and "the instrument adds about" in proc.stdout
 
 
+def test_run_says_when_it_runs_with_fewer_threads_than_built_for(cli_results, monkeypatch):
+    art = cli_results["dir"] / "art"
+    built = json.loads((art / "manifest.json").read_text())["num_threads"]
+    if built < 2:
+        pytest.skip("built on one CPU: no fewer threads to run with")
+    assert "note: running with" not in ok(cli("run", art)).stderr
+    monkeypatch.setenv("TVM_NUM_THREADS", str(built - 1))  # as a cgroup quota or affinity mask would leave it
+    proc = ok(cli("run", art))
+    assert f"note: running with {built - 1} CPU thread(s), fewer than the {built}" in proc.stderr, proc.stderr
+
+
 def test_run_kernels_refuses_rpc(cli_results):
     proc = cli("run", cli_results["dir"] / "art", "--kernels", "--rpc", "127.0.0.1:1")
     assert proc.returncode == 2 and "Traceback" not in proc.stderr

@@ -123,3 +123,42 @@ def test_readme_python_imports_resolve():
     assert len(imports) >= 3
     for line in imports:
         exec(line, {})  # raises ImportError on a stale path
+
+
+def _cgroup(tmp_path, proc: str, files: dict) -> tuple[str, str]:
+    root = tmp_path / "cgroup"
+    for rel, text in files.items():
+        (root / rel).parent.mkdir(parents=True, exist_ok=True)
+        (root / rel).write_text(text)
+    (tmp_path / "proc_cgroup").write_text(proc)
+    return str(root), str(tmp_path / "proc_cgroup")
+
+
+@pytest.mark.parametrize("proc,files,quota", [
+    ("0::/\n", {"cpu.max": "max 100000\n"}, None),  # v2, no quota
+    ("0::/\n", {"cpu.max": "150000 100000\n"}, 1.5),  # v2 at the container's root (docker --cpus 1.5)
+    ("0::/app/web\n", {"cpu.max": "max 100000\n", "app/cpu.max": "100000 100000\n",
+                       "app/web/cpu.max": "300000 100000\n"}, 1.0),  # the tightest ancestor
+    ("4:cpu,cpuacct:/job\n1:memory:/job\n", {"cpu,cpuacct/job/cpu.cfs_quota_us": "50000\n",
+                                            "cpu,cpuacct/job/cpu.cfs_period_us": "100000\n"}, 0.5),  # v1
+    ("4:cpu,cpuacct:/job\n", {"cpu,cpuacct/job/cpu.cfs_quota_us": "-1\n",
+                              "cpu,cpuacct/job/cpu.cfs_period_us": "100000\n"}, None),
+    ("0::/\n", {}, None),  # nothing readable
+])
+def test_cpu_quota_of_this_process(tmp_path, proc, files, quota):
+    from tvm_partition.devices import _cgroup_quota, usable_cpus
+
+    root, proc_file = _cgroup(tmp_path, proc, files)
+    assert _cgroup_quota(root, proc_file) == quota
+    affinity = len(os.sched_getaffinity(0))
+    assert usable_cpus(root, proc_file) == max(1, min(affinity, int(quota)) if quota is not None else affinity)
+
+
+def test_threads_never_exceed_what_the_process_may_use(monkeypatch):
+    from tvm_partition import devices
+
+    monkeypatch.delenv("TVM_NUM_THREADS", raising=False)
+    monkeypatch.setattr(devices, "usable_cpus", lambda: 1)
+    assert devices.use_cpu_threads(4) == 1 and os.environ["TVM_NUM_THREADS"] == "1"  # a built-for-4 artifact
+    monkeypatch.setenv("TVM_NUM_THREADS", "3")  # the documented override wins
+    assert devices.use_cpu_threads(4) == 3

@@ -103,7 +103,8 @@ def add_targets(ap, cpu_help: str = "LLVM -mcpu of the target CPU (default: this
                     help=f"CUDA arch to cross-compile for (default {DEFAULT_GPU_ARCH})")
 
 
-def add_threads(ap, help: str = "CPU threads the runner uses (default: all cores here)") -> None:
+def add_threads(ap, help: str = "CPU threads the runner uses (default: every CPU this process may use here: "
+                                "affinity and cgroup quota)") -> None:
     ap.add_argument("--threads", type=at_least(1), metavar="N", help=help)
 
 

@@ -46,7 +46,8 @@ import time
 
 from . import ops as bench_ops, ort as bench_ort
 from .. import flags
-from . import results as results
+from ..devices import usable_cpus
+from . import results
 from .runtime import BUNDLE_SPEC, RESULTS, measure_isolated
 from ..errors import TvmPartitionError
 
@@ -210,7 +211,7 @@ class Bench:
         plan = Plan([self.devices[0]], {}, strategy=REFERENCE)
         db = open_database(self.tuning_db) if self.tuning_db else None
         return Compiled(model, None, plan, build_reference(model.mod, plan, db), 0.0, self.tuning_db,
-                        self.threads or os.cpu_count() or 1)
+                        self.threads or usable_cpus())
 
     def share_params(self, art: str) -> None:
         """In a bundle, make ``art``'s weights a hard link to an identical ``params.npz`` of an
@@ -261,7 +262,7 @@ class Bench:
         from ..cli.compile import reference_outputs
 
         row["tuned_kernels"] = None
-        bench_ort.save(model, art, self.threads or os.cpu_count() or 1)
+        bench_ort.save(model, art, self.threads or usable_cpus())
         err, tol = bench_ort.max_abs_err(bench_ort.run(art), reference_outputs(model))
         row["max_abs_err_vs_ort"] = float(f"{err:.3g}") if err != float("inf") else None
         if err > tol:

@@ -29,7 +29,7 @@ import time
 
 import tvm
 
-from ..devices import DEFAULT_LOGS, DeviceSpec, database_dir
+from ..devices import DEFAULT_LOGS, DeviceSpec, database_dir, usable_cpus
 from ..errors import TvmPartitionError
 from .transfer import same_device
 
@@ -235,7 +235,7 @@ def _write_best(full, cache: str):
 def tuning_target(device: DeviceSpec):
     """The target MetaSchedule tunes and queries with: the device's, plus the core count it needs."""
     target = dict(device.target)
-    if device.kind == "cpu":
+    if device.kind == "cpu":  # the machine's cores, not the quota: records are looked up by target
         target.setdefault("num-cores", os.cpu_count() or 1)
         return tvm.target.Target(target)
     return device.tvm_target()
@@ -639,7 +639,7 @@ def tune(kernels: list[Kernel], db_path: str, *, trials: int = 64, budget_s: flo
                     mod, tuning_target(ks[0].device), work,
                     max_trials_global=sum(need[k.name, k.device.name] for k in ks),
                     max_trials_per_task=per_task, num_trials_per_iter=min(per_task, 16), database=db,
-                    strategy=strategy, num_tuning_cores=os.cpu_count() or 1, measure_callbacks=callbacks,
+                    strategy=strategy, num_tuning_cores=usable_cpus(), measure_callbacks=callbacks,
                     builder=_builder(), runner=_runner(),
                 )
             except Exception:  # noqa: BLE001 - BudgetSpent arrives wrapped in TVM's error type

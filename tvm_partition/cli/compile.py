@@ -30,7 +30,7 @@ import numpy as np
 
 from ..runtime import artifact
 from .. import flags
-from ..devices import DeviceSpec, cpu_target, gpu_available, hardware_fingerprint, parse_devices
+from ..devices import DeviceSpec, cpu_target, gpu_available, hardware_fingerprint, parse_devices, usable_cpus
 from ..plan import Plan, PlanError
 
 
@@ -51,7 +51,7 @@ class Compiled:
     build: object  # build.BuildResult
     plan_s: float
     tuning_db: str | None = None  # this machine's tuning database applied, if any
-    num_threads: int = dataclasses.field(default_factory=lambda: os.cpu_count() or 1)
+    num_threads: int = dataclasses.field(default_factory=usable_cpus)
     simulation: object = None  # simulate.Simulation of the plan on the planning cost model
     schedules: object = None  # tuning.Schedules the kernels were scheduled with (None: default schedules)
 
@@ -119,7 +119,7 @@ def compile_model(model, devices: list[DeviceSpec], strategy: str = "auto", plan
         schedules = _tune_plan(model, plan, g, tuning_db, tune_budget_s)
     result = build.build(model.mod, plan, g, schedules)
     return Compiled(model, g, plan, result, plan_s, schedules.path if schedules else None,
-                    num_threads or os.cpu_count() or 1, sim, schedules)
+                    num_threads or usable_cpus(), sim, schedules)
 
 
 def _tune_plan(model, plan: Plan, graph, tuning_db: str, budget_s: float):

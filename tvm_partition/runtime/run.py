@@ -44,6 +44,11 @@ def main(argv=None) -> int:
         raise flags.UsageError("--kernels times the VM's calls on this machine, not over RPC")
     try:
         runner = _runner(args)
+        built = runner.manifest.get("num_threads")
+        if 0 < getattr(runner, "threads", built or 0) < (built or 0):
+            print(f"note: running with {runner.threads} CPU thread(s), fewer than the {built} the artifact was "
+                  "built and priced for (this process may use no more CPUs: affinity, cgroup quota or "
+                  "TVM_NUM_THREADS)", file=sys.stderr)
         inputs = read_inputs(args.input) if args.input else runner.example_inputs(args.seed)
         outs = runner.run(inputs)
         write_outputs(args.output, outs)

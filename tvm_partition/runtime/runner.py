@@ -34,7 +34,9 @@ class Runner:
         from tvm.runtime import vm as rvm
 
         check_local(self.devices)
-        use_cpu_threads(self.manifest.get("num_threads"))
+        #: CPU threads this process runs with: the build's, fewer where this process may use fewer
+        #: CPUs (affinity, cgroup quota) or TVM_NUM_THREADS says so (:func:`devices.use_cpu_threads`)
+        self.threads = use_cpu_threads(self.manifest.get("num_threads"))
         self.lib = self.tvm.runtime.load_module(f"{self.art_dir}/model.so")
         self.host = self.devices[0].tvm_device()
         self.vm = rvm.VirtualMachine(self.lib, [d.tvm_device() for d in self.devices])
