@@ -179,10 +179,24 @@ def hardware_fingerprint() -> dict:
     return fp
 
 
+def _quota_file(folder: str, v2: bool) -> float | None:
+    """The CPU quota, in CPUs, one cgroup folder sets: v2's ``cpu.max`` ("QUOTA PERIOD", or "max
+    PERIOD": none), v1's ``cpu.cfs_quota_us`` / ``cpu.cfs_period_us`` (quota -1: none)."""
+    def read(name):
+        with open(os.path.join(folder, name), encoding="utf-8") as f:
+            return f.read().split()
+
+    try:
+        quota, period = read("cpu.max")[:2] if v2 else (read("cpu.cfs_quota_us")[0], read("cpu.cfs_period_us")[0])
+        return None if quota in ("max", "-1") or float(period) <= 0 else float(quota) / float(period)
+    except (OSError, ValueError, IndexError):
+        return None
+
+
 def _cgroup_quota(root: str, proc_cgroup: str) -> float | None:
-    """The tightest CPU quota, in CPUs, of this process's cgroup and its ancestors: cgroup v2's
-    ``cpu.max`` ("QUOTA PERIOD" or "max PERIOD"), or v1's ``cpu.cfs_quota_us`` / ``cpu.cfs_period_us``
-    (quota -1: none). None where no quota applies or nothing can be read."""
+    """The tightest CPU quota, in CPUs, of this process's cgroup and its ancestors (cgroup v2, or
+    v1's cpu controller under any of its usual mount names). None where no quota applies or nothing
+    can be read."""
     try:
         with open(proc_cgroup, encoding="utf-8") as f:
             lines = [line.rstrip("\n").split(":", 2) for line in f if line.count(":") >= 2]
@@ -196,20 +210,9 @@ def _cgroup_quota(root: str, proc_cgroup: str) -> float | None:
             bases, v2 = [os.path.join(root, c) for c in ("cpu", "cpu,cpuacct", "cpuacct,cpu")], False
         else:
             continue
-        for base in bases:
-            parts = [p for p in path.split("/") if p]
-            for k in range(len(parts), -1, -1):  # the cgroup, then each ancestor up to the root
-                d = os.path.join(base, *parts[:k])
-                try:
-                    if v2:
-                        quota, period = open(os.path.join(d, "cpu.max"), encoding="utf-8").read().split()[:2]
-                    else:
-                        quota = open(os.path.join(d, "cpu.cfs_quota_us"), encoding="utf-8").read().strip()
-                        period = open(os.path.join(d, "cpu.cfs_period_us"), encoding="utf-8").read().strip()
-                except (OSError, ValueError):
-                    continue
-                if quota not in ("max", "-1") and float(period) > 0:
-                    found.append(float(quota) / float(period))
+        parts = [p for p in path.split("/") if p]
+        folders = [os.path.join(base, *parts[:k]) for base in bases for k in range(len(parts) + 1)]  # cgroup and ancestors
+        found += [q for q in (_quota_file(d, v2) for d in folders) if q is not None]
     return min(found) if found else None
 
 

@@ -50,6 +50,13 @@ def _valid(rec) -> bool:
     return isinstance(m, (int, float)) and m >= 0
 
 
+def skipped_lines(path: str, lines: list[int], what: str) -> str:
+    """``PATH: skipped N <what> line(s): line a, b, ...`` (the first ten), the one warning a reader
+    of a line-per-record file gives for the lines it could not use."""
+    shown = ", ".join(map(str, lines[:10])) + (" ..." if len(lines) > 10 else "")
+    return f"{path}: skipped {len(lines)} {what} line(s): line {shown}"
+
+
 class ProfileLog:
     """Records of one fingerprint folder; :meth:`append` adds and persists one at a time."""
 
@@ -74,8 +81,7 @@ class ProfileLog:
                         continue
                     self._add(rec)
             if self.bad_lines:
-                shown = ", ".join(map(str, self.bad_lines[:10])) + (" ..." if len(self.bad_lines) > 10 else "")
-                warn(f"{self.path}: skipped {len(self.bad_lines)} corrupt line(s): line {shown}")
+                warn(skipped_lines(self.path, self.bad_lines, "corrupt"))
 
     def _add(self, rec: dict) -> None:
         key = sample_key(rec)

@@ -451,9 +451,10 @@ class OpGraph:
                     g = math.lcm(g, self.propagate(op, Region(axis, lo, hi))[2])
                 return g
             except MisalignedCut as e:
-                if math.lcm(unit, e.granule) == unit or math.lcm(unit, e.granule) >= n:
+                wider = math.lcm(unit, e.granule)
+                if wider == unit or wider >= n:  # already aligned to it, or no cut inside the axis
                     raise
-                unit = math.lcm(unit, e.granule)
+                unit = wider
 
     @staticmethod
     def dim_name(op: Op, axis: int) -> str:

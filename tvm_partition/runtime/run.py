@@ -44,8 +44,8 @@ def main(argv=None) -> int:
         raise flags.UsageError("--kernels times the VM's calls on this machine, not over RPC")
     try:
         runner = _runner(args)
-        built = runner.manifest.get("num_threads")
-        if 0 < getattr(runner, "threads", built or 0) < (built or 0):
+        built, threads = runner.manifest.get("num_threads"), getattr(runner, "threads", None)  # local runs only
+        if built and threads and threads < built:
             print(f"note: running with {runner.threads} CPU thread(s), fewer than the {built} the artifact was "
                   "built and priced for (this process may use no more CPUs: affinity, cgroup quota or "
                   "TVM_NUM_THREADS)", file=sys.stderr)
