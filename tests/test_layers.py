@@ -114,7 +114,7 @@ def test_runtime_half_imports_no_compiler(bundle):
 #: The layers, bottom up (docs/ARCHITECTURE.md, "Layers"), each a folder of the package (the
 #: base: the modules at its top): a module may import its own layer and those below.
 LAYERS = [
-    ("base", ["errors", "devices", "inputs", "plan", "flags"]),
+    ("base", ["errors", "devices", "inputs", "plan", "flags", "processes"]),
     ("runtime", ["runtime"]),
     ("ir", ["ir", "frontend"]),
     ("cost", ["cost_models"]),

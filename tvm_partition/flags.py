@@ -17,6 +17,7 @@ import sys
 
 from .devices import DEFAULT_GPU_ARCH
 from .errors import TvmPartitionError
+from .processes import reap_on_exit
 
 #: The console script's name (setup.py); every usage line starts with it.
 PROG = "tvm-partition"
@@ -37,10 +38,13 @@ class Parser(argparse.ArgumentParser):
 
 def command(main):
     """Decorate a command's ``main(argv) -> int``: a :class:`TvmPartitionError` (bad flags included)
-    becomes the one line ``error: ...`` on stderr and status 2."""
+    becomes the one line ``error: ...`` on stderr and status 2. Run from the command line (no
+    ``argv``), the processes it starts die with it (:func:`tvm_partition.processes.reap_on_exit`)."""
 
     @functools.wraps(main)
     def run(argv=None) -> int:
+        if argv is None:
+            reap_on_exit()
         try:
             return main(argv)
         except TvmPartitionError as e:

@@ -5,7 +5,9 @@ tvm_partition.cli.compile`` still runs one alone). The table below names them wi
 them: a command's module is imported only when it runs, so ``run`` and ``pipeline``, which an
 edge server with only the TVM runtime executes, never import the compiler. Every error a user can
 act on (:class:`tvm_partition.errors.TvmPartitionError`) ends as one line, ``error: ...``, and
-exit status 2, whichever command raised it.
+exit status 2, whichever command raised it. Run from the command line, a command's processes
+(TVM's workers, the benchmark's measuring processes) die with it, however it ends
+(:mod:`tvm_partition.processes`).
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ import sys
 
 from ..errors import TvmPartitionError
 from ..flags import PROG
+from ..processes import reap_on_exit
 
 #: ``command: (module, what it does)``, in the order a user meets them.
 COMMANDS = {
@@ -60,6 +63,8 @@ def command_module(name: str):
 
 
 def main(argv=None) -> int:
+    if argv is None:  # the command line: whatever this command starts dies with it
+        reap_on_exit()
     argv = sys.argv[1:] if argv is None else list(argv)
     if not argv or argv[0] in ("-h", "--help", "help"):
         print(usage())

@@ -30,7 +30,7 @@ from ..errors import TvmPartitionError
 
 #: What of tvm_partition the runner needs (numpy + TVM runtime only): the base modules and the
 #: runtime/ folder, whole. Paths inside the package.
-RUNTIME_MODULES = ("__init__.py", "devices.py", "errors.py", "flags.py", "inputs.py", "runtime")
+RUNTIME_MODULES = ("__init__.py", "devices.py", "errors.py", "flags.py", "inputs.py", "processes.py", "runtime")
 #: Parts of the tvm / tvm_ffi packages an edge server does not need.
 DROP = {"3rdparty", "include", "src", "web", "cmake", "lib64", "cython", "__pycache__",
         "libtvm_compiler.so", "CMakeLists.txt"}
