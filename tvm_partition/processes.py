@@ -59,6 +59,25 @@ def reap_on_exit() -> str | None:
 _keep: list[int] = []  # the pipe's write end: open until this process ends
 
 
+def running_as_command() -> bool:
+    """Whether this process is a command run from the command line (it has started its reaper),
+    not a test or a program calling a command's ``main``."""
+    return _token is not None
+
+
+def seconds_since_start() -> float:
+    """How long this process has existed (interpreter start and imports included): what a time
+    limit on a whole command counts. 0 where ``/proc`` cannot tell."""
+    try:
+        with open("/proc/self/stat", encoding="ascii") as f:
+            started = int(f.read().rsplit(")", 1)[1].split()[19])  # starttime: field 22 of proc(5)
+        with open("/proc/uptime", encoding="ascii") as f:
+            uptime = float(f.read().split()[0])
+    except (OSError, ValueError, IndexError):
+        return 0.0
+    return max(0.0, uptime - started / os.sysconf("SC_CLK_TCK"))
+
+
 def marked(token: str) -> list[int]:
     """Pids of the processes whose environment carries ``token`` in :data:`ENV`."""
     entry = ENV.encode() + b"="

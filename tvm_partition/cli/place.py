@@ -15,6 +15,7 @@ import sys
 from .. import flags
 from ..planners.placement import STRATEGY_NAMES, solve
 from ..planners.problem import Problem, ProblemError
+from ..processes import running_as_command, seconds_since_start
 
 
 def parser():
@@ -22,7 +23,8 @@ def parser():
                                "(minimum makespan under memory caps and link bandwidths).")
     ap.add_argument("problem", help="problem file: networkx node-link JSON (format: README, 'Use')")
     ap.add_argument("--strategy", default="milp", choices=STRATEGY_NAMES, help="planner (default: milp)")
-    flags.add_time_limit(ap, "seconds for milp / dominators (default 10)")
+    flags.add_time_limit(ap, "seconds the whole command may take with milp / dominators, from its start to the "
+                             "result (default 10)")
     ap.add_argument("--coarsen-above", type=flags.at_least(1), default=400, metavar="N",
                     help="milp solves graphs up to this many nodes in one model (default 400)")
     ap.add_argument("--large", default="both", choices=["both", "decompose", "coarsen"],
@@ -38,7 +40,8 @@ def main(argv=None) -> int:
     args = parser().parse_args(argv)
     try:
         problem = Problem.load(args.problem)
-        res = solve(problem, args.strategy, args.time_limit, args.coarsen_above, args.colocate, args.large)
+        res = solve(problem, args.strategy, args.time_limit, args.coarsen_above, args.colocate, args.large,
+                    spent=seconds_since_start() if running_as_command() else 0.0)
     except ProblemError as e:
         print(f"error: {args.problem}: {e}", file=sys.stderr)
         return 2

@@ -41,9 +41,10 @@ def _unit_time(problem: Problem, unit: list, prev, p: str | None, d: str) -> flo
     return max(end.values())
 
 
-def solve_dp(problem: Problem, max_labels: int | None = None) -> Result:
+def solve_dp(problem: Problem, max_labels: int | None = None, until: float | None = None) -> Result:
     """``max_labels``: Pareto labels kept per device (default 64, 8 beyond 300 units: the label
-    filter is quadratic in it)."""
+    filter is quadratic in it). Past ``until`` (a ``time.perf_counter()`` time) it gives up with
+    a :class:`ProblemError`."""
     t0 = time.perf_counter()
     units = segments(problem)
     if max_labels is None:
@@ -56,6 +57,8 @@ def solve_dp(problem: Problem, max_labels: int | None = None) -> Result:
     labels = {None: [(0.0, tuple(0.0 for _ in names), ())]}
     prev = None
     for unit in units:
+        if until is not None and time.perf_counter() > until:
+            raise ProblemError("the DP ran out of time")
         mem = sum(problem.mem(v) for v in unit)
         new: dict = {}
         for di, d in enumerate(names):

@@ -157,14 +157,21 @@ def msct(problem: Problem, ctx: Context | None = None) -> Result:
 HEURISTICS = {"heft": heft, "metf": metf, "msct": msct}
 
 
-def best_heuristic(problem: Problem, ctx: Context | None = None) -> Result:
-    """The heuristic result with the shortest makespan (the MILP's warm start)."""
-    results = []
+def best_heuristic(problem: Problem, ctx: Context | None = None, until: float | None = None) -> Result:
+    """The heuristic result with the shortest makespan (the MILP's warm start); past ``until`` (a
+    ``time.perf_counter()`` time) no further heuristic starts once one has found a placement and
+    the slowest so far would not end before it."""
+    results, took = [], 0.0
     for fn in HEURISTICS.values():
+        if results and until is not None and until - time.perf_counter() < took:  # the next would end past it
+            break
+        t0 = time.perf_counter()
         try:
             results.append(fn(problem, ctx))
         except ProblemError:
             continue
+        finally:
+            took = max(took, time.perf_counter() - t0)
     if not results:
         raise ProblemError("infeasible memory: no heuristic found a placement that fits every device's memory "
                            "(check memory_bytes of the devices and mem_bytes of the nodes)")

@@ -238,6 +238,17 @@ def _solver_order(problem: Problem, solver, start: dict, transfers: dict, placem
                        {(u, v): solver.value(t[0]) for (u, v), t in transfers.items() if placement[u] != placement[v]})
 
 
+#: Seconds to build and start a CP-SAT model, per node and device (warm start given): 85-105 us
+#: measured on 300-2,012 nodes x 4-13 devices (2026-11-24), whatever the time limit; a time
+#: limit shorter than this cannot hold, so callers with less time use their warm start instead.
+SETUP_S_PER_NODE_DEVICE = 1e-4
+
+
+def setup_seconds(problem: Problem) -> float:
+    """About how long :func:`solve_milp` takes before it can stop, on ``problem``."""
+    return SETUP_S_PER_NODE_DEVICE * problem.graph.number_of_nodes() * len(problem.devices)
+
+
 def solve_milp(problem: Problem, time_limit: float = 10.0, ctx: Context | None = None, hint: Result | None = None,
                colocate: list | None = None, workers: int = 2, strategy: str = "milp") -> Result:
     """Minimise the makespan of ``problem`` within ``time_limit`` seconds (see the module docstring)."""
