@@ -11,7 +11,7 @@ import pytest
 #: Modules that plan, simulate and check without building a kernel.
 PURE_PYTHON = {
     "test_commands", "test_data_movement", "test_eop", "test_graph", "test_layers", "test_placement",
-    "test_placement_congestion", "test_placement_decompose", "test_plan",
+    "test_placement_congestion", "test_placement_decompose", "test_plan", "test_threads", "test_load",
 }
 
 

@@ -157,8 +157,15 @@ def test_cpu_quota_of_this_process(tmp_path, proc, files, quota):
 def test_threads_never_exceed_what_the_process_may_use(monkeypatch):
     from tvm_partition import devices
 
-    monkeypatch.delenv("TVM_NUM_THREADS", raising=False)
+    for var in ("TVM_NUM_THREADS", devices.CHOSEN_THREADS, "TVM_BIND_THREADS"):  # restored after the test
+        monkeypatch.setenv(var, "")
     monkeypatch.setattr(devices, "usable_cpus", lambda: 1)
     assert devices.use_cpu_threads(4) == 1 and os.environ["TVM_NUM_THREADS"] == "1"  # a built-for-4 artifact
+    assert os.environ["TVM_BIND_THREADS"] == "" and not devices.threads_fixed_by_user()  # "" is the user's
+    monkeypatch.setattr(devices, "usable_cpus", lambda: 2)  # a child process inherits our choice...
+    assert devices.use_cpu_threads(4) == 2  # ...and sizes its own pool (e.g. outside the quota)
     monkeypatch.setenv("TVM_NUM_THREADS", "3")  # the documented override wins
-    assert devices.use_cpu_threads(4) == 3
+    assert devices.threads_fixed_by_user() and devices.use_cpu_threads(4) == 3
+    monkeypatch.delenv("TVM_BIND_THREADS")
+    devices.use_cpu_threads(4)
+    assert os.environ["TVM_BIND_THREADS"] == "0"  # unbound unless the user binds them

@@ -234,20 +234,36 @@ def usable_cpus(cgroup_root: str = "/sys/fs/cgroup", proc_cgroup: str = "/proc/s
     return max(1, n)
 
 
+#: Set beside ``TVM_NUM_THREADS`` when :func:`use_cpu_threads` chose the value (not the user), so
+#: a child process (a benchmark's measuring process, perhaps inside a CPU quota) sizes its own pool.
+CHOSEN_THREADS = "TVM_PARTITION_CHOSEN_THREADS"
+
+
+def threads_fixed_by_user() -> bool:
+    """Whether ``TVM_NUM_THREADS`` is the user's (the documented override), not :func:`use_cpu_threads`'s."""
+    value = os.environ.get("TVM_NUM_THREADS")
+    return bool(value) and value != os.environ.get(CHOSEN_THREADS)
+
+
 def use_cpu_threads(n: int | None = None) -> int:
     """Size TVM's CPU thread pool to ``n`` workers, at most :func:`usable_cpus` (default: all of
-    them), unless ``TVM_NUM_THREADS`` says otherwise (the documented override). Every process that
-    times or runs kernels calls this first, so profiles, kernel benchmarks and deployed artifacts
-    run with the same pool. Returns the pool size in effect.
+    them), unless the user's ``TVM_NUM_THREADS`` says otherwise (the documented override), and let
+    the workers float (``TVM_BIND_THREADS=0``, unless the user set it). Every process that times or
+    runs kernels calls this first, so profiles, kernel benchmarks and deployed artifacts run with
+    the same pool. Returns the pool size in effect.
 
     Through ``TVM_NUM_THREADS``, which TVM reads when its thread pool starts (the first parallel
-    kernel of the process). Not ``runtime.config_threadpool``, and not TVM's default either: both
-    pin the workers to cores, which measured 1.4-2x slower on the 2-core build machine (gru, tuned
-    CPU build end to end: 15.3 ms against 6-7 ms; BERT-tiny's matmul+GELU kernel: 23 ms against
-    16 ms, 2026-11-23)."""
-    if not os.environ.get("TVM_NUM_THREADS"):
+    kernel of the process). Unbound because TVM otherwise pins each worker to a core (and the
+    calling thread to core 0) whatever ``TVM_NUM_THREADS`` says, and a worker pinned to the core a
+    busy neighbour runs on waits for it at every parallel kernel's barrier: lstm (seq 10, CPU build,
+    ``run --repeat 200``) beside one busy process, pinned, p90 100-144 ms in 2 of 4 runs against a
+    quiet 0.58 ms, median 109 ms in a bench row; unbound 0.61-0.64 ms in 4 of 4 runs, quiet
+    latency unchanged (0.55 ms both; issue 21, 2026-11-24). Unbound also lets
+    :class:`tvm_partition.runtime.threads.Governor` resize the pool while it runs."""
+    os.environ.setdefault("TVM_BIND_THREADS", "0")
+    if not threads_fixed_by_user():
         usable = usable_cpus()
-        os.environ["TVM_NUM_THREADS"] = str(min(int(n or usable), usable))
+        os.environ["TVM_NUM_THREADS"] = os.environ[CHOSEN_THREADS] = str(min(int(n or usable), usable))
     try:
         return int(os.environ["TVM_NUM_THREADS"])
     except ValueError:  # TVM's own reading of a malformed value decides

@@ -120,7 +120,8 @@ def run_bundle(bundle: str, out: str | None, done: set | None = None, progress=N
     time evaluator runs there, so RPC latency is not in the figures); copies are not timed over
     RPC (a Python-timed copy would measure the network). ``fingerprint`` names the machine the
     results belong to (default: this one)."""
-    use_cpu_threads()  # before the first kernel starts TVM's thread pool
+    threads = use_cpu_threads()  # before the first kernel starts TVM's thread pool
+    pool = {"threads": threads} if session is None else {}  # what the times were priced with (remote: its own)
     import tvm
 
     with open(os.path.join(bundle, "bundle.json"), encoding="utf-8") as f:
@@ -154,7 +155,8 @@ def run_bundle(bundle: str, out: str | None, done: set | None = None, progress=N
                 progress(sid)
             stats = [time_kernel(lib, n, lib_spec["kernels"][n]["args"], dev) for n in names]
             line = {"id": sid, "mean_us": sum(s[0] for s in stats), "fingerprint": fp,
-                    "std_us": sum(s[1] ** 2 for s in stats) ** 0.5, "repeats": min((s[2] for s in stats), default=0)}
+                    "std_us": sum(s[1] ** 2 for s in stats) ** 0.5, "repeats": min((s[2] for s in stats), default=0),
+                    **pool}
             emit(line)
             count += 1
     for launch in spec.get("launches", []) if session is None else []:
@@ -164,7 +166,7 @@ def run_bundle(bundle: str, out: str | None, done: set | None = None, progress=N
         if progress:
             progress(launch["id"])
         mean, std, n = time_launches(os.path.join(bundle, launch["file"]), launch["kernels"], dev)
-        emit({"id": launch["id"], "mean_us": mean, "std_us": std, "repeats": n, "fingerprint": fp})
+        emit({"id": launch["id"], "mean_us": mean, "std_us": std, "repeats": n, "fingerprint": fp, **pool})
         count += 1
     for c in spec.get("copies", []) if session is None else []:
         if c["id"] in done:

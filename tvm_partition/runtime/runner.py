@@ -14,10 +14,13 @@ import numpy as np
 from . import artifact
 from ..devices import check_local, use_cpu_threads
 from ..inputs import random_input
+from .threads import governor
 
 
 class Runner:
     """A loaded artifact: weights already transformed and copied to their devices."""
+
+    governor = None  # a remote runner's pool is the server's
 
     def __init__(self, art_dir: str):
         import tvm
@@ -37,6 +40,8 @@ class Runner:
         #: CPU threads this process runs with: the build's, fewer where this process may use fewer
         #: CPUs (affinity, cgroup quota) or TVM_NUM_THREADS says so (:func:`devices.use_cpu_threads`)
         self.threads = use_cpu_threads(self.manifest.get("num_threads"))
+        #: resizes the pool to the CPUs other processes leave free (None: the pool keeps its size)
+        self.governor = governor(self.threads)
         self.lib = self.tvm.runtime.load_module(f"{self.art_dir}/model.so")
         self.host = self.devices[0].tvm_device()
         self.vm = rvm.VirtualMachine(self.lib, [d.tvm_device() for d in self.devices])
@@ -68,7 +73,12 @@ class Runner:
             args.append(self.tvm.runtime.tensor(x, device=self.host))
         return args
 
+    def _ready(self) -> None:
+        if self.governor is not None:
+            self.governor.poll()
+
     def run(self, inputs: dict[str, np.ndarray]) -> list[np.ndarray]:
+        self._ready()
         return [o.numpy() for o in self._outputs(self.main(*self._args(inputs), *self.params))]
 
     def _outputs(self, out) -> list:
@@ -78,9 +88,11 @@ class Runner:
         """Wall time of ``repeat`` end-to-end runs in microseconds (outputs return to the host)."""
         args = self._args(inputs)
         for _ in range(warmup):
+            self._ready()
             self.main(*args, *self.params)
         times = []
         for _ in range(repeat):
+            self._ready()
             t0 = time.perf_counter()
             self.main(*args, *self.params)
             times.append((time.perf_counter() - t0) * 1e6)
@@ -154,8 +166,9 @@ def write_outputs(path: str | None, outs: list[np.ndarray]) -> None:
 
 
 def latency_stats(times_us: list[float]) -> dict:
-    """``{"median_us", "p90_us"}`` of end-to-end times (:meth:`Runner.time`)."""
-    return {"median_us": float(np.median(times_us)), "p90_us": float(np.percentile(times_us, 90))}
+    """``{"median_us", "p90_us", "p99_us"}`` of end-to-end times (:meth:`Runner.time`)."""
+    return {"median_us": float(np.median(times_us)), "p90_us": float(np.percentile(times_us, 90)),
+            "p99_us": float(np.percentile(times_us, 99))}
 
 
 def latency_line(times_us: list[float]) -> str:

@@ -1,0 +1,67 @@
+"""The thread pool follows the load (issue 21 item 2): :class:`tvm_partition.runtime.threads.Governor`
+sizes TVM's pool to the CPUs other processes leave free. Oracles: scripted ``/proc`` readings, and
+the real machine with a busy process of the test's own pinned beside it."""
+
+import os
+import subprocess
+import sys
+import time
+
+import pytest
+
+from tvm_partition.runtime import threads
+
+
+def _scripted(monkeypatch, readings):
+    """Feed the governor ``(busy, total, own)`` tick readings, one per reading taken."""
+    it = iter(readings)
+    current = {}
+
+    def cpu_lines(cpus):
+        current["r"] = next(it)
+        return current["r"][0], current["r"][1]
+
+    monkeypatch.setattr(threads, "_cpu_lines", cpu_lines)
+    monkeypatch.setattr(threads, "_own_ticks", lambda: current["r"][2])
+
+
+def test_the_pool_leaves_the_cpus_others_use_and_takes_them_back(monkeypatch):
+    # two CPUs, 100 ticks each per interval: (busy, total, ours) since boot
+    _scripted(monkeypatch, [(0, 0, 0),
+                            (100, 200, 0),      # a neighbour used one CPU, we nothing: one left
+                            (300, 400, 100),    # we used one, the neighbour the other: still one left
+                            (340, 600, 140),    # the neighbour is gone (we used 40 ticks)
+                            (540, 800, 340)])   # we used both CPUs ourselves: that is no neighbour
+    sizes = []
+    gov = threads.Governor(2, sizes.append, cpus={0, 1}, interval_s=0.0)
+    assert [gov.poll() for _ in range(4)] == [1, 1, 2, 2]
+    assert sizes == [1, 2]  # TVM is called only when the size changes
+
+
+def test_the_pool_never_grows_past_its_start_nor_below_one(monkeypatch):
+    _scripted(monkeypatch, [(0, 0, 0), (0, 800, 0), (800, 1600, 0)])  # 8 idle CPUs, then 8 busy ones
+    sizes = []
+    gov = threads.Governor(3, sizes.append, cpus=set(range(8)), interval_s=0.0)
+    assert gov.poll() == 3 and gov.poll() == 1 and sizes == [1]
+
+
+def test_readings_are_spaced(monkeypatch):
+    _scripted(monkeypatch, [(0, 0, 0)])  # a second reading would raise StopIteration
+    gov = threads.Governor(2, lambda n: None, cpus={0, 1}, interval_s=60.0)
+    assert gov.poll() == 2
+
+
+@pytest.mark.skipif(not os.path.exists("/proc/stat") or len(os.sched_getaffinity(0)) < 2,
+                    reason="needs /proc and two CPUs")
+def test_a_busy_neighbour_on_the_real_machine_takes_a_thread():
+    cpus = sorted(os.sched_getaffinity(0))[:2]
+    busy = subprocess.Popen(["taskset", "-c", str(cpus[1]), sys.executable, "-c", "while True: pass"])
+    try:
+        time.sleep(0.3)
+        sizes = []
+        gov = threads.Governor(2, sizes.append, cpus=set(cpus), interval_s=0.2)
+        time.sleep(0.5)
+        assert gov.poll() == 1 and sizes == [1]
+    finally:
+        busy.kill()
+        busy.wait()
