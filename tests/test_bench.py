@@ -278,7 +278,7 @@ def test_a_row_is_the_median_over_fresh_processes(monkeypatch):
     medians = iter([5.0, 1.0, 3.0])
     calls = []
 
-    def fake(art, repeat, timeout_s=None):
+    def fake(art, repeat, timeout_s=None, preexec=None):
         calls.append(repeat)
         m = next(medians)
         return {"measured_median_us": m, "measured_p90_us": 10 * m, "repeat": repeat, "machine": "x"}
@@ -289,7 +289,7 @@ def test_a_row_is_the_median_over_fresh_processes(monkeypatch):
     assert res["measured_median_us"] == 3.0 and res["measured_p90_us"] == 30.0
     assert res["process_medians_us"] == [1.0, 3.0, 5.0]
     calls.clear()
-    monkeypatch.setattr(bench_runtime, "measure_process", lambda art, repeat, t=None: calls.append(repeat) or
+    monkeypatch.setattr(bench_runtime, "measure_process", lambda art, repeat, t=None, pre=None: calls.append(repeat) or
                         {"measured_median_us": 2.0, "measured_p90_us": 2.0, "repeat": repeat})
     assert bench_runtime.measure_isolated("art", 3)["process_medians_us"] == [2.0] and calls == [3]
 
@@ -304,7 +304,7 @@ def test_paired_ratios_are_taken_within_each_round(monkeypatch, tmp_path):
     speed = {"a": 100.0, "b": 120.0}
     calls = []
 
-    def fake(art, repeat, timeout_s=None):
+    def fake(art, repeat, timeout_s=None, preexec=None):
         calls.append(art)
         slow = 2.0 if len(calls) > 2 else 1.0  # the second round runs on a machine twice as slow
         return {"measured_median_us": speed[art] * slow}
@@ -429,3 +429,29 @@ def test_onnxruntime_row_in_a_bundle(tmp_path):
     rc, text, err = run_bench("--import", bundle, "--out", res)
     (row,) = rows_of(res)
     assert rc == 0 and row["strategy"] == "onnxruntime" and row["measured_median_us"] > 0, err
+
+
+def test_rows_measured_under_load_report_their_tails(tmp_path):
+    """bench --load N / --cpu-quota F (issue 21 item 3): each row measured quiet and under each
+    condition in the same run; a rerun skips it only if every condition asked for was measured."""
+    from test_load import _writable_cgroup
+
+    quota = ["--cpu-quota", "1"] if _writable_cgroup() else []
+    rc, text, err = run_bench(*LSTM, "--strategies", "cpu", "--load", "1", "--out", tmp_path)
+    assert rc == 0, err
+    row = rows_of(tmp_path)[0]
+    assert set(row["under"]) == {"load 1"} and 0 < row["measured_p90_us"] <= row["measured_p99_us"]
+    tails = row["under"]["load 1"]
+    assert 0 < tails["median_us"] <= tails["p90_us"] <= tails["p99_us"] and len(tails["process_medians_us"]) == 1
+    assert "quiet and under load" in text and "load 1: median" in text
+    rc, _, err = run_bench(*LSTM, "--strategies", "cpu", "--load", "1", "--out", tmp_path)
+    assert rc == 0 and "done before, skipped" in err
+    if quota:
+        rc, _, err = run_bench(*LSTM, "--strategies", "cpu", *quota, "--out", tmp_path)
+        assert rc == 0 and "done before" not in err, err
+        assert set(rows_of(tmp_path)[0]["under"]) == {"quota 1"}
+
+
+def test_load_needs_this_machine(tmp_path):
+    rc, _, err = run_bench(*LSTM, "--load", "1", "--export-bundle", tmp_path / "b")
+    assert rc == 2 and "--load and --cpu-quota measure on this machine" in err and "Traceback" not in err

@@ -18,6 +18,10 @@ The reference rows ``tvm-cpu`` and ``onnxruntime`` have no plan (``predicted_us`
 None); ``onnxruntime`` has no TVM kernels either (``tuned_kernels`` None) and records
 ``max_abs_err_vs_ort``, how far its outputs are from TVM's unpartitioned model's on the same inputs.
 
+A row measured with ``bench --load N`` / ``--cpu-quota F`` (:mod:`tvm_partition.bench.load`) also
+has ``under``: ``{condition name: {median_us, p90_us, p99_us, process_medians_us}}``, measured right
+after its quiet figures; :func:`summary` then adds a table of the tails.
+
 Both files are rewritten (atomically) after every row, so a killed run keeps every finished row.
 """
 
@@ -35,7 +39,8 @@ RESULTS_CSV = "results.csv"
 FIELDS = ("model", "config", "devices", "strategy", "measured_median_us", "measured_p90_us", "predicted_us",
           "plan_s", "compile_s", "device_names", "ideal_us", "error", "chosen", "tuned_kernels", "transferred_kernels",
           "default_compute_kernels",
-          "repeat", "machine", "date", "command", "process_medians_us", "max_abs_err_vs_ort")
+          "repeat", "machine", "date", "command", "process_medians_us", "max_abs_err_vs_ort", "measured_p99_us",
+          "under")
 #: The strategies that place everything on one device: the "best single device" of a speedup.
 SINGLE_DEVICE = ("cpu", "gpu")
 
@@ -192,14 +197,42 @@ def config_label(config: dict) -> str:
     return " ".join(f"{k}={v}" for k, v in sorted(config.items())) or "defaults"
 
 
+def condition_names(rows: list[dict]) -> list[str]:
+    """The conditions any of ``rows`` was measured under besides the quiet machine, first seen first."""
+    return list(dict.fromkeys(name for r in rows for name in r.get("under", {})))
+
+
+def tail_rows(rows: list[dict]) -> list[tuple[str, ...]]:
+    """Per row: strategy, then median / p90 / p99 in ms quiet and under each condition, then the
+    worst p90 / median ratio over the conditions."""
+    names = condition_names(rows)
+    out = [("strategy", "quiet median", "p90", "p99", *[f"{n}: {c}" if c == "median" else c
+                                                         for n in names for c in ("median", "p90", "p99")],
+            "worst p90/median")]
+    for r in rows:
+        if not measured(r):
+            continue
+        runs = [{"median_us": r["measured_median_us"], "p90_us": r.get("measured_p90_us"),
+                 "p99_us": r.get("measured_p99_us")}] + [r.get("under", {}).get(n, {}) for n in names]
+        ratios = [u["p90_us"] / u["median_us"] for u in runs if u.get("median_us") and u.get("p90_us")]
+        out.append((r["strategy"], *[_ms(u.get(k)) for u in runs for k in ("median_us", "p90_us", "p99_us")],
+                    f"{max(ratios):.2f}x" if ratios else "-"))
+    return out
+
+
+def _text_table(cells: list[tuple[str, ...]]) -> list[str]:
+    widths = [max(len(c[i]) for c in cells if len(c[i]) < 40) for i in range(len(cells[0]))]
+    return ["  " + "  ".join(c.ljust(w) if i == 0 else c.rjust(w) for i, (c, w) in enumerate(zip(cell, widths)))
+            .rstrip() for cell in cells]
+
+
 def summary(rows: list[dict]) -> str:
-    """Per model and setting, a text table of the strategies (speedup: over the best of cpu / gpu)."""
+    """Per model and setting, a text table of the strategies (speedup: over the best of cpu / gpu),
+    and one of the tails where rows were measured under load (:func:`tail_rows`)."""
     blocks = []
     for (devices, model, _), rs in groups(rows).items():
-        cells = [HEAD] + table_rows(rs)
-        widths = [max(len(c[i]) for c in cells if len(c[i]) < 40) for i in range(len(HEAD))]
-        lines = [f"{model} ({config_label(rs[0]['config'])}) on {devices}"]
-        lines += ["  " + "  ".join(c.ljust(w) if i == 0 else c.rjust(w) for i, (c, w) in enumerate(zip(cell, widths)))
-                  .rstrip() for cell in cells]
+        lines = [f"{model} ({config_label(rs[0]['config'])}) on {devices}"] + _text_table([HEAD] + table_rows(rs))
+        if condition_names(rs):
+            lines += ["  latency (ms) quiet and under load:"] + _text_table(tail_rows(rs))
         blocks.append("\n".join(lines))
     return "\n\n".join(blocks)

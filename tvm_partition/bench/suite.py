@@ -44,7 +44,7 @@ import sys
 import tempfile
 import time
 
-from . import ops as bench_ops, ort as bench_ort
+from . import load as bench_load, ops as bench_ops, ort as bench_ort
 from .. import flags
 from ..devices import usable_cpus
 from . import results
@@ -91,6 +91,12 @@ def parser():
     flags.add_tuning_logs(ap)
     ap.add_argument("--no-tuning", action="store_true", help="build without the tuning database")
     flags.add_time_limit(ap, "milp: solver seconds (default 10)")
+    ap.add_argument("--load", type=flags.at_least(0), default=0, metavar="N",
+                    help="measure every row again beside N busy processes (started and stopped here) and report "
+                         "median, p90 and p99 beside the quiet run")
+    ap.add_argument("--cpu-quota", type=flags.positive(float), metavar="F",
+                    help="measure every row again inside a cgroup limited to F CPUs (created and removed here; "
+                         "needs a writable cgroup cpu controller, e.g. root)")
     ap.add_argument("--timeout", type=flags.positive(float), default=1800, metavar="S",
                     help="seconds to measure one artifact (default 1800)")
     flags.add_threads(ap, "CPU threads the runner uses (default: all cores here; give the measuring machine's "
@@ -195,6 +201,7 @@ class Bench:
     export: str | None = None
     keep: bool = False
     threads: int | None = None
+    conditions: list = dataclasses.field(default_factory=list)  # bench_load.Condition: measured too
     shared_params: dict = dataclasses.field(default_factory=dict)  # bundle: sha256 -> params.npz
 
     def compile(self, model, strategy: str, plan=None, cost_model=None):
@@ -288,6 +295,8 @@ class Bench:
                 row.update(id=results.row_id(row), artifact=os.path.relpath(art, self.export))
                 return row
             row.update(measure_isolated(art, self.repeat, self.timeout))
+            if "error" not in row and self.conditions:
+                row["under"] = self.measure_under(art)
         except Exception as e:  # noqa: BLE001 - a failing strategy is a row, never the end of the run
             row["error"] = f"{type(e).__name__}: {(str(e).strip().splitlines() or [''])[0][:300]}"
         finally:
@@ -296,6 +305,19 @@ class Bench:
         row.setdefault("machine", fingerprint_id())
         row.setdefault("date", time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()))
         return row
+
+
+    def measure_under(self, art: str) -> dict:
+        """The artifact measured again under each of :attr:`conditions`: ``{name: {median_us,
+        p90_us, p99_us, process_medians_us} or {error}}``."""
+        out = {}
+        for cond in self.conditions:
+            with bench_load.applied(cond) as enter:
+                res = measure_isolated(art, self.repeat, self.timeout, enter)
+            out[cond.name] = {"error": res["error"]} if "error" in res else {
+                k.replace("measured_", ""): res.get(k) for k in
+                ("measured_median_us", "measured_p90_us", "measured_p99_us", "process_medians_us")}
+        return out
 
 
 def default_compute_kernels(module, labels: dict[str, str]) -> int:
@@ -350,12 +372,20 @@ def run(args, out: str) -> tuple[list[tuple], int]:
     tuning_db = None if args.no_tuning else local_database(args.tuning_logs)
     cost_model, note = default_cost_model(devices, args.tuning_logs)
     command = "python -m tvm_partition bench " + shlex.join(args.argv)
+    conditions = bench_load.conditions(args.load, args.cpu_quota)
+    if conditions and args.export_bundle:
+        raise BenchError("--load and --cpu-quota measure on this machine; a bundle is measured elsewhere")
+    if args.cpu_quota:
+        with bench_load.quota(args.cpu_quota):  # refuse here, before hours of rows, if it cannot be set up
+            pass
     existing = _bundle_rows(args.export_bundle) if args.export_bundle else results.load(out)
-    done = {results.row_key(r) for r in existing if ("artifact" in r if args.export_bundle else results.measured(r))}
+    done = {results.row_key(r) for r in existing if ("artifact" in r if args.export_bundle else results.measured(r))
+            and all(c.name in r.get("under", {}) for c in conditions)}
     artifacts = (os.path.join(args.export_bundle, "artifacts") if args.export_bundle
                  else args.artifacts or tempfile.mkdtemp(prefix="tvmp-bench-"))
     bench = Bench(devices, label, cost_model, tuning_db, args.repeat, args.timeout, args.time_limit, command,
-                  artifacts, args.export_bundle, keep=bool(args.artifacts), threads=args.threads)
+                  artifacts, args.export_bundle, keep=bool(args.artifacts), threads=args.threads,
+                  conditions=conditions)
     if args.export_bundle:
         start_bundle(args.export_bundle)
     rows, keys, failed = existing, [], 0
@@ -363,7 +393,8 @@ def run(args, out: str) -> tuple[list[tuple], int]:
         def say(line: str) -> None:
             bar.write(line, file=sys.stderr)
 
-        say(f"{len(todo)} model settings x {len(names)} strategies on {label}; {note}; "
+        say(f"{len(todo)} model settings x {len(names)} strategies on {label}"
+            + "".join(f", then {c.name}" for c in conditions) + f"; {note}; "
                   + (f"bundle {args.export_bundle}" if args.export_bundle else f"results {out}"))
         for name, opts in todo:
             try:
