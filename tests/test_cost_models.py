@@ -123,6 +123,9 @@ def test_profile_times_every_op_axis_and_copy_then_resumes(profiled):
     batch = {r["size"] for r in ops if r["dim_name"] == "batch"}
     assert 1024 in batch  # EOP samples batch 1..1024, beyond the model's own batch of 4
     assert all(r["mean_us"] > 0 and r["repeats"] >= 1 for r in log.records)
+    from tvm_partition.devices import usable_cpus
+
+    assert ProfiledCostModel(folder, devices).threads == [usable_cpus()]  # the pool every kernel was timed with
     comms = {(r["comm"], r["src"], r["dst"]) for r in log.comms()}
     assert {("copy", "cpu", "cpu"), ("slice", "cpu", "cpu"), ("concat", "cpu", "cpu"), ("launch", "cpu", "cpu")} <= comms
     [launch] = [r["mean_us"] for r in log.comms() if r["comm"] == "launch"]

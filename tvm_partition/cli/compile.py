@@ -54,6 +54,7 @@ class Compiled:
     num_threads: int = dataclasses.field(default_factory=usable_cpus)
     simulation: object = None  # simulate.Simulation of the plan on the planning cost model
     schedules: object = None  # tuning.Schedules the kernels were scheduled with (None: default schedules)
+    profile_threads: list = dataclasses.field(default_factory=list)  # CPU pools the cost model's samples ran on
 
     @property
     def tuned_kernels(self) -> list[str]:
@@ -87,6 +88,7 @@ class Compiled:
             "tuned_kernels": self.tuned_kernels,
             "kernel_schedules": self.kernel_schedules,
             "num_threads": self.num_threads,
+            "profile_threads": self.profile_threads,  # what the plan was priced with (the run's note compares)
             "compile_s": round(self.build.compile_s, 3),
         }
 
@@ -119,7 +121,8 @@ def compile_model(model, devices: list[DeviceSpec], strategy: str = "auto", plan
         schedules = _tune_plan(model, plan, g, tuning_db, tune_budget_s)
     result = build.build(model.mod, plan, g, schedules)
     return Compiled(model, g, plan, result, plan_s, schedules.path if schedules else None,
-                    num_threads or usable_cpus(), sim, schedules)
+                    num_threads or usable_cpus(), sim, schedules,
+                    list(getattr(planning.get("cost_model"), "threads", []) or []))
 
 
 def _tune_plan(model, plan: Plan, graph, tuning_db: str, budget_s: float):

@@ -112,6 +112,8 @@ class ProfiledCostModel(CostModel):
             self.names.setdefault(r["sig"], {"kind": r["kind"], "fused": r.get("fused", ""),
                                               "full_shape": r["full_shape"], "dims": {}})["dims"][int(r["dim"])] = \
                 r.get("dim_name", f"axis{r['dim']}")
+        #: the CPU pools the samples were timed with (older samples did not record it)
+        self.threads = sorted({int(r["threads"]) for r in self.log.ops() if r.get("threads")})
         #: the points each pattern is fitted on (see :func:`fit_records`)
         self.series = {key: [(int(r["size"]), float(r["mean_us"])) for r in fit_records(recs)]
                        for key, recs in by_series.items()}

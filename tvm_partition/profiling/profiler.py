@@ -174,8 +174,9 @@ def result_record(records: dict, res: dict) -> dict:
     """The log record of one timing result (``{"id", "mean_us", "std_us", "repeats", "fingerprint"}``)."""
     rec = dict(records[res["id"]], mean_us=float(res["mean_us"]), std_us=float(res["std_us"]),
                repeats=int(res["repeats"]))
-    if res.get("fingerprint"):
-        rec["fingerprint"] = res["fingerprint"]
+    for key in ("fingerprint", "threads"):  # threads: the CPU pool it was timed with
+        if res.get(key):
+            rec[key] = res[key]
     return rec
 
 
