@@ -193,6 +193,10 @@ def _quota_file(folder: str, v2: bool) -> float | None:
         return None
 
 
+#: The usual mount names of cgroup v1's cpu controller under the cgroup root.
+CGROUP_V1_CPU = ("cpu", "cpu,cpuacct", "cpuacct,cpu")
+
+
 def _cgroup_quota(root: str, proc_cgroup: str) -> float | None:
     """The tightest CPU quota, in CPUs, of this process's cgroup and its ancestors (cgroup v2, or
     v1's cpu controller under any of its usual mount names). None where no quota applies or nothing
@@ -207,7 +211,7 @@ def _cgroup_quota(root: str, proc_cgroup: str) -> float | None:
         if controllers == "":  # v2: one unified hierarchy
             bases, v2 = [root], True
         elif "cpu" in controllers.split(","):
-            bases, v2 = [os.path.join(root, c) for c in ("cpu", "cpu,cpuacct", "cpuacct,cpu")], False
+            bases, v2 = [os.path.join(root, c) for c in CGROUP_V1_CPU], False
         else:
             continue
         parts = [p for p in path.split("/") if p]

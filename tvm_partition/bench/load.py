@@ -23,6 +23,7 @@ import subprocess
 import sys
 import time
 
+from ..devices import CGROUP_V1_CPU
 from ..errors import TvmPartitionError
 
 #: A busy neighbour: spin until the deadline (argv[1] seconds) or until the parent is gone.
@@ -86,7 +87,7 @@ def _v2_root() -> str | None:
 
 
 def _v1_root() -> str | None:
-    for root in ("/sys/fs/cgroup/cpu", "/sys/fs/cgroup/cpu,cpuacct"):
+    for root in (os.path.join("/sys/fs/cgroup", name) for name in CGROUP_V1_CPU):
         if os.path.exists(os.path.join(root, "cpu.cfs_quota_us")):
             return root
     return None

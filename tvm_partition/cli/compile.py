@@ -88,7 +88,7 @@ class Compiled:
             "tuned_kernels": self.tuned_kernels,
             "kernel_schedules": self.kernel_schedules,
             "num_threads": self.num_threads,
-            "profile_threads": self.profile_threads,  # what the plan was priced with (the run's note compares)
+            "profile_threads": self.profile_threads,  # the pools the plan's cost model was timed with
             "compile_s": round(self.build.compile_s, 3),
         }
 

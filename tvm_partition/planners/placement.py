@@ -87,12 +87,13 @@ def _coarsened(problem: Problem, time_limit: float, warm: Result, coarsen_above:
     left = time_limit - (time.perf_counter() - t0)
     if c.problem.graph.number_of_nodes() > coarsen_above:
         coarse = solve_dominators(c.problem, left)
-    elif left < setup_seconds(c.problem):  # no time to solve the coarse graph: its warm start
-        coarse = _better(c.project(warm), best_heuristic(c.problem), c.problem)
     else:
-        groups = colocation_groups(c.problem) if colocate else None
-        coarse = solve_milp(c.problem, left, hint=_better(c.project(warm), best_heuristic(c.problem), c.problem),
-                            colocate=groups)
+        hint = _better(c.project(warm), best_heuristic(c.problem), c.problem)
+        if left < setup_seconds(c.problem):  # no time to solve the coarse graph: its warm start
+            coarse = hint
+        else:
+            groups = colocation_groups(c.problem) if colocate else None
+            coarse = solve_milp(c.problem, left, hint=hint, colocate=groups)
     placement = c.expand(coarse.placement)
     pos = {v: i for i, v in enumerate(problem.topo_order())}
     first = {v: coarse.schedule[g][0] for g, vs in c.members.items() for v in vs}
