@@ -11,22 +11,35 @@ cost model's list schedule (:mod:`tvm_partition.planners.simulate`), so every pl
 from __future__ import annotations
 
 from ..plan import Plan, PlanError, Split
-from .simulate import simulate
-from .auto import plan_auto
-from .placement import STRATEGY_NAMES, plan_placement
-from .registry import STRATEGIES as _REGISTERED
 
-STRATEGIES = dict(_REGISTERED, auto=plan_auto)
 
-#: Strategies that split ops over a CPU and an accelerator, then the placement ones.
-NAMES = tuple(STRATEGIES)
+def _strategies() -> dict:
+    """``STRATEGIES``, built once on first use: the registry's planners and the simulator import
+    TVM (1.4 s of the 2.0 s ``place`` spent importing here), which the placement modules of this
+    package never need (``place``'s time limit counts from the process's start)."""
+    if "STRATEGIES" not in globals():
+        from .auto import plan_auto
+        from .registry import STRATEGIES as registered
+
+        strategies = dict(registered, auto=plan_auto)
+        # NAMES: the strategies that split ops over a CPU and an accelerator, then the placement ones
+        globals().update(STRATEGIES=strategies, NAMES=tuple(strategies))
+    return globals()["STRATEGIES"]
+
+
+def __getattr__(name: str):
+    if name in ("STRATEGIES", "NAMES"):
+        _strategies()
+        return globals()[name]
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def plan_with(strategy: str, graph, devices, cost_model=None) -> Plan:
+    strategies = _strategies()
     try:
-        fn = STRATEGIES[strategy]
+        fn = strategies[strategy]
     except KeyError:
-        raise PlanError(f"unknown strategy {strategy!r}: choose one of {', '.join(STRATEGIES)}") from None
+        raise PlanError(f"unknown strategy {strategy!r}: choose one of {', '.join(strategies)}") from None
     return fn(graph, devices, cost_model)
 
 
@@ -37,6 +50,9 @@ def plan_and_simulate(graph, devices, strategy: str = "auto", plan_file=None, to
     :func:`tvm_partition.cost_models.default_cost_model`) prices the plan. ``topology`` /
     ``time_limit`` / ``split_ratios`` are for the placement strategies (milp...).
     ``predicted_latency_us`` is the simulated latency, whatever the strategy. Returns ``(plan, simulation)``."""
+    from .placement import STRATEGY_NAMES, plan_placement
+    from .simulate import simulate
+
     if cost_model is None:
         from ..cost_models import default_cost_model
 
