@@ -75,6 +75,31 @@ def test_round_trip(compiled):
     assert float(np.max(np.abs(outs[0] - ref[0]))) <= tolerance(ref)
 
 
+def test_params_file_depends_on_the_weights_alone(compiled, tmp_path):
+    """params.npz is the same bytes for the same weights (no time stamps, numpy's own .npy
+    format), and the manifest's recipe draws the zoo weights again with numpy alone."""
+    import io
+
+    from tvm_partition.inputs import draw_weights
+
+    c, art = compiled
+    arrays = [np.asarray(p) for p in c.model.params] + [np.zeros((), "int64"), np.arange(24.0).reshape(2, 3, 4).T]
+    artifact.write_params(str(tmp_path / "a.npz"), arrays)
+    artifact.write_params(str(tmp_path / "b.npz"), [a.copy() for a in arrays])
+    assert (tmp_path / "a.npz").read_bytes() == (tmp_path / "b.npz").read_bytes()
+    for a in arrays:  # each member is what numpy itself writes (format 1.0)
+        buf = io.BytesIO()
+        np.lib.format.write_array(buf, np.asarray(a, order="C"), version=(1, 0))
+        assert artifact.npy_bytes(a) == buf.getvalue()
+    with np.load(tmp_path / "a.npz") as z:
+        assert all(np.array_equal(z[f"p{i}"], a) for i, a in enumerate(arrays))
+    manifest = artifact.read_manifest(str(art))
+    drawn = draw_weights(manifest["weights"])
+    assert len(drawn) == len(c.model.params) and all(np.array_equal(a, b) for a, b in zip(drawn, c.model.params))
+    artifact.write_params(str(tmp_path / "again.npz"), drawn)
+    assert artifact.sha256(str(tmp_path / "again.npz")) == manifest["sha256"]["params.npz"]
+
+
 @pytest.mark.parametrize("damage,pattern", [
     ("flip-model", r"model\.so: checksum mismatch"),
     ("truncate-params", r"params\.npz: checksum mismatch"),

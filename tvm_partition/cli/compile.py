@@ -90,6 +90,9 @@ class Compiled:
             "num_threads": self.num_threads,
             "profile_threads": self.profile_threads,  # the pools the plan's cost model was timed with
             "compile_s": round(self.build.compile_s, 3),
+            # the seeded recipe of the first weights (zoo models; None otherwise): a machine with
+            # numpy alone can draw params.npz again and check it against its sha256 below
+            "weights": self.model.weights,
         }
 
     def save(self, out_dir: str) -> str:

@@ -19,6 +19,9 @@ class Model:
     params: list[np.ndarray]
     inputs: dict[str, np.ndarray]
     config: dict = dataclasses.field(default_factory=dict)
+    #: how the first weights were drawn (a zoo model: :func:`tvm_partition.inputs.draw_weights`'s
+    #: recipe); None where they were read or made otherwise
+    weights: dict | None = None
 
     @property
     def input_names(self) -> list[str]:

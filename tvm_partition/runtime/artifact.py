@@ -2,7 +2,7 @@
 
 ``DIR/model.so`` (the multi-device Relax VM executable), ``DIR/params.npz`` (the weights, in
 ``main``'s order; ``main_transform_params`` slices and copies them to their devices once at load
-time), ``DIR/plan.json`` and ``DIR/manifest.json`` (inputs/outputs with names, shapes and dtypes,
+time; written byte for byte the same for the same weights, :func:`write_params`), ``DIR/plan.json`` and ``DIR/manifest.json`` (inputs/outputs with names, shapes and dtypes,
 devices, targets, TVM version, hardware fingerprint, and the sha256 of every file).
 
 This module imports only numpy and the TVM *runtime* (lazily): an edge server needs no compiler.
@@ -13,7 +13,9 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import struct
 import time
+import zipfile
 
 import numpy as np
 
@@ -50,8 +52,7 @@ def _write(out_dir: str, *, executable, params: list, plan_json: dict, manifest:
     os.makedirs(out_dir, exist_ok=True)
     tmp = {name: os.path.join(out_dir, f".{name}.tmp") for name in FILES}
     executable.export_library(tmp["model.so"])
-    with open(tmp["params.npz"], "wb") as f:
-        np.savez(f, **{f"p{i}": np.asarray(p) for i, p in enumerate(params)})
+    write_params(tmp["params.npz"], params)
     with open(tmp["plan.json"], "w", encoding="utf-8") as f:
         json.dump(plan_json, f, indent=2)
         f.write("\n")
@@ -67,6 +68,36 @@ def _write(out_dir: str, *, executable, params: list, plan_json: dict, manifest:
         f.write("\n")
     os.replace(os.path.join(out_dir, f".{MANIFEST}.tmp"), os.path.join(out_dir, MANIFEST))
     return out_dir
+
+
+#: The fixed fields of every member of a params.npz (:func:`write_params`): the zip format's
+#: earliest date, stored (random weights do not compress), Unix, rw-------.
+_ZIP_DATE = (1980, 1, 1, 0, 0, 0)
+_NPY_MAGIC = b"\x93NUMPY\x01\x00"
+
+
+def npy_bytes(a: np.ndarray) -> bytes:
+    """``a`` as a version 1.0 ``.npy`` file, header written here (the dict numpy writes, padded with
+    spaces to a multiple of 64 bytes), so the bytes do not depend on the numpy version."""
+    a = np.asarray(a, order="C")  # (np.ascontiguousarray makes a 0-d array 1-d)
+    header = "{'descr': %r, 'fortran_order': False, 'shape': %r, }" % (np.lib.format.dtype_to_descr(a.dtype),
+                                                                     tuple(int(d) for d in a.shape))
+    pad = -(len(_NPY_MAGIC) + 2 + len(header) + 1) % 64
+    header = (header + " " * pad + "\n").encode("latin1")
+    return _NPY_MAGIC + struct.pack("<H", len(header)) + header + a.tobytes()
+
+
+def write_params(path: str, params: list) -> None:
+    """Write the weights as ``params.npz`` (members ``p0.npy``, ``p1.npy``... that ``np.load``
+    reads) whose bytes depend on the weights alone: no time stamps, no numpy or Python version in
+    them. The same weights give the same file and the same sha256 on any machine, so a file drawn
+    again from a seed elsewhere (``manifest["weights"]``) is checked against the manifest like a
+    copied one, and identical weights of two artifacts are one file in a bundle."""
+    with zipfile.ZipFile(path, "w", zipfile.ZIP_STORED, allowZip64=True) as z:
+        for i, p in enumerate(params):
+            info = zipfile.ZipInfo(f"p{i}.npy", date_time=_ZIP_DATE)
+            info.create_system, info.external_attr = 3, 0o600 << 16
+            z.writestr(info, npy_bytes(np.asarray(p)))
 
 
 def read_manifest(art_dir: str) -> dict:

@@ -37,6 +37,7 @@ from tvm import relax
 from tvm.relax.frontend import nn
 
 from ..model import Model
+from ...inputs import draw_weights
 
 __all__ = ["NAMES", "OPS", "ZooModel", "build", "options", "relax_ops"]
 
@@ -211,7 +212,8 @@ def export_model(
 
     ``input_specs`` maps each data input name to ``(shape, dtype)``; ``make_inputs`` draws
     example inputs with the same names/shapes/dtypes from the generator it is given.
-    Weights come from ``seed``'s first child stream, inputs from its second.
+    Weights come from ``seed``'s first child stream (:func:`tvm_partition.inputs.draw_weights`, whose
+    recipe the model keeps as ``weights``), inputs from its second.
     """
     spec = {key: nn.spec.Tensor(list(shape), dtype) for key, (shape, dtype) in input_specs.items()}
     exported, named_params = model.export_tvm(spec={"forward": spec})
@@ -224,24 +226,16 @@ def export_model(
     assert input_names == list(input_specs), (input_names, list(input_specs))
     assert param_names == [n for n, _ in named_params], "weight order mismatch"
 
-    param_ss, input_ss = np.random.SeedSequence(seed).spawn(2)
-    rng = np.random.default_rng(param_ss)
-    params = []
-    for pname, p in named_params:
-        mean, std = p.attrs["zoo_init"]
-        shape = tuple(int(d) for d in p.shape)
-        value = rng.standard_normal(shape, dtype=np.float32)
-        value *= np.float32(std)
-        if mean:
-            value += np.float32(mean)
-        assert p.dtype == "float32", pname
-        params.append(value)
-
+    assert all(p.dtype == "float32" for _, p in named_params), "zoo weights are float32"
+    recipe = {"seed": int(seed), "specs": [[[int(d) for d in p.shape], *map(float, p.attrs["zoo_init"])]
+                                           for _, p in named_params]}
+    params = draw_weights(recipe)
+    _, input_ss = np.random.SeedSequence(seed).spawn(2)
     inputs = make_inputs(np.random.default_rng(input_ss))
     assert list(inputs) == input_names
     for key, (shape, dtype) in input_specs.items():
         assert inputs[key].shape == tuple(shape) and inputs[key].dtype == np.dtype(dtype), key
-    return ZooModel(name=name, mod=mod, params=params, inputs=inputs, config=dict(config))
+    return ZooModel(name=name, mod=mod, params=params, inputs=inputs, config=dict(config), weights=recipe)
 
 
 def _rename_to_main(mod: tvm.IRModule) -> tvm.IRModule:
