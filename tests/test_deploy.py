@@ -151,6 +151,30 @@ def test_runtime_only_load_in_subprocess(compiled):
     assert abs(float(re.search(r"sum (\S+)", proc.stdout).group(1)) - expected) < 1e-4
 
 
+def test_runtime_only_tvm_loads_cuda_only_when_asked():
+    """The TVM fact devices.load_cuda_runtime works around: under TVM_USE_RUNTIME_LIB=1 ``import
+    tvm`` loads no CUDA runtime, so no GPU is seen and no CUDA module loads; load_cuda_runtime
+    loads it where the machine has CUDA, and says which library is missing where it does not."""
+    code = (
+        "import json, tvm\n"
+        "from tvm.base import _LOADED_LIBS\n"
+        "before = 'tvm_runtime_cuda' in _LOADED_LIBS\n"
+        "from tvm_partition.devices import load_cuda_runtime\n"
+        "res = load_cuda_runtime()\n"
+        "print(json.dumps([before, res, bool(tvm.cuda(0).exist), 'tvm_runtime_cuda' in _LOADED_LIBS]))\n"
+    )
+    env = dict(os.environ, TVM_USE_RUNTIME_LIB="1", PYTHONPATH=REPO)
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, cwd=REPO, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    before, res, exists, after = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert before is False  # TVM itself left it out
+    assert res["loaded"] == after
+    if res["loaded"]:
+        assert res["libraries"]["libtvm_runtime_cuda"].endswith("libtvm_runtime_cuda.so")
+    else:  # no CUDA here: one line naming what is missing, and no GPU seen
+        assert re.fullmatch(r"TVM's CUDA runtime does not load: lib\S+ not found", res["error"]) and not exists
+
+
 def test_bundle_has_no_compiler(bundle):
     names = {f for _, _, fs in os.walk(bundle) for f in fs}
     assert "libtvm_runtime.so" in names and "libtvm_compiler.so" not in names

@@ -127,11 +127,77 @@ def parse_devices(text: str, *, gpu_arch: str = DEFAULT_GPU_ARCH, cpu_mcpu: str 
 def check_local(devices: list[DeviceSpec]) -> None:
     """Raise a clear DeviceError if a device of the set does not exist on this machine."""
     for d in devices:
-        if d.kind == "gpu" and not d.tvm_device().exist:
+        if d.kind == "gpu" and not (load_cuda_runtime()["loaded"] and d.tvm_device().exist):
+            why = load_cuda_runtime()["error"]
             raise DeviceError(
-                f"device {d.name!r} (CUDA GPU {d.index}) is not present on this machine: "
-                "run this artifact on a machine with an NVIDIA GPU, or compile for --devices cpu,cpu"
+                f"device {d.name!r} (CUDA GPU {d.index}) is not present on this machine"
+                + (f" ({why})" if why else "")
+                + ": run this artifact on a machine with an NVIDIA GPU, or compile for --devices cpu,cpu"
             )
+
+
+def _cuda_library_dirs() -> list[str]:
+    """Where a CUDA library may sit that the dynamic loader does not search: a toolkit (CUDA_HOME,
+    /usr/local/cuda), the driver's mount (/usr/local/nvidia) and NVIDIA's pip wheels
+    (``nvidia/*/lib`` of every ``sys.path`` entry: torch's CUDA runtime, cuda-toolkit)."""
+    import glob
+    import sys
+
+    homes = [os.environ.get(k) for k in ("CUDA_HOME", "CUDA_PATH")] + ["/usr/local/cuda", "/usr/local/nvidia"]
+    out = [os.path.join(h, sub) for h in homes if h for sub in ("lib64", "lib", "targets/x86_64-linux/lib")]
+    for entry in sys.path:
+        out += sorted(glob.glob(os.path.join(entry or ".", "nvidia", "*", "lib")))
+    return [d for d in dict.fromkeys(out) if os.path.isdir(d)]
+
+
+@functools.lru_cache(maxsize=None)
+def load_cuda_runtime() -> dict:
+    """Make this process's TVM able to use a CUDA GPU; returns ``{"loaded", "error", "libraries"}``
+    (``libraries``: what was loaded from where, for the record).
+
+    ``import tvm`` loads ``libtvm_runtime_cuda.so`` (TVM's CUDA device API and the loader of CUDA
+    modules) only with the compiler: under ``TVM_USE_RUNTIME_LIB=1`` (an edge server, a bundle)
+    ``tvm/backend/_autoload_backends.py`` loads no backend, so ``tvm.cuda(0).exist`` is False and
+    a CUDA artifact fails to load ("a loader of that name is not registered"), GPU or not. This
+    loads it as TVM itself does (``load_lib_ctypes``, beside ``libtvm_runtime.so``), after the
+    CUDA runtime it links (``libcudart.so.N``, N read from the library) and the driver
+    (``libcuda.so.1``) where the dynamic loader would not find them alone (:func:`_cuda_library_dirs`):
+    once loaded under their sonames, they satisfy its dependencies. With the compiler, TVM has
+    already tried; a load that failed there (no CUDA runtime) is tried again here, once."""
+    import ctypes
+    import re
+
+    from tvm.base import _LOADED_LIBS
+
+    found = {}
+    if "tvm_runtime_cuda" in _LOADED_LIBS:
+        return {"loaded": True, "error": None, "libraries": {"libtvm_runtime_cuda": _LOADED_LIBS["tvm_runtime_cuda"]._name}}
+    runtime_dir = os.path.dirname(os.path.realpath(_LOADED_LIBS["tvm_runtime"]._name))
+    sidecar = os.path.join(runtime_dir, "libtvm_runtime_cuda.so")
+    if not os.path.exists(sidecar):
+        return {"loaded": False, "error": f"this TVM has no {sidecar}", "libraries": found}
+    with open(sidecar, "rb") as f:
+        cudart = re.search(rb"libcudart\.so\.\d+", f.read())
+    for name in [cudart.group().decode()] if cudart else []:
+        for path in [name] + [os.path.join(d, name) for d in _cuda_library_dirs()]:
+            try:
+                ctypes.CDLL(path, mode=ctypes.RTLD_GLOBAL)
+            except OSError:
+                continue
+            found[name] = path if os.sep in path else f"{name} (dynamic loader)"
+            break
+    from pathlib import Path
+
+    from tvm_ffi.libinfo import load_lib_ctypes
+
+    try:
+        _LOADED_LIBS["tvm_runtime_cuda"] = load_lib_ctypes(package="tvm", target_name="tvm_runtime_cuda",
+                                                           extra_lib_paths=[Path(runtime_dir)], mode="RTLD_LOCAL")
+    except (OSError, RuntimeError) as e:
+        missing = (re.findall(r"lib[\w.+-]+\.so[.\d]*(?=: cannot open)", str(e)) or [str(e).splitlines()[0][:200]])[0]
+        return {"loaded": False, "error": f"TVM's CUDA runtime does not load: {missing} not found", "libraries": found}
+    found["libtvm_runtime_cuda"] = sidecar
+    return {"loaded": True, "error": None, "libraries": found}
 
 
 def meminfo_bytes(field: str) -> int | None:
@@ -149,7 +215,7 @@ def meminfo_bytes(field: str) -> int | None:
 def gpu_available() -> bool:
     import tvm
 
-    return bool(tvm.cuda(0).exist)
+    return load_cuda_runtime()["loaded"] and bool(tvm.cuda(0).exist)
 
 
 @functools.lru_cache(maxsize=None)

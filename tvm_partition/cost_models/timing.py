@@ -6,7 +6,8 @@ of a profiling bundle (``profile --export-bundle``) for machines the build host 
     python time_samples.py BUNDLE_DIR [--out results.jsonl]
 
 It needs only numpy and the runtime-only TVM (``TVM_USE_RUNTIME_LIB=1``,
-``../shared/tools/device-bundle.sh``). Each kernel is run once to warm up (CUDA modules compile
+``../shared/tools/device-bundle.sh``); the bundle brings the two modules of ``tvm_partition`` it
+imports (``devices``, ``errors``) in ``BUNDLE/tvm_partition/``. Each kernel is run once to warm up (CUDA modules compile
 and load on first use, caches fill), then timed with TVM's time evaluator: ``repeat`` means, each
 over as many runs as fill ``min_repeat_ms``. Results are appended one JSON line per sample as they
 are measured, so a killed run keeps every sample but the one in flight.
@@ -23,10 +24,9 @@ import time
 
 import numpy as np
 
-try:  # in a bundle: the copy of tvm_partition/devices.py beside this script (stdlib only)
-    from tvmp_devices import hardware_fingerprint, use_cpu_threads
-except ImportError:  # inside the package
-    from tvm_partition.devices import hardware_fingerprint, use_cpu_threads
+if __name__ == "__main__":  # a bundle's script: the bundle's tvm_partition (devices, errors) beside it, first,
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # also under python -I (-P: no script folder)
+from tvm_partition.devices import hardware_fingerprint, load_cuda_runtime, use_cpu_threads  # noqa: E402
 
 REPEAT = 5
 #: Standard deviation of random float arguments. Kernel times can depend on the data: GELU's erf
@@ -126,6 +126,9 @@ def run_bundle(bundle: str, out: str | None, done: set | None = None, progress=N
 
     with open(os.path.join(bundle, "bundle.json"), encoding="utf-8") as f:
         spec = json.load(f)
+    kinds = [x["device"] for x in spec["libraries"] + spec.get("launches", [])]
+    if session is None and "gpu" in kinds + [k for c in spec.get("copies", []) for k in (c["src"], c["dst"])]:
+        load_cuda_runtime()  # a runtime-only TVM sees no GPU without it
     done = done or set()
     count = 0
     fp = fingerprint or hardware_fingerprint()

@@ -36,6 +36,8 @@ from .samples import (
 )
 
 BUNDLE_FORMAT = 1
+#: The modules of tvm_partition the timing script imports, copied into a bundle (stdlib only).
+BUNDLE_MODULES = ("__init__.py", "devices.py", "errors.py")
 #: Samples built and timed per chunk of a round: the budget is checked between chunks, and a
 #: chunk's build (a fraction of a second per kernel on a small CPU) is the slow part.
 CHUNK = 48
@@ -165,8 +167,11 @@ def write_bundle(folder: str, pending: list[Pending], schedules=None, progress=N
         json.dump(spec, f)
     package = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     shutil.copy(os.path.join(package, "cost_models", "timing.py"), os.path.join(folder, "time_samples.py"))
-    # the timing script names the machine it ran on with the same fingerprint as the profiler
-    shutil.copy(os.path.join(package, "devices.py"), os.path.join(folder, "tvmp_devices.py"))
+    # the timing script names the machine it ran on with the same fingerprint as the profiler:
+    # tvm_partition's devices module (and the errors it imports) as a package of their own
+    os.makedirs(os.path.join(folder, "tvm_partition"), exist_ok=True)
+    for name in BUNDLE_MODULES:
+        shutil.copy(os.path.join(package, name), os.path.join(folder, "tvm_partition", name))
     return spec
 
 
