@@ -130,6 +130,14 @@ def test_damaged_artifact_refused(compiled, tmp_path, damage, pattern):
         Runner(str(bad))
 
 
+def runtime_only(code: str) -> subprocess.CompletedProcess:
+    """``code`` run by a fresh Python with the runtime-only TVM (``TVM_USE_RUNTIME_LIB=1``); it must succeed."""
+    env = dict(os.environ, TVM_USE_RUNTIME_LIB="1", PYTHONPATH=REPO)
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, cwd=REPO, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    return proc
+
+
 def test_runtime_only_load_in_subprocess(compiled):
     """TVM_USE_RUNTIME_LIB=1: the runner works, and the compiler really is absent."""
     c, art = compiled
@@ -143,9 +151,7 @@ def test_runtime_only_load_in_subprocess(compiled):
         "try:\n    import tvm.relax\n    print('relax importable')\n"
         "except Exception:\n    print('no compiler')\n"
     )
-    env = dict(os.environ, TVM_USE_RUNTIME_LIB="1", PYTHONPATH=REPO)
-    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, cwd=REPO, timeout=120)
-    assert proc.returncode == 0, proc.stderr
+    proc = runtime_only(code)
     assert "mods False" in proc.stdout and "no compiler" in proc.stdout, proc.stdout
     expected = float(np.abs(Runner(str(art)).run(Runner(str(art)).example_inputs())[0]).sum())
     assert abs(float(re.search(r"sum (\S+)", proc.stdout).group(1)) - expected) < 1e-4
@@ -163,9 +169,7 @@ def test_runtime_only_tvm_loads_cuda_only_when_asked():
         "res = load_cuda_runtime()\n"
         "print(json.dumps([before, res, bool(tvm.cuda(0).exist), 'tvm_runtime_cuda' in _LOADED_LIBS]))\n"
     )
-    env = dict(os.environ, TVM_USE_RUNTIME_LIB="1", PYTHONPATH=REPO)
-    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, cwd=REPO, timeout=120)
-    assert proc.returncode == 0, proc.stderr
+    proc = runtime_only(code)
     before, res, exists, after = json.loads(proc.stdout.strip().splitlines()[-1])
     assert before is False  # TVM itself left it out
     assert res["loaded"] == after
