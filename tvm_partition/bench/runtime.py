@@ -89,7 +89,9 @@ def measure_process(art_dir: str, repeat: int, timeout_s: float | None = None, p
     package_parent = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
     env = dict(os.environ, TVM_USE_RUNTIME_LIB="1", PYTHONDONTWRITEBYTECODE="1",
                PYTHONPATH=os.pathsep.join(p for p in (package_parent, os.environ.get("PYTHONPATH")) if p))
-    cmd = [sys.executable, "-m", "tvm_partition.bench.runtime", art_dir, "--repeat", str(repeat)]
+    # -S kept: a bundle run without site-packages (numpy and the bundle's TVM only) measures the same way
+    cmd = [sys.executable, *(["-S"] if sys.flags.no_site else []), "-m", "tvm_partition.bench.runtime", art_dir,
+           "--repeat", str(repeat)]
     try:
         proc = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=timeout_s, preexec_fn=preexec)
     except subprocess.TimeoutExpired:
@@ -105,14 +107,14 @@ def measure_process(art_dir: str, repeat: int, timeout_s: float | None = None, p
 
 
 def run_bundle(bundle: str, repeat: int | None = None, force: bool = False, timeout_s: float | None = None,
-               progress=print) -> list[dict]:
-    """Measure every row of a bundle; ``BUNDLE/results.json`` holds one entry per row
-    (``id`` plus :func:`measure`'s fields, or ``error``), rewritten after each."""
+               progress=print, out: str | None = None) -> list[dict]:
+    """Measure every row of a bundle; ``out`` (default ``BUNDLE/results.json``) holds one entry per
+    row (``id`` plus :func:`measure`'s fields, or ``error``), rewritten after each."""
     from .results import write_json
 
     with open(os.path.join(bundle, BUNDLE_SPEC), encoding="utf-8") as f:
         spec = json.load(f)
-    out = os.path.join(bundle, RESULTS)
+    out = out or os.path.join(bundle, RESULTS)
     results = {}
     if os.path.exists(out):
         with open(out, encoding="utf-8") as f:
@@ -140,13 +142,16 @@ def bundle_main(bundle: str, argv=None) -> int:
     ap.add_argument("--repeat", type=int, help="timed runs per artifact (default: the bundle's)")
     ap.add_argument("--force", action="store_true", help="measure rows measured before again")
     ap.add_argument("--timeout", type=float, default=1800, help="seconds per artifact (default 1800)")
+    ap.add_argument("--results", metavar="FILE", help=f"write the results here (default: {RESULTS} beside this "
+                                                       "script; a rerun resumes from it)")
     args = ap.parse_args(argv)
     if args.repeat is not None and args.repeat < 1:
         print("error: --repeat must be >= 1", file=sys.stderr)
         return 2
-    results = run_bundle(bundle, args.repeat, args.force, args.timeout)
+    out = args.results or os.path.join(bundle, RESULTS)
+    results = run_bundle(bundle, args.repeat, args.force, args.timeout, out=out)
     failed = sum(1 for r in results if "error" in r)
-    print(f"{len(results) - failed} rows measured, {failed} failed: {os.path.join(bundle, RESULTS)}; "
+    print(f"{len(results) - failed} rows measured, {failed} failed: {out}; "
           f"bring it back and run tvm-partition bench --import {os.path.basename(os.path.abspath(bundle))}")
     return 1 if failed else 0
 

@@ -467,9 +467,12 @@ def import_bundle(bundle: str, out: str | None) -> dict[str, list[tuple]]:
 
 
 def report_folders(args) -> list[str]:
-    if args.out:
-        return [args.out]
-    root = os.path.join(REPO, "benchmarks", "results")
+    return [args.out] if args.out else results_folders()
+
+
+def results_folders(repo: str = REPO) -> list[str]:
+    """Every ``benchmarks/results/<machine>/bench`` of ``repo`` that holds results."""
+    root = os.path.join(repo, "benchmarks", "results")
     found = [os.path.join(root, d, "bench") for d in sorted(os.listdir(root))] if os.path.isdir(root) else []
     return [f for f in found if os.path.exists(os.path.join(f, results.RESULTS_JSON))]
 

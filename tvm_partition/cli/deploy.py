@@ -122,35 +122,47 @@ def write_script(path: str, doc: str, body: str, version: tuple[int, int] | None
     os.chmod(path, 0o755)
 
 
-def bundle(art_dir: str, out: str, python: str | None = None, find_links: str | None = None) -> str:
-    import cloudpickle
-    import tvm
-    import typing_extensions
-
-    manifest = artifact.read_manifest(art_dir)
-    artifact.verify(art_dir, manifest)
+def python_version(python: str | None) -> tuple[int, int]:
+    """``X.Y`` (default: this Python's) as a pair, 3.10 or newer."""
     python = python or f"{sys.version_info[0]}.{sys.version_info[1]}"
     parts = python.split(".")
     if len(parts) != 2 or not all(p.isdigit() for p in parts) or (int(parts[0]), int(parts[1])) < (3, 10):
         raise DeployError(f"--python {python!r}: give the server's Python as X.Y, 3.10 or newer (TVM 0.27 needs it)")
+    return int(parts[0]), int(parts[1])
+
+
+def runtime_site(site: str, python: tuple[int, int], find_links: str | None = None, scratch: str | None = None) -> None:
+    """Write a runtime-only TVM for ``python`` into ``site`` (a new folder): the ``tvm`` package
+    without the compiler library, ``tvm_ffi`` built for that Python, ``typing_extensions`` and
+    ``cloudpickle``, and the runtime half of ``tvm_partition``. ``scratch``: a folder to download
+    into (default: beside ``site``), left as it was."""
+    import cloudpickle
+    import tvm
+    import typing_extensions
+
+    shutil.copytree(os.path.dirname(tvm.__file__), os.path.join(site, "tvm"), ignore=_ignore)
+    work = tempfile.mkdtemp(prefix=".wheels-", dir=scratch or os.path.dirname(os.path.abspath(site)))
+    try:
+        _tvm_ffi(site, "%d.%d" % python, work, find_links)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    shutil.copy(typing_extensions.__file__, site)
+    # pure Python, needed by TVM's RPC server (its worker process is started with cloudpickle)
+    shutil.copytree(os.path.dirname(cloudpickle.__file__), os.path.join(site, "cloudpickle"), ignore=_ignore)
+    copy_runtime_package(site)
+
+
+def bundle(art_dir: str, out: str, python: str | None = None, find_links: str | None = None) -> str:
+    manifest = artifact.read_manifest(art_dir)
+    artifact.verify(art_dir, manifest)
+    version = python_version(python)
     if os.path.exists(out) and (not os.path.isdir(out) or os.listdir(out)):
         raise DeployError(f"{out}: exists and is not an empty folder (the bundle needs a fresh one)")
     os.makedirs(out, exist_ok=True)
     try:
-        site = os.path.join(out, "site")
-        shutil.copytree(os.path.dirname(tvm.__file__), os.path.join(site, "tvm"), ignore=_ignore)
-        work = tempfile.mkdtemp(prefix=".wheels-", dir=out)  # inside the bundle: nothing written outside it
-        try:
-            _tvm_ffi(site, python, work, find_links)
-        finally:
-            shutil.rmtree(work, ignore_errors=True)
-        shutil.copy(typing_extensions.__file__, site)
-        # pure Python, needed by TVM's RPC server (its worker process is started with cloudpickle)
-        shutil.copytree(os.path.dirname(cloudpickle.__file__), os.path.join(site, "cloudpickle"), ignore=_ignore)
-        copy_runtime_package(site)
+        runtime_site(os.path.join(out, "site"), version, find_links, scratch=out)  # nothing written outside it
         shutil.copytree(art_dir, os.path.join(out, "artifact"), ignore=shutil.ignore_patterns(".*"))
         artifact.verify(os.path.join(out, "artifact"), manifest)
-        version = (int(parts[0]), int(parts[1]))
         for script, doc, body in (
             ("run.py", "Run the bundled artifact with the bundled runtime-only TVM: python3 run.py --help", RUN_BODY),
             ("rpc_server.py", "TVM's RPC server on the bundled runtime (127.0.0.1 unless --host is given)", SERVER_BODY),

@@ -126,8 +126,8 @@ def _profile(args, devices, folder) -> int:
         fingerprint = {"cpu": os.path.basename(folder), "cores": None, "gpu": None, "driver": None,
                        "rpc": args.rpc or f"{args.tracker} key {args.key}"}
     if args.export_bundle:
-        pending = profiler.pending_samples(graphs, devices, stamp=schedules.stamp)
-        spec = profiler.write_bundle(args.export_bundle, pending, schedules, progress=lambda m: print(m, file=sys.stderr))
+        spec = profiler.export_bundle(args.export_bundle, graphs, devices, schedules,
+                                      progress=lambda m: print(m, file=sys.stderr))
         n = sum(len(lib["samples"]) for lib in spec["libraries"]) + len(spec["copies"])
         print(f"bundle {args.export_bundle}: {n} samples ({spec['skipped']} sizes that cannot be built left out); "
               f"there: python time_samples.py {os.path.basename(os.path.abspath(args.export_bundle))}; "

@@ -175,6 +175,17 @@ def write_bundle(folder: str, pending: list[Pending], schedules=None, progress=N
     return spec
 
 
+def export_bundle(folder: str, graphs: list, devices: list, schedules=None, max_level: int | None = None,
+                  progress=None) -> dict:
+    """Build every sample of ``graphs`` on ``devices`` into a bundle for another machine
+    (:func:`write_bundle`), in the order a budgeted profile times them: each op whole first,
+    heaviest first, then the halves, quarters... (:func:`_level`), so a timing run cut short keeps
+    the samples that matter most. ``max_level``: leave out the finer sizes."""
+    pending = sorted(pending_samples(graphs, devices, stamp=schedules.stamp if schedules is not None else ""),
+                     key=lambda p: p.level)
+    return write_bundle(folder, [p for p in pending if max_level is None or p.level <= max_level], schedules, progress)
+
+
 def result_record(records: dict, res: dict) -> dict:
     """The log record of one timing result (``{"id", "mean_us", "std_us", "repeats", "fingerprint"}``)."""
     rec = dict(records[res["id"]], mean_us=float(res["mean_us"]), std_us=float(res["std_us"]),
