@@ -179,6 +179,27 @@ def test_runtime_only_tvm_loads_cuda_only_when_asked():
         assert re.fullmatch(r"TVM's CUDA runtime does not load: lib\S+ not found", res["error"]) and not exists
 
 
+def test_runtime_only_tvm_compiles_cuda_for_the_gpu_present():
+    """The second TVM fact: TVM's own CUDA compile callback needs the compiler's Target.current()
+    for the architecture, which a runtime-only TVM lacks; the one load_cuda_runtime registers asks
+    the GPU (here, without one, it is registered and asks tvm.cuda(0), which says there is none)."""
+    code = (
+        "import tvm, tvm_ffi\n"
+        "from tvm.support import nvcc\n"
+        "try:\n    nvcc.get_target_compute_version(tvm.target.Target.current(allow_none=True))\n"
+        "except AttributeError as e:\n    print('no Target.current:', e)\n"
+        "from tvm_partition import devices\n"
+        "devices._compile_cuda_for_this_gpu()\n"
+        "f = tvm_ffi.get_global_func('tvm_callback_cuda_compile')\n"
+        "try:\n    f('extern \"C\" __global__ void k() {}')\n"
+        "except Exception as e:\n    print('ours:', type(e).__name__, e)\n"
+    )
+    out = runtime_only(code).stdout
+    assert "no Target.current: module 'tvm.target._ffi_api' has no attribute 'TargetCurrent'" in out, out
+    if not json.loads(runtime_only("import json, tvm; print(json.dumps(bool(tvm.cuda(0).exist)))").stdout):
+        assert "ours:" in out and "TargetCurrent" not in out.split("ours:")[1], out  # it never asks the compiler
+
+
 def test_bundle_has_no_compiler(bundle):
     names = {f for _, _, fs in os.walk(bundle) for f in fs}
     assert "libtvm_runtime.so" in names and "libtvm_compiler.so" not in names

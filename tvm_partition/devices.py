@@ -197,7 +197,33 @@ def load_cuda_runtime() -> dict:
         missing = (re.findall(r"lib[\w.+-]+\.so[.\d]*(?=: cannot open)", str(e)) or [str(e).splitlines()[0][:200]])[0]
         return {"loaded": False, "error": f"TVM's CUDA runtime does not load: {missing} not found", "libraries": found}
     found["libtvm_runtime_cuda"] = sidecar
+    import tvm
+
+    if getattr(tvm, "_RUNTIME_ONLY", False):
+        _compile_cuda_for_this_gpu()
     return {"loaded": True, "error": None, "libraries": found}
+
+
+def _compile_cuda_for_this_gpu() -> None:
+    """Register a ``tvm_callback_cuda_compile`` that compiles for GPU 0's architecture.
+
+    A cross-compiled CUDA module holds CUDA source; loading it calls that callback, and TVM's own
+    (``tvm.support.nvcc``) asks the compiler for the architecture, ``Target.current()``, which a
+    runtime-only TVM does not have (``tvm.target._ffi_api`` lacks ``TargetCurrent``: checked under
+    ``TVM_USE_RUNTIME_LIB=1``), so every CUDA artifact would fail to load there. This one names
+    the architecture of the GPU that will run the kernels and otherwise does what TVM's does: NVRTC
+    to a cubin, or nvcc to a fatbin with ``TVM_CUDA_COMPILE_MODE=nvcc``."""
+    import tvm
+    import tvm_ffi
+
+    def compile_for_this_gpu(code, *_):
+        from tvm.support.nvcc import compile_cuda
+
+        mode = os.environ.get("TVM_CUDA_COMPILE_MODE", "nvrtc").lower()
+        arch = "sm_" + tvm.cuda(0).compute_version.replace(".", "")
+        return compile_cuda(code, target_format="fatbin" if mode == "nvcc" else "cubin", arch=arch, compiler=mode)
+
+    tvm_ffi.register_global_func("tvm_callback_cuda_compile", compile_for_this_gpu, override=True)
 
 
 def meminfo_bytes(field: str) -> int | None:
