@@ -1,0 +1,700 @@
+"""The GPU proof kit: everything a GPU machine lent for about 25 minutes is to run, compiled here;
+run there in three bounded commands; merged back here (issue 19, item 3).
+
+    python benchmarks/gpu_proof/kit.py pack            # here: compile, pack .gpu-kit/carry, print size and plan
+    python3 .gpu-kit/carry/run.py STEP --out $OUT      # there, STEP = 1, 2, 3 (device tool: carry .gpu-kit/carry)
+    python benchmarks/gpu_proof/kit.py import DIR...   # here: the folders the device tool brought back
+    python benchmarks/gpu_proof/kit.py plan            # the time plan of the packed kit
+
+A script of the repository, not a ``tvm-partition`` command: it is how this project measures its
+own product on a lent machine (the device tool's limits, this checkout's ``benchmarks/results``,
+``tuning_logs`` and BENCHMARKS.md), built from the commands a user has: ``bench --export-bundle``
+/ ``--import`` / ``--update-benchmarks``, ``profile --export-bundle`` / ``--import``, and
+``deploy``'s runtime-only TVM.
+
+``pack`` writes ``.gpu-kit/stage/`` (resumable: what is there is kept; ``--fresh`` starts over):
+
+* ``export/checks``: every zoo model (tiny settings) under every strategy compiled for ``cpu,gpu``,
+  with its inputs and the unpartitioned model's outputs computed here on the CPU: the GPU machine
+  runs them with the runtime alone and compares (the checks that replace ``tests/test_gpu.py``,
+  which needs the compiler the GPU machine lacks);
+* ``export/quick``: ``bench --quick --split-ops 3`` (parts ``quick`` and ``split-ops``);
+* ``export/crossover``: ``bench --sweep`` over batch and sequence length (``cpu``, ``gpu``, ``eop``);
+* ``export/table3``: EOP Table 3's settings that fit (lstm, gru, mobilenetv2, resnet50);
+* ``parts/profile``: ``profile --export-bundle`` of the ``bench --quick`` models (whole ops and halves);
+* ``site/``: the runtime-only TVM for the GPU machine's Python (``deploy``'s, for ``--python 3.12``).
+
+CPU kernels are compiled for ``--target-cpu x86-64-v3`` (AVX2, FMA): every x86-64 server CPU
+since Intel Haswell (2013) and AMD Zen (2017) has it, so it runs on whatever CPU the H100 machine
+has, where ``x86-64-v4`` (AVX-512) would fail on an AMD EPYC before Zen 4. No database holds
+records for that target, so every CPU kernel runs a shipped schedule transferred
+(:mod:`tvm_partition.build.transfer`, postprocessors re-run for the target). Each step records
+``lscpu`` and the CPU's x86-64 level there, for the next pack to pick a closer target.
+
+Zoo weights do not travel: each artifact's manifest has the seeded recipe that drew them, so the
+kit keeps only which drawn array each weight is and draws them again there (checked against the
+manifests' sha256; ResNet-18's 47 MB cost nothing). ``carry/kit.tar.gz`` holds the rest, and
+``pack`` refuses, writing nothing, when it and the checkout's tree (what the device tool sends with
+it: tracked and untracked files git does not ignore) are over the tool's 64 MiB.
+
+``import`` merges the result folders (each step's files: ``checks.json``, ``bench-PART.json``,
+``profile.jsonl``, ``facts-STEP.*``, ``log-STEP.txt``) into ``benchmarks/results/<GPU machine>/``
+(``bench --import``), ``tuning_logs/<GPU machine>/`` (``profile --import``) and
+``benchmarks/results/<GPU machine>/gpu_proof/`` (checks, facts, logs), regenerates BENCHMARKS.md's
+end-to-end section, and exits 1 when a check failed or a result the plan expects is missing.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import dataclasses
+import hashlib
+import io
+import json
+import math
+import os
+import shutil
+import subprocess
+import sys
+import tarfile
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+REPO = os.path.dirname(os.path.dirname(HERE))
+sys.path.insert(0, REPO)  # this checkout's package, not another installed copy
+sys.path.insert(1, HERE)
+
+import there  # noqa: E402  (the GPU machine's half: plan_text, file names)
+from tvm_partition.errors import TvmPartitionError  # noqa: E402
+
+#: What the device tool sends per call: the checkout's tree and the carried paths together.
+LIMIT_MIB = 64
+#: The GPU machine's cores (the device tool's description of nvidia-h100-x1 and nvidia-h200).
+GPU_MACHINE_THREADS = 16
+#: Zoo models whose outputs the checks compare, at settings that compile and run in seconds.
+CHECK_MODELS = {"lstm": {"seq_len": 4, "batch": 2}, "gru": {"seq_len": 4, "batch": 2},
+                "bert-tiny": {"seq_len": 16, "batch": 2}, "resnet18": {"image_size": 32},
+                "mobilenetv2": {"image_size": 32}}
+CHECK_STRATEGIES = ("equal", "gpu", "fixed", "eop", "auto")
+#: EOP planned on a GPU only 1.5x the CPU on paper splits ops: the split executable must match too.
+COMPARABLE_GPU = "eop-comparable"
+#: Assumed costs behind the plan's estimates (the first run's log-STEP.txt says what they really are).
+START_S = {"cpu": 1.5, "gpu": 4.0}  # a fresh process: imports, load; with a GPU: CUDA context, NVRTC
+SAMPLE_S = 0.08  # a profile sample: warm-up and 5 repeats of >= 10 ms
+NVRTC_KERNEL_S = 0.03  # compiling one CUDA kernel at load time
+ASSUMPTIONS = (f"a fresh process costs {START_S['cpu']} s, {START_S['gpu']} s with the GPU (CUDA context, NVRTC); "
+               f"a profile sample {SAMPLE_S} s, {NVRTC_KERNEL_S} s of NVRTC per GPU kernel; runs take their "
+               "predicted latency")
+
+
+class KitError(TvmPartitionError, ValueError):
+    """The kit cannot be packed or imported; the message says why and what to do."""
+
+
+@dataclasses.dataclass(frozen=True)
+class Config:
+    """What a kit holds and the steps that run it."""
+
+    devices: str
+    checks: dict  # model -> settings, each compiled with every one of check_strategies
+    check_strategies: tuple
+    comparable: tuple  # models also checked with COMPARABLE_GPU
+    exports: dict  # export name -> list of bench argv (each appends to the same bundle)
+    views: dict  # bench part -> (export, "ops" | "models" | "all")
+    profile: tuple  # ((model, settings), ...)
+    profile_level: int
+    steps: tuple  # ((step budget s, ((part, budget s), ...)), ...)
+    python: str | None  # the GPU machine's Python (None: this one)
+
+
+GPU = Config(
+    devices="cpu,gpu",
+    checks=CHECK_MODELS, check_strategies=CHECK_STRATEGIES, comparable=("bert-tiny", "resnet18"),
+    exports={
+        "quick": [["--quick", "--split-ops", "3"]],
+        "crossover": [["--models", "lstm", "--seq-len", "10", "--sweep", "batch=1,4,16,64,256",
+                       "--strategies", "cpu,gpu,eop", "--repeat", "8"],
+                      ["--models", "lstm,bert-tiny", "--sweep", "seq_len=16,32,64,128",
+                       "--strategies", "cpu,gpu,eop", "--repeat", "8"]],
+        # EOP Table 3 at the paper's settings (the zoo defaults) where they fit the time: bert and
+        # inception_v3 (440 and 95 MB of weights, minutes to compile here per strategy) do not yet
+        "table3": [["--models", "lstm,gru,mobilenetv2,resnet50", "--strategies", "cpu,gpu,eop,auto"]],
+    },
+    views={"quick": ("quick", "models"), "split-ops": ("quick", "ops"), "crossover": ("crossover", "all"),
+           "table3": ("table3", "all")},
+    profile=(("lstm", {"seq_len": 10}), ("gru", {"seq_len": 10}), ("bert-tiny", {}), ("resnet18", {"image_size": 64})),
+    profile_level=1,
+    # 3 x 440 s = 22 min of commands; with the machine's start (1-2 min) within the 25 minutes.
+    # Parts by what matters most first; each step's parts fit it by the printed estimates
+    steps=((440, (("checks", 110), ("quick", 330))),
+           (440, (("split-ops", 440),)),
+           (440, (("profile", 80), ("crossover", 160), ("table3", 200)))),
+    python="3.12",
+)
+
+#: The dry run (tests/test_gpu_proof.py): the same kit on cpu,cpu, tiny, in a minute.
+DRY = Config(
+    devices="cpu,cpu",
+    checks={"lstm": {"seq_len": 4, "batch": 2}}, check_strategies=("equal",), comparable=(),
+    exports={"quick": [["--models", "lstm", "--seq-len", "4", "--batch", "2", "--strategies", "cpu,equal",
+                        "--split-ops", "1", "--repeat", "2"]],
+             "crossover": [["--models", "lstm", "--seq-len", "4", "--sweep", "batch=1,2", "--strategies", "cpu",
+                            "--repeat", "2"]]},
+    views={"quick": ("quick", "models"), "split-ops": ("quick", "ops"), "crossover": ("crossover", "all")},
+    profile=(("lstm", {"seq_len": 4, "batch": 2}),),
+    profile_level=0,
+    steps=((60, (("checks", 20), ("quick", 40))), (60, (("split-ops", 30), ("profile", 30))),
+           (60, (("crossover", 60),))),
+    python=None,
+)
+CONFIGS = {"gpu": GPU, "dry": DRY}
+
+
+def say(line: str) -> None:
+    print(line, file=sys.stderr, flush=True)
+
+
+# --- pack: compile ---------------------------------------------------------------------------
+
+def export_checks(folder: str, cfg: Config, devices: list, args) -> list[dict]:
+    """Compile every check into ``folder`` (skipping those there): the artifact, ``ID.npz`` with
+    its inputs (``input:NAME``) and the unpartitioned model's outputs computed here (``outputN``);
+    returns the checks' entries (``checks.json``)."""
+    import numpy as np
+
+    from tvm_partition import frontend
+    from tvm_partition.build.tuning import local_database
+    from tvm_partition.cli.compile import compile_model, reference_outputs, tolerance
+    from tvm_partition.cost_models import AnalyticCostModel, DeviceRoofline, default_cost_model
+    from tvm_partition.plan import Split
+
+    path = os.path.join(folder, "checks.json")
+    entries = {e["id"]: e for e in (json.load(open(path, encoding="utf-8")) if os.path.exists(path) else [])}
+    os.makedirs(folder, exist_ok=True)
+    cost_model = default_cost_model(devices, args.tuning_logs)[0]
+    comparable = AnalyticCostModel({"cpu": DeviceRoofline(100.0, 20.0, 2.0), "gpu": DeviceRoofline(150.0, 30.0, 2.0)},
+                                   default_link=(50.0, 1.0))
+    db = local_database(args.tuning_logs)
+    for name, opts in cfg.checks.items():
+        strategies = cfg.check_strategies + ((COMPARABLE_GPU,) if name in cfg.comparable else ())
+        todo = [s for s in strategies if f"{name}-{s}" not in entries]
+        if not todo:
+            continue
+        model = frontend.load(name, seed=0, **opts)
+        ref = reference_outputs(model)
+        for strategy in todo:
+            cid = f"{name}-{strategy}"
+            say(f"check {cid}: compiling")
+            compiled = compile_model(model, devices, "eop" if strategy == COMPARABLE_GPU else strategy, tuning_db=db,
+                                     num_threads=args.threads,
+                                     cost_model=comparable if strategy == COMPARABLE_GPU else cost_model)
+            compiled.save(os.path.join(folder, cid))
+            np.savez(os.path.join(folder, f"{cid}.npz"), **{f"input:{k}": v for k, v in model.inputs.items()},
+                     **{f"output{i}": r for i, r in enumerate(ref)})
+            entries[cid] = {"id": cid, "model": name, "config": opts, "strategy": strategy,
+                            "artifact": f"export/checks/{cid}", "data": f"export/checks/{cid}.npz",
+                            "tol": tolerance(ref), "needs_split": strategy == COMPARABLE_GPU,
+                            "splits": sum(isinstance(d, Split) for d in compiled.plan.ops.values())}
+            there.write_json(path, list(entries.values()))
+    return list(entries.values())
+
+
+def export_bench(folder: str, argvs: list[list[str]], args) -> None:
+    """``bench --export-bundle folder`` once per argv (rows already there are kept: resumable)."""
+    from tvm_partition.bench import suite
+
+    for argv in argvs:
+        rc = suite.main(argv + ["--devices", args.devices, "--target-cpu", args.target_cpu, "--gpu-arch",
+                                args.gpu_arch, "--threads", str(args.threads), "--export-bundle", folder]
+                        + (["--tuning-logs", args.tuning_logs] if args.tuning_logs else []))
+        if rc == 2:
+            raise KitError(f"bench {' '.join(argv)}: refused (see above)")
+
+
+def bench_view(stage: str, export: str, part: str, keep: str) -> list[dict]:
+    """A bench bundle of its own (``parts/PART``: ``bench.json``, ``run_bench.py``) holding the rows
+    of ``export/EXPORT`` that ``keep`` says (``ops``: one key op alone, ``models``: the others,
+    ``all``), their artifacts where they are: one export measured in two parts of the plan."""
+    from tvm_partition.bench.suite import start_bundle
+
+    src, dst = os.path.join(stage, "export", export), os.path.join(stage, "parts", part)
+    with open(os.path.join(src, "bench.json"), encoding="utf-8") as f:
+        spec = json.load(f)
+    rows = [dict(r) for r in spec["rows"] if keep == "all" or ("op" in r) == (keep == "ops")]
+    for r in rows:
+        if "artifact" in r:
+            r["artifact"] = os.path.relpath(os.path.join(src, r["artifact"]), dst)
+    shutil.rmtree(dst, ignore_errors=True)
+    os.makedirs(dst)
+    start_bundle(dst)
+    there.write_json(os.path.join(dst, "bench.json"), {**spec, "rows": rows})
+    return rows
+
+
+# --- pack: weights, estimates, size ----------------------------------------------------------
+
+def _array_digest(a) -> str:
+    return hashlib.sha256(f"{a.dtype.str}{a.shape}".encode() + a.tobytes()).hexdigest()
+
+
+def compact_weights(stage: str) -> set[str]:
+    """Leave out every ``params.npz`` that can be drawn again there: ``weights.json`` says, per file
+    (by sha256), which array of which seeded recipe (the manifests' ``weights``) each weight is,
+    and ``weights.npz`` stores the few that are none (lifted constants). Only files that rebuild to
+    the very bytes the manifests record are left out (written here the way :func:`there.prepare`
+    writes them). Returns their paths in the stage."""
+    import numpy as np
+
+    from tvm_partition.inputs import draw_weights
+    from tvm_partition.runtime.artifact import read_manifest, sha256, write_params
+
+    files, recipes = {}, {}
+    for dirpath, _, names in sorted(os.walk(os.path.join(stage, "export"))):
+        if "manifest.json" in names:
+            manifest = read_manifest(dirpath)
+            files.setdefault(manifest["sha256"]["params.npz"], []).append(
+                os.path.relpath(os.path.join(dirpath, "params.npz"), stage))
+            if manifest.get("weights"):
+                text = json.dumps(manifest["weights"], sort_keys=True)
+                recipes[hashlib.sha256(text.encode()).hexdigest()[:12]] = manifest["weights"]
+    drawn = {key: draw_weights(recipe) for key, recipe in recipes.items()}
+    index = {_array_digest(a): [key, i] for key, arrays in drawn.items() for i, a in enumerate(arrays)}
+    stored, out = [], {}
+    for digest, paths in files.items():
+        with np.load(os.path.join(stage, paths[0])) as z:
+            arrays = [z[f"p{i}"] for i in range(len(z.files))]
+        refs, mine = [], []
+        for a in arrays:
+            ref = index.get(_array_digest(a))
+            if ref is None:  # not drawn from a recipe: stored in weights.npz
+                ref = ["stored", len(stored) + len(mine)]
+                mine.append(a)
+            refs.append(ref)
+        if len(mine) == len(arrays):
+            continue
+        tmp = os.path.join(stage, ".weights-check.npz")
+        write_params(tmp, [mine[i - len(stored)] if k == "stored" else drawn[k][i] for k, i in refs])
+        same = sha256(tmp) == digest
+        os.remove(tmp)
+        if same:  # else (an artifact written before params.npz was deterministic): it travels as it is
+            stored += mine
+            out[digest] = {"paths": paths, "arrays": refs}
+    used = {r[0] for e in out.values() for r in e["arrays"]} - {"stored"}
+    there.write_json(os.path.join(stage, there.WEIGHTS_JSON), {"recipes": {k: recipes[k] for k in sorted(used)},
+                                                             "files": out})
+    write_params(os.path.join(stage, there.WEIGHTS_NPZ), stored)
+    return {p for e in out.values() for p in e["paths"]}
+
+
+def bench_estimate(rows: list[dict], repeat: int) -> float:
+    """Seconds to measure ``rows`` as ``run_bench.py`` does: fresh processes per row (3, or 1 for
+    fewer than 9 runs), each starting up (:data:`START_S`) and running warm-up + its share of
+    ``repeat`` runs of the row's predicted latency (its model's cpu row's for tvm-cpu)."""
+    from tvm_partition.bench.runtime import PROCESSES
+
+    procs = PROCESSES if repeat >= 3 * PROCESSES else 1
+    cpu_pred = {(r["model"], json.dumps(r["config"])): r.get("predicted_us") for r in rows if r["strategy"] == "cpu"}
+    total = 0.0
+    for r in rows:
+        if "artifact" not in r:
+            continue
+        pred = r.get("predicted_us") or cpu_pred.get((r["model"], json.dumps(r["config"]))) or 1000.0
+        kind = "gpu" if "gpu" in r["devices"] and r["strategy"] != "tvm-cpu" else "cpu"
+        total += procs * (START_S[kind] + (3 + math.ceil(repeat / procs)) * pred / 1e6)
+    return total
+
+
+def profile_estimate(spec: dict) -> float:
+    gpu_kernels = sum(len(lib["kernels"]) for lib in spec["libraries"] if lib["device"] == "gpu")
+    return len(spec["records"]) * SAMPLE_S + gpu_kernels * NVRTC_KERNEL_S + START_S["gpu"]
+
+
+def tree_bytes(folder: str) -> tuple[int, str]:
+    """Bytes of what the device tool sends besides the carried paths: the files of the checkout
+    holding ``folder`` that git tracks or does not ignore. ``(0, why)`` outside a checkout."""
+    try:
+        top = subprocess.run(["git", "-C", folder, "rev-parse", "--show-toplevel"], capture_output=True, text=True,
+                             check=True).stdout.strip()
+        names = subprocess.run(["git", "-C", top, "ls-files", "-z", "-co", "--exclude-standard"], capture_output=True,
+                               check=True).stdout.split(b"\0")
+    except (OSError, subprocess.CalledProcessError):
+        return 0, "not in a git checkout"
+    total = sum(os.lstat(os.path.join(top, n.decode())).st_size for n in names
+                if n and os.path.lexists(os.path.join(top, n.decode())))
+    return total, f"the tree of {top} (tracked and untracked files git does not ignore)"
+
+
+def write_tar(stage: str, path: str, leave_out: set[str], kit: dict) -> None:
+    """The stage as a gzip tar, less ``leave_out`` (paths in the stage), with ``kit`` as its
+    ``kit.json``. A file the same as one before it is a hard link to it: strategies that plan the
+    same program build the same ``model.so`` (the GPU kit: 42 of them, 48 MiB before compression)."""
+    from tvm_partition.runtime.artifact import sha256
+
+    seen: dict[str, str] = {}
+    with tarfile.open(path, "w:gz", compresslevel=6) as tar:
+        for dirpath, dirs, names in os.walk(stage):
+            dirs[:] = sorted(d for d in dirs if d != "__pycache__")
+            for name in sorted(names):
+                full, rel = os.path.join(dirpath, name), os.path.relpath(os.path.join(dirpath, name), stage)
+                if rel in leave_out | {there.KIT_JSON} or name.endswith(".tmp") or rel.startswith("."):
+                    continue
+                info = tar.gettarinfo(full, arcname=rel)
+                if info.isreg() and info.size >= 1 << 16:
+                    first = seen.setdefault(sha256(full), rel)
+                    if first != rel:
+                        info.type, info.linkname, info.size = tarfile.LNKTYPE, first, 0
+                        tar.addfile(info)
+                        continue
+                if info.isreg():
+                    with open(full, "rb") as f:
+                        tar.addfile(info, f)
+                else:
+                    tar.addfile(info)
+        data = json.dumps(kit, indent=1).encode()
+        info = tarfile.TarInfo(there.KIT_JSON)
+        info.size, info.mtime, info.mode = len(data), int(time.time()), 0o644
+        tar.addfile(info, io.BytesIO(data))
+
+
+LAUNCHER = '''#!/usr/bin/env python3
+"""The GPU proof kit of tvm_partition (benchmarks/gpu_proof/kit.py), packed {created} from {commit}.
+
+    python3 run.py plan               # the time plan
+    python3 run.py STEP --out DIR     # one step of it; its results under DIR
+
+Unpacks kit.tar.gz beside this file once (into $TMPDIR/tvmp-gpu-kit-DIGEST) and runs its there.py
+with the kit's runtime-only TVM (TVM_USE_RUNTIME_LIB=1): needs Python {python} and numpy only."""
+import hashlib
+import os
+import shutil
+import sys
+import tarfile
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+KIT = os.path.join(HERE, "kit.tar.gz")
+if {python_check} and sys.version_info[:2] != ({python_tuple}):
+    sys.exit("error: this kit was packed for Python {python} (its tvm_ffi is built for it), not %d.%d"
+             % sys.version_info[:2])
+h = hashlib.sha256()
+with open(KIT, "rb") as f:
+    for chunk in iter(lambda: f.read(1 << 20), b""):
+        h.update(chunk)
+work = os.path.join(os.environ.get("TMPDIR", "/tmp"), "tvmp-gpu-kit-" + h.hexdigest()[:16])
+if not os.path.exists(os.path.join(work, ".unpacked")):
+    shutil.rmtree(work + ".tmp", ignore_errors=True)
+    with tarfile.open(KIT) as tar:
+        tar.extractall(work + ".tmp", **({{"filter": "data"}} if hasattr(tarfile, "data_filter") else {{}}))
+    open(os.path.join(work + ".tmp", ".unpacked"), "w").close()
+    shutil.rmtree(work, ignore_errors=True)
+    os.rename(work + ".tmp", work)
+site = os.path.join(work, "site")
+env = dict(os.environ, TVM_USE_RUNTIME_LIB="1", PYTHONDONTWRITEBYTECODE="1", PYTHONUNBUFFERED="1",
+           PYTHONPATH=os.pathsep.join([site] + ([os.environ["PYTHONPATH"]] if os.environ.get("PYTHONPATH") else [])))
+flags = ["-S"] if sys.flags.no_site else []
+os.execve(sys.executable, [sys.executable, *flags, os.path.join(work, "there.py"), *sys.argv[1:], "--kit", work], env)
+'''
+
+
+def _git(*argv: str) -> str:
+    try:
+        return subprocess.run(["git", "-C", REPO, *argv], capture_output=True, text=True, check=True).stdout.strip()
+    except (OSError, subprocess.CalledProcessError):
+        return "?"
+
+
+def pack(args) -> int:
+    from tvm_partition.cli.deploy import python_version, runtime_site
+    from tvm_partition.devices import parse_devices
+
+    cfg = CONFIGS[args.config]
+    args.devices = cfg.devices
+    out = os.path.abspath(args.out)
+    stage, carry = os.path.join(out, "stage"), os.path.join(out, "carry")
+    if args.fresh:
+        shutil.rmtree(stage, ignore_errors=True)
+    os.makedirs(stage, exist_ok=True)
+    python = python_version(args.python or cfg.python)
+    parts_wanted = [p for _, parts in cfg.steps for p, _ in parts]
+    if args.parts:
+        bad = sorted(set(args.parts.split(",")) - set(parts_wanted))
+        if bad:
+            raise KitError(f"--parts: no part {bad[0]!r} in the {args.config} kit (parts: {', '.join(parts_wanted)})")
+        parts_wanted = [p for p in parts_wanted if p in args.parts.split(",")]
+    devices = parse_devices(cfg.devices, gpu_arch=args.gpu_arch, cpu_mcpu=args.target_cpu)
+    t0 = time.monotonic()
+    parts: dict = {}
+    if "checks" in parts_wanted:
+        checks = export_checks(os.path.join(stage, "export", "checks"), cfg, devices, args)
+        start = START_S["gpu" if "gpu" in cfg.devices else "cpu"]
+        parts["checks"] = {"kind": "checks", "checks": checks, "estimate_s": len(checks) * start}
+    exports = {cfg.views[p][0] for p in parts_wanted if p in cfg.views}
+    for name in sorted(exports):
+        export_bench(os.path.join(stage, "export", name), cfg.exports[name], args)
+    for part in (p for p in parts_wanted if p in cfg.views):
+        export, keep = cfg.views[part]
+        rows = bench_view(stage, export, part, keep)
+        with open(os.path.join(stage, "export", export, "bench.json"), encoding="utf-8") as f:
+            repeat = json.load(f)["repeat"]
+        parts[part] = {"kind": "bench", "dir": f"parts/{part}", "rows": [r["id"] for r in rows if "artifact" in r],
+                       "failed": [r["id"] for r in rows if "error" in r], "estimate_s": bench_estimate(rows, repeat)}
+    if "profile" in parts_wanted:
+        spec = _profile(os.path.join(stage, "parts", "profile"), cfg, devices, args)
+        parts["profile"] = {"kind": "profile", "dir": "parts/profile", "samples": len(spec["records"]),
+                            "estimate_s": profile_estimate(spec)}
+    site = os.path.join(stage, "site")
+    stamp = os.path.join(stage, ".site-python")
+    if not (os.path.isdir(site) and os.path.exists(stamp) and open(stamp).read() == "%d.%d" % python):
+        shutil.rmtree(site, ignore_errors=True)
+        runtime_site(site, python, args.find_links)
+        with open(stamp, "w") as f:
+            f.write("%d.%d" % python)
+    shutil.copy(os.path.join(HERE, "there.py"), os.path.join(stage, "there.py"))
+    leave_out = compact_weights(stage)
+    kit = {"format": 1, "config": args.config, "devices": cfg.devices, "target_cpu": args.target_cpu,
+           "gpu_arch": args.gpu_arch, "threads": args.threads, "python": "%d.%d" % python,
+           "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+           "commit": _git("describe", "--always", "--dirty"), "parts": parts,
+           "probe": next((c["id"] for c in parts.get("checks", {}).get("checks", []) if c["strategy"] == "gpu"
+                          and "gpu" in cfg.devices), None),
+           "plan": plan(cfg, parts)}
+    size_line = write_carry(stage, carry, leave_out, kit, args.limit_mib)
+    there.write_json(os.path.join(stage, there.KIT_JSON), kit)  # what import reads: the kit that was carried
+    print(f"packed in {time.monotonic() - t0:.0f} s: {size_line}")
+    print(there.plan_text(kit))
+    rel = os.path.relpath(carry, os.path.dirname(out)) if os.path.basename(out) == ".gpu-kit" else carry
+    print(f"device tool, from the checkout holding {os.path.dirname(out)}: run(command=\"python3 {rel}/run.py STEP "
+          f"--out $OUT\", carry=[\"{rel}\"], timeout_s={kit['plan']['call_timeout_s']}) for STEP = "
+          f"{', '.join(str(s['step']) for s in kit['plan']['steps'])}; then here: python benchmarks/gpu_proof/kit.py "
+          "import DIR... (the files_at folders)")
+    return 0
+
+
+def _profile(folder: str, cfg: Config, devices: list, args) -> dict:
+    """The profile part's bundle in ``folder``, built unless a finished one is there."""
+    if not os.path.exists(os.path.join(folder, "bundle.json")):
+        shutil.rmtree(folder + ".tmp", ignore_errors=True)
+        export_profile_to(folder + ".tmp", cfg, devices, args)
+        shutil.rmtree(folder, ignore_errors=True)
+        os.replace(folder + ".tmp", folder)
+    with open(os.path.join(folder, "bundle.json"), encoding="utf-8") as f:
+        return json.load(f)
+
+
+def export_profile_to(folder: str, cfg: Config, devices: list, args) -> dict:
+    """``profile --export-bundle``'s samples of the ``cfg.profile`` model settings (each model at its
+    own settings, which the command's shared flags cannot say), whole ops and halves first."""
+    from tvm_partition import frontend
+    from tvm_partition.build.align import align_splits
+    from tvm_partition.build.tuning import open_schedules
+    from tvm_partition.devices import database_dir
+    from tvm_partition.ir.graph import OpGraph
+    from tvm_partition.profiling import profiler
+
+    graphs = [OpGraph(frontend.load(name, seed=0, **opts).mod) for name, opts in cfg.profile]
+    schedules = open_schedules(database_dir(args.tuning_logs))
+    for g in graphs:  # the part sizes builds cut, as profile does
+        align_splits(g, devices, schedules)
+    return profiler.export_bundle(folder, graphs, devices, schedules, cfg.profile_level, say)
+
+
+def plan(cfg: Config, parts: dict) -> dict:
+    """The steps of ``cfg`` with the parts the kit has, their budgets and estimates."""
+    what = {"checks": "{n} checks (runtime only vs the CPU here)", "profile": "{n} profile samples",
+            "bench": "{n} bench rows"}
+    steps = []
+    for budget, entries in cfg.steps:
+        kept = [{"name": p, "budget_s": b, "estimate_s": round(parts[p]["estimate_s"], 1),
+                 "what": what[parts[p]["kind"]].format(n=len(parts[p].get("checks") or parts[p].get("rows") or [])
+                                                       or parts[p].get("samples", 0))}
+                for p, b in entries if p in parts]
+        if kept:
+            steps.append({"step": len(steps) + 1, "budget_s": budget, "parts": kept})
+    return {"steps": steps, "step_stop": "its budget", "call_timeout_s": min(600, max(s["budget_s"] for s in steps) + 60)
+            if steps else 600, "assumptions": ASSUMPTIONS}
+
+
+def write_carry(stage: str, carry: str, leave_out: set[str], kit: dict, limit_mib: float) -> str:
+    """``carry/kit.tar.gz`` and ``carry/run.py``, or nothing and a :class:`KitError` when they and
+    the tree the device tool sends with them are over ``limit_mib``."""
+    tmp = carry + ".tmp"
+    shutil.rmtree(tmp, ignore_errors=True)
+    os.makedirs(tmp)
+    try:
+        write_tar(stage, os.path.join(tmp, "kit.tar.gz"), leave_out, kit)
+        major, minor = map(int, kit["python"].split("."))
+        with open(os.path.join(tmp, "run.py"), "w", encoding="utf-8") as f:
+            f.write(LAUNCHER.format(created=kit["created"], commit=kit["commit"], python=kit["python"],
+                                    python_tuple=f"{major}, {minor}", python_check=True))
+        kit_bytes = sum(os.path.getsize(os.path.join(tmp, n)) for n in os.listdir(tmp))
+        tree, where = tree_bytes(os.path.dirname(carry))
+        total = (kit_bytes + tree) / 2**20
+        line = (f"kit {kit_bytes / 2**20:.1f} MiB (carry/kit.tar.gz + run.py; {len(leave_out)} params.npz left out, "
+                f"drawn again there) + {tree / 2**20:.1f} MiB of {where} = {total:.1f} MiB of the device tool's "
+                f"{limit_mib:g} MiB")
+        if total > limit_mib:
+            raise KitError(f"{line}: over; leave parts out (--parts) or shrink the tree")
+        shutil.rmtree(carry, ignore_errors=True)
+        os.replace(tmp, carry)
+        return line
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+# --- import ----------------------------------------------------------------------------------
+
+def collect(dirs: list[str]) -> dict[str, list[str]]:
+    """Result files by name over the folders brought back (a name in several: all, in order)."""
+    found: dict[str, list[str]] = {}
+    for d in dirs:
+        if not os.path.isdir(d):
+            raise KitError(f"{d}: no such folder (give the files_at folders the device tool returned)")
+        for name in sorted(os.listdir(d)):
+            found.setdefault(name, []).append(os.path.join(d, name))
+    return found
+
+
+def _quiet(fn, *argv) -> tuple[int, str]:
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        rc = fn(list(argv))
+    return rc, out.getvalue()
+
+
+def import_results(args) -> int:
+    from tvm_partition.bench import suite
+    from tvm_partition.bench.report import update
+    from tvm_partition.cli import profile as profile_cmd
+
+    stage = os.path.join(os.path.abspath(args.kit), "stage")
+    if not os.path.exists(os.path.join(stage, there.KIT_JSON)):
+        raise KitError(f"{args.kit}: no packed kit here (import runs where pack ran; give --kit)")
+    kit = there.load_kit(stage)
+    files = collect(args.dirs)
+    machines = {}  # step -> the machine it ran on (a step may run on another machine than the last)
+    for s in kit["plan"]["steps"]:
+        for path in files.get(f"facts-{s['step']}.json", []):
+            with open(path, encoding="utf-8") as f:
+                machines[s["step"]] = json.load(f)["machine"]
+    root = os.path.abspath(args.root)
+    problems, folders = [], set()
+    step_of = {p["name"]: s["step"] for s in kit["plan"]["steps"] for p in s["parts"]}
+    for name, part in kit["parts"].items():
+        machine = machines.get(step_of.get(name))
+        if machine is None:
+            problems.append(f"{name}: nothing from step {step_of.get(name)} (no facts-{step_of.get(name)}.json)")
+            continue
+        proof = os.path.join(root, "benchmarks", "results", machine, "gpu_proof")
+        os.makedirs(proof, exist_ok=True)
+        problems += IMPORTERS[part["kind"]](stage, name, part, files, root, machine, proof, suite, profile_cmd)
+        folders.add(os.path.join(root, "benchmarks", "results", machine, "bench"))
+    for name, paths in files.items():  # the record of each step: facts and logs
+        if name.startswith(("facts-", "log-")) and machines:
+            for m in sorted(set(machines.values())):
+                shutil.copy(paths[-1], os.path.join(root, "benchmarks", "results", m, "gpu_proof", name))
+    md = os.path.join(root, "BENCHMARKS.md")
+    if os.path.exists(md):
+        update(md, suite.results_folders(root))
+        print(f"updated {md}")
+    for p in problems:
+        print(f"missing or failed: {p}")
+    return 1 if problems else 0
+
+
+def import_checks(stage, name, part, files, root, machine, proof, suite, profile_cmd) -> list[str]:
+    if "checks.json" not in files:
+        return [f"{name}: no checks.json"]
+    results = {}
+    for path in files["checks.json"]:
+        with open(path, encoding="utf-8") as f:
+            results.update({r["id"]: r for r in json.load(f)})
+    there.write_json(os.path.join(proof, "checks.json"), list(results.values()))
+    expected = [c["id"] for c in part["checks"]]
+    passed = [i for i in expected if results.get(i, {}).get("ok")]
+    print(f"checks: {len(passed)} of {len(expected)} passed on {machine}")
+    return [f"check {i}: " + (results[i].get("error") or f"max_abs_err {results[i].get('max_abs_err')} > "
+                                                          f"{results[i].get('tol')}" if i in results else "not run")
+            for i in expected if i not in passed]
+
+
+def import_bench(stage, name, part, files, root, machine, proof, suite, profile_cmd) -> list[str]:
+    key = f"bench-{name}.json"
+    if key not in files:
+        return [f"{name}: no {key}"]
+    results = {}
+    for path in files[key]:
+        with open(path, encoding="utf-8") as f:
+            results.update({r["id"]: r for r in json.load(f) if "measured_median_us" in r or r["id"] not in results})
+    folder = os.path.join(stage, part["dir"])
+    there.write_json(os.path.join(folder, "results.json"), list(results.values()))
+    rc, text = _quiet(suite.main, "--import", folder, "--out", os.path.join(root, "benchmarks", "results", machine, "bench"))
+    print(text.strip().splitlines()[0] if text.strip() else f"{name}: bench --import said nothing")
+    if rc == 2:
+        return [f"{name}: bench --import failed"]
+    return [f"{name} row {i}: " + (results[i].get("error", "no time") if i in results else "not measured")
+            for i in part["rows"] if "measured_median_us" not in results.get(i, {})]
+
+
+def import_profile(stage, name, part, files, root, machine, proof, suite, profile_cmd) -> list[str]:
+    if "profile.jsonl" not in files:
+        return [f"{name}: no profile.jsonl"]
+    folder = os.path.join(stage, part["dir"])
+    lines = {}
+    for path in files["profile.jsonl"]:
+        with open(path, encoding="utf-8") as f:
+            for line in f:
+                with contextlib.suppress(ValueError, KeyError, TypeError):
+                    lines[json.loads(line)["id"]] = line if line.endswith("\n") else line + "\n"
+    with open(os.path.join(folder, "results.jsonl"), "w", encoding="utf-8") as f:
+        f.writelines(lines.values())
+    rc, text = _quiet(profile_cmd.main, "--import", folder, "--tuning-logs", os.path.join(root, "tuning_logs"))
+    print(text.strip() or f"{name}: profile --import said nothing")
+    missing = part["samples"] - len(lines)
+    return ([f"{name}: profile --import failed"] if rc else []) + \
+        ([f"{name}: {missing} of {part['samples']} samples not timed"] if missing else [])
+
+
+IMPORTERS = {"checks": import_checks, "bench": import_bench, "profile": import_profile}
+
+
+def parser():
+    ap = argparse.ArgumentParser(prog="python benchmarks/gpu_proof/kit.py", description=__doc__.split("\n\n")[0])
+    sub = ap.add_subparsers(dest="command", required=True)
+    p = sub.add_parser("pack", help="compile and pack the kit")
+    p.add_argument("--out", default=os.path.join(REPO, ".gpu-kit"), help="kit folder (default: .gpu-kit here)")
+    p.add_argument("--config", choices=sorted(CONFIGS), default="gpu", help="gpu (default) or dry (cpu,cpu, tiny)")
+    p.add_argument("--parts", metavar="P,...", help="only these parts")
+    p.add_argument("--target-cpu", default="x86-64-v3", metavar="MCPU", help="LLVM -mcpu of the GPU machine's CPU "
+                                                                            "(default x86-64-v3: AVX2, every x86 server)")
+    p.add_argument("--gpu-arch", default="sm_90", metavar="SM", help="CUDA arch (default sm_90: H100, H200)")
+    p.add_argument("--threads", type=int, default=GPU_MACHINE_THREADS, help="the GPU machine's CPU threads")
+    p.add_argument("--python", metavar="X.Y", help="the GPU machine's Python (default 3.12; dry: this one)")
+    p.add_argument("--find-links", metavar="DIR", help="folder holding apache-tvm-ffi's wheel for --python")
+    p.add_argument("--tuning-logs", metavar="DIR", help="tuning logs (default: the shipped tuning_logs/)")
+    p.add_argument("--limit-mib", type=float, default=LIMIT_MIB, help=argparse.SUPPRESS)
+    p.add_argument("--fresh", action="store_true", help="compile everything again")
+    p = sub.add_parser("plan", help="print the packed kit's time plan")
+    p.add_argument("--kit", default=os.path.join(REPO, ".gpu-kit"))
+    p = sub.add_parser("import", help="merge the result folders of the steps")
+    p.add_argument("dirs", nargs="+", help="the folders the device tool brought back (files_at)")
+    p.add_argument("--kit", default=os.path.join(REPO, ".gpu-kit"), help="the kit folder pack wrote")
+    p.add_argument("--root", default=REPO, help=argparse.SUPPRESS)  # a copy of the repository's results (tests)
+    return ap
+
+
+def main(argv=None) -> int:
+    args = parser().parse_args(argv)
+    try:
+        if args.command == "pack":
+            return pack(args)
+        if args.command == "plan":
+            print(there.plan_text(there.load_kit(os.path.join(args.kit, "stage"))))
+            return 0
+        return import_results(args)
+    except (TvmPartitionError, OSError) as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,189 @@
+"""benchmarks/gpu_proof: the GPU proof kit's dry run, so that it cannot rot where CI has no GPU.
+
+The kit is packed with its ``dry`` settings (``cpu,cpu``: no GPU rows, tiny models, the same
+parts, steps and files as on a GPU machine); its three steps run as the GPU machine runs them:
+``run.py`` under ``python -S`` with numpy alone on the path (no site-packages, so no compiler TVM
+and no tvm_partition but the kit's); the folders they write are imported into a copy of the
+repository's results. Then what the kit must catch: an artifact damaged after packing, a result
+missing on import, a kit over the device tool's size limit.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tarfile
+
+import numpy as np
+import pytest
+
+from rpc_servers import REPO
+
+sys.path.insert(0, os.path.join(REPO, "benchmarks", "gpu_proof"))
+import kit as gpu_kit  # noqa: E402
+import there  # noqa: E402
+
+STEPS = (1, 2, 3)
+
+
+def pack(out, *argv) -> tuple[int, str, str]:
+    o, e = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(o), contextlib.redirect_stderr(e):
+        rc = gpu_kit.main(["pack", "--config", "dry", "--out", str(out), *argv])
+    return rc, o.getvalue(), e.getvalue()
+
+
+def numpy_only(folder) -> str:
+    """A folder holding nothing but numpy (links to this environment's), for ``python -S``."""
+    os.makedirs(folder, exist_ok=True)
+    site = os.path.dirname(os.path.dirname(np.__file__))
+    for name in ("numpy", "numpy.libs"):
+        if os.path.exists(os.path.join(site, name)):
+            os.symlink(os.path.join(site, name), os.path.join(folder, name))
+    return str(folder)
+
+
+def run_step(carry, step: int, out, tmp) -> subprocess.CompletedProcess:
+    env = {"PATH": os.environ.get("PATH", ""), "TMPDIR": str(tmp), "PYTHONPATH": numpy_only(os.path.join(tmp, "np"))
+           if not os.path.exists(os.path.join(tmp, "np")) else os.path.join(tmp, "np")}
+    return subprocess.run([sys.executable, "-S", os.path.join(carry, "run.py"), str(step), "--out", str(out)],
+                          capture_output=True, text=True, env=env, timeout=300)
+
+
+def import_(kit_dir, root, *dirs) -> tuple[int, str]:
+    o = io.StringIO()
+    with contextlib.redirect_stdout(o), contextlib.redirect_stderr(o):
+        rc = gpu_kit.main(["import", *map(str, dirs), "--kit", str(kit_dir), "--root", str(root)])
+    return rc, o.getvalue()
+
+
+@pytest.fixture(scope="module")
+def packed(tmp_path_factory):
+    if there.cpu_level(there.cpu_flags()) < "x86-64-v3":
+        pytest.skip("the kit's CPU kernels are compiled for x86-64-v3 (AVX2, FMA): this CPU lacks them")
+    out = tmp_path_factory.mktemp("kit") / ".gpu-kit"
+    rc, text, err = pack(out)
+    assert rc == 0, err[-3000:]
+    return out, text
+
+
+@pytest.fixture(scope="module")
+def ran(packed, tmp_path_factory):
+    out, _ = packed
+    tmp = tmp_path_factory.mktemp("there")
+    results = []
+    for step in STEPS:
+        proc = run_step(out / "carry", step, tmp / f"out{step}", tmp)
+        assert proc.returncode == 0, proc.stderr[-3000:] + proc.stdout[-3000:]
+        results.append(tmp / f"out{step}")
+    return tmp, results
+
+
+def test_pack_writes_the_carry_and_prints_its_size_and_the_plan(packed):
+    out, text = packed
+    kit = there.load_kit(str(out / "stage"))
+    assert sorted(os.listdir(out / "carry")) == ["kit.tar.gz", "run.py"]
+    size = sum(os.path.getsize(out / "carry" / n) for n in os.listdir(out / "carry")) / 2**20
+    assert f"kit {size:.1f} MiB" in text and "of the device tool's 64 MiB" in text
+    assert there.plan_text(kit) in text and "timeout_s=" in text and 'carry=[".gpu-kit/carry"]' in text
+    assert [[p["name"] for p in s["parts"]] for s in kit["plan"]["steps"]] == \
+        [["checks", "quick"], ["split-ops", "profile"], ["crossover"]]
+    assert all(s["budget_s"] <= 600 for s in kit["plan"]["steps"])
+    with tarfile.open(out / "carry" / "kit.tar.gz") as tar:
+        names = tar.getnames()
+        # every artifact is a zoo model or one of its ops: no weights travel, they are drawn again
+        # there; a params.npz travels only where it holds none (an op that reads no weight)
+        weights = [len(np.load(io.BytesIO(tar.extractfile(n).read())).files) for n in names if n.endswith("params.npz")]
+    arts = [n for n in names if n.endswith("/manifest.json")]
+    assert len(arts) == len(kit["parts"]["checks"]["checks"]) + sum(
+        len(kit["parts"][p]["rows"]) for p in ("quick", "split-ops", "crossover"))
+    assert len(weights) < len(arts) and not any(weights)
+    assert "site/tvm/lib/libtvm_runtime.so" in names and not [n for n in names if "libtvm_compiler" in n]
+    assert {"there.py", "kit.json", "weights.json", "parts/profile/time_samples.py",
+            "parts/quick/run_bench.py", "parts/split-ops/bench.json"} <= set(names)
+
+
+def test_the_steps_run_with_the_runtime_alone_and_write_every_result(packed, ran):
+    out, _ = packed
+    kit = there.load_kit(str(out / "stage"))
+    _, dirs = ran
+    files = [sorted(os.listdir(d)) for d in dirs]
+    assert files == [["bench-quick.json", "checks.json", "facts-1.json", "facts-1.txt", "log-1.txt"],
+                     ["bench-split-ops.json", "facts-2.json", "facts-2.txt", "log-2.txt", "profile.jsonl"],
+                     ["bench-crossover.json", "facts-3.json", "facts-3.txt", "log-3.txt"]]
+    checks = json.loads((dirs[0] / "checks.json").read_text())
+    assert [c["id"] for c in checks] == [c["id"] for c in kit["parts"]["checks"]["checks"]]
+    assert all(c["ok"] and c["runtime_only"] and c["max_abs_err"] <= c["tol"] for c in checks), checks
+    for d, part in ((dirs[0], "quick"), (dirs[1], "split-ops"), (dirs[2], "crossover")):
+        rows = json.loads((d / f"bench-{part}.json").read_text())
+        assert [r["id"] for r in rows] == kit["parts"][part]["rows"]
+        assert all(r["measured_median_us"] > 0 for r in rows)
+    assert sum(1 for _ in open(dirs[1] / "profile.jsonl")) == kit["parts"]["profile"]["samples"]
+    log = (dirs[0] / "log-1.txt").read_text()
+    assert "params.npz drawn again from 1 seeded recipes" in log and "part quick: done" in log
+    facts = (dirs[0] / "facts-1.txt").read_text()
+    assert "$ lscpu" in facts and "$ nvidia-smi" in facts
+    assert json.loads((dirs[0] / "facts-1.json").read_text())["cpu_level"].startswith("x86-64")
+
+
+def test_import_merges_every_result_and_regenerates_benchmarks(packed, ran, tmp_path):
+    out, _ = packed
+    kit = there.load_kit(str(out / "stage"))
+    _, dirs = ran
+    shutil.copy(os.path.join(REPO, "BENCHMARKS.md"), tmp_path / "BENCHMARKS.md")
+    rc, text = import_(out, tmp_path, *dirs)
+    assert rc == 0, text
+    machine = json.loads((dirs[0] / "facts-1.json").read_text())["machine"]
+    folder = tmp_path / "benchmarks" / "results" / machine
+    rows = json.loads((folder / "bench" / "results.json").read_text())
+    expected = {i for p in ("quick", "split-ops", "crossover") for i in kit["parts"][p]["rows"]}  # a row in two parts: one
+    assert len(rows) == len(expected) and all(r["measured_median_us"] > 0 and r["predicted_us"] for r in rows)
+    assert len(open(tmp_path / "tuning_logs" / machine / "profile.jsonl").readlines()) == \
+        kit["parts"]["profile"]["samples"]
+    assert sorted(os.listdir(folder / "gpu_proof")) == sorted(
+        ["checks.json"] + [f"{k}-{s}.{e}" for s in STEPS for k, e in (("facts", "json"), ("facts", "txt"), ("log", "txt"))])
+    md = (tmp_path / "BENCHMARKS.md").read_text()
+    assert f"| lstm | batch=2 layers=2 seq_len=4 | equal | {rows[1]['measured_median_us'] / 1e3:.3f} |" in md
+    assert "checks: 1 of 1 passed" in text
+
+
+def test_a_damaged_artifact_and_a_missing_result_are_caught(packed, ran, tmp_path):
+    out, _ = packed
+    _, dirs = ran
+    work = tmp_path / "work"
+    proc = run_step(out / "carry", 3, tmp_path / "warm", work)  # unpacks the kit into TMPDIR=work
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    (unpacked,) = [p for p in work.iterdir() if p.name.startswith("tvmp-gpu-kit-")]
+    model = unpacked / "export" / "checks" / "lstm-equal" / "model.so"
+    data = bytearray(model.read_bytes())
+    data[len(data) // 2] ^= 0xFF
+    model.write_bytes(bytes(data))
+    proc = run_step(out / "carry", 1, tmp_path / "bad1", work)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    (check,) = json.loads((tmp_path / "bad1" / "checks.json").read_text())
+    assert not check["ok"] and "model.so: checksum mismatch" in check["error"]
+    rc, text = import_(out, tmp_path / "root", tmp_path / "bad1", dirs[1], dirs[2])
+    assert rc == 1 and "missing or failed: check lstm-equal: exit 2: " in text and "checksum mismatch" in text
+    os.remove(dirs[1] / "profile.jsonl")  # the last test that reads it
+    rc, text = import_(out, tmp_path / "root2", dirs[0], dirs[1])
+    assert rc == 1
+    assert "missing or failed: profile: no profile.jsonl" in text
+    assert "missing or failed: crossover: nothing from step 3 (no facts-3.json)" in text
+
+
+def test_a_kit_over_the_limit_is_refused_and_nothing_is_written(packed, tmp_path):
+    out, _ = packed
+    copy = tmp_path / ".gpu-kit"
+    shutil.copytree(out, copy, symlinks=True)
+    before = {n: (copy / "carry" / n).read_bytes() for n in os.listdir(copy / "carry")}
+    rc, _, err = pack(copy, "--limit-mib", "1")
+    lines = err.strip().splitlines()
+    assert rc == 2 and lines[-1].startswith("error: kit ") and lines[-1].endswith(
+        "of the device tool's 1 MiB: over; leave parts out (--parts) or shrink the tree")
+    assert {n: (copy / "carry" / n).read_bytes() for n in os.listdir(copy / "carry")} == before
+    assert sorted(os.listdir(copy)) == ["carry", "stage"]
