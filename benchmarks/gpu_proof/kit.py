@@ -373,7 +373,7 @@ import tarfile
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 KIT = os.path.join(HERE, "kit.tar.gz")
-if {python_check} and sys.version_info[:2] != ({python_tuple}):
+if sys.version_info[:2] != ({python_tuple}):
     sys.exit("error: this kit was packed for Python {python} (its tvm_ffi is built for it), not %d.%d"
              % sys.version_info[:2])
 h = hashlib.sha256()
@@ -404,59 +404,31 @@ def _git(*argv: str) -> str:
 
 
 def pack(args) -> int:
-    from tvm_partition.cli.deploy import python_version, runtime_site
+    from tvm_partition.cli.deploy import python_version
     from tvm_partition.devices import parse_devices
 
     cfg = CONFIGS[args.config]
     args.devices = cfg.devices
     out = os.path.abspath(args.out)
     stage, carry = os.path.join(out, "stage"), os.path.join(out, "carry")
+    python = python_version(args.python or cfg.python)
+    wanted = wanted_parts(cfg, args.parts, args.config)
     if args.fresh:
         shutil.rmtree(stage, ignore_errors=True)
     os.makedirs(stage, exist_ok=True)
-    python = python_version(args.python or cfg.python)
-    parts_wanted = [p for _, parts in cfg.steps for p, _ in parts]
-    if args.parts:
-        bad = sorted(set(args.parts.split(",")) - set(parts_wanted))
-        if bad:
-            raise KitError(f"--parts: no part {bad[0]!r} in the {args.config} kit (parts: {', '.join(parts_wanted)})")
-        parts_wanted = [p for p in parts_wanted if p in args.parts.split(",")]
-    devices = parse_devices(cfg.devices, gpu_arch=args.gpu_arch, cpu_mcpu=args.target_cpu)
     t0 = time.monotonic()
-    parts: dict = {}
-    if "checks" in parts_wanted:
-        checks = export_checks(os.path.join(stage, "export", "checks"), cfg, devices, args)
-        start = START_S["gpu" if "gpu" in cfg.devices else "cpu"]
-        parts["checks"] = {"kind": "checks", "checks": checks, "estimate_s": len(checks) * start}
-    exports = {cfg.views[p][0] for p in parts_wanted if p in cfg.views}
-    for name in sorted(exports):
-        export_bench(os.path.join(stage, "export", name), cfg.exports[name], args)
-    for part in (p for p in parts_wanted if p in cfg.views):
-        export, keep = cfg.views[part]
-        rows = bench_view(stage, export, part, keep)
-        with open(os.path.join(stage, "export", export, "bench.json"), encoding="utf-8") as f:
-            repeat = json.load(f)["repeat"]
-        parts[part] = {"kind": "bench", "dir": f"parts/{part}", "rows": [r["id"] for r in rows if "artifact" in r],
-                       "failed": [r["id"] for r in rows if "error" in r], "estimate_s": bench_estimate(rows, repeat)}
-    if "profile" in parts_wanted:
-        spec = _profile(os.path.join(stage, "parts", "profile"), cfg, devices, args)
-        parts["profile"] = {"kind": "profile", "dir": "parts/profile", "samples": len(spec["records"]),
-                            "estimate_s": profile_estimate(spec)}
-    site = os.path.join(stage, "site")
-    stamp = os.path.join(stage, ".site-python")
-    if not (os.path.isdir(site) and os.path.exists(stamp) and open(stamp).read() == "%d.%d" % python):
-        shutil.rmtree(site, ignore_errors=True)
-        runtime_site(site, python, args.find_links)
-        with open(stamp, "w") as f:
-            f.write("%d.%d" % python)
+    devices = parse_devices(cfg.devices, gpu_arch=args.gpu_arch, cpu_mcpu=args.target_cpu)
+    parts = build_parts(stage, cfg, devices, args, wanted)
+    runtime(stage, python, args.find_links)
     shutil.copy(os.path.join(HERE, "there.py"), os.path.join(stage, "there.py"))
     leave_out = compact_weights(stage)
     kit = {"format": 1, "config": args.config, "devices": cfg.devices, "target_cpu": args.target_cpu,
            "gpu_arch": args.gpu_arch, "threads": args.threads, "python": "%d.%d" % python,
            "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
            "commit": _git("describe", "--always", "--dirty"), "parts": parts,
-           "probe": next((c["id"] for c in parts.get("checks", {}).get("checks", []) if c["strategy"] == "gpu"
-                          and "gpu" in cfg.devices), None),
+           # the CUDA probe runs the first whole-GPU check (none on cpu,cpu)
+           "probe": next((c["id"] for c in parts.get("checks", {}).get("checks", []) if c["strategy"] == "gpu"), None)
+           if "gpu" in cfg.devices else None,
            "plan": plan(cfg, parts)}
     size_line = write_carry(stage, carry, leave_out, kit, args.limit_mib)
     there.write_json(os.path.join(stage, there.KIT_JSON), kit)  # what import reads: the kit that was carried
@@ -470,48 +442,90 @@ def pack(args) -> int:
     return 0
 
 
-def _profile(folder: str, cfg: Config, devices: list, args) -> dict:
-    """The profile part's bundle in ``folder``, built unless a finished one is there."""
+def wanted_parts(cfg: Config, text: str | None, config: str) -> list[str]:
+    """The parts of ``cfg``'s steps, or those ``--parts`` names."""
+    parts = [p for _, entries in cfg.steps for p, _ in entries]
+    if not text:
+        return parts
+    bad = sorted(set(text.split(",")) - set(parts))
+    if bad:
+        raise KitError(f"--parts: no part {bad[0]!r} in the {config} kit (parts: {', '.join(parts)})")
+    return [p for p in parts if p in text.split(",")]
+
+
+def build_parts(stage: str, cfg: Config, devices: list, args, wanted: list[str]) -> dict:
+    """Compile the ``wanted`` parts into ``stage`` (what is there is kept) and describe each:
+    ``{part: {kind, what, estimate_s, ...}}``."""
+    parts: dict = {}
+    if "checks" in wanted:
+        checks = export_checks(os.path.join(stage, "export", "checks"), cfg, devices, args)
+        parts["checks"] = {"kind": "checks", "checks": checks, "what": f"{len(checks)} checks (runtime only vs the "
+                           "CPU here)", "estimate_s": len(checks) * START_S["gpu" if "gpu" in cfg.devices else "cpu"]}
+    for name in sorted({cfg.views[p][0] for p in wanted if p in cfg.views}):
+        export_bench(os.path.join(stage, "export", name), cfg.exports[name], args)
+    for part in (p for p in wanted if p in cfg.views):
+        export, keep = cfg.views[part]
+        rows = bench_view(stage, export, part, keep)
+        with open(os.path.join(stage, "export", export, "bench.json"), encoding="utf-8") as f:
+            repeat = json.load(f)["repeat"]
+        ids = [r["id"] for r in rows if "artifact" in r]
+        parts[part] = {"kind": "bench", "dir": f"parts/{part}", "rows": ids, "what": f"{len(ids)} bench rows",
+                       "failed": [r["id"] for r in rows if "error" in r], "estimate_s": bench_estimate(rows, repeat)}
+    if "profile" in wanted:
+        spec = profile_bundle(os.path.join(stage, "parts", "profile"), cfg, devices, args)
+        parts["profile"] = {"kind": "profile", "dir": "parts/profile", "samples": len(spec["records"]),
+                            "what": f"{len(spec['records'])} profile samples", "estimate_s": profile_estimate(spec)}
+    return parts
+
+
+def runtime(stage: str, python: tuple[int, int], find_links: str | None) -> None:
+    """``stage/site``: deploy's runtime-only TVM for ``python`` (kept while it is for that Python)."""
+    from tvm_partition.cli.deploy import runtime_site
+
+    site, stamp = os.path.join(stage, "site"), os.path.join(stage, ".site-python")
+    if os.path.isdir(site) and os.path.exists(stamp) and open(stamp).read() == "%d.%d" % python:
+        return
+    shutil.rmtree(site, ignore_errors=True)
+    runtime_site(site, python, find_links)
+    with open(stamp, "w") as f:
+        f.write("%d.%d" % python)
+
+
+def profile_bundle(folder: str, cfg: Config, devices: list, args) -> dict:
+    """The profile part's bundle in ``folder`` (``profile --export-bundle``'s samples of the
+    ``cfg.profile`` settings, each model at its own, which the command's shared flags cannot say;
+    whole ops and halves first), built unless a finished one is there."""
     if not os.path.exists(os.path.join(folder, "bundle.json")):
+        from tvm_partition import frontend
+        from tvm_partition.build.align import align_splits
+        from tvm_partition.build.tuning import open_schedules
+        from tvm_partition.devices import database_dir
+        from tvm_partition.ir.graph import OpGraph
+        from tvm_partition.profiling import profiler
+
+        graphs = [OpGraph(frontend.load(name, seed=0, **opts).mod) for name, opts in cfg.profile]
+        schedules = open_schedules(database_dir(args.tuning_logs))
+        for g in graphs:  # the part sizes builds cut, as profile does
+            align_splits(g, devices, schedules)
         shutil.rmtree(folder + ".tmp", ignore_errors=True)
-        export_profile_to(folder + ".tmp", cfg, devices, args)
+        profiler.export_bundle(folder + ".tmp", graphs, devices, schedules, cfg.profile_level, say)
         shutil.rmtree(folder, ignore_errors=True)
         os.replace(folder + ".tmp", folder)
     with open(os.path.join(folder, "bundle.json"), encoding="utf-8") as f:
         return json.load(f)
 
 
-def export_profile_to(folder: str, cfg: Config, devices: list, args) -> dict:
-    """``profile --export-bundle``'s samples of the ``cfg.profile`` model settings (each model at its
-    own settings, which the command's shared flags cannot say), whole ops and halves first."""
-    from tvm_partition import frontend
-    from tvm_partition.build.align import align_splits
-    from tvm_partition.build.tuning import open_schedules
-    from tvm_partition.devices import database_dir
-    from tvm_partition.ir.graph import OpGraph
-    from tvm_partition.profiling import profiler
-
-    graphs = [OpGraph(frontend.load(name, seed=0, **opts).mod) for name, opts in cfg.profile]
-    schedules = open_schedules(database_dir(args.tuning_logs))
-    for g in graphs:  # the part sizes builds cut, as profile does
-        align_splits(g, devices, schedules)
-    return profiler.export_bundle(folder, graphs, devices, schedules, cfg.profile_level, say)
-
-
 def plan(cfg: Config, parts: dict) -> dict:
-    """The steps of ``cfg`` with the parts the kit has, their budgets and estimates."""
-    what = {"checks": "{n} checks (runtime only vs the CPU here)", "profile": "{n} profile samples",
-            "bench": "{n} bench rows"}
+    """The steps of ``cfg`` with the parts the kit has, their budgets and estimates; the device
+    tool's ``timeout_s`` leaves a minute above the longest step for unpacking and drawing weights."""
     steps = []
     for budget, entries in cfg.steps:
-        kept = [{"name": p, "budget_s": b, "estimate_s": round(parts[p]["estimate_s"], 1),
-                 "what": what[parts[p]["kind"]].format(n=len(parts[p].get("checks") or parts[p].get("rows") or [])
-                                                       or parts[p].get("samples", 0))}
+        kept = [{"name": p, "budget_s": b, "estimate_s": round(parts[p]["estimate_s"], 1), "what": parts[p]["what"]}
                 for p, b in entries if p in parts]
         if kept:
             steps.append({"step": len(steps) + 1, "budget_s": budget, "parts": kept})
-    return {"steps": steps, "step_stop": "its budget", "call_timeout_s": min(600, max(s["budget_s"] for s in steps) + 60)
-            if steps else 600, "assumptions": ASSUMPTIONS}
+    longest = max((s["budget_s"] for s in steps), default=540)
+    return {"steps": steps, "call_timeout_s": min(600, longest + 60), "assumptions": ASSUMPTIONS}
 
 
 def write_carry(stage: str, carry: str, leave_out: set[str], kit: dict, limit_mib: float) -> str:
@@ -525,7 +539,7 @@ def write_carry(stage: str, carry: str, leave_out: set[str], kit: dict, limit_mi
         major, minor = map(int, kit["python"].split("."))
         with open(os.path.join(tmp, "run.py"), "w", encoding="utf-8") as f:
             f.write(LAUNCHER.format(created=kit["created"], commit=kit["commit"], python=kit["python"],
-                                    python_tuple=f"{major}, {minor}", python_check=True))
+                                    python_tuple=f"{major}, {minor}"))
         kit_bytes = sum(os.path.getsize(os.path.join(tmp, n)) for n in os.listdir(tmp))
         tree, where = tree_bytes(os.path.dirname(carry))
         total = (kit_bytes + tree) / 2**20
@@ -561,73 +575,90 @@ def _quiet(fn, *argv) -> tuple[int, str]:
     return rc, out.getvalue()
 
 
+@dataclasses.dataclass(frozen=True)
+class Dest:
+    """Where one machine's results go in the repository at ``root``."""
+
+    root: str
+    machine: str
+
+    @property
+    def bench(self) -> str:
+        return os.path.join(self.root, "benchmarks", "results", self.machine, "bench")
+
+    @property
+    def proof(self) -> str:
+        return os.path.join(self.root, "benchmarks", "results", self.machine, "gpu_proof")
+
+
 def import_results(args) -> int:
-    from tvm_partition.bench import suite
     from tvm_partition.bench.report import update
-    from tvm_partition.cli import profile as profile_cmd
+    from tvm_partition.bench.suite import results_folders
 
     stage = os.path.join(os.path.abspath(args.kit), "stage")
     if not os.path.exists(os.path.join(stage, there.KIT_JSON)):
         raise KitError(f"{args.kit}: no packed kit here (import runs where pack ran; give --kit)")
     kit = there.load_kit(stage)
     files = collect(args.dirs)
-    machines = {}  # step -> the machine it ran on (a step may run on another machine than the last)
+    dests = {}  # step -> where its results go (each step names the machine it ran on: they may differ)
     for s in kit["plan"]["steps"]:
         for path in files.get(f"facts-{s['step']}.json", []):
             with open(path, encoding="utf-8") as f:
-                machines[s["step"]] = json.load(f)["machine"]
-    root = os.path.abspath(args.root)
-    problems, folders = [], set()
-    step_of = {p["name"]: s["step"] for s in kit["plan"]["steps"] for p in s["parts"]}
-    for name, part in kit["parts"].items():
-        machine = machines.get(step_of.get(name))
-        if machine is None:
-            problems.append(f"{name}: nothing from step {step_of.get(name)} (no facts-{step_of.get(name)}.json)")
+                dests[s["step"]] = Dest(os.path.abspath(args.root), json.load(f)["machine"])
+    problems = []
+    for s in kit["plan"]["steps"]:
+        if s["step"] not in dests:
+            problems += [f"{p['name']}: nothing from step {s['step']} (no facts-{s['step']}.json)" for p in s["parts"]]
             continue
-        proof = os.path.join(root, "benchmarks", "results", machine, "gpu_proof")
-        os.makedirs(proof, exist_ok=True)
-        problems += IMPORTERS[part["kind"]](stage, name, part, files, root, machine, proof, suite, profile_cmd)
-        folders.add(os.path.join(root, "benchmarks", "results", machine, "bench"))
-    for name, paths in files.items():  # the record of each step: facts and logs
-        if name.startswith(("facts-", "log-")) and machines:
-            for m in sorted(set(machines.values())):
-                shutil.copy(paths[-1], os.path.join(root, "benchmarks", "results", m, "gpu_proof", name))
-    md = os.path.join(root, "BENCHMARKS.md")
+        dest = dests[s["step"]]
+        os.makedirs(dest.proof, exist_ok=True)
+        for name in (f"facts-{s['step']}.json", f"facts-{s['step']}.txt", f"log-{s['step']}.txt"):
+            if name in files:  # the record of the step
+                shutil.copy(files[name][-1], os.path.join(dest.proof, name))
+        for p in s["parts"]:
+            part = kit["parts"][p["name"]]
+            problems += IMPORTERS[part["kind"]](stage, p["name"], part, files, dest)
+    md = os.path.join(args.root, "BENCHMARKS.md")
     if os.path.exists(md):
-        update(md, suite.results_folders(root))
+        update(md, results_folders(args.root))
         print(f"updated {md}")
     for p in problems:
         print(f"missing or failed: {p}")
     return 1 if problems else 0
 
 
-def import_checks(stage, name, part, files, root, machine, proof, suite, profile_cmd) -> list[str]:
+def import_checks(stage: str, name: str, part: dict, files: dict, dest: Dest) -> list[str]:
+    """``checks.json`` into the machine's ``gpu_proof``; a problem per check not passed."""
     if "checks.json" not in files:
         return [f"{name}: no checks.json"]
     results = {}
     for path in files["checks.json"]:
         with open(path, encoding="utf-8") as f:
             results.update({r["id"]: r for r in json.load(f)})
-    there.write_json(os.path.join(proof, "checks.json"), list(results.values()))
+    there.write_json(os.path.join(dest.proof, "checks.json"), list(results.values()))
     expected = [c["id"] for c in part["checks"]]
     passed = [i for i in expected if results.get(i, {}).get("ok")]
-    print(f"checks: {len(passed)} of {len(expected)} passed on {machine}")
+    print(f"checks: {len(passed)} of {len(expected)} passed on {dest.machine}")
     return [f"check {i}: " + (results[i].get("error") or f"max_abs_err {results[i].get('max_abs_err')} > "
                                                           f"{results[i].get('tol')}" if i in results else "not run")
             for i in expected if i not in passed]
 
 
-def import_bench(stage, name, part, files, root, machine, proof, suite, profile_cmd) -> list[str]:
+def import_bench(stage: str, name: str, part: dict, files: dict, dest: Dest) -> list[str]:
+    """``bench-PART.json`` as the part's bundle results, merged by ``bench --import``; a problem per
+    row not measured."""
+    from tvm_partition.bench import suite
+
     key = f"bench-{name}.json"
     if key not in files:
         return [f"{name}: no {key}"]
     results = {}
-    for path in files[key]:
+    for path in files[key]:  # a row measured in a later folder wins; an error never replaces a time
         with open(path, encoding="utf-8") as f:
             results.update({r["id"]: r for r in json.load(f) if "measured_median_us" in r or r["id"] not in results})
     folder = os.path.join(stage, part["dir"])
     there.write_json(os.path.join(folder, "results.json"), list(results.values()))
-    rc, text = _quiet(suite.main, "--import", folder, "--out", os.path.join(root, "benchmarks", "results", machine, "bench"))
+    rc, text = _quiet(suite.main, "--import", folder, "--out", dest.bench)
     print(text.strip().splitlines()[0] if text.strip() else f"{name}: bench --import said nothing")
     if rc == 2:
         return [f"{name}: bench --import failed"]
@@ -635,7 +666,11 @@ def import_bench(stage, name, part, files, root, machine, proof, suite, profile_
             for i in part["rows"] if "measured_median_us" not in results.get(i, {})]
 
 
-def import_profile(stage, name, part, files, root, machine, proof, suite, profile_cmd) -> list[str]:
+def import_profile(stage: str, name: str, part: dict, files: dict, dest: Dest) -> list[str]:
+    """``profile.jsonl`` as the bundle's results, merged by ``profile --import`` into the logs of
+    the machine that timed them; a problem where samples were not timed."""
+    from tvm_partition.cli import profile as profile_cmd
+
     if "profile.jsonl" not in files:
         return [f"{name}: no profile.jsonl"]
     folder = os.path.join(stage, part["dir"])
@@ -647,7 +682,7 @@ def import_profile(stage, name, part, files, root, machine, proof, suite, profil
                     lines[json.loads(line)["id"]] = line if line.endswith("\n") else line + "\n"
     with open(os.path.join(folder, "results.jsonl"), "w", encoding="utf-8") as f:
         f.writelines(lines.values())
-    rc, text = _quiet(profile_cmd.main, "--import", folder, "--tuning-logs", os.path.join(root, "tuning_logs"))
+    rc, text = _quiet(profile_cmd.main, "--import", folder, "--tuning-logs", os.path.join(dest.root, "tuning_logs"))
     print(text.strip() or f"{name}: profile --import said nothing")
     missing = part["samples"] - len(lines)
     return ([f"{name}: profile --import failed"] if rc else []) + \

@@ -64,8 +64,7 @@ def plan_text(kit: dict) -> str:
     plan = kit["plan"]
     lines = [f"time plan: {len(plan['steps'])} commands on the GPU machine, "
              f"{sum(s['budget_s'] for s in plan['steps']) / 60:.1f} min of them "
-             f"(each stops its parts by {plan['step_stop']}; give the device tool timeout_s "
-             f"{plan['call_timeout_s']})"]
+             f"(each stops its parts by its budget; give the device tool timeout_s {plan['call_timeout_s']})"]
     for s in plan["steps"]:
         lines.append(f"  step {s['step']} ({s['budget_s']} s): python3 .gpu-kit/carry/run.py {s['step']} --out $OUT")
         for p in s["parts"]:
