@@ -35,7 +35,11 @@ setup(
     ],
     extras_require={
         # tornado: TVM's RPC tracker (python -m tvm.exec.rpc_tracker), which the RPC tests start
-        "test": ["pytest", "hypothesis", "onnx", "onnxruntime", "tornado"],
+        # cuda-bindings + the CUDA 13 NVRTC and headers: tests/test_cuda_kernels.py compiles every
+        # CUDA kernel with NVRTC as TVM's loader does on a GPU machine (no GPU needed; sm_75 is
+        # the oldest architecture the CUDA 13 NVRTC compiles for)
+        "test": ["pytest", "hypothesis", "onnx", "onnxruntime", "tornado", "cuda-bindings>=13",
+                 "nvidia-cuda-nvrtc>=13", "nvidia-cuda-runtime>=13", "nvidia-cuda-cccl>=13"],
         # deployment over TVM RPC through a tracker (run/pipeline --tracker): the tracker needs tornado
         "rpc": ["tornado"],
         "torch": ["torch"],

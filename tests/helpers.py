@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 import tvm
 from tvm import relax
@@ -9,6 +11,7 @@ from tvm.relax.frontend import nn
 
 from tvm_partition import frontend
 from tvm_partition.cli.compile import check, compile_model
+from tvm_partition.cost_models import AnalyticCostModel, DeviceRoofline
 from tvm_partition.devices import parse_devices
 
 # Small settings so every zoo model compiles and runs in a few seconds.
@@ -24,6 +27,22 @@ SMALL = {
 }
 
 CPU2 = "cpu,cpu"
+
+
+def comparable() -> AnalyticCostModel:
+    """A GPU a little faster than the CPU and cheap links: EOP splits ops of every zoo model."""
+    return AnalyticCostModel({"cpu": DeviceRoofline(100.0, 20.0, 0.1), "gpu": DeviceRoofline(120.0, 24.0, 0.1)},
+                             default_link=(50.0, 0.2))
+
+
+@functools.lru_cache(maxsize=None)
+def cpu_gpu_build(name: str, strategy: str, gpu_arch: str = "sm_90"):
+    """Zoo model ``name`` (its :data:`SMALL` setting) cross-compiled for ``cpu,gpu`` with
+    ``strategy`` (``eop`` plans on :func:`comparable`, where it splits), once per test session:
+    the CUDA-kernel, program-order and zoo tests share these builds (2-15 s each)."""
+    planning = {"cost_model": comparable()} if strategy == "eop" else {}
+    model = frontend.load(name, **SMALL[name])
+    return compile_model(model, parse_devices("cpu,gpu", gpu_arch=gpu_arch), strategy, **planning)
 
 
 class MLP(nn.Module):

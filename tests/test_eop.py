@@ -16,7 +16,7 @@ import os
 import pytest
 from tvm.relax.frontend import nn
 
-from helpers import SMALL
+from helpers import SMALL, comparable
 from tvm_partition import frontend
 from tvm_partition.build.executable import cuda_kernel_names
 from tvm_partition.cli.compile import check, compile_model, local_devices
@@ -56,12 +56,6 @@ def analytic(gpu_speedup: float, link=(10.0, 5.0), launch_us: float = 0.1) -> An
     cpu = DeviceRoofline(100.0, 20.0, launch_us)
     acc = DeviceRoofline(100.0 * gpu_speedup, 20.0 * gpu_speedup, launch_us)
     return AnalyticCostModel({"cpu": cpu, "gpu": acc, "cpu1": acc}, default_link=link)
-
-
-def comparable() -> AnalyticCostModel:
-    """A GPU a little faster than the CPU and cheap links: EOP splits ops of every zoo model."""
-    return AnalyticCostModel({"cpu": DeviceRoofline(100.0, 20.0, 0.1), "gpu": DeviceRoofline(120.0, 24.0, 0.1)},
-                             default_link=(50.0, 0.2))
 
 
 def load(module: nn.Module, **inputs) -> frontend.Model:

@@ -5,12 +5,10 @@ from __future__ import annotations
 
 import pytest
 
-from helpers import SMALL, equal_check
+from helpers import SMALL, cpu_gpu_build, equal_check
 from tvm_partition import frontend
 from tvm_partition.frontend import zoo
 from tvm_partition.build.executable import cuda_kernel_names
-from tvm_partition.cli.compile import compile_model
-from tvm_partition.devices import parse_devices
 from tvm_partition.plan import Split
 
 
@@ -38,8 +36,7 @@ def test_equal_split_matches_unpartitioned(name):
 
 @pytest.mark.parametrize("name", _zoo({"inception_v3", "resnet50"}))
 def test_cpu_gpu_cross_compiles_with_cuda_kernels(name):
-    model = frontend.load(name, **SMALL[name])
-    compiled = compile_model(model, parse_devices("cpu,gpu"), "equal")
+    compiled = cpu_gpu_build(name, "equal")  # shared with test_cuda_kernels and test_vm_order
     on_gpu = {k for k, dev in compiled.build.kernel_devices.items() if dev == "gpu"}
     assert on_gpu, "the equal plan puts kernels on the GPU"
     cuda = cuda_kernel_names(compiled.build.executable)

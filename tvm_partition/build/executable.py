@@ -234,12 +234,17 @@ def build(mod: tvm.IRModule, plan: Plan, graph=None, schedules=None) -> BuildRes
     return BuildResult(ex, lowered, plan, placed, time.perf_counter() - t0)
 
 
+def cuda_sources(executable) -> list[str]:
+    """The CUDA source of each CUDA module of the executable: built without a GPU, TVM 0.27 keeps
+    it as source (format ``cuda``), which the GPU machine compiles with NVRTC when it loads it."""
+    return [m.inspect_source() for m in _all_modules(executable.mod) if m.kind == "cuda"]
+
+
 def cuda_kernel_names(executable) -> set[str]:
     """Names of the kernels in the executable's CUDA module (empty if it has none)."""
     names = set()
-    for m in _all_modules(executable.mod):
-        if m.kind == "cuda":
-            names.update(re.findall(r"__global__\s+void\s+(?:__launch_bounds__\(\d+\)\s+)?(\w+)\s*\(", m.inspect_source()))
+    for src in cuda_sources(executable):
+        names.update(re.findall(r"__global__\s+void\s+(?:__launch_bounds__\(\d+\)\s+)?(\w+)\s*\(", src))
     return names
 
 
