@@ -11,8 +11,11 @@ where a consumer needs the whole tensor. The rewrite follows these rules (founda
   made once and reused;
 * the parts of a split op are emitted GPU first: CUDA launches are asynchronous, so the GPU part
   runs while the VM executes the CPU part (EOP Sec. 3.1, Eq. 2: T = max(cpu, gpu) + copies);
-  the inputs of all parts are sliced and copied before the first part is launched, so a copy back
-  from the GPU (which waits for the GPU's stream) never waits for this op's own GPU part;
+  the inputs of all parts are copied before the first part is launched, so a copy back from the
+  GPU (which waits for the GPU's stream) never waits for this op's own GPU part, and only then
+  sliced on the parts' devices (TVM's ``FuseOps`` fuses such a slice into the part and launches
+  the part where the slice stood), and the concats joining parts stay kernels of their own
+  (:mod:`tvm_partition.passes.joins`): ``tests/test_vm_order.py`` reads the compiled program;
 * consecutive ops split the same way stay split: a consumer whose part needs exactly (or a slice
   of) a producer part on the same device reads it directly, with no concat + split round trip.
 """
@@ -87,7 +90,7 @@ class _Emitter:
         return self.emit(relax.op.strided_slice(expr, [region.axis], [region.lo - offset], [region.hi - offset]))
 
     def concat(self, pieces: list, axis: int):
-        return self.emit(relax.op.concat(pieces, axis=axis))
+        return self.emit(relax.op.concat(pieces, axis=axis))  # kept a kernel of its own: joins.py
 
     def device_of_whole(self, orig, prefer):
         devs = self.whole[orig]
@@ -132,6 +135,23 @@ class _Emitter:
             return self.move(self.slice(whole[src], region), dev)
         return self.slice(self.get(orig, dev, None), region)
 
+    def prefetch(self, orig, dev: str, region: Region | None) -> None:
+        """The copies and joins ``get(orig, dev, region)`` needs, without the slice it then takes
+        on ``dev``: TVM's ``FuseOps`` joins that slice to the part reading it and emits the fused
+        kernel where the slice stood, so a slice before a copy put the GPU part before the copy,
+        which then waited for it (BERT's attention split on cpu,gpu: ``tests/test_vm_order.py``).
+        :meth:`tvm_partition.planners.simulate.Run.prefetch` mirrors it."""
+        if isinstance(orig, Constant) or region is None:
+            self.get(orig, dev, region)
+            return
+        covering = [(r, pdev) for r, pdev, _ in self.parts.get(orig, [])
+                    if r.axis == region.axis and r.lo <= region.lo and region.hi <= r.hi]
+        if covering:
+            if covering[0][1] != dev:
+                self.get(orig, dev, region)  # sliced where the part is, then copied
+        elif dev not in self.whole.get(orig, {}):
+            self.get(orig, dev, region if self.whole.get(orig) else None)
+
     # ------------------------------------------------------------------ units
     def emit_glue(self, i: int) -> None:
         b = self.g.bindings[i]
@@ -166,11 +186,12 @@ class _Emitter:
                 dec = OnDevice(parts[0][0])
             else:
                 regions = [(dev, Region(dec.dim, lo, hi)) for dev, lo, hi in sorted(parts, key=lambda p: self.gpu_first[p[0]])]
-                for dev, region in regions:  # every part's inputs first: a copy back from the GPU
-                    needs = self.g.propagate(op, region)[0]  # must not wait for this op's GPU part
-                    for x in op.inputs:
-                        if is_tensor(x) and (x in self.whole or x in self.parts):
-                            self.get(x, dev, needs.get(x))
+                fetches = [(x, dev, self.g.propagate(op, region)[0].get(x)) for dev, region in regions
+                           for x in op.inputs if is_tensor(x) and (x in self.whole or x in self.parts)]
+                for x, dev, region in fetches:  # every part's copies first: a copy back from the GPU
+                    self.prefetch(x, dev, region)  # must not wait for this op's GPU part
+                for x, dev, region in fetches:  # then the slices on the parts' own devices
+                    self.get(x, dev, region)
                 for dev, region in regions:
                     self.emit_part(op, dev, region)
                 return

@@ -342,6 +342,22 @@ class Run:
         self.get(x, dev, None)
         self.clock.kernel(dev, self.s.comm_time("slice", rbytes, dev), "slice", name)
 
+    def prefetch(self, x, dev: str, region: Region | None) -> None:
+        """The copies and concats :meth:`get` needs, without its last slice on ``dev``
+        (:meth:`tvm_partition.passes.apply_plan._Emitter.prefetch`: that slice is fused into
+        the part that reads it, and runs where the part runs)."""
+        x = self.s.source(x)
+        if region is None or x not in self.whole and x not in self.parts:
+            self.get(x, dev, region)
+            return
+        covering = [pdev for r, pdev in self.parts.get(x, [])
+                    if r.axis == region.axis and r.lo <= region.lo and region.hi <= r.hi]
+        if covering:
+            if covering[0] != dev:
+                self.get(x, dev, region)
+        elif dev not in self.whole.get(x, []):
+            self.get(x, dev, region if self.whole.get(x) else None)
+
     # ------------------------------------------------------------------ ops
     def emit_op(self, op_id: str, dec=None) -> None:
         """Schedule one op with its decision (default: the plan's)."""
@@ -356,10 +372,11 @@ class Run:
             parts = dec.parts(op.output_shapes[-1][dec.dim], op.granules.get(dec.dim, 1))
             if len(parts) > 1:
                 regions = [(dev, Region(dec.dim, lo, hi)) for dev, lo, hi in sorted(parts, key=lambda p: self.rank[p[0]])]
-                for dev, region in regions:  # all parts' inputs first, as the pass does
-                    needs = self.s.needs(op_id, region)
-                    for x in op.inputs:
-                        self.get(x, dev, needs.get(x))
+                fetches = [(x, dev, self.s.needs(op_id, region).get(x)) for dev, region in regions for x in op.inputs]
+                for x, dev, region in fetches:  # all parts' copies first, then their own slices, as the pass does
+                    self.prefetch(x, dev, region)
+                for x, dev, region in fetches:
+                    self.get(x, dev, region)
                 longest = 0.0
                 for dev, region in regions:
                     longest = max(longest, self.emit_part(op, dev, region))
