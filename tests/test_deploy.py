@@ -237,6 +237,7 @@ def test_bundle_rpc_server_binds_loopback(compiled, bundle, numpy_only, tmp_path
         wait_port(port, server)
         log = (tmp_path / "server.log").read_text()
         assert f"bind to 127.0.0.1:{port}" in log, log
+        assert "CUDA backend " in log, log  # the init callback ran in the server's process
         runner = RemoteRunner(str(art), Endpoint(rpc=f"127.0.0.1:{port}"))
         local = Runner(str(art))
         np.testing.assert_allclose(runner.run(local.example_inputs())[0], local.run(local.example_inputs())[0],

@@ -204,6 +204,20 @@ def load_cuda_runtime() -> dict:
     return {"loaded": True, "error": None, "libraries": found}
 
 
+def init_rpc_server() -> None:
+    """``server_init_callback`` of TVM's RPC server on an edge server (a deploy bundle's
+    ``rpc_server.py``): loads TVM's CUDA backend (:func:`load_cuda_runtime`) in the server's
+    process, whose forked sessions inherit it and the compile callback, and says on stderr whether
+    it loaded. Without it a runtime-only server loads no CUDA backend, and a CUDA artifact sent by
+    ``run --rpc`` fails to load. It does not touch the GPU: a process that has initialised CUDA
+    cannot fork sessions that use it."""
+    import sys
+
+    state = load_cuda_runtime()
+    print("CUDA backend loaded" if state["loaded"] else f"CUDA backend not loaded: {state['error']}",
+          file=sys.stderr, flush=True)
+
+
 def _compile_cuda_for_this_gpu() -> None:
     """Register a ``tvm_callback_cuda_compile`` that compiles for GPU 0's architecture.
 

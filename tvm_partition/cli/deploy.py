@@ -56,10 +56,17 @@ VERSION_CHECK = '''if sys.version_info[:2] != {version}:
 RUN_BODY = '''from tvm_partition.runtime.run import main
 
 sys.exit(main([os.path.join(HERE, "artifact"), *sys.argv[1:]]))'''
-SERVER_BODY = '''import runpy
+SERVER_BODY = '''import functools
+import runpy
+
+import tvm.rpc
+
+from tvm_partition.devices import init_rpc_server
 
 if "--host" not in sys.argv:
     sys.argv[1:1] = ["--host", "127.0.0.1"]  # loopback unless told otherwise
+# a runtime-only TVM loads no CUDA backend: the server's process loads it before it forks sessions
+tvm.rpc.Server = functools.partial(tvm.rpc.Server, server_init_callback=init_rpc_server)
 sys.argv[0] = "tvm.exec.rpc_server"
 runpy.run_module("tvm.exec.rpc_server", run_name="__main__")'''
 
