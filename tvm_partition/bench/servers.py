@@ -1,0 +1,250 @@
+"""Edge servers of unequal speed on this one machine: a local Ray cluster, one node per server,
+each node confined to a share of a CPU (issue 20 item 2; the testbed of FlexPie's and EOP's
+heterogeneous-device experiments, made here).
+
+:func:`local_cluster` starts a Ray head (no CPUs, no server resource: nothing is scheduled on it)
+and then one Ray node per server, all bound to loopback. Each node carries the custom resource of
+its server (:func:`tvm_partition.runtime.cluster.resource_of`), which the runtime's actors ask for.
+Once a node has registered, its processes (the ``ray start --block`` launcher, raylet, workers,
+object store) are moved into a cgroup v1 CPU controller group
+``/sys/fs/cgroup/cpu/tvm-partition-bench-<server>-<pid>`` with ``cpu.cfs_period_us`` 10 ms and
+``cpu.cfs_quota_us`` = share x period: the node runs at most ``share`` of one core; workers the raylet
+forks later inherit the group. Share None leaves the node unconfined. (cgroup v2: ``cpu.max``.)
+
+Ray facts this relies on (Ray 2.60):
+
+* A raylet must register with the GCS within about 30 s or it exits; a node started while the
+  head is still coming up, or starved of CPU before it registered, fails. So nodes are started one
+  at a time, after the head has registered, each waited for before the next, and confined only
+  after it has joined.
+* A starved node (40% of a core under load) answers the GCS's health checks late; with Ray's
+  default threshold (5 missed checks) the GCS declares it dead and kills its actors.
+  ``RAY_health_check_failure_threshold=40`` in every node's environment (the GCS, on the head,
+  reads it) tolerates that; a node really killed is then noticed late by the GCS, which is why
+  the runtime does not wait for the GCS (:mod:`tvm_partition.runtime.cluster`: a bounded retry,
+  then the request moves).
+* Nodes register under the machine's IP even with ``--node-ip-address=127.0.0.1``; the ports are
+  bound to loopback all the same.
+* ``ray start --block`` keeps the node's processes in the launcher's session (Ray starts its
+  processes without a new session, with kernel fate-sharing): each node is started in its own
+  session and stopped by killing that session's process group; an atexit hook and the reaper of
+  :mod:`tvm_partition.processes` do it if the caller dies. No raylet or GCS outlives the cluster.
+"""
+
+from __future__ import annotations
+
+import atexit
+import contextlib
+import dataclasses
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+
+from .load import PREFIX, _empty_and_remove, _v1_root, _v2_root, _write
+from ..errors import TvmPartitionError
+
+#: cfs period of the servers' cgroups: short, so a 40% share is 4 ms in every 10 ms, not 40 in 100
+#: (a stage of a few milliseconds sees its share, not a long stall)
+PERIOD_US = 10_000
+#: how long a node may take to register (Ray's own limit for a raylet is about 30 s)
+JOIN_S = 60.0
+OBJECT_STORE_BYTES = 256 * 1024 * 1024
+#: the GCS tolerates this many missed health checks of a node (Ray's default: 5)
+NODE_ENV = {"RAY_health_check_failure_threshold": "40", "RAY_USAGE_STATS_ENABLED": "0"}
+
+
+class ClusterError(TvmPartitionError, RuntimeError):
+    """The local cluster could not be started (the message says which node and why)."""
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@dataclasses.dataclass
+class Node:
+    """One ``ray start --block`` launcher (its own session) and what confines it."""
+
+    name: str
+    proc: subprocess.Popen
+    log: str
+    share: float | None = None
+    cgroup: str | None = None
+
+    def pids(self) -> list[int]:
+        """The launcher and every process of its session (raylet, workers, object store...)."""
+        out = []
+        for entry in os.listdir("/proc"):
+            if entry.isdigit():
+                with contextlib.suppress(OSError, ValueError, IndexError):
+                    if os.getsid(int(entry)) == self.proc.pid:
+                        out.append(int(entry))
+        return out
+
+    def stop(self) -> None:
+        if self.proc.poll() is None:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(self.proc.pid, signal.SIGKILL)
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            self.proc.wait(timeout=30)
+        end = time.monotonic() + 10
+        while self.pids() and time.monotonic() < end:  # until init has reaped them (no zombie raylet)
+            for pid in self.pids():  # one that left the group but not the session
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(pid, signal.SIGKILL)
+            time.sleep(0.1)
+        if self.cgroup:
+            _empty_and_remove(self.cgroup, os.path.join(self.cgroup, "cgroup.procs"))
+            self.cgroup = None
+
+
+def _cgroup_root() -> tuple[str, bool]:
+    v2 = _v2_root()
+    root = v2 or _v1_root()
+    if root is None:
+        raise ClusterError("servers with a CPU share need the cgroup cpu controller (v1 /sys/fs/cgroup/cpu or v2 "
+                           "with cpu enabled): none found; give every server share None")
+    return root, bool(v2)
+
+
+def _remove_stale(root: str) -> None:
+    """Remove the groups of clusters whose process is gone (killed before it could clean up)."""
+    for name in os.listdir(root):
+        pid = name.rsplit("-", 1)[-1]
+        if name.startswith(PREFIX) and pid.isdigit() and not os.path.exists(f"/proc/{pid}"):
+            _empty_and_remove(os.path.join(root, name), os.path.join(root, name, "cgroup.procs"))
+
+
+def confine(node: Node) -> None:
+    """Move ``node``'s processes into a new cgroup limited to its share of one core."""
+    root, v2 = _cgroup_root()
+    _remove_stale(root)
+    path = os.path.join(root, f"{PREFIX}{node.name}-{os.getpid()}")
+    quota = max(1000, int(round(node.share * PERIOD_US)))
+    try:
+        os.makedirs(path, exist_ok=True)
+        if v2:
+            _write(os.path.join(path, "cpu.max"), f"{quota} {PERIOD_US}")
+        else:
+            _write(os.path.join(path, "cpu.cfs_period_us"), str(PERIOD_US))
+            _write(os.path.join(path, "cpu.cfs_quota_us"), str(quota))
+    except OSError as e:
+        raise ClusterError(f"server {node.name}: cannot create the cgroup {path} ({e.strerror}): run as root") from None
+    node.cgroup = path
+    for pid in node.pids():
+        with contextlib.suppress(OSError):  # a worker that just exited
+            _write(os.path.join(path, "cgroup.procs"), str(pid))
+
+
+@dataclasses.dataclass
+class LocalCluster:
+    """A running local cluster: its address and nodes (``nodes[0]`` is the head)."""
+
+    address: str
+    nodes: list[Node]
+    temp_dir: str
+    env: dict
+
+    def node(self, name: str) -> Node:
+        return next(n for n in self.nodes if n.name == name)
+
+    def kill(self, name: str) -> None:
+        """Kill server ``name``'s node (raylet, workers, object store) at once, as a crash would."""
+        self.node(name).stop()
+
+    def stop(self) -> None:
+        for n in reversed(self.nodes):
+            n.stop()
+        shutil.rmtree(self.temp_dir, ignore_errors=True)
+
+
+def _start(args: list[str], log: str, env: dict) -> subprocess.Popen:
+    with open(log, "ab") as f:
+        return subprocess.Popen(args, stdout=f, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                                start_new_session=True, env=env)
+
+
+def _ray_start(port: int, temp_dir: str, extra: list[str]) -> list[str]:
+    ray = os.path.join(os.path.dirname(sys.executable), "ray")
+    return [ray if os.path.exists(ray) else "ray", "start", "--block", "--node-ip-address", "127.0.0.1",
+            "--object-store-memory", str(OBJECT_STORE_BYTES), "--disable-usage-stats", *extra]
+
+
+def _alive_nodes(address: str) -> int:
+    from ..runtime import cluster
+
+    cluster.connect(address, timeout=JOIN_S)
+    import ray
+
+    return sum(1 for n in ray.nodes() if n.get("Alive"))
+
+
+def _wait_joined(address: str, count: int, node: Node) -> None:
+    """Until ``count`` nodes are alive in the cluster (the one just started has registered)."""
+    end = time.monotonic() + JOIN_S
+    while time.monotonic() < end:
+        if node.proc.poll() is not None:
+            raise ClusterError(f"server {node.name}: ray start exited with {node.proc.returncode} (see {node.log})")
+        with contextlib.suppress(Exception):  # the GCS not up yet
+            if _alive_nodes(address) >= count:
+                return
+        time.sleep(0.5)
+    raise ClusterError(f"server {node.name}: did not join the cluster within {JOIN_S:.0f} s (see {node.log})")
+
+
+def _start_all(cluster: LocalCluster, shares: dict[str, float | None]) -> None:
+    from ..runtime.cluster import resource_of
+
+    port = int(cluster.address.rsplit(":", 1)[1])
+    head = Node("head", _start(_ray_start(port, cluster.temp_dir, [
+        "--head", "--port", str(port), "--num-cpus", "0", "--include-dashboard", "false",
+        "--temp-dir", cluster.temp_dir]), os.path.join(cluster.temp_dir, "head.log"), cluster.env),
+        os.path.join(cluster.temp_dir, "head.log"))
+    cluster.nodes.append(head)
+    _wait_joined(cluster.address, 1, head)
+    for i, (name, share) in enumerate(shares.items()):
+        log = os.path.join(cluster.temp_dir, f"{name}.log")
+        args = _ray_start(port, cluster.temp_dir, ["--address", cluster.address, "--num-cpus", "1",
+                                                   "--resources", json.dumps({resource_of(name): 1})])
+        node = Node(name, _start(args, log, cluster.env), log, share)
+        cluster.nodes.append(node)
+        _wait_joined(cluster.address, i + 2, node)
+        if share is not None:
+            confine(node)
+
+
+@contextlib.contextmanager
+def local_cluster(shares: dict[str, float | None], env: dict | None = None):
+    """A Ray cluster on loopback with one node per server (``{name: share of a core or None}``),
+    started, confined and, after the block (or at exit, or by the reaper if this process is
+    killed), stopped and its cgroups removed. Yields a :class:`LocalCluster`; the driver (this
+    process) is connected to it."""
+    from ..processes import reap_on_exit
+
+    if any(s is not None for s in shares.values()):
+        _cgroup_root()  # refuse before starting anything
+    bad = [n for n, s in shares.items() if s is not None and not 0 < s <= 64]
+    if bad:
+        raise ClusterError(f"server {bad[0]}: a share must be > 0 (a fraction of one core), got {shares[bad[0]]}")
+    reap_on_exit()
+    # short: Ray's socket paths must stay under 107 bytes
+    temp_dir = tempfile.mkdtemp(prefix="tvmp-ray-", dir="/tmp")
+    cluster = LocalCluster(f"127.0.0.1:{free_port()}", [], temp_dir, {**os.environ, **NODE_ENV, **(env or {})})
+    atexit.register(cluster.stop)
+    try:
+        _start_all(cluster, shares)
+        yield cluster
+    finally:
+        from ..runtime import cluster as rt
+
+        rt.disconnect()
+        cluster.stop()
+        atexit.unregister(cluster.stop)

@@ -1,0 +1,508 @@
+"""Run a multi-server pipeline (``tvm-partition stages``) on a Ray cluster: one actor per edge
+server holding runtime-only artifacts, tensors between stages through Ray's object store.
+
+Ray is the distributed engine (issue 20): a server is a Ray node carrying one custom resource,
+``server:NAME`` (:func:`resource_of`), so an actor asking for a sliver of it lands on that server
+and nowhere else. An actor (:class:`StageActor`) loads one artifact with the TVM runtime
+(:class:`~tvm_partition.runtime.runner.Runner`, which verifies the manifest's checksums first) and
+is shared by every stage of that artifact on that server (:class:`Pool`: one per server and
+artifact real path). A request never passes through the driver between stages: each stage's
+outputs stay in the object store and their ``ObjectRef``\\ s are handed to the next stages' actor
+calls (Ray resolves top-level ``ObjectRef`` arguments before the call), only the last stage's
+outputs come back.
+
+Modes (``pipeline.json``): ``split`` (FlexPie's setting, EOP VEE '22 Eq. 5 applied to servers for
+the slice sizes: every server runs a part artifact on its slice of the batch at once, outputs
+concatenated; ``slices`` gives the items per server) and ``stages`` (stage i on server
+``stage_servers[i]``, from a placement plan, FlexPie/MOIRAI; a server may hold several stages).
+
+Faults: an actor call that fails because its actor or node died (``RayActorError``, a lost
+object) is retried: first on the same actor, which Ray restarts (``max_restarts``) where its node
+is alive, waited for up to ``retry_s``; failing that the server is taken as gone and the slice or
+stage moves to a remaining server (the artifact is on a shared path). Requests are pure, so a retry
+never answers wrongly; none is dropped. With no server left: :class:`ClusterError`, one line.
+Ray's GCS notices a killed node only after its health-check threshold (raised for starved nodes,
+:mod:`tvm_partition.bench.servers`), so the bound here does not wait for it.
+
+Imports the TVM runtime (through the runner) and Ray, never the compiler.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+import socket
+import time
+from collections import deque
+
+import numpy as np
+
+from . import artifact
+from ..errors import TvmPartitionError
+
+PIPELINE = "pipeline.json"
+#: the custom resource that marks a Ray node as edge server NAME
+RESOURCE_PREFIX = "server:"
+#: how much of a server's resource one actor asks for: many actors fit on one server
+ACTOR_SHARE = 0.001
+RETRY_S = 15.0
+TIMEOUT_S = 120.0
+
+_joined: str | None = None
+_pool: "Pool | None" = None
+
+
+class ClusterError(TvmPartitionError, RuntimeError):
+    """The cluster cannot serve the request (unreachable, too few servers, none left)."""
+
+
+def resource_of(server: str) -> str:
+    return f"{RESOURCE_PREFIX}{server}"
+
+
+def read_spec(path: str) -> dict:
+    file = os.path.join(path, PIPELINE)
+    try:
+        with open(file, encoding="utf-8") as f:
+            spec = json.load(f)
+    except FileNotFoundError:
+        raise artifact.ArtifactError(f"{path}: no {PIPELINE} (write one with tvm-partition stages)") from None
+    except (OSError, json.JSONDecodeError) as e:
+        raise artifact.ArtifactError(f"{file}: unreadable ({e})") from None
+    if not isinstance(spec, dict) or spec.get("format_version") != 1 or spec.get("mode") not in ("stages", "split"):
+        raise artifact.ArtifactError(f"{file}: not a pipeline this version understands")
+    return spec
+
+
+def stage_servers(spec: dict, path: str) -> list[int]:
+    """The server index of each stage: ``stage_servers`` of a placement pipeline, else i."""
+    n, count = int(spec["servers"]), len(spec["artifacts"])
+    servers = spec.get("stage_servers", list(range(count)))
+    if (not isinstance(servers, list) or len(servers) != count
+            or not all(isinstance(s, int) and 0 <= s < n for s in servers)):
+        raise artifact.ArtifactError(f"{os.path.join(path, PIPELINE)}: stage_servers must give a server "
+                                     f"index below {n} for each of the {count} stages")
+    return servers
+
+
+def split_parts(spec: dict, path: str) -> list[tuple[int, str]]:
+    """``(items, artifact)`` per server of a split pipeline (``slices`` / ``slice_artifacts``; an
+    older pipeline: one ``part`` artifact, equal slices)."""
+    n = int(spec["servers"])
+    slices = spec.get("slices")
+    arts = spec.get("slice_artifacts")
+    if slices is None:
+        part = artifact.read_manifest(os.path.join(path, spec["artifacts"][0]))["inputs"][0]["shape"][0]
+        return [(int(part), spec["artifacts"][0])] * n
+    if (not isinstance(slices, list) or not isinstance(arts, list) or len(slices) != n or len(arts) != n
+            or not all(isinstance(s, int) and s >= 0 for s in slices) or not any(slices)):
+        raise artifact.ArtifactError(f"{os.path.join(path, PIPELINE)}: slices / slice_artifacts must give the "
+                                     f"items (>= 0) and artifact of each of the {n} servers")
+    return list(zip(slices, arts))
+
+
+def _address(address: str) -> tuple[str, int]:
+    host, _, port = address.rpartition(":")
+    if not host or not port.isdigit():
+        raise ClusterError(f"--ray {address!r}: expected HOST:PORT (the head's GCS port)")
+    return host, int(port)
+
+
+def connect(address: str, timeout: float = 30.0) -> None:
+    """Join the Ray cluster at ``address`` as a driver; a second call with the same address is a
+    no-op. Unreachable within ``timeout`` s: one-line :class:`ClusterError` (``ray.init`` itself
+    retries for a long time, so the GCS port is probed first)."""
+    global _joined
+    import ray
+
+    if _joined == address and ray.is_initialized():
+        return
+    host, port = _address(address)
+    end = time.monotonic() + timeout
+    while True:
+        try:
+            socket.create_connection((host, port), timeout=max(0.1, end - time.monotonic())).close()
+            break
+        except OSError as e:
+            if time.monotonic() >= end:
+                raise ClusterError(f"cannot reach the Ray cluster at {address} within {timeout:g} s "
+                                   f"({e.strerror or e}): start one with `ray start --head`") from None
+            time.sleep(0.2)
+    disconnect()
+    # log_to_driver off: the actors' TVM logs stay in the cluster's log folder
+    ray.init(address=address, logging_level="ERROR", log_to_driver=False, configure_logging=False)
+    _joined = address
+
+
+def disconnect() -> None:
+    global _joined, _pool
+    import ray
+
+    _pool, _joined = None, None
+    if ray.is_initialized():
+        ray.shutdown()
+
+
+def server_names(reachable: bool = True) -> list[str]:
+    """The servers of the cluster (nodes with a ``server:`` resource), those whose raylet is
+    alive only when ``reachable``."""
+    import ray
+
+    names = set()
+    for node in ray.nodes():
+        if reachable and not node.get("Alive"):
+            continue
+        names.update(r[len(RESOURCE_PREFIX):] for r in node.get("Resources", {}) if r.startswith(RESOURCE_PREFIX))
+    return sorted(names)
+
+
+class StageActor:
+    """One artifact loaded on one server (the class is made a Ray actor by :func:`_actor_class`)."""
+
+    def __init__(self, art_dir: str):
+        from .runner import Runner
+
+        self.runner = Runner(art_dir)
+        self.names = [i["name"] for i in self.runner.input_info]
+
+    def ping(self) -> int:
+        return os.getpid()
+
+    def run(self, in_keys: list[str], out_keys: list[str] | None, *envs: dict):
+        """Run on the inputs named ``in_keys`` in the merged ``envs`` (earlier stages' outputs,
+        resolved by Ray); returns ``{out_key: tensor}``, or the list of outputs for the last stage."""
+        env = {}
+        for e in envs:
+            env.update(e)
+        outs = self.runner.run({n: env[k] for n, k in zip(self.names, in_keys)})
+        return dict(zip(out_keys, outs)) if out_keys is not None else outs
+
+    def time_ms(self, inputs: dict, repeat: int) -> float:
+        """Median milliseconds of ``repeat`` runs here."""
+        return float(np.median(self.runner.time(inputs, repeat, warmup=2))) / 1e3
+
+    def blob(self, nbytes: int) -> np.ndarray:
+        return np.zeros(nbytes, np.uint8)
+
+    def size(self, x) -> int:
+        return int(np.asarray(x).nbytes)
+
+
+def _actor_class():
+    import ray
+
+    # max_restarts: Ray restarts a dead actor where its server's node is alive; the pipeline
+    # retries the call itself (max_task_retries 0), so it can move it when the node is gone
+    # health: a second thread answers pings while a run is busy (the default group stays serial)
+    return ray.remote(max_restarts=4, max_task_retries=0, concurrency_groups={"health": 1})(StageActor)
+
+
+class Pool:
+    """Actors shared per (server, artifact real path)."""
+
+    def __init__(self):
+        self.actors: dict = {}
+        self.cls = _actor_class()
+
+    def actor(self, server: str, art_dir: str):
+        key = (server, os.path.realpath(art_dir))
+        if key not in self.actors:
+            self.actors[key] = self.cls.options(num_cpus=0, resources={resource_of(server): ACTOR_SHARE}).remote(key[1])
+        return self.actors[key]
+
+    def forget(self, server: str) -> None:
+        for key in [k for k in self.actors if k[0] == server]:
+            del self.actors[key]
+
+
+def pool() -> Pool:
+    global _pool
+    if _pool is None:
+        _pool = Pool()
+    return _pool
+
+
+def _is_fault(e: Exception) -> bool:
+    """A failure of the cluster (actor, node, object lost, too slow) rather than of the request."""
+    import ray.exceptions as rx
+
+    if isinstance(e, rx.RayTaskError):
+        return isinstance(getattr(e, "cause", None), rx.RayError)
+    return isinstance(e, (rx.RayError, TimeoutError))
+
+
+@dataclasses.dataclass
+class Request:
+    """One request in flight: its refs, when it started, what each task needs to be resubmitted."""
+
+    inputs: dict
+    refs: list
+    t0: float
+    tasks: list  # split: (slice index, server); stages: the servers the chain used
+
+
+class RayPipeline:
+    """The stages or parts of ``path`` on the Ray servers ``servers`` (default: every live one,
+    by name), each in its actor; ``retry_s`` bounds the wait for a restarted actor, ``timeout``
+    one request."""
+
+    def __init__(self, path: str, servers: list[str] | None = None, *, timeout: float = TIMEOUT_S,
+                 retry_s: float = RETRY_S):
+        self.path, self.timeout, self.retry_s = path, timeout, retry_s
+        self.spec = read_spec(path)
+        n = int(self.spec["servers"])
+        live = server_names()
+        servers = list(servers) if servers else live[:n]
+        missing = [s for s in servers if s not in live]
+        if missing:
+            raise ClusterError(f"server {missing[0]!r} is not in the cluster (live: {', '.join(live) or 'none'})")
+        if len(servers) != n:
+            raise ClusterError(f"{path} is a {n}-server {self.spec['mode']} pipeline: give {n} servers "
+                               f"(--servers A,B,...; live: {', '.join(live) or 'none'}), got {len(servers)}")
+        self.servers, self.gone = servers, set()
+        self.mode = self.spec["mode"]
+        if self.mode == "split":
+            self.parts = split_parts(self.spec, path)
+            arts = {a for _, a in self.parts}
+        else:
+            self.stage_server = [servers[i] for i in stage_servers(self.spec, path)]
+            self.io = self._stage_io()
+            arts = set(self.spec["artifacts"])
+        for a in arts:  # refuse a tampered artifact before any actor loads it
+            artifact.verify(os.path.join(path, a), artifact.read_manifest(os.path.join(path, a)))
+        self.pool = pool()
+        self._warm()
+
+    def _stage_io(self) -> list[dict]:
+        if "stage_io" in self.spec:
+            return self.spec["stage_io"]
+        io, keys = [], [i["name"] for i in self.spec["inputs"]]
+        for i, a in enumerate(self.spec["artifacts"]):
+            last = i + 1 == len(self.spec["artifacts"])
+            count = len(artifact.read_manifest(os.path.join(self.path, a))["outputs"])
+            outs = None if last else [f"stage{i}:{j}" for j in range(count)]
+            io.append({"inputs": keys, "outputs": outs})
+            keys = outs
+        return io
+
+    def _art(self, name: str) -> str:
+        return os.path.join(self.path, name)
+
+    def _warm(self) -> None:
+        """Start every actor now (loading takes a second or two), so the first request is not
+        timed with it; a server that cannot load its artifact fails here."""
+        import ray
+
+        if self.mode == "split":
+            pairs = [(s, a) for s, (items, a) in zip(self.servers, self.parts) if items]
+        else:
+            pairs = list(zip(self.stage_server, self.spec["artifacts"]))
+        pings = [_ping(self.pool.actor(s, self._art(a))) for s, a in pairs]
+        try:
+            ray.get(pings, timeout=self.timeout)
+        except Exception as e:  # noqa: BLE001 - one line, whatever Ray raised
+            raise ClusterError(f"the servers' actors did not start: {_line(e)}") from None
+
+    # -- submitting ---------------------------------------------------------------------------
+
+    def submit(self, inputs: dict[str, np.ndarray]) -> Request:
+        """Start one request; its answer is :meth:`result`."""
+        import ray
+
+        for info in self.spec["inputs"]:
+            if info["name"] not in inputs:
+                raise ValueError(f"input {info['name']!r} is missing (have {sorted(inputs)})")
+        t0 = time.perf_counter()
+        if self.mode == "split":
+            req = Request(inputs, [], t0, [])
+            for i, (items, _) in enumerate(self.parts):
+                if items:
+                    req.refs.append(self._submit_slice(i, self.servers[i], inputs))
+                    req.tasks.append((i, self.servers[i]))
+            return req
+        ref = self._submit_chain(ray.put(dict(inputs)))
+        return Request(inputs, [ref], t0, list(self.stage_server))
+
+    def _slice(self, i: int, inputs: dict) -> dict:
+        axis = int(self.spec.get("axis", 0))
+        start = sum(items for items, _ in self.parts[:i])
+        stop = start + self.parts[i][0]
+        return {k: np.take(np.asarray(v), range(start, stop), axis=axis) for k, v in inputs.items()}
+
+    def _submit_slice(self, i: int, server: str, inputs: dict):
+        import ray
+
+        actor = self.pool.actor(server, self._art(self.parts[i][1]))
+        names = [info["name"] for info in self.spec["inputs"]]
+        return actor.run.remote(names, None, ray.put(self._slice(i, inputs)))
+
+    def _submit_chain(self, input_ref):
+        """Every stage's call, each taking the refs of the stages (or the input) it reads from."""
+        producer = {k: input_ref for k in self.io[0]["inputs"]}
+        ref = None
+        for i, io in enumerate(self.io):
+            missing = [k for k in io["inputs"] if k not in producer]
+            if missing:
+                raise ValueError(f"stage {i} needs {missing[0]!r}, which no input or earlier stage gives")
+            sources = list(dict.fromkeys(producer[k] for k in io["inputs"]))  # each ref once, in order
+            actor = self.pool.actor(self.stage_server[i], self._art(self.spec["artifacts"][i]))
+            ref = actor.run.remote(io["inputs"], io["outputs"], *sources)
+            for k in io["outputs"] or []:
+                producer[k] = ref
+        return ref
+
+    # -- answers and faults -------------------------------------------------------------------
+
+    def result(self, req: Request) -> list[np.ndarray]:
+        """The outputs of ``req``, retrying or moving what failed; within ``timeout`` s."""
+        deadline = req.t0 + self.timeout
+        if self.mode == "split":
+            outs = [self._answer(req, k, deadline) for k in range(len(req.refs))]
+            axis = int(self.spec.get("axis", 0))
+            return [np.concatenate([o[j] for o in outs], axis=axis) for j in range(len(outs[0]))]
+        while True:
+            servers = list(dict.fromkeys(self.stage_server))
+            try:
+                return self._get(req.refs[0], deadline, servers)
+            except Exception as e:  # noqa: BLE001
+                if not _is_fault(e):
+                    raise
+                for server in servers:
+                    self._heal(server, deadline, e)
+                req.refs[0] = self._submit_chain(_put(req.inputs))
+
+    def _answer(self, req: Request, k: int, deadline: float):
+        while True:
+            i, server = req.tasks[k]
+            try:
+                return self._get(req.refs[k], deadline, [server])
+            except Exception as e:  # noqa: BLE001
+                if not _is_fault(e):
+                    raise
+                server = self._heal(server, deadline, e)
+                req.tasks[k] = (i, server)
+                req.refs[k] = self._submit_slice(i, server, req.inputs)
+
+    def _get(self, ref, deadline: float, servers: list[str]):
+        """``ray.get`` in slices of ``retry_s``: after each slice without an answer the servers'
+        actors are asked whether they live (their ``health`` group answers while a run is busy);
+        no answer is a fault (a node killed is not reported by Ray until its health checks give
+        up, and a call to it would wait that long)."""
+        import ray
+
+        while True:
+            left = deadline - time.perf_counter()
+            if left <= 0:
+                raise ClusterError(f"a request was not answered within {self.timeout:g} s")
+            try:
+                return ray.get(ref, timeout=min(left, self.retry_s))
+            except ray.exceptions.GetTimeoutError:
+                if not self._answers(servers, deadline):
+                    raise TimeoutError(f"server(s) {', '.join(servers)} did not answer within {self.retry_s:g} s") from None
+
+    def _answers(self, server: str | list[str], deadline: float) -> bool:
+        """Whether every actor of ``server(s)`` answers a ping within ``retry_s``."""
+        import ray
+
+        servers = [server] if isinstance(server, str) else server
+        actors = [a for (s, _), a in self.pool.actors.items() if s in servers]
+        try:
+            ray.get([_ping(a) for a in actors], timeout=max(0.1, min(self.retry_s, deadline - time.perf_counter())))
+            return True
+        except Exception:  # noqa: BLE001 - gone, restarting or unreachable
+            return False
+
+    def _heal(self, server: str, deadline: float, why: Exception) -> str:
+        """The server to use instead of ``server`` after a fault: itself once its actors answer
+        again (restarted by Ray, within ``retry_s``), else a remaining server, which takes over its
+        slices and stages from now on."""
+        if server not in self.gone:
+            end = min(deadline, time.perf_counter() + self.retry_s)
+            while time.perf_counter() < end:  # Ray restarts a dead actor where its node lives
+                if self._answers(server, end):
+                    return server
+                time.sleep(0.2)
+            self.gone.add(server)
+            self.pool.forget(server)
+        left = [s for s in server_names() if s not in self.gone]
+        if not left:
+            raise ClusterError(f"no server left to run on: {', '.join(sorted(self.gone))} failed "
+                               f"({_line(why)})")
+        # prefer a server the pipeline already uses (its actors are warm), then any other
+        spare = next((s for s in self.servers if s in left), left[0])
+        self.servers = [spare if s == server else s for s in self.servers]
+        if self.mode == "stages":
+            self.stage_server = [spare if s == server else s for s in self.stage_server]
+        return spare
+
+    # -- conveniences -------------------------------------------------------------------------
+
+    def run(self, inputs: dict[str, np.ndarray]) -> list[np.ndarray]:
+        return self.result(self.submit(inputs))
+
+    def stream(self, requests: list[dict], window: int) -> tuple[list[list[np.ndarray]], list[float], float]:
+        """Run ``requests`` with up to ``window`` in flight: (answers in order, each one's latency
+        in ms, the wall time of all in s)."""
+        t0 = time.perf_counter()
+        flying, answers, latency = deque(), [], []
+        for inputs in requests:
+            if len(flying) >= window:
+                self._finish(flying.popleft(), answers, latency)
+            flying.append(self.submit(inputs))
+        while flying:
+            self._finish(flying.popleft(), answers, latency)
+        return answers, latency, time.perf_counter() - t0
+
+    def _finish(self, req: Request, answers: list, latency: list) -> None:
+        answers.append(self.result(req))
+        latency.append((time.perf_counter() - req.t0) * 1e3)
+
+    def example_inputs(self, seed: int = 0) -> dict[str, np.ndarray]:
+        from ..inputs import random_input
+
+        rng = np.random.default_rng(seed)
+        return {i["name"]: random_input(i["shape"], i["dtype"], rng) for i in self.spec["inputs"]}
+
+
+def _ping(actor):
+    return actor.ping.options(concurrency_group="health").remote()
+
+
+def _put(value):
+    import ray
+
+    return ray.put(dict(value))
+
+
+def _line(e: Exception) -> str:
+    text = str(e).strip().splitlines()
+    return f"{type(e).__name__}: {text[0] if text else ''}"[:300]
+
+
+# -- measuring servers (cli/stages --ratios speed, placements over measured servers) ----------
+
+def time_on(server: str, art_dir: str, inputs: dict, repeat: int = 5, timeout: float = TIMEOUT_S) -> float:
+    """Median ms of ``art_dir`` run ``repeat`` times on ``server`` (in its actor)."""
+    import ray
+
+    actor = pool().actor(server, art_dir)
+    return ray.get(actor.time_ms.remote(inputs, repeat), timeout=timeout)
+
+
+def link_ms(src: str | None, dst: str | None, art_dir: str, nbytes: int, repeat: int = 5,
+            timeout: float = TIMEOUT_S) -> float:
+    """Median ms to move ``nbytes`` from ``src`` to ``dst`` through the object store (None: the
+    driver): one side makes the bytes, the other reads their size (ping-pong of one tensor)."""
+    import ray
+
+    times = []
+    for _ in range(repeat + 1):
+        t0 = time.perf_counter()
+        ref = ray.put(np.zeros(nbytes, np.uint8)) if src is None else pool().actor(src, art_dir).blob.remote(nbytes)
+        if dst is None:
+            ray.get(ref, timeout=timeout)
+        else:
+            ray.get(pool().actor(dst, art_dir).size.remote(ref), timeout=timeout)
+        times.append((time.perf_counter() - t0) * 1e3)
+    return float(np.median(times[1:]))
