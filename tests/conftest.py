@@ -29,3 +29,18 @@ def pytest_collection_modifyitems(config, items):
     for item in items:
         if item.get_closest_marker("gpu"):
             item.add_marker(skip)
+
+
+@pytest.fixture(scope="session")
+def ray_cluster():
+    """One local Ray cluster for every Ray test (tests/ray_cluster.py), stopped after the session."""
+    import importlib.util
+
+    if importlib.util.find_spec("ray") is None:
+        pytest.skip("ray is not installed (pip install -e '.[ray]')")
+    from ray_cluster import SHARES
+
+    from tvm_partition.bench.servers import local_cluster
+
+    with local_cluster(SHARES) as cluster:
+        yield cluster

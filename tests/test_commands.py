@@ -49,7 +49,7 @@ def _matrix(tmp):
         "place-time": (["place", missing, "--time-limit", "0"], "--time-limit must be > 0"),
         "stages-servers": (["stages", "lstm", "--servers", "0", "--out", str(tmp / "st")], "--servers must be >= 1"),
         "stages-out": (["stages", "lstm"], "--out"),
-        "pipeline-servers": (["pipeline", missing], "give the servers"),
+        "pipeline-servers": (["pipeline", missing], "the following arguments are required: --ray"),
         "pipeline-repeat": (["pipeline", missing, "--repeat", "x"], "'x' is not an integer"),
         "bench-repeat": (["bench", "--repeat", "0"], "--repeat must be >= 1"),
         "bench-kernels-model": (["bench-kernels", "nosuchmodel", "--no-models", "--out", str(tmp / "bk")],

@@ -1,4 +1,5 @@
-"""Artifacts and multi-server pipelines run on TVM RPC servers the tests start on loopback.
+"""Artifacts run on TVM RPC servers the tests start on loopback (``run --rpc``; several servers run
+on Ray: tests/test_ray.py).
 
 The fixtures start a tracker with two servers registered under one key, and a plain server;
 every one is stopped (its whole process group) when the module ends. A server killed mid-run
@@ -39,16 +40,6 @@ def local(art):
     runner = Runner(str(art))
     inputs = runner.example_inputs()
     return inputs, runner.run(inputs)
-
-
-@pytest.fixture(scope="module")
-def pipelines(art):
-    from tvm_partition.cli.stages import compile_pipeline
-
-    d = art.parent
-    info = compile_pipeline("lstm", 2, "stages", str(d / "stages"), **LSTM)
-    compile_pipeline("lstm", 2, "split", str(d / "split"), **LSTM)
-    return d, info
 
 
 @pytest.fixture(scope="module")
@@ -105,55 +96,6 @@ def test_run_cli_rpc(art, local, server, tmp_path, capsys):
 def test_run_over_tracker(art, local, tracker):
     outs = RemoteRunner(str(art), Endpoint(tracker=tracker, key=KEY)).run(local[0])
     np.testing.assert_allclose(outs[0], local[1][0], rtol=0, atol=1e-6)
-
-
-def test_two_stage_pipeline_across_both_servers(pipelines, local, tracker, capsys):
-    from tvm import rpc
-
-    from tvm_partition.runtime.pipeline import Pipeline, main
-
-    d, info = pipelines
-    assert len(info["cut_after"]) == 1
-    pipe = Pipeline(str(d / "stages"), [Endpoint(tracker=tracker, key=KEY)] * 2)
-    try:
-        # both servers hold a session now: the tracker has none free
-        host, port = tracker.split(":")
-        assert rpc.connect_tracker(host, int(port)).summary()["queue_info"][KEY]["free"] == 0
-        outs, times = pipe.run(local[0])
-    finally:
-        pipe.close()
-        del pipe
-    np.testing.assert_allclose(outs[0], local[1][0], rtol=0, atol=1e-5)
-    assert len(times) == 2 and all(t > 0 for t in times)
-    time.sleep(1)  # the servers re-register with the tracker once their sessions end
-    assert main([str(d / "stages"), "--tracker", tracker, "--key", KEY, "--repeat", "2"]) == 0
-    out = capsys.readouterr().out
-    assert re.search(r"^stage0_median_us=[0-9.]+ ", out, re.M) and re.search(r"^stage1_median_us=[0-9.]+ ", out, re.M)
-    assert re.search(r"^median_us=[0-9.]+ p90_us=[0-9.]+$", out, re.M), out
-
-
-def test_split_pipeline_runs_parts_concurrently(pipelines, local, tracker):
-    from tvm_partition.runtime.pipeline import Pipeline
-
-    d, _ = pipelines
-    manifest = artifact.read_manifest(str(d / "split" / "part"))
-    assert manifest["inputs"][0]["shape"][0] == LSTM["batch"] // 2
-    time.sleep(1)
-    pipe = Pipeline(str(d / "split"), [Endpoint(tracker=tracker, key=KEY)] * 2)
-    try:
-        outs, times = pipe.run(local[0])
-    finally:
-        pipe.close()
-    np.testing.assert_allclose(outs[0], local[1][0], rtol=0, atol=1e-5)
-    assert len(times) == 2
-
-
-def test_pipeline_needs_one_server_per_stage(pipelines, server, capsys):
-    from tvm_partition.runtime.pipeline import main
-
-    d, _ = pipelines
-    assert main([str(d / "stages"), "--rpc", server]) == 2
-    assert "2-server stages pipeline: give 2 servers" in capsys.readouterr().err
 
 
 def test_killed_server_gives_clear_error(art, local):
@@ -213,16 +155,3 @@ def test_stages_cli_refuses(tmp_path, capsys, argv, pattern):
     assert main(["lstm", "--seq-len", "2", "--batch", "2", *argv, "--out", str(tmp_path / "p")]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and err[0].startswith("error: ") and re.search(pattern, err[0]), err
-
-
-def test_pipeline_refuses_tampered_stage(pipelines, server, tmp_path, capsys):
-    import shutil
-
-    from tvm_partition.runtime.pipeline import main
-
-    d, _ = pipelines
-    shutil.copytree(d / "stages", tmp_path / "p")
-    with open(tmp_path / "p" / "stage1" / "params.npz", "ab") as f:
-        f.write(b"x")
-    assert main([str(tmp_path / "p"), "--rpc", f"{server},{server}"]) == 2
-    assert re.search(r"stage1/params\.npz: checksum mismatch", capsys.readouterr().err)

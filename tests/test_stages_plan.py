@@ -1,4 +1,5 @@
-"""Stages from a placement plan: each plan device is one RPC server (two on loopback here)."""
+"""Stages from a placement plan: each plan device is one server (servers A and B of the suite's
+local Ray cluster, tests/ray_cluster.py)."""
 
 from __future__ import annotations
 
@@ -9,28 +10,17 @@ import numpy as np
 import pytest
 
 from helpers import SMALL, mlp_model
-from rpc_servers import free_port, rpc_server, wait_port
 from tvm_partition.cli.compile import reference_outputs
-from tvm_partition.runtime.pipeline import Pipeline
-from tvm_partition.runtime.remote import Endpoint
 from tvm_partition.cli.stages import StageError, compile_pipeline
+from tvm_partition.runtime.cluster import RayPipeline
 
 # the MLP's fused ops: dense+tanh, reshape (a view), dense, softmax
 OPS = ["000_fused_matmul_add_tir_tanh", "001_reshape", "002_fused_matmul1_add1", "003_softmax"]
 
 
 @pytest.fixture(scope="module")
-def servers():
-    procs, ports = [], [free_port(), free_port()]
-    try:
-        for port in ports:
-            procs.append(rpc_server(port))
-        for port, proc in zip(ports, procs):
-            wait_port(port, proc)
-        yield [f"127.0.0.1:{p}" for p in ports]
-    finally:
-        for p in procs:
-            p.stop()
+def servers(ray_cluster):
+    return ["A", "B"]
 
 
 @pytest.fixture(scope="module")
@@ -52,11 +42,7 @@ def on(device: str) -> dict:
 
 
 def run_remote(out_dir, servers, inputs):
-    pipe = Pipeline(str(out_dir), [Endpoint(rpc=s) for s in servers])
-    try:
-        return pipe.run(inputs)
-    finally:
-        pipe.close()
+    return RayPipeline(str(out_dir), servers).run(inputs)
 
 
 def test_first_half_on_server0_rest_on_server1(mlp, servers, tmp_path):
@@ -66,13 +52,12 @@ def test_first_half_on_server0_rest_on_server1(mlp, servers, tmp_path):
     assert info["stages"] == 2 and info["stage_servers"] == [0, 1]
     spec = json.loads((tmp_path / "p" / "pipeline.json").read_text())
     assert spec["server_devices"] == ["cpu", "cpu1"] and spec["stage_servers"] == [0, 1]
-    outs, times = run_remote(tmp_path / "p", servers, model.inputs)
+    outs = run_remote(tmp_path / "p", servers, model.inputs)
     np.testing.assert_allclose(outs[0], expected[0], rtol=0, atol=1e-6)
-    assert len(times) == 2
 
 
-def test_plan_returning_to_first_server(mlp, servers, tmp_path, capsys):
-    """cpu, cpu1, cpu: three stages, the first server holds two of them (one shared session)."""
+def test_plan_returning_to_first_server(mlp, servers, ray_cluster, tmp_path, capsys):
+    """cpu, cpu1, cpu: three stages, the first server holds two of them (an actor each)."""
     from tvm_partition.runtime.pipeline import main
 
     model, expected = mlp
@@ -80,11 +65,11 @@ def test_plan_returning_to_first_server(mlp, servers, tmp_path, capsys):
     info = compile_pipeline(model, 2, "stages", str(tmp_path / "p"), plan_file=plan)
     assert info["stage_servers"] == [0, 1, 0]
     np.savez(tmp_path / "in.npz", **model.inputs)
-    assert main([str(tmp_path / "p"), "--rpc", ",".join(servers), "--input", str(tmp_path / "in.npz"),
-                 "--output", str(tmp_path / "out.npz"), "--repeat", "2"]) == 0
+    assert main([str(tmp_path / "p"), "--ray", ray_cluster.address, "--servers", ",".join(servers), "--input",
+                 str(tmp_path / "in.npz"), "--output", str(tmp_path / "out.npz"), "--repeat", "2"]) == 0
     out = capsys.readouterr().out
-    for i, (dev, server) in enumerate([("cpu", servers[0]), ("cpu1", servers[1]), ("cpu", servers[0])]):
-        assert re.search(rf"^stage{i}_median_us=[0-9.]+ server=RPC server {server} device={dev}$", out, re.M), out
+    assert re.search(rf"^servers={','.join(servers)}$", out, re.M), out
+    assert re.search(r"^median_us=[0-9.]+ p90_us=[0-9.]+$", out, re.M), out
     with np.load(tmp_path / "out.npz") as z:
         np.testing.assert_allclose(z["output0"], expected[0], rtol=0, atol=1e-6)
 
@@ -109,14 +94,13 @@ def test_heft_pipeline_from_the_cli_matches(servers, tmp_path, capsys):
     spec = json.loads((tmp_path / "p" / "pipeline.json").read_text())
     assert spec["plan_strategy"] == "heft" and spec["servers"] == 2
     assert len(spec["stage_servers"]) == len(spec["artifacts"]) == len(spec["stage_io"])
-    outs, _ = run_remote(tmp_path / "p", servers, model.inputs)
+    outs = run_remote(tmp_path / "p", servers, model.inputs)
     np.testing.assert_allclose(outs[0], reference_outputs(model)[0], rtol=0, atol=1e-5)
 
 
 def test_tensor_handed_past_a_stage(servers, tmp_path):
     """LSTM: the input slices on cpu, the first gate matmul on cpu1, the rest on cpu again: the
-    third stage needs slices from the first, which the runner keeps (a stage cannot return its
-    own input over RPC)."""
+    third stage needs slices from the first, handed to it straight from the object store."""
     from tvm_partition import frontend
     from tvm_partition.ir.graph import OpGraph
 
@@ -128,7 +112,7 @@ def test_tensor_handed_past_a_stage(servers, tmp_path):
     assert info["stage_servers"] == [0, 1, 0]
     io = json.loads((tmp_path / "p" / "pipeline.json").read_text())["stage_io"]
     assert set(io[0]["outputs"]) & set(io[2]["inputs"]), io  # from stage 0 straight to stage 2
-    outs, _ = run_remote(tmp_path / "p", servers, model.inputs)
+    outs = run_remote(tmp_path / "p", servers, model.inputs)
     np.testing.assert_allclose(outs[0], reference_outputs(model)[0], rtol=0, atol=1e-5)
 
 
@@ -158,25 +142,18 @@ def test_stages_cli_refuses_bad_plans(tmp_path, capsys, argv, pattern):
 
 
 def test_restarted_server_keeps_both_its_stages(mlp, servers, tmp_path):
-    """A server holding stages 0 and 2 restarts: stage 0 reconnects, and stage 2 moves to the new
-    session (the server serves one session at a time; the old one is gone)."""
+    """Server A holds stages 0 and 2 (an actor each); both actors die between requests: Ray
+    restarts them on A and the next request is answered there, correctly."""
+    import ray
+
     model, expected = mlp
     plan = write_plan(tmp_path / "plan.json", {OPS[0]: on("cpu"), OPS[2]: on("cpu1"), OPS[3]: on("cpu")})
     compile_pipeline(model, 2, "stages", str(tmp_path / "p"), plan_file=plan)
-    port = free_port()
-    proc = rpc_server(port)
-    try:
-        wait_port(port, proc)
-        pipe = Pipeline(str(tmp_path / "p"), [Endpoint(rpc=f"127.0.0.1:{port}"), Endpoint(rpc=servers[1])])
-        try:
-            pipe.run(model.inputs)
-            proc.stop()
-            proc = rpc_server(port)
-            wait_port(port, proc)
-            outs, _ = pipe.run(model.inputs)
-            assert pipe.runners[0].sess is pipe.runners[2].sess
-        finally:
-            pipe.close()
-    finally:
-        proc.stop()
+    pipe = RayPipeline(str(tmp_path / "p"), servers, retry_s=30)
+    pipe.run(model.inputs)
+    for (server, _), actor in list(pipe.pool.actors.items()):
+        if server == servers[0]:
+            ray.kill(actor, no_restart=False)
+    outs = pipe.run(model.inputs)
+    assert pipe.stage_server == [servers[0], servers[1], servers[0]] and not pipe.gone
     np.testing.assert_allclose(outs[0], expected[0], rtol=0, atol=1e-6)

@@ -116,6 +116,18 @@ def _write(path: str, text: str) -> None:
         f.write(text)
 
 
+def make_group(path: str, v2: bool, cpus: float, period_us: int) -> None:
+    """Create cgroup ``path`` limited to ``cpus`` CPUs per ``period_us`` (v2 ``cpu.max``, else v1's cfs
+    files); at least 1 ms per period (the kernel's floor)."""
+    quota_us = max(1000, int(round(cpus * period_us)))
+    os.makedirs(path, exist_ok=True)
+    if v2:
+        _write(os.path.join(path, "cpu.max"), f"{quota_us} {period_us}")
+    else:
+        _write(os.path.join(path, "cpu.cfs_period_us"), str(period_us))
+        _write(os.path.join(path, "cpu.cfs_quota_us"), str(quota_us))
+
+
 @contextlib.contextmanager
 def quota(cpus: float):
     """A cgroup limited to ``cpus`` CPUs for the block; yields a ``preexec_fn`` that moves a
@@ -127,14 +139,8 @@ def quota(cpus: float):
                         "/sys/fs/cgroup/cpu): none found on this machine")
     _remove_stale(root)
     path = os.path.join(root, f"{PREFIX}{os.getpid()}")
-    quota_us = max(1000, int(round(cpus * PERIOD_US)))
     try:
-        os.makedirs(path, exist_ok=True)
-        if v2:
-            _write(os.path.join(path, "cpu.max"), f"{quota_us} {PERIOD_US}")
-        else:
-            _write(os.path.join(path, "cpu.cfs_period_us"), str(PERIOD_US))
-            _write(os.path.join(path, "cpu.cfs_quota_us"), str(quota_us))
+        make_group(path, v2, cpus, PERIOD_US)
     except OSError as e:
         with contextlib.suppress(OSError):
             os.rmdir(path)

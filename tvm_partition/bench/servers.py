@@ -46,7 +46,7 @@ import sys
 import tempfile
 import time
 
-from .load import PREFIX, _empty_and_remove, _v1_root, _v2_root, _write
+from .load import PREFIX, _empty_and_remove, _v1_root, _v2_root, _write, make_group
 from ..errors import TvmPartitionError
 
 #: cfs period of the servers' cgroups: short, so a 40% share is 4 ms in every 10 ms, not 40 in 100
@@ -128,14 +128,8 @@ def confine(node: Node) -> None:
     root, v2 = _cgroup_root()
     _remove_stale(root)
     path = os.path.join(root, f"{PREFIX}{node.name}-{os.getpid()}")
-    quota = max(1000, int(round(node.share * PERIOD_US)))
     try:
-        os.makedirs(path, exist_ok=True)
-        if v2:
-            _write(os.path.join(path, "cpu.max"), f"{quota} {PERIOD_US}")
-        else:
-            _write(os.path.join(path, "cpu.cfs_period_us"), str(PERIOD_US))
-            _write(os.path.join(path, "cpu.cfs_quota_us"), str(quota))
+        make_group(path, v2, node.share, PERIOD_US)
     except OSError as e:
         raise ClusterError(f"server {node.name}: cannot create the cgroup {path} ({e.strerror}): run as root") from None
     node.cgroup = path
@@ -172,53 +166,64 @@ def _start(args: list[str], log: str, env: dict) -> subprocess.Popen:
                                 start_new_session=True, env=env)
 
 
-def _ray_start(port: int, temp_dir: str, extra: list[str]) -> list[str]:
+def _ray_start(extra: list[str]) -> list[str]:
     ray = os.path.join(os.path.dirname(sys.executable), "ray")
     return [ray if os.path.exists(ray) else "ray", "start", "--block", "--node-ip-address", "127.0.0.1",
             "--object-store-memory", str(OBJECT_STORE_BYTES), "--disable-usage-stats", *extra]
 
 
-def _alive_nodes(address: str) -> int:
+#: the resource of the head node (Ray's own)
+HEAD = "node:__internal_head__"
+
+
+def _joined(address: str, resource: str) -> bool:
+    """Whether a live node of the cluster carries ``resource``."""
     from ..runtime import cluster
 
     cluster.connect(address, timeout=JOIN_S)
     import ray
 
-    return sum(1 for n in ray.nodes() if n.get("Alive"))
+    return any(n.get("Alive") and resource in n.get("Resources", {}) for n in ray.nodes())
 
 
-def _wait_joined(address: str, count: int, node: Node) -> None:
-    """Until ``count`` nodes are alive in the cluster (the one just started has registered)."""
+def _wait_joined(address: str, resource: str, node: Node) -> None:
+    """Until the node just started, which carries ``resource``, has registered."""
     end = time.monotonic() + JOIN_S
     while time.monotonic() < end:
         if node.proc.poll() is not None:
             raise ClusterError(f"server {node.name}: ray start exited with {node.proc.returncode} (see {node.log})")
         with contextlib.suppress(Exception):  # the GCS not up yet
-            if _alive_nodes(address) >= count:
+            if _joined(address, resource):
                 return
         time.sleep(0.5)
     raise ClusterError(f"server {node.name}: did not join the cluster within {JOIN_S:.0f} s (see {node.log})")
 
 
-def _start_all(cluster: LocalCluster, shares: dict[str, float | None]) -> None:
+def _start_head(cluster: LocalCluster) -> None:
+    port = int(cluster.address.rsplit(":", 1)[1])
+    log = os.path.join(cluster.temp_dir, "head.log")
+    head = Node("head", _start(_ray_start([
+        "--head", "--port", str(port), "--num-cpus", "0", "--include-dashboard", "false",
+        "--temp-dir", cluster.temp_dir]), log, cluster.env), log)
+    cluster.nodes.append(head)
+    _wait_joined(cluster.address, HEAD, head)
+
+
+def add_server(cluster: LocalCluster, name: str, share: float | None = None) -> Node:
+    """Start server ``name``'s node, wait until it has joined, then confine it to ``share``."""
     from ..runtime.cluster import resource_of
 
-    port = int(cluster.address.rsplit(":", 1)[1])
-    head = Node("head", _start(_ray_start(port, cluster.temp_dir, [
-        "--head", "--port", str(port), "--num-cpus", "0", "--include-dashboard", "false",
-        "--temp-dir", cluster.temp_dir]), os.path.join(cluster.temp_dir, "head.log"), cluster.env),
-        os.path.join(cluster.temp_dir, "head.log"))
-    cluster.nodes.append(head)
-    _wait_joined(cluster.address, 1, head)
-    for i, (name, share) in enumerate(shares.items()):
-        log = os.path.join(cluster.temp_dir, f"{name}.log")
-        args = _ray_start(port, cluster.temp_dir, ["--address", cluster.address, "--num-cpus", "1",
-                                                   "--resources", json.dumps({resource_of(name): 1})])
-        node = Node(name, _start(args, log, cluster.env), log, share)
-        cluster.nodes.append(node)
-        _wait_joined(cluster.address, i + 2, node)
-        if share is not None:
-            confine(node)
+    if share is not None and not 0 < share <= 64:
+        raise ClusterError(f"server {name}: a share must be > 0 (a fraction of one core), got {share}")
+    log = os.path.join(cluster.temp_dir, f"{name}.log")
+    args = _ray_start(["--address", cluster.address, "--num-cpus", "1",
+                                            "--resources", json.dumps({resource_of(name): 1})])
+    node = Node(name, _start(args, log, cluster.env), log, share)
+    cluster.nodes.append(node)
+    _wait_joined(cluster.address, resource_of(name), node)
+    if share is not None:
+        confine(node)
+    return node
 
 
 @contextlib.contextmanager
@@ -231,16 +236,15 @@ def local_cluster(shares: dict[str, float | None], env: dict | None = None):
 
     if any(s is not None for s in shares.values()):
         _cgroup_root()  # refuse before starting anything
-    bad = [n for n, s in shares.items() if s is not None and not 0 < s <= 64]
-    if bad:
-        raise ClusterError(f"server {bad[0]}: a share must be > 0 (a fraction of one core), got {shares[bad[0]]}")
     reap_on_exit()
     # short: Ray's socket paths must stay under 107 bytes
     temp_dir = tempfile.mkdtemp(prefix="tvmp-ray-", dir="/tmp")
     cluster = LocalCluster(f"127.0.0.1:{free_port()}", [], temp_dir, {**os.environ, **NODE_ENV, **(env or {})})
     atexit.register(cluster.stop)
     try:
-        _start_all(cluster, shares)
+        _start_head(cluster)
+        for name, share in shares.items():
+            add_server(cluster, name, share)
         yield cluster
     finally:
         from ..runtime import cluster as rt

@@ -28,7 +28,7 @@ COMMANDS = {
     "tune": ("cli.tune", "MetaSchedule-tune the kernels builds launch, within a time budget"),
     "place": ("cli.place", "place a task graph (placement problem file) on devices, minimum makespan"),
     "stages": ("cli.stages", "compile a model for several edge servers (pipeline stages or batch parts)"),
-    "pipeline": ("runtime.pipeline", "run a multi-server build over TVM RPC (TVM runtime only)"),
+    "pipeline": ("runtime.pipeline", "run a multi-server build on a Ray cluster (TVM runtime only)"),
     "bench": ("bench.suite", "every strategy side by side, end to end, with onnxruntime and TVM's own flow"),
     "bench-kernels": ("bench.kernels", "kernels: tuned, transferred and default schedules against the peak"),
 }

@@ -5,28 +5,36 @@ tensors it computes that are still live at its cut (e.g. an LSTM's h and c); the
 gives each to the later stages that need it (``stage_io`` in ``pipeline.json``). The cut points are
 hand-written (``--cut-after``: names of the Relax bindings after which to cut, as TVMScript
 prints ``main``) or chosen to balance an estimate of each stage's arithmetic (multiply-adds of
-matmul / conv, one per output element elsewhere), forwarding the fewest bytes near each share. ``--mode split`` divides the batch into N equal parts (FlexPie's setting: one
-layer's work divided over the servers): one artifact compiled for batch/N, run on every server
-at once, outputs concatenated on axis 0; it needs a model whose rows are independent (every zoo
-model) and a batch divisible by N.
+matmul / conv, one per output element elsewhere), forwarding the fewest bytes near each share. ``--mode split`` divides the batch over N servers (FlexPie's setting: one
+layer's work divided over the servers): one artifact per slice size, run on every server at once,
+outputs concatenated on axis 0; it needs a model whose rows are independent (every zoo model).
+``--ratios`` sets the slices: ``equal`` (a batch divisible by N), given ratios, or ``speed``: each
+server of the Ray cluster ``--ray`` runs the part and the links to it are measured, and the slices
+balance the predicted finish times in whole items (EOP VEE '22 Eq. 5 applied to servers,
+:mod:`tvm_partition.planners.servers`). With ``--ray``, a ``--strategy`` placement is priced on the
+measured servers (:class:`~tvm_partition.cost_models.base.ServersCostModel`: each server's speed
+relative to this machine's profile, the measured links), and ``predicted_ms`` (the plan's
+makespan plus the trip from and to the driver) goes into pipeline.json.
 
 ``--plan plan.json`` (or ``--strategy milp|heft|dp|...``: a placement planner over ``--servers``
 CPUs ``cpu,cpu1,...``) stages a placement instead: each plan device is one server, the ops are
 put in a topological order that stays on one device as long as it can, and ``main`` is cut
 wherever the device changes. A placement that returns to a device (A, B, A) gives more stages
-than servers; that server holds both stages in one session. Split decisions are refused (a
+than servers; that server's actor of each stage runs on it. Split decisions are refused (a
 stage is whole ops on one server); so are GPU devices (stages are compiled for CPU).
 
 Each stage or part is an ordinary artifact (``DIR/stage0``, ... or ``DIR/part``) for one CPU;
-``DIR/pipeline.json`` says how they chain. ``tvm-partition pipeline DIR --rpc A,B``
-runs it.
+``DIR/pipeline.json`` says how they chain. ``tvm-partition pipeline DIR --ray HOST:PORT`` runs it
+on a Ray cluster (:mod:`tvm_partition.runtime.cluster`).
 """
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import sys
+import tempfile
 
 import numpy as np
 
@@ -126,9 +134,11 @@ def choose_cuts(func, n: int, cut_after: list[str] | None = None) -> list[tuple[
     return cuts
 
 
-def plan_of(model, plan_file: str | None, strategy: str | None, servers: int, time_limit: float = 10.0):
+def plan_of(model, plan_file: str | None, strategy: str | None, servers: int, time_limit: float = 10.0,
+            measured: "Servers | None" = None):
     """The placement plan to stage: read from ``plan_file`` or made by a placement strategy over
-    ``servers`` CPU devices (``cpu,cpu1,...``); one plan device is one server."""
+    ``servers`` CPU devices (``cpu,cpu1,...``; with ``measured``, priced by the servers' measured
+    speeds and links); one plan device is one server."""
     from ..planners import make_plan
     from ..devices import parse_devices
     from ..ir.graph import OpGraph
@@ -140,7 +150,9 @@ def plan_of(model, plan_file: str | None, strategy: str | None, servers: int, ti
             plan = Plan.load(plan_file)
             plan.validate(graph)
         else:
-            plan = make_plan(graph, parse_devices(",".join(["cpu"] * servers)), strategy, time_limit=time_limit)
+            options = {"cost_model": measured.cost_model, "topology": measured.topology()} if measured else {}
+            plan = make_plan(graph, parse_devices(",".join(["cpu"] * servers)), strategy, time_limit=time_limit,
+                             **options)
     except PlanError as e:
         raise StageError(f"placement plan: {e}") from None
     for op_id, dec in plan.ops.items():
@@ -320,57 +332,219 @@ def stage_modules(model, cuts) -> list:
 def write(out_dir: str, mode: str, servers: int, artifacts: list[str], model, extra: dict) -> None:
     spec = {"format_version": FORMAT_VERSION, "mode": mode, "servers": servers, "model": model.name,
             "inputs": model.input_info(), "outputs": model.output_info(), "artifacts": artifacts, **extra}
-    from ..runtime.pipeline import PIPELINE
+    from ..runtime.cluster import PIPELINE
 
     with open(os.path.join(out_dir, PIPELINE), "w", encoding="utf-8") as f:
         json.dump(spec, f, indent=2)
         f.write("\n")
 
 
-def _placed_stages(model, plan_file, strategy, servers, time_limit):
-    """The model reordered for the plan, its cuts, the server of each stage and the device names."""
+def _placed_stages(model, plan_file, strategy, servers, time_limit, measured=None):
+    """The model reordered for the plan, its cuts, the server of each stage, the device names and
+    the plan (``measured``: :class:`Servers` to place over)."""
     import copy
 
     import tvm
 
-    graph, plan = plan_of(model, plan_file, strategy, servers, time_limit)
+    graph, plan = plan_of(model, plan_file, strategy, servers, time_limit, measured)
     func, devices = placed_bindings(model, graph, plan)
     names = [d.name for d in plan.devices]
     cuts, stage_servers = plan_cuts(func, devices, names)
     placed = copy.copy(model)
     placed.mod = tvm.IRModule({"main": func})
-    return placed, cuts, stage_servers, names, plan.strategy
+    return placed, cuts, stage_servers, names, plan
+
+
+@dataclasses.dataclass(frozen=True)
+class Servers:
+    """Edge servers as measured through Ray: names, each one's median ms for a probe artifact and
+    this machine's (``local_ms``), the cost model that prices plan devices ``cpu``, ``cpu1``, ... (the
+    servers in order) with them, the links between servers (``bandwidth_Bps`` / ``latency_us`` by
+    device name, the placement planners' topology) and to the driver (``driver``: latency us,
+    bandwidth B/s)."""
+
+    names: tuple[str, ...]
+    ms: tuple[float, ...]
+    local_ms: float
+    cost_model: object
+    bandwidth_Bps: dict
+    latency_us: dict
+    driver: tuple[float, float]
+
+    def topology(self) -> tuple[list, dict, dict]:
+        return [], self.bandwidth_Bps, self.latency_us
+
+    def driver_ms(self, nbytes: float) -> float:
+        lat, bw = self.driver
+        return (lat + nbytes / bw * 1e6) / 1e3
+
+    def trip_ms(self, model) -> float:
+        """The inputs from the driver and the outputs back (the ends of a staged request)."""
+        return self.driver_ms(_nbytes(model.input_info())) + self.driver_ms(_nbytes(model.output_info()))
+
+    def record(self) -> dict:
+        """What pipeline.json keeps of the measurement."""
+        return {"measured_servers": {n: round(ms, 3) for n, ms in zip(self.names, self.ms)},
+                "measured_local_ms": round(self.local_ms, 3)}
+
+
+def _nbytes(infos: list[dict]) -> int:
+    return sum(int(np.prod(i["shape"])) * np.dtype(i["dtype"]).itemsize for i in infos)
+
+
+#: transfer sizes of the link probe: the latency from the small one, the bandwidth from both
+LINK_BYTES = (1 << 10, 4 << 20)
+
+
+def _link(src, dst, probe: str) -> tuple[float, float]:
+    """``(latency us, bandwidth B/s)`` of one direction, ``None``: the driver."""
+    from ..runtime.cluster import link_ms
+
+    small, big = (link_ms(src, dst, probe, n) for n in LINK_BYTES)
+    bw = (LINK_BYTES[1] - LINK_BYTES[0]) / max(1e-6, (big - small) / 1e3)
+    return max(0.0, small * 1e3 - LINK_BYTES[0] / bw * 1e6), bw
+
+
+def measure_servers(address: str, probe: str, inputs: dict, count: int, repeat: int = 5) -> Servers:
+    """Run artifact ``probe`` on the first ``count`` servers of the Ray cluster at ``address`` and
+    here, and measure the links between them and to this driver (ping-pong through the object store)."""
+    from ..cost_models import default_cost_model
+    from ..cost_models.base import ServersCostModel
+    from ..devices import parse_devices
+    from ..runtime import cluster
+    from ..runtime.runner import Runner
+
+    cluster.connect(address)
+    names = cluster.server_names()[:count]
+    if len(names) < count:
+        raise StageError(f"the Ray cluster at {address} has {len(names)} live servers ({', '.join(names) or 'none'}): "
+                         f"{count} needed")
+    ms = tuple(cluster.time_on(n, probe, inputs, repeat) for n in names)
+    local_ms = float(np.median(Runner(probe).time(inputs, repeat, warmup=2))) / 1e3  # (no quota here)
+    devices = parse_devices(",".join(["cpu"] * count))
+    dev = dict(zip(names, (d.name for d in devices)))
+    bw, lat = {dev[a]: {} for a in names}, {dev[a]: {} for a in names}
+    for a in names:
+        for b in names:
+            if a != b:
+                lat[dev[a]][dev[b]], bw[dev[a]][dev[b]] = _link(a, b, probe)
+    ends = [_link(None, n, probe) for n in names] + [_link(n, None, probe) for n in names]
+    driver = (float(np.mean([e[0] for e in ends])), float(np.mean([e[1] for e in ends])))
+    factors = {dev[n]: t / local_ms for n, t in zip(names, ms)}
+    model = ServersCostModel(default_cost_model(devices)[0], factors, bw, lat, local=devices[0].name)
+    return Servers(tuple(names), ms, local_ms, model, bw, lat, driver)
+
+
+def _measure_whole(model, servers: int, ray: str, tuning_db, threads) -> Servers:
+    """:func:`measure_servers` with the whole model compiled for one CPU as the probe."""
+    from .compile import compile_model
+    from ..devices import parse_devices
+
+    with tempfile.TemporaryDirectory(prefix="tvmp-probe-") as d:
+        compile_model(model, parse_devices("cpu"), "cpu", tuning_db=tuning_db, num_threads=threads).save(d)
+        return measure_servers(ray, d, model.inputs, servers)
+
+
+def parse_ratios(text: str, servers: int) -> str | list[float]:
+    """``equal``, ``speed`` or ``servers`` numbers >= 0 (not all 0)."""
+    if text in ("equal", "speed"):
+        return text
+    try:
+        values = [float(v) for v in text.split(",")]
+    except ValueError:
+        values = []
+    if not values or any(not v >= 0 for v in values) or not sum(values) > 0:
+        raise StageError(f"--ratios {text!r}: give equal, speed or numbers R1,R2,... (>= 0, not all 0)")
+    if len(values) != servers:
+        raise StageError(f"--ratios gives {len(values)} ratios for {servers} servers")
+    return values
+
+
+def _split_plan(source, model, load_args, servers: int, ratios, ray, tuning_db, threads):
+    """The batch split (:mod:`tvm_partition.planners.servers`) and, where measured, the servers."""
+    from .. import frontend
+    from .compile import compile_model
+    from ..devices import parse_devices
+    from ..planners import servers as sp
+
+    batch = next(iter(model.inputs.values())).shape[0]
+    if ratios == "equal" and batch % servers:
+        raise StageError(f"batch {batch} does not divide into {servers} equal parts (use --batch, or --ratios)")
+    if not ray:
+        dummy = [sp.ServerModel(f"s{i}", 1.0) for i in range(servers)]
+        return (sp.equal(dummy, batch) if ratios == "equal" else sp.fixed(dummy, batch, ratios)), None
+    probe_batch = max(1, batch // servers)
+    part = frontend.load(source, **{**load_args, "batch": probe_batch})
+    with tempfile.TemporaryDirectory(prefix="tvmp-probe-") as d:
+        compile_model(part, parse_devices("cpu"), "cpu", tuning_db=tuning_db, num_threads=threads).save(d)
+        measured = measure_servers(ray, d, part.inputs, servers)
+    # per request: the driver link's latency both ways; per item: the run and its bytes both ways
+    lat_ms, bw = measured.driver[0] / 1e3, measured.driver[1]
+    item_bytes = (_nbytes(part.input_info()) + _nbytes(part.output_info())) / probe_batch
+    models = [sp.ServerModel(n, ms / probe_batch + item_bytes / bw * 1e3, 2 * lat_ms)
+              for n, ms in zip(measured.names, measured.ms)]
+    plan = {"speed": lambda: sp.balanced(models, batch), "equal": lambda: sp.equal(models, batch)}.get(
+        ratios if isinstance(ratios, str) else "", lambda: sp.fixed(models, batch, ratios))()
+    return plan, measured
+
+
+def _compile_split(model_name, model, servers, out_dir, ratios, ray, tuning_db, threads, load_args) -> dict:
+    """One part artifact per slice size (``part<items>``), ``slices`` per server in pipeline.json."""
+    from .. import frontend
+    from .compile import compile_model
+    from ..devices import parse_devices
+
+    if hasattr(model_name, "mod"):
+        raise StageError("--mode split reloads the model at the slices' batch sizes: give a zoo name or an .onnx path")
+    plan, measured = _split_plan(model_name, model, load_args, servers, parse_ratios(ratios, servers), ray,
+                                 tuning_db, threads)
+    os.makedirs(out_dir, exist_ok=True)
+    arts = {}
+    for items in sorted(set(n for n in plan.slices if n)):
+        part = frontend.load(model_name, **{**load_args, "batch": items})
+        arts[items] = f"part{items}"
+        compile_model(part, parse_devices("cpu"), "cpu", tuning_db=tuning_db,
+                      num_threads=threads).save(os.path.join(out_dir, arts[items]))
+    first = next(iter(arts.values()))
+    extra = {"axis": 0, "slices": list(plan.slices), "slice_artifacts": [arts.get(n, first) for n in plan.slices],
+             "ratios": plan.how}
+    if measured:
+        extra.update(measured.record(), predicted_ms=round(plan.predicted_ms, 3))
+    write(out_dir, "split", servers, sorted(arts.values()), model, extra)
+    return {"parts": servers, "slices": list(plan.slices), **({"predicted_ms": extra["predicted_ms"]} if measured else {})}
 
 
 def compile_pipeline(model_name, servers: int, mode: str, out_dir: str, *, cut_after=None,
                      plan_file: str | None = None, strategy: str | None = None, time_limit: float = 10.0,
-                     threads: int | None = None, tuning_db: str | None = None, **load_args) -> dict:
+                     threads: int | None = None, tuning_db: str | None = None, ratios: str = "equal",
+                     ray: str | None = None, **load_args) -> dict:
     """``model_name``: a zoo name, an .onnx path or a loaded Model. Stages come from a placement plan
-    (``plan_file``, or ``strategy`` over ``servers`` CPUs), else from ``cut_after`` or the balance."""
+    (``plan_file``, or ``strategy`` over ``servers`` CPUs; with ``ray``, over the cluster's servers
+    as measured), else from ``cut_after`` or the balance. Split: slices by ``ratios`` (equal, speed:
+    measured on ``ray``'s servers, or R1,R2,...)."""
     from .. import frontend
     from .compile import compile_model
     from ..devices import parse_devices
 
     cpu = parse_devices("cpu")
     model = model_name if hasattr(model_name, "mod") else frontend.load(model_name, **load_args)
-    os.makedirs(out_dir, exist_ok=True)
     if mode == "split":
-        batch = next(iter(model.inputs.values())).shape[0]
-        if batch % servers:
-            raise StageError(f"batch {batch} does not divide into {servers} equal parts (use --batch)")
-        part = frontend.load(model_name, **{**load_args, "batch": batch // servers})
-        compile_model(part, cpu, "cpu", tuning_db=tuning_db, num_threads=threads).save(os.path.join(out_dir, "part"))
-        write(out_dir, "split", servers, ["part"], model, {"axis": 0})
-        return {"parts": servers, "part_batch": batch // servers}
+        return _compile_split(model_name, model, servers, out_dir, ratios, ray, tuning_db, threads, load_args)
     extra = {}
     if plan_file or strategy:
-        staged, cuts, stage_servers, names, how = _placed_stages(model, plan_file, strategy, servers, time_limit)
+        measured = _measure_whole(model, servers, ray, tuning_db, threads) if ray else None
+        staged, cuts, stage_servers, names, plan = _placed_stages(model, plan_file, strategy, servers, time_limit,
+                                                                  measured)
         servers = len(names)
-        extra = {"stage_servers": stage_servers, "server_devices": names, "plan_strategy": how}
+        extra = {"stage_servers": stage_servers, "server_devices": names, "plan_strategy": plan.strategy}
+        if measured:
+            extra.update(measured.record(), predicted_ms=round(plan.predicted_latency_us / 1e3
+                                                               + measured.trip_ms(model), 3))
     else:
         staged, cuts = model, choose_cuts(model.mod["main"], servers, cut_after)
     bindings, _ = _main_block(staged.mod["main"])
     after = [bindings[k - 1].var.name for k, _ in cuts]
+    os.makedirs(out_dir, exist_ok=True)
     names = []
     for i, stage in enumerate(stage_modules(staged, cuts)):
         compile_model(stage, cpu, "cpu", tuning_db=tuning_db, num_threads=threads).save(os.path.join(out_dir, f"stage{i}"))
@@ -389,6 +563,24 @@ def _arg_problem(args) -> str | None:
         return f"{placement[0]} is for --mode stages"
     if args.plan and args.servers is not None:
         return "--plan decides the servers (one per plan device): leave out --servers"
+    return _ray_problem(args)
+
+
+def _ray_problem(args) -> str | None:
+    """What is wrong with --ratios / --ray, or None."""
+    if args.ratios is not None and args.mode != "split":
+        return "--ratios is for --mode split"
+    if args.ratios is not None:
+        try:
+            parse_ratios(args.ratios, args.servers or 2)
+        except StageError as e:
+            return str(e)
+    if args.ratios == "speed" and not args.ray:
+        return "--ratios speed measures the servers: give --ray HOST:PORT"
+    if args.ray and args.plan:
+        return "--plan fixes the placement: --ray measures servers for --ratios speed or --strategy"
+    if args.ray and args.mode == "stages" and not args.strategy:
+        return "--ray measures servers for a --strategy placement (or --mode split --ratios speed)"
     return None
 
 
@@ -396,7 +588,7 @@ def parser():
     from ..frontend import zoo
     from ..planners.placement import STRATEGY_NAMES
 
-    ap = flags.parser("stages", "Compile a model as stages or batch parts for several RPC edge servers.",
+    ap = flags.parser("stages", "Compile a model as stages or batch parts for several edge servers (run on Ray).",
                       epilog=f"zoo models: {', '.join(zoo.NAMES)}")
     ap.add_argument("model", help="zoo name or .onnx path")
     ap.add_argument("--servers", type=flags.at_least(1), metavar="N",
@@ -408,6 +600,11 @@ def parser():
                     "each plan device is one server, in the plan's device order")
     ap.add_argument("--strategy", choices=STRATEGY_NAMES,
                     help="stages: make the placement plan with this strategy over --servers CPUs (cpu,cpu1,...)")
+    ap.add_argument("--ratios", metavar="equal|speed|R1,R2,...",
+                    help="split: the batch slices: equal (default), speed (each server's measured speed, EOP Eq. 5 "
+                         "balance; needs --ray) or given ratios")
+    ap.add_argument("--ray", metavar="HOST:PORT",
+                    help="a Ray cluster whose servers to measure (speed, links) for --ratios speed or --strategy")
     flags.add_time_limit(ap, "seconds for --strategy milp/dominators (default 10)")
     flags.add_model_args(ap)
     flags.add_threads(ap, "CPU threads each server's runner uses (default: all here)")
@@ -426,12 +623,16 @@ def main(argv=None) -> int:
     if problem:
         print(f"error: {problem}", file=sys.stderr)
         return 2
+    if args.ray:  # unreachable: one line before anything is compiled or written
+        from ..runtime.cluster import connect
+
+        connect(args.ray)
     load_args = {k: getattr(args, k) for k in frontend.MODEL_OPTIONS if getattr(args, k)}
     info = compile_pipeline(args.model, args.servers or 2, args.mode, args.out,
                             cut_after=args.cut_after.split(",") if args.cut_after else None,
                             plan_file=args.plan, strategy=args.strategy, time_limit=args.time_limit,
                             threads=args.threads, tuning_db=None if args.no_tuning else local_database(None),
-                            **load_args)
+                            ratios=args.ratios or "equal", ray=args.ray, **load_args)
     print(f"wrote {args.out}/ ({args.mode}: {info})")
     return 0
 

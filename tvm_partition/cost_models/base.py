@@ -125,3 +125,40 @@ class AnalyticCostModel(CostModel):
             return Estimate(0.0, "analytic")
         gbps, lat = self.links.get((src, dst), self.default_link)
         return Estimate(lat + nbytes / (gbps * 1e3), "analytic")
+
+
+class ServersCostModel(CostModel):
+    """Edge servers measured through Ray (issue 20; FlexPie / MOIRAI place over such servers): an
+    op on server device ``D`` takes the ``local`` device's time in ``base`` (this machine's profile)
+    times ``factors[D]``, D's measured time for the same work over this machine's; a copy between
+    two servers takes the measured link, ``latency_us[src][dst] + nbytes / bandwidth_Bps[src][dst]``
+    (ping-pong of a tensor through Ray's object store). Devices are named as in plans (``cpu``,
+    ``cpu1``, ... for the servers in order)."""
+
+    def __init__(self, base: CostModel, factors: dict[str, float], bandwidth_Bps: dict, latency_us: dict,
+                 local: str = "cpu"):
+        self.base, self.factors, self.local = base, dict(factors), local
+        self.bandwidth_Bps, self.latency_us = bandwidth_Bps, latency_us
+
+    def _factor(self, device: str) -> float:
+        if device not in self.factors:
+            raise KeyError(f"no measured server for device {device!r} (have {sorted(self.factors)})")
+        return self.factors[device]
+
+    def estimate(self, op, device: str, shape=None) -> Estimate:
+        e = self.base.estimate(op, self.local, shape)
+        return Estimate(e.us * self._factor(device), f"servers:{e.source}")
+
+    def comm_estimate(self, nbytes: float, src: str, dst: str) -> Estimate:
+        if src == dst or nbytes <= 0:
+            return Estimate(0.0, "measured")
+        return Estimate(self.latency_us[src][dst] + nbytes / self.bandwidth_Bps[src][dst] * 1e6, "measured")
+
+    def slice_time(self, nbytes: float, device: str) -> float:
+        return self.base.slice_time(nbytes, self.local) * self._factor(device)
+
+    def concat_time(self, nbytes: float, device: str) -> float:
+        return self.base.concat_time(nbytes, self.local) * self._factor(device)
+
+    def launch_time(self, device: str) -> float:
+        return self.base.launch_time(self.local) * self._factor(device)

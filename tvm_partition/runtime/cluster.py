@@ -47,6 +47,8 @@ RESOURCE_PREFIX = "server:"
 #: how much of a server's resource one actor asks for: many actors fit on one server
 ACTOR_SHARE = 0.001
 RETRY_S = 15.0
+#: a speed measurement spans at least this long (many cfs periods of a server's CPU quota)
+MEASURE_S = 0.3
 TIMEOUT_S = 120.0
 
 _joined: str | None = None
@@ -178,9 +180,16 @@ class StageActor:
         outs = self.runner.run({n: env[k] for n, k in zip(self.names, in_keys)})
         return dict(zip(out_keys, outs)) if out_keys is not None else outs
 
-    def time_ms(self, inputs: dict, repeat: int) -> float:
-        """Median milliseconds of ``repeat`` runs here."""
-        return float(np.median(self.runner.time(inputs, repeat, warmup=2))) / 1e3
+    def time_ms(self, inputs: dict, repeat: int, min_s: float = MEASURE_S) -> float:
+        """Milliseconds per run here: at least ``repeat`` runs back to back and at least ``min_s``
+        seconds, averaged. A CPU quota (cgroup cfs) limits the time per period, not each run: a run
+        shorter than the quota is not slowed, so a share only shows over many periods."""
+        self.runner.time(inputs, 1, warmup=2)
+        count, t0 = 0, time.perf_counter()
+        while count < repeat or time.perf_counter() - t0 < min_s:
+            self.runner.time(inputs, 1, warmup=0)
+            count += 1
+        return (time.perf_counter() - t0) * 1e3 / count
 
     def blob(self, nbytes: int) -> np.ndarray:
         return np.zeros(nbytes, np.uint8)
@@ -243,9 +252,10 @@ class Request:
 
 
 class RayPipeline:
-    """The stages or parts of ``path`` on the Ray servers ``servers`` (default: every live one,
-    by name), each in its actor; ``retry_s`` bounds the wait for a restarted actor, ``timeout``
-    one request."""
+    """The stages or parts of ``path`` on the Ray servers ``servers`` (default: the first live
+    ones by name), each in its actor; ``retry_s`` bounds the wait for a restarted actor, ``timeout``
+    one request. Work of a failed server moves to another of ``servers`` if they were given, else
+    to any live server."""
 
     def __init__(self, path: str, servers: list[str] | None = None, *, timeout: float = TIMEOUT_S,
                  retry_s: float = RETRY_S):
@@ -253,6 +263,7 @@ class RayPipeline:
         self.spec = read_spec(path)
         n = int(self.spec["servers"])
         live = server_names()
+        servers_given = bool(servers)
         servers = list(servers) if servers else live[:n]
         missing = [s for s in servers if s not in live]
         if missing:
@@ -260,6 +271,8 @@ class RayPipeline:
         if len(servers) != n:
             raise ClusterError(f"{path} is a {n}-server {self.spec['mode']} pipeline: give {n} servers "
                                f"(--servers A,B,...; live: {', '.join(live) or 'none'}), got {len(servers)}")
+        #: the servers a fault may move work to: those given, else every live one
+        self.allowed = set(servers) if servers_given else None
         self.servers, self.gone = servers, set()
         self.mode = self.spec["mode"]
         if self.mode == "split":
@@ -425,7 +438,7 @@ class RayPipeline:
                 time.sleep(0.2)
             self.gone.add(server)
             self.pool.forget(server)
-        left = [s for s in server_names() if s not in self.gone]
+        left = [s for s in server_names() if s not in self.gone and (self.allowed is None or s in self.allowed)]
         if not left:
             raise ClusterError(f"no server left to run on: {', '.join(sorted(self.gone))} failed "
                                f"({_line(why)})")
@@ -441,22 +454,25 @@ class RayPipeline:
     def run(self, inputs: dict[str, np.ndarray]) -> list[np.ndarray]:
         return self.result(self.submit(inputs))
 
-    def stream(self, requests: list[dict], window: int) -> tuple[list[list[np.ndarray]], list[float], float]:
+    def stream(self, requests: list[dict], window: int, on_answer=None) -> tuple[list[list[np.ndarray]], list[float], float]:
         """Run ``requests`` with up to ``window`` in flight: (answers in order, each one's latency
-        in ms, the wall time of all in s)."""
+        in ms, the wall time of all in s). ``on_answer(i)`` is called after answer ``i`` (a
+        benchmark kills a server there)."""
         t0 = time.perf_counter()
         flying, answers, latency = deque(), [], []
         for inputs in requests:
             if len(flying) >= window:
-                self._finish(flying.popleft(), answers, latency)
+                self._finish(flying.popleft(), answers, latency, on_answer)
             flying.append(self.submit(inputs))
         while flying:
-            self._finish(flying.popleft(), answers, latency)
+            self._finish(flying.popleft(), answers, latency, on_answer)
         return answers, latency, time.perf_counter() - t0
 
-    def _finish(self, req: Request, answers: list, latency: list) -> None:
+    def _finish(self, req: Request, answers: list, latency: list, on_answer) -> None:
         answers.append(self.result(req))
         latency.append((time.perf_counter() - req.t0) * 1e3)
+        if on_answer is not None:
+            on_answer(len(answers) - 1)
 
     def example_inputs(self, seed: int = 0) -> dict[str, np.ndarray]:
         from ..inputs import random_input

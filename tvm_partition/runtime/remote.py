@@ -1,7 +1,7 @@
 """TVM RPC: reach an edge server, put a library on it, run and time things there.
 
-Used by ``tvm-partition run --rpc/--tracker``, the multi-server pipeline
-(:mod:`tvm_partition.runtime.pipeline`) and the profiler (``profile --rpc``: :func:`connect`). The
+Used by ``tvm-partition run --rpc/--tracker`` and by remote profiling and tuning (``profile --rpc``:
+:func:`connect`); several edge servers run on Ray instead (:mod:`tvm_partition.runtime.cluster`). The
 server is TVM's own, unmodified: ``python -m tvm.exec.rpc_server --host 127.0.0.1 --port 9090``
 (optionally ``--tracker HOST:PORT --key KEY``), which needs only the TVM runtime.
 

@@ -1,0 +1,194 @@
+"""Pipelines on the suite's local Ray cluster (tests/ray_cluster.py: A one core, B 40% of one, C
+unconfined, loopback): split and staged runs equal the single-server run, stream mode, faults
+(an actor killed and restarted, a node killed mid-stream, no server left), the refusals of bad
+flags, placement and slices from measured servers."""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+
+import numpy as np
+import pytest
+
+from ray_cluster import spare
+from tvm_partition.cli.compile import reference_outputs
+from tvm_partition.runtime import cluster as rc
+
+LSTM = dict(seq_len=4, batch=4)
+TOL = 1e-5
+
+
+@pytest.fixture(scope="module")
+def lstm():
+    from tvm_partition import frontend
+
+    model = frontend.load("lstm", **LSTM)
+    return model, reference_outputs(model)
+
+
+@pytest.fixture(scope="module")
+def built(tmp_path_factory):
+    """Pipelines of the LSTM: split equal and 3:1, a one-server split, two stages."""
+    from tvm_partition.cli.stages import compile_pipeline
+
+    d = tmp_path_factory.mktemp("ray")
+    compile_pipeline("lstm", 2, "split", str(d / "equal"), **LSTM)
+    compile_pipeline("lstm", 2, "split", str(d / "r31"), ratios="3,1", **LSTM)
+    compile_pipeline("lstm", 1, "split", str(d / "one"), **LSTM)
+    compile_pipeline("lstm", 2, "stages", str(d / "stages"), **LSTM)
+    return d
+
+
+def close(outs, expected):
+    assert len(outs) == len(expected)
+    for o, e in zip(outs, expected):
+        np.testing.assert_allclose(o, e, rtol=0, atol=TOL)
+
+
+@pytest.mark.parametrize("name", ["equal", "r31", "stages"])
+def test_pipelines_match_the_single_server_run(ray_cluster, built, lstm, name):
+    model, expected = lstm
+    pipe = rc.RayPipeline(str(built / name), ["A", "B"])
+    close(pipe.run(model.inputs), expected)
+    if name == "r31":
+        assert json.loads((built / name / "pipeline.json").read_text())["slices"] == [3, 1]
+
+
+def test_stream_and_repeat_from_the_cli(ray_cluster, built, lstm, capsys, tmp_path):
+    from tvm_partition.runtime.pipeline import main
+
+    model, expected = lstm
+    np.savez(tmp_path / "in.npz", **model.inputs)
+    assert main([str(built / "stages"), "--ray", ray_cluster.address, "--servers", "B,C", "--input",
+                 str(tmp_path / "in.npz"), "--output", str(tmp_path / "out.npz"), "--repeat", "3",
+                 "--stream", "8", "--window", "3"]) == 0
+    out = capsys.readouterr().out
+    assert re.search(r"^servers=B,C$", out, re.M), out
+    assert re.search(r"^median_us=[0-9.]+ p90_us=[0-9.]+$", out, re.M), out
+    assert re.search(r"^stream requests=8 window=3 throughput_per_s=[0-9.]+ p50_ms=[0-9.]+ p90_ms=[0-9.]+ "
+                     r"single_ms=[0-9.]+$", out, re.M), out
+    with np.load(tmp_path / "out.npz") as z:
+        close([z["output0"]], expected)
+
+
+def test_stream_answers_in_order(ray_cluster, built):
+    """Different inputs in flight together: each answer is its own request's (the whole model
+    run here by the TVM runtime is the oracle)."""
+    from tvm_partition.runtime.runner import Runner
+
+    pipe = rc.RayPipeline(str(built / "stages"), ["A", "C"])
+    inputs = [pipe.example_inputs(seed) for seed in range(6)]
+    answers, latency, wall = pipe.stream(inputs, 4)
+    whole = Runner(str(built / "one" / "part4"))
+    for x, ans in zip(inputs, answers):
+        close(ans, whole.run(x))
+    assert len(latency) == 6 and wall > 0
+
+
+def test_actor_killed_and_restarted(ray_cluster, built, lstm):
+    import ray
+
+    model, expected = lstm
+    # C: unconfined, so the restart (a new worker importing TVM, loading the artifact) stays
+    # well within retry_s on a busy machine; on B (40% of a core) it takes several seconds
+    pipe = rc.RayPipeline(str(built / "r31"), ["A", "C"], retry_s=30)
+    pipe.run(model.inputs)
+    requests = [pipe.submit(model.inputs) for _ in range(3)]
+    for (server, _), actor in list(pipe.pool.actors.items()):
+        if server == "C":
+            ray.kill(actor, no_restart=False)  # Ray restarts it on C (its node lives)
+    for r in requests:
+        close(pipe.result(r), expected)
+    assert pipe.servers == ["A", "C"] and not pipe.gone
+
+
+def test_node_killed_mid_stream(ray_cluster, built, lstm):
+    model, expected = lstm
+    victim = spare(ray_cluster)
+    pipe = rc.RayPipeline(str(built / "equal"), ["A", victim], retry_s=2)
+    pipe.run(model.inputs)
+    # killed after the 10th answer, with requests in flight on it
+    answers, latency, _ = pipe.stream([model.inputs] * 30, 3, lambda i: i == 9 and ray_cluster.kill(victim))
+    assert len(answers) == 30
+    for ans in answers:
+        close(ans, expected)
+    assert pipe.gone == {victim} and pipe.servers == ["A", "A"]
+
+
+def test_no_server_left_is_one_clear_error(ray_cluster, built, lstm):
+    model, expected = lstm
+    victim = spare(ray_cluster)
+    pipe = rc.RayPipeline(str(built / "one"), [victim], retry_s=2, timeout=60)
+    close(pipe.run(model.inputs), expected)
+    ray_cluster.kill(victim)
+    with pytest.raises(rc.ClusterError, match=rf"^no server left to run on: {victim} failed") as e:
+        pipe.run(model.inputs)
+    assert "\n" not in str(e.value)
+
+
+@pytest.mark.parametrize("argv,pattern", [
+    (["--ray", "127.0.0.1:{closed}", "--timeout", "1"], r"cannot reach the Ray cluster at 127\.0\.0\.1:\d+ within 1 s"),
+    (["--ray", "nohostport"], r"--ray 'nohostport': expected HOST:PORT"),
+    (["--ray", "{ray}", "--servers", "Z,A"], r"server 'Z' is not in the cluster \(live: "),
+    (["--ray", "{ray}", "--servers", "A"], r"is a 2-server stages pipeline: give 2 servers"),
+    ([], r"the following arguments are required: --ray"),
+])
+def test_pipeline_cli_refuses(ray_cluster, built, capsys, argv, pattern):
+    from rpc_servers import free_port
+    from tvm_partition.runtime.pipeline import main
+
+    argv = [a.format(closed=free_port(), ray=ray_cluster.address) for a in argv]
+    assert main([str(built / "stages"), *argv]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("error: ") and re.search(pattern, err[0]), err
+
+
+def test_pipeline_refuses_a_tampered_stage(ray_cluster, built, tmp_path, capsys):
+    from tvm_partition.runtime.pipeline import main
+
+    shutil.copytree(built / "stages", tmp_path / "p")
+    with open(tmp_path / "p" / "stage1" / "params.npz", "ab") as f:
+        f.write(b"x")
+    assert main([str(tmp_path / "p"), "--ray", ray_cluster.address]) == 2
+    assert re.search(r"stage1/params\.npz: checksum mismatch", capsys.readouterr().err)
+
+
+@pytest.mark.parametrize("argv,pattern", [
+    (["--ratios", "speed"], r"--ratios is for --mode split"),
+    (["--mode", "split", "--ratios", "speed"], r"--ratios speed measures the servers: give --ray"),
+    (["--mode", "split", "--ratios", "1,2,3"], r"--ratios gives 3 ratios for 2 servers"),
+    (["--mode", "split", "--ratios", "fast"], r"--ratios 'fast': give equal, speed or numbers"),
+    (["--mode", "split", "--ratios", "0,0"], r"not all 0"),
+    (["--plan", "{tmp}/p.json", "--ray", "127.0.0.1:1"], r"--plan fixes the placement"),
+    (["--ray", "127.0.0.1:1"], r"--ray measures servers for a --strategy placement"),
+    (["--mode", "split", "--batch", "3"], r"batch 3 does not divide into 2 equal parts"),
+])
+def test_stages_cli_refuses_bad_flag_combinations(tmp_path, capsys, argv, pattern):
+    from tvm_partition.cli.stages import main
+
+    argv = [a.format(tmp=tmp_path) for a in argv]
+    assert main(["lstm", "--seq-len", "2", "--batch", "2", *argv, "--out", str(tmp_path / "p")]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("error: ") and re.search(pattern, err[0]), err
+    assert not (tmp_path / "p").exists()  # nothing written
+
+
+def test_speed_ratios_and_placement_from_measured_servers(ray_cluster, lstm, tmp_path, capsys):
+    """A (one core) is measured faster than B (40% of one): the speed split gives A more items,
+    and a heft placement over the measured servers runs and says what it predicts."""
+    from tvm_partition.cli.stages import main
+
+    model, expected = lstm
+    common = ["lstm", "--seq-len", "4", "--batch", "4", "--no-tuning", "--ray", ray_cluster.address]
+    assert main([*common, "--mode", "split", "--ratios", "speed", "--out", str(tmp_path / "s")]) == 0
+    spec = json.loads((tmp_path / "s" / "pipeline.json").read_text())
+    ms = spec["measured_servers"]
+    assert ms["A"] < ms["B"] and spec["slices"][0] > spec["slices"][1] and spec["predicted_ms"] > 0
+    close(rc.RayPipeline(str(tmp_path / "s"), ["A", "B"]).run(model.inputs), expected)
+    assert main([*common, "--strategy", "heft", "--out", str(tmp_path / "h")]) == 0
+    spec = json.loads((tmp_path / "h" / "pipeline.json").read_text())
+    assert spec["plan_strategy"] == "heft" and spec["predicted_ms"] > 0 and set(spec["measured_servers"]) == {"A", "B"}
+    close(rc.RayPipeline(str(tmp_path / "h"), ["A", "B"]).run(model.inputs), expected)
+    capsys.readouterr()
