@@ -149,7 +149,9 @@ def test_restarted_server_keeps_both_its_stages(mlp, servers, tmp_path):
     model, expected = mlp
     plan = write_plan(tmp_path / "plan.json", {OPS[0]: on("cpu"), OPS[2]: on("cpu1"), OPS[3]: on("cpu")})
     compile_pipeline(model, 2, "stages", str(tmp_path / "p"), plan_file=plan)
-    pipe = RayPipeline(str(tmp_path / "p"), servers, retry_s=30)
+    # two workers restart one after the other on A (Ray starts one worker at a time on a one-CPU
+    # node), each importing TVM: tens of seconds on a loaded machine
+    pipe = RayPipeline(str(tmp_path / "p"), servers, retry_s=90)
     pipe.run(model.inputs)
     for (server, _), actor in list(pipe.pool.actors.items()):
         if server == servers[0]:

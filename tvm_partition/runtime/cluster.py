@@ -451,6 +451,14 @@ class RayPipeline:
 
     # -- conveniences -------------------------------------------------------------------------
 
+    def close(self) -> None:
+        """End the actors of this pipeline's artifacts (each holds a worker process and its weights)."""
+        import ray
+
+        arts = {os.path.realpath(self._art(a)) for a in self.spec["artifacts"]}
+        for key in [k for k in self.pool.actors if k[1] in arts]:
+            ray.kill(self.pool.actors.pop(key), no_restart=True)
+
     def run(self, inputs: dict[str, np.ndarray]) -> list[np.ndarray]:
         return self.result(self.submit(inputs))
 
