@@ -96,7 +96,7 @@ def test_actor_killed_and_restarted(ray_cluster, built, lstm):
     pipe = rc.RayPipeline(str(built / "r31"), ["A", "C"], retry_s=30)
     pipe.run(model.inputs)
     requests = [pipe.submit(model.inputs) for _ in range(3)]
-    for (server, _), actor in list(pipe.pool.actors.items()):
+    for (server, _), actor in pipe.actors().items():
         if server == "C":
             ray.kill(actor, no_restart=False)  # Ray restarts it on C (its node lives)
     for r in requests:

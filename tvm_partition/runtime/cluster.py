@@ -47,6 +47,8 @@ RESOURCE_PREFIX = "server:"
 #: how much of a server's resource one actor asks for: many actors fit on one server
 ACTOR_SHARE = 0.001
 RETRY_S = 15.0
+#: how often a request waiting for an answer checks that its servers' nodes are still there
+POLL_S = 1.0
 #: a speed measurement spans at least this long (many cfs periods of a server's CPU quota)
 MEASURE_S = 0.3
 TIMEOUT_S = 120.0
@@ -147,16 +149,35 @@ def disconnect() -> None:
 
 
 def server_names(reachable: bool = True) -> list[str]:
-    """The servers of the cluster (nodes with a ``server:`` resource), those whose raylet is
-    alive only when ``reachable``."""
+    """The servers of the cluster (nodes with a ``server:`` resource); with ``reachable``, only
+    those the GCS lists alive and whose raylet accepts a connection (:func:`_raylet_up`)."""
     import ray
 
     names = set()
     for node in ray.nodes():
-        if reachable and not node.get("Alive"):
+        if reachable and not (node.get("Alive") and _raylet_up(node)):
             continue
         names.update(r[len(RESOURCE_PREFIX):] for r in node.get("Resources", {}) if r.startswith(RESOURCE_PREFIX))
     return sorted(names)
+
+
+def _raylet_up(node: dict, timeout: float = 1.0) -> bool:
+    """Whether the node's raylet accepts a TCP connection. The GCS marks a killed node dead only
+    when its health checks give up (tens of seconds, longer with the threshold raised for starved
+    nodes), and until then restarts its actors there, which hang; a refused connection says at once
+    that the node is gone (the kill test waited 15 s for a restart on a dead node, 2026-11-25)."""
+    try:
+        with socket.create_connection((node["NodeManagerAddress"], int(node["NodeManagerPort"])), timeout=timeout):
+            return True
+    except (OSError, KeyError, ValueError):
+        return False
+
+
+def _server_up(server: str) -> bool:
+    """Whether some node carrying ``server``'s resource has a raylet that accepts a connection."""
+    import ray
+
+    return any(_raylet_up(n) for n in ray.nodes() if n.get("Alive") and resource_of(server) in n.get("Resources", {}))
 
 
 class StageActor:
@@ -398,28 +419,36 @@ class RayPipeline:
                 req.refs[k] = self._submit_slice(i, server, req.inputs)
 
     def _get(self, ref, deadline: float, servers: list[str]):
-        """``ray.get`` in slices of ``retry_s``: after each slice without an answer the servers'
-        actors are asked whether they live (their ``health`` group answers while a run is busy);
-        no answer is a fault (a node killed is not reported by Ray until its health checks give
-        up, and a call to it would wait that long)."""
+        """``ray.get`` in slices of :data:`POLL_S`: after each slice without an answer, a server
+        whose raylet refuses connections is a fault at once, and after ``retry_s`` without one the
+        servers' actors are asked whether they live (their ``health`` group answers while a run is
+        busy); no answer is a fault (a node killed is not reported by Ray until its health checks
+        give up, and a call to it would wait that long)."""
         import ray
 
+        silent_since = time.perf_counter()
         while True:
             left = deadline - time.perf_counter()
             if left <= 0:
                 raise ClusterError(f"a request was not answered within {self.timeout:g} s")
             try:
-                return ray.get(ref, timeout=min(left, self.retry_s))
+                return ray.get(ref, timeout=min(left, POLL_S, self.retry_s))
             except ray.exceptions.GetTimeoutError:
+                gone = [s for s in servers if not _server_up(s)]
+                if gone:  # a node's raylet refuses connections: it is gone, whatever the GCS says yet
+                    raise TimeoutError(f"server(s) {', '.join(gone)} went away") from None
+                if time.perf_counter() - silent_since < self.retry_s:
+                    continue
                 if not self._answers(servers, deadline):
                     raise TimeoutError(f"server(s) {', '.join(servers)} did not answer within {self.retry_s:g} s") from None
+                silent_since = time.perf_counter()
 
     def _answers(self, server: str | list[str], deadline: float) -> bool:
         """Whether every actor of ``server(s)`` answers a ping within ``retry_s``."""
         import ray
 
         servers = [server] if isinstance(server, str) else server
-        actors = [a for (s, _), a in self.pool.actors.items() if s in servers]
+        actors = [a for (s, _), a in self.actors().items() if s in servers]
         try:
             ray.get([_ping(a) for a in actors], timeout=max(0.1, min(self.retry_s, deadline - time.perf_counter())))
             return True
@@ -432,7 +461,7 @@ class RayPipeline:
         slices and stages from now on."""
         if server not in self.gone:
             end = min(deadline, time.perf_counter() + self.retry_s)
-            while time.perf_counter() < end:  # Ray restarts a dead actor where its node lives
+            while time.perf_counter() < end and _server_up(server):  # Ray restarts a dead actor where its node lives
                 if self._answers(server, end):
                     return server
                 time.sleep(0.2)
@@ -455,9 +484,15 @@ class RayPipeline:
         """End the actors of this pipeline's artifacts (each holds a worker process and its weights)."""
         import ray
 
+        for key, actor in self.actors().items():
+            ray.kill(actor, no_restart=True)
+            del self.pool.actors[key]
+
+    def actors(self) -> dict:
+        """This pipeline's actors, ``{(server, artifact real path): actor}`` (the pool holds other
+        pipelines' too: a health check or a kill must not reach those)."""
         arts = {os.path.realpath(self._art(a)) for a in self.spec["artifacts"]}
-        for key in [k for k in self.pool.actors if k[1] in arts]:
-            ray.kill(self.pool.actors.pop(key), no_restart=True)
+        return {k: a for k, a in self.pool.actors.items() if k[1] in arts}
 
     def run(self, inputs: dict[str, np.ndarray]) -> list[np.ndarray]:
         return self.result(self.submit(inputs))
