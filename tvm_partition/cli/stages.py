@@ -358,7 +358,7 @@ def _placed_stages(model, plan_file, strategy, servers, time_limit, measured=Non
 @dataclasses.dataclass(frozen=True)
 class Servers:
     """Edge servers as measured through Ray: names, each one's median ms for a probe artifact and
-    this machine's (``local_ms``), the cost model that prices plan devices ``cpu``, ``cpu1``, ... (the
+    what this machine's profile predicts for it (``local_ms``), the cost model that prices plan devices ``cpu``, ``cpu1``, ... (the
     servers in order) with them, the links between servers (``bandwidth_Bps`` / ``latency_us`` by
     device name, the placement planners' topology) and to the driver (``driver``: latency us,
     bandwidth B/s)."""
@@ -385,7 +385,7 @@ class Servers:
     def record(self) -> dict:
         """What pipeline.json keeps of the measurement."""
         return {"measured_servers": {n: round(ms, 3) for n, ms in zip(self.names, self.ms)},
-                "measured_local_ms": round(self.local_ms, 3)}
+                "predicted_local_ms": round(self.local_ms, 3)}
 
 
 def _nbytes(infos: list[dict]) -> int:
@@ -412,7 +412,6 @@ def measure_servers(address: str, probe: str, inputs: dict, count: int, repeat: 
     from ..cost_models.base import ServersCostModel
     from ..devices import parse_devices
     from ..runtime import cluster
-    from ..runtime.runner import Runner
 
     cluster.connect(address)
     names = cluster.server_names()[:count]
@@ -420,7 +419,12 @@ def measure_servers(address: str, probe: str, inputs: dict, count: int, repeat: 
         raise StageError(f"the Ray cluster at {address} has {len(names)} live servers ({', '.join(names) or 'none'}): "
                          f"{count} needed")
     ms = tuple(cluster.time_on(n, probe, inputs, repeat) for n in names)
-    local_ms = float(np.median(Runner(probe).time(inputs, repeat, warmup=2))) / 1e3  # (no quota here)
+    # each server's factor is its measured time over what this machine's profile predicts for the
+    # same artifact, so a placement of every op on one server is priced at that server's measured
+    # time. Over this machine's measured time instead (no quota, 2 threads) the factors carried the
+    # profile's own error: ResNet-18 at 64 px, batch 8, all on server A predicted 32.6 ms,
+    # measured 81 ms (benchmarks/ray_servers.py, 2026-11-25)
+    local_ms = _predicted_ms(probe)
     devices = parse_devices(",".join(["cpu"] * count))
     dev = dict(zip(names, (d.name for d in devices)))
     bw, lat = {dev[a]: {} for a in names}, {dev[a]: {} for a in names}
@@ -433,6 +437,12 @@ def measure_servers(address: str, probe: str, inputs: dict, count: int, repeat: 
     factors = {dev[n]: t / local_ms for n, t in zip(names, ms)}
     model = ServersCostModel(default_cost_model(devices)[0], factors, bw, lat, local=devices[0].name)
     return Servers(tuple(names), ms, local_ms, model, bw, lat, driver)
+
+
+def _predicted_ms(art_dir: str) -> float:
+    """What this machine's profile predicted for the artifact at ``art_dir`` (its plan.json)."""
+    with open(os.path.join(art_dir, "plan.json"), encoding="utf-8") as f:
+        return float(json.load(f)["predicted_latency_us"]) / 1e3
 
 
 def _measure_whole(model, servers: int, ray: str, tuning_db, threads) -> Servers:

@@ -130,7 +130,8 @@ class AnalyticCostModel(CostModel):
 class ServersCostModel(CostModel):
     """Edge servers measured through Ray (issue 20; FlexPie / MOIRAI place over such servers): an
     op on server device ``D`` takes the ``local`` device's time in ``base`` (this machine's profile)
-    times ``factors[D]``, D's measured time for the same work over this machine's; a copy between
+    times ``factors[D]``, D's measured time for a probe artifact over what ``base`` predicts for it
+(so a plan of every op on D is priced at D's measured time); a copy between
     two servers takes the measured link, ``latency_us[src][dst] + nbytes / bandwidth_Bps[src][dst]``
     (ping-pong of a tensor through Ray's object store). Devices are named as in plans (``cpu``,
     ``cpu1``, ... for the servers in order)."""
