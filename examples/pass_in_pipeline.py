@@ -16,7 +16,7 @@ from tvm_partition import frontend, planners
 from tvm_partition.build.executable import attach_targets, vm_pipeline
 from tvm_partition.devices import parse_devices
 from tvm_partition.ir.graph import OpGraph
-from tvm_partition.passes import ApplyPlan, GroupOps, PropagateVDevice, keep_joins_apart
+from tvm_partition.passes import ApplyPlan, PropagateVDevice
 from tvm_partition.build.tuning import schedule_gpu
 
 
@@ -34,8 +34,6 @@ def main():
             relax.transform.LegalizeOps(),
             PropagateVDevice(),
             relax.transform.AnnotateTIROpPattern(),
-            keep_joins_apart,  # the concat joining a split op's parts is a kernel of its own
-            GroupOps(),  # each op and each part one kernel, where ApplyPlan put it: GPU part, then CPU part
             relax.transform.FuseOps(),
             relax.transform.FuseTIR(),
         ]
