@@ -178,6 +178,4 @@ def test_split_builds_plan_memory_per_device():
     vm.set_instrument(count)
     vm["main"](*args, *weights)
     kernels = sum(n for name, n in calls.items() if not name.startswith("vm.builtin"))
-    # 17 storages for 67 kernels (15 before GroupOps put each op's kernel at its last binding,
-    # which lengthens a few lifetimes); unscoped, it was about one per tensor
-    assert calls.get("vm.builtin.alloc_storage", 0) * 3 < kernels, calls
+    assert calls.get("vm.builtin.alloc_storage", 0) * 4 < kernels, calls

@@ -29,12 +29,14 @@ CPU_GPU = parse_devices("cpu,gpu")
 
 #: Every zoo model's ``equal`` and ``eop`` plans (tiny settings): builds shared with
 #: test_cuda_kernels / test_zoo_partition, the eop builds of the convolution nets (12-15 s) heavy.
-#: LSTM's eop plan (the last step's gate matmuls: an add of two split ops' parts) and Inception-v3's
-#: equal plan (op 105, a 1x1 convolution of the 1280 channels joined on the GPU) are the two that
-#: TVM's FuseOps reordered before the parts were grouped ahead of it (passes/parts.py).
-ZOO = [("lstm", "equal"), ("lstm", "eop"), ("gru", "equal"), ("gru", "eop"), ("bert", "equal"), ("bert", "eop"),
+ZOO = [("lstm", "equal"), ("gru", "equal"), ("gru", "eop"), ("bert", "equal"), ("bert", "eop"),
        ("bert-tiny", "equal"), ("resnet18", "equal"), ("mobilenetv2", "equal")]
-HEAVY = [("bert-tiny", "eop"), ("resnet18", "eop"), ("mobilenetv2", "eop"), ("inception_v3", "equal")]
+HEAVY = [("bert-tiny", "eop"), ("resnet18", "eop"), ("mobilenetv2", "eop")]
+#: Plans whose program departs from the simulated order (docs/ARCHITECTURE.md, "TVM 0.27 facts",
+#: FuseOps), each launching a GPU part before a copy its CPU part waits for: LSTM's eop plan (the
+#: last step's gate matmuls, regrouped) and Inception-v3's equal plan (op 105, a 1x1 convolution
+#: of the joined 1280 channels, moved ahead of the copy of its input to the CPU).
+DEPARTS = [("lstm", "eop"), pytest.param("inception_v3", "equal", marks=pytest.mark.heavy)]
 
 
 def _program(compiled):
@@ -88,18 +90,16 @@ def test_split_ops_overlap_in_the_compiled_program(model, plan):
     assert splits and split_parts(labelled, CPU_GPU).keys() == splits.keys()  # every split op found
 
 
-def _without(monkeypatch, *passes):
-    """The build's pipeline without these passes (replaced by ones that change nothing)."""
-    identity = tvm.transform.module_pass(lambda m, _: m, opt_level=0)
-    for name in passes:  # keep_joins_apart is a pass, GroupOps a pass class
-        monkeypatch.setattr(executable, name, identity if name == "keep_joins_apart" else lambda: identity)
+@pytest.mark.xfail(raises=OrderMismatch, strict=True, reason="FuseOps reorders split parts (reported, issue 19)")
+@pytest.mark.parametrize("model,plan", DEPARTS)
+def test_split_ops_fuseops_still_reorders(model, plan):
+    _program(cpu_gpu_build(model, plan))
 
 
 def test_a_join_fused_into_a_part_is_reported(monkeypatch):
-    """Without KeepJoinsApart (and GroupOps, which also keeps a part apart from the join), FuseOps
-    fused the GRU's last CPU part with the concat after the copy back: the CPU part ran after the
-    copy, which waits for the GPU part."""
-    _without(monkeypatch, "keep_joins_apart", "GroupOps")
+    """Without KeepJoinsApart, FuseOps fused the GRU's last CPU part with the concat after the
+    copy back: the CPU part ran after the copy, which waits for the GPU part."""
+    monkeypatch.setattr(executable, "keep_joins_apart", tvm.transform.module_pass(lambda m, _: m, opt_level=0))
     compiled = compile_model(frontend.load("gru", **SMALL["gru"]), CPU_GPU, "equal")
     assert any("concatenate" in s.label and "join" not in s.label
                for s in program_steps(compiled.build.executable, compiled.build.kernel_devices, CPU_GPU))
@@ -107,24 +107,13 @@ def test_a_join_fused_into_a_part_is_reported(monkeypatch):
         _program(compiled)
 
 
-def test_fuseops_regrouping_parts_is_reported(monkeypatch):
-    """Without GroupOps, FuseOps joined the add of LSTM's last-step gate matmuls (two split ops) to
-    the earlier matmul's part group and launched the GPU parts before the copy the CPU parts wait for."""
-    _without(monkeypatch, "GroupOps")
-    compiled = compile_model(frontend.load("lstm", **SMALL["lstm"]), CPU_GPU, "eop", cost_model=comparable())
-    with pytest.raises(OrderMismatch, match="on cpu"):
-        _program(compiled)
-
-
 @pytest.mark.slow
 def test_a_slice_hoisting_a_gpu_part_before_a_copy_is_reported(monkeypatch):
     """Fetching the parts' inputs in part order (the GPU part's own slice first), FuseOps fused
-    that slice into BERT's attention GPU part and launched it before the copy the CPU part needs
-    (GroupOps, which keeps slices out of parts, off)."""
+    that slice into BERT's attention GPU part and launched it before the copy the CPU part needs."""
     from tvm_partition.passes.apply_plan import _Emitter
     from tvm_partition.planners.simulate import Run
 
-    _without(monkeypatch, "GroupOps")
     monkeypatch.setattr(_Emitter, "prefetch", lambda self, x, dev, region: self.get(x, dev, region))
     monkeypatch.setattr(Run, "prefetch", lambda self, x, dev, region: self.get(x, dev, region))
     compiled = compile_model(frontend.load("bert", **SMALL["bert"]), CPU_GPU, "equal")

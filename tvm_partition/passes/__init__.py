@@ -1,13 +1,11 @@
 """Relax passes of tvm_partition: :class:`ApplyPlan` rewrites a module according to a Plan;
 :class:`PartitionPass` plans (any strategy, on a cost model) and applies in one pass;
 :class:`PropagateVDevice` keeps legalized kernels on their inputs' device; :func:`keep_joins_apart`
-keeps the concats joining a split op's parts out of TVM's fused groups; :class:`GroupOps` makes
-each part of a split op one fused kernel of its own, where ApplyPlan emitted it."""
+keeps the concats joining a split op's parts out of TVM's fused groups."""
 
 from .apply_plan import ApplyPlan
 from .joins import keep_joins_apart
 from .partition import PartitionPass
-from .kernels import GroupOps
 from .propagate_vdevice import PropagateVDevice
 
-__all__ = ["ApplyPlan", "GroupOps", "PartitionPass", "PropagateVDevice", "keep_joins_apart"]
+__all__ = ["ApplyPlan", "PartitionPass", "PropagateVDevice", "keep_joins_apart"]

@@ -28,7 +28,6 @@ from tvm import relax
 from ..ir.emission import units, whole_device
 from ..ir.graph import OpGraph
 from ..plan import OnDevice, Plan, Split
-from .kernels import kernel_name
 from ..ir.relax_utils import Constant, substitute
 from ..ir.split_rules import IllegalSplit, Region, is_tensor, shape_of, substitute_operands, tensor_operands
 
@@ -75,23 +74,10 @@ class _Emitter:
         self.whole: dict = {}  # original expr -> {device: new expr}
         self.parts: dict = {}  # original var -> [(Region, device, new expr)]
         self.cache: dict = {}  # (original expr, Region | None, device) -> new expr
-        self.kernels: dict = {}  # op id placed whole -> the name its values are bound to
-        self.n_kernels = 0  # kernels (whole ops, parts) named: each binds its values to kernel_name(its number)
 
     # ------------------------------------------------------------------ placement state
-    def emit(self, expr, name: str = ""):
-        return self.bb.emit(expr, name_hint=name)
-
-    def new_kernel(self) -> str:
-        """The name of the values of one kernel: :class:`tvm_partition.passes.GroupOps` makes the
-        bindings of each name one fused kernel, the OpGraph op's, where its last binding stands."""
-        self.n_kernels += 1
-        return kernel_name(self.n_kernels)
-
-    def whole_kernel(self, op_id: str) -> str:
-        if op_id not in self.kernels:
-            self.kernels[op_id] = self.new_kernel()
-        return self.kernels[op_id]
+    def emit(self, expr):
+        return self.bb.emit(expr)
 
     def move(self, expr, dev):
         """Copy ``expr`` (a new-IR value) to ``dev``; tuples are copied field by field."""
@@ -209,41 +195,38 @@ class _Emitter:
                 for dev, region in regions:
                     self.emit_part(op, dev, region)
                 return
-        env = self.emit_members(op, dec.device, *self.g.propagate(op, None)[:2], self.whole_kernel(op.id))
+        env = self.emit_members(op, dec.device, *self.g.propagate(op, None)[:2])
         for o in op.outputs:
             self.whole[o] = {dec.device: env[o]}
 
     def emit_member(self, i: int) -> None:
         """One binding of an op placed whole, on the op's device."""
         b = self.g.bindings[i]
-        op_id = self.g.op_of_binding[i]
-        dev = whole_device(self.g, self.plan, op_id)
+        dev = whole_device(self.g, self.plan, self.g.op_of_binding[i])
         if isinstance(b.value, relax.Call):
             operands = [self.get(o, dev, None) for o in tensor_operands(b.value)]
-            val = self.emit(substitute_operands(b.value, operands), self.whole_kernel(op_id))
+            val = self.emit(substitute_operands(b.value, operands))
         else:  # tuple access inside the group
-            val = self.emit(substitute(b.value, lambda v: self.get(v, dev, None)), self.whole_kernel(op_id))
+            val = self.emit(substitute(b.value, lambda v: self.get(v, dev, None)))
         self.whole[b.var] = {dev: val}
 
-    def emit_members(self, op, dev, needs, rebuilds, name: str = "") -> dict:
-        """The bindings of ``op`` (or of its part: ``needs`` / ``rebuilds`` of the region) on ``dev``,
-        bound to variables called ``name``: :mod:`tvm_partition.passes.kernels` groups them)."""
+    def emit_members(self, op, dev, needs, rebuilds) -> dict:
         env = {}
         for m in op.members:
             b = self.g.bindings[m]
             if not isinstance(b.value, relax.Call):  # tuple access inside the group
-                env[b.var] = self.emit(substitute(b.value, lambda v: env[v] if v in env else self.get(v, dev, None)), name)
+                env[b.var] = self.emit(substitute(b.value, lambda v: env[v] if v in env else self.get(v, dev, None)))
                 continue
             operands = [
                 env[o] if o in env else self.get(o, dev, needs.get(o)) for o in tensor_operands(b.value)
             ]
             rebuild = rebuilds.get(m)
-            env[b.var] = self.emit(rebuild(operands) if rebuild else substitute_operands(b.value, operands), name)
+            env[b.var] = self.emit(rebuild(operands) if rebuild else substitute_operands(b.value, operands))
         return env
 
     def emit_part(self, op, dev: str, region: Region) -> None:
         needs, rebuilds, _ = self.g.propagate(op, region)
-        env = self.emit_members(op, dev, needs, rebuilds, self.new_kernel())
+        env = self.emit_members(op, dev, needs, rebuilds)
         for o in op.outputs:
             self.parts.setdefault(o, []).append((needs[o], dev, env[o]))
 
