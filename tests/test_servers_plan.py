@@ -11,17 +11,22 @@ from hypothesis import strategies as st
 from tvm_partition.planners import servers as sp
 
 server = st.builds(sp.ServerModel, name=st.just("s"),
-                   ms_per_item=st.floats(0.1, 50, allow_nan=False), overhead_ms=st.floats(0, 20, allow_nan=False))
+                   ms_per_item=st.floats(0.1, 50, allow_nan=False), overhead_ms=st.floats(0, 20, allow_nan=False),
+                   shared_ms_per_item=st.one_of(st.none(), st.floats(0.1, 80, allow_nan=False)))
 cluster = st.lists(server, min_size=1, max_size=3).map(
-    lambda ss: [sp.ServerModel(f"s{i}", s.ms_per_item, s.overhead_ms) for i, s in enumerate(ss)])
+    lambda ss: [sp.ServerModel(f"s{i}", s.ms_per_item, s.overhead_ms, s.shared_ms_per_item) for i, s in enumerate(ss)])
 
 
 def oracle(servers, batch):
-    """Every integer split by nested loops, its makespan computed from scratch."""
+    """Every integer split by nested loops, its makespan computed from scratch: the time alone
+    where one server runs, the shared time (where measured) where several do."""
     best = float("inf")
     for c in itertools.product(range(batch + 1), repeat=len(servers)):
-        if sum(c) == batch:
-            best = min(best, max((s.overhead_ms + n * s.ms_per_item) if n else 0.0 for s, n in zip(servers, c)))
+        if sum(c) != batch:
+            continue
+        several = sum(1 for n in c if n) > 1
+        per = [(s.shared_ms_per_item or s.ms_per_item) if several else s.ms_per_item for s in servers]
+        best = min(best, max((s.overhead_ms + n * p) if n else 0.0 for s, n, p in zip(servers, c, per)))
     return best
 
 
@@ -50,6 +55,15 @@ def test_rounded_shares_sum_to_the_batch_and_stay_within_one_item(shares, batch)
     out = sp.round_shares([s / total for s in shares], batch)
     assert sum(out) == batch
     assert all(abs(n - s / total * batch) < 1 for n, s in zip(out, shares))
+
+
+def test_servers_that_slow_each_other_down_are_priced_shared():
+    # A and B each 1 ms per item alone, 3 ms while both run: splitting 8 items costs 12 ms, A
+    # alone 8 ms, so the balance keeps one server; without the shared times it split 4 + 4
+    servers = [sp.ServerModel("A", 1.0, shared_ms_per_item=3.0), sp.ServerModel("B", 1.0, shared_ms_per_item=3.0)]
+    assert sp.equal(servers, 8).predicted_ms == 12.0
+    assert sp.balanced(servers, 8).predicted_ms == 8.0 and 0 in sp.balanced(servers, 8).slices
+    assert sp.balanced([sp.ServerModel("A", 1.0), sp.ServerModel("B", 1.0)], 8).slices == (4, 4)
 
 
 def test_eq5_balance_without_overheads_is_proportional_to_speed():

@@ -370,6 +370,7 @@ class Servers:
     bandwidth_Bps: dict
     latency_us: dict
     driver: tuple[float, float]
+    ms_together: tuple[float, ...] | None = None
 
     def topology(self) -> tuple[list, dict, dict]:
         return [], self.bandwidth_Bps, self.latency_us
@@ -384,7 +385,9 @@ class Servers:
 
     def record(self) -> dict:
         """What pipeline.json keeps of the measurement."""
-        return {"measured_servers": {n: round(ms, 3) for n, ms in zip(self.names, self.ms)},
+        together = {"measured_servers_together": {n: round(ms, 3) for n, ms in zip(self.names, self.ms_together)}
+                    } if self.ms_together else {}
+        return {"measured_servers": {n: round(ms, 3) for n, ms in zip(self.names, self.ms)}, **together,
                 "predicted_local_ms": round(self.local_ms, 3)}
 
 
@@ -392,6 +395,8 @@ def _nbytes(infos: list[dict]) -> int:
     return sum(int(np.prod(i["shape"])) * np.dtype(i["dtype"]).itemsize for i in infos)
 
 
+#: the servers measured together run for this many of the slowest one's runs
+TOGETHER_RUNS = 3
 #: transfer sizes of the link probe: the latency from the small one, the bandwidth from both
 LINK_BYTES = (1 << 10, 4 << 20)
 
@@ -476,6 +481,7 @@ def _split_plan(source, model, load_args, servers: int, ratios, ray, tuning_db, 
     from .compile import compile_model
     from ..devices import parse_devices
     from ..planners import servers as sp
+    from ..runtime import cluster
 
     batch = next(iter(model.inputs.values())).shape[0]
     if ratios == "equal" and batch % servers:
@@ -488,11 +494,17 @@ def _split_plan(source, model, load_args, servers: int, ratios, ray, tuning_db, 
     with tempfile.TemporaryDirectory(prefix="tvmp-probe-") as d:
         compile_model(part, parse_devices("cpu"), "cpu", tuning_db=tuning_db, num_threads=threads).save(d)
         measured = measure_servers(ray, d, part.inputs, servers)
+        # the servers slow each other down where they share a machine or a link: each one's time
+        # while all run at once prices the splits that keep several busy (planners/servers.py)
+        window_s = TOGETHER_RUNS * max(measured.ms) / 1e3
+        together = cluster.time_together(list(measured.names), d, part.inputs, window_s) if servers > 1 else measured.ms
     # per request: the driver link's latency both ways; per item: the run and its bytes both ways
     lat_ms, bw = measured.driver[0] / 1e3, measured.driver[1]
     item_bytes = (_nbytes(part.input_info()) + _nbytes(part.output_info())) / probe_batch
-    models = [sp.ServerModel(n, ms / probe_batch + item_bytes / bw * 1e3, 2 * lat_ms)
-              for n, ms in zip(measured.names, measured.ms)]
+    models = [sp.ServerModel(n, ms / probe_batch + item_bytes / bw * 1e3, 2 * lat_ms,
+                             shared / probe_batch + item_bytes / bw * 1e3)
+              for n, ms, shared in zip(measured.names, measured.ms, together)]
+    measured = dataclasses.replace(measured, ms_together=together)
     plan = {"speed": lambda: sp.balanced(models, batch), "equal": lambda: sp.equal(models, batch)}.get(
         ratios if isinstance(ratios, str) else "", lambda: sp.fixed(models, batch, ratios))()
     return plan, measured

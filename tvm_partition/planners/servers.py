@@ -9,6 +9,13 @@ minimising the largest predicted finish time ``overhead_i + items_i * per_item_i
 force over the splits (a batch of a few dozen items over a few servers is a few thousand splits);
 a server may get no item at all, which is how one too slow to help is left out.
 
+Servers that share something (a machine, as in the local testbed, or a network link) slow each
+other down when they run at once: each server may carry a second time per item, measured while
+every server runs (``shared_ms_per_item``), which prices a split that keeps more than one server
+busy; a single server is priced by its time alone. On the 2-vCPU testbed, priced from times
+alone, the concurrent splits were under-predicted by 7-23% (BENCHMARKS.md, "Several edge
+servers on Ray").
+
 Baselines: ``equal`` (the batch divided as evenly as it goes), ``proportional`` (shares by speed,
 rounded, ignoring the overheads: Eq. 5 as written), ``fixed`` (given ratios). ``auto`` picks the
 plan predicted fastest among them and the single servers, so it is never predicted slower than
@@ -28,15 +35,19 @@ class ServerPlanError(ValueError):
 
 @dataclasses.dataclass(frozen=True)
 class ServerModel:
-    """One edge server: milliseconds per item of the batch and per request (fixed overhead)."""
+    """One edge server: milliseconds per item of the batch (alone, and while the other servers
+    run too: ``shared_ms_per_item``, None where not measured) and per request (fixed overhead)."""
 
     name: str
     ms_per_item: float
     overhead_ms: float = 0.0
+    shared_ms_per_item: float | None = None
 
-    def finish_ms(self, items: int) -> float:
-        """Predicted time for a slice of ``items`` (0 items: the server is not used)."""
-        return self.overhead_ms + items * self.ms_per_item if items else 0.0
+    def finish_ms(self, items: int, shared: bool = False) -> float:
+        """Predicted time for a slice of ``items`` (0 items: the server is not used), ``shared``:
+        while other servers run slices too."""
+        per = self.shared_ms_per_item if shared and self.shared_ms_per_item else self.ms_per_item
+        return self.overhead_ms + items * per if items else 0.0
 
 
 @dataclasses.dataclass(frozen=True)
@@ -54,7 +65,8 @@ class SplitPlan:
 
 
 def makespan(servers: list[ServerModel], slices) -> float:
-    return max(s.finish_ms(n) for s, n in zip(servers, slices))
+    shared = sum(1 for n in slices if n) > 1
+    return max(s.finish_ms(n, shared) for s, n in zip(servers, slices))
 
 
 def _plan(how: str, servers: list[ServerModel], slices) -> SplitPlan:
@@ -66,9 +78,10 @@ def _check(servers: list[ServerModel], batch: int) -> None:
         raise ServerPlanError("no server to split the batch over")
     if batch < 1:
         raise ServerPlanError(f"batch {batch}: nothing to split")
-    bad = [s.name for s in servers if not (s.ms_per_item > 0 and s.overhead_ms >= 0)]
+    bad = [s.name for s in servers if not (s.ms_per_item > 0 and s.overhead_ms >= 0
+                                            and (s.shared_ms_per_item is None or s.shared_ms_per_item > 0))]
     if bad:
-        raise ServerPlanError(f"server {bad[0]!r}: its time per item must be > 0 and its overhead >= 0")
+        raise ServerPlanError(f"server {bad[0]!r}: its times per item must be > 0 and its overhead >= 0")
 
 
 def compositions(batch: int, n: int):

@@ -549,6 +549,18 @@ def time_on(server: str, art_dir: str, inputs: dict, repeat: int = 5, timeout: f
     return ray.get(actor.time_ms.remote(inputs, repeat), timeout=timeout)
 
 
+def time_together(servers: list[str], art_dir: str, inputs: dict, window_s: float, timeout: float = TIMEOUT_S
+                  ) -> tuple[float, ...]:
+    """Ms per run of ``art_dir`` on every server at once, each timing back-to-back runs for
+    ``window_s`` (give the slowest server's few runs: then all are busy the whole window): what
+    each takes while the others run too."""
+    import ray
+
+    window_s = max(window_s, MEASURE_S)  # a quota shows only over many of its periods
+    refs = [pool().actor(s, art_dir).time_ms.remote(inputs, 1, window_s) for s in servers]
+    return tuple(ray.get(refs, timeout=timeout))
+
+
 def link_ms(src: str | None, dst: str | None, art_dir: str, nbytes: int, repeat: int = 5,
             timeout: float = TIMEOUT_S) -> float:
     """Median ms to move ``nbytes`` from ``src`` to ``dst`` through the object store (None: the
