@@ -155,26 +155,6 @@ def test_pipeline_refuses_a_tampered_stage(ray_cluster, built, tmp_path, capsys)
     assert re.search(r"stage1/params\.npz: checksum mismatch", capsys.readouterr().err)
 
 
-@pytest.mark.parametrize("argv,pattern", [
-    (["--ratios", "speed"], r"--ratios is for --mode split"),
-    (["--mode", "split", "--ratios", "speed"], r"--ratios speed measures the servers: give --ray"),
-    (["--mode", "split", "--ratios", "1,2,3"], r"--ratios gives 3 ratios for 2 servers"),
-    (["--mode", "split", "--ratios", "fast"], r"--ratios 'fast': give equal, speed or numbers"),
-    (["--mode", "split", "--ratios", "0,0"], r"not all 0"),
-    (["--plan", "{tmp}/p.json", "--ray", "127.0.0.1:1"], r"--plan fixes the placement"),
-    (["--ray", "127.0.0.1:1"], r"--ray measures servers for a --strategy placement"),
-    (["--mode", "split", "--batch", "3"], r"batch 3 does not divide into 2 equal parts"),
-])
-def test_stages_cli_refuses_bad_flag_combinations(tmp_path, capsys, argv, pattern):
-    from tvm_partition.cli.stages import main
-
-    argv = [a.format(tmp=tmp_path) for a in argv]
-    assert main(["lstm", "--seq-len", "2", "--batch", "2", *argv, "--out", str(tmp_path / "p")]) == 2
-    err = capsys.readouterr().err.strip().splitlines()
-    assert len(err) == 1 and err[0].startswith("error: ") and re.search(pattern, err[0]), err
-    assert not (tmp_path / "p").exists()  # nothing written
-
-
 def test_speed_ratios_and_placement_from_measured_servers(ray_cluster, lstm, tmp_path, capsys):
     """A (one core) is measured faster than B (40% of one): the speed split gives A more items,
     and a heft placement over the measured servers runs and says what it predicts."""

@@ -131,14 +131,23 @@ def test_gpu_device_is_refused(mlp, tmp_path):
     (["--plan", "{tmp}/p.json", "--cut-after", "lv"], r"--plan and --cut-after both say where to cut"),
     (["--strategy", "heft", "--mode", "split"], r"--strategy is for --mode stages"),
     (["--plan", "{tmp}/p.json", "--servers", "3"], r"--plan decides the servers"),
+    (["--ratios", "speed"], r"--ratios is for --mode split"),
+    (["--mode", "split", "--ratios", "speed"], r"--ratios speed measures the servers: give --ray"),
+    (["--mode", "split", "--ratios", "1,2,3"], r"--ratios gives 3 ratios for 2 servers"),
+    (["--mode", "split", "--ratios", "fast"], r"--ratios 'fast': give equal, speed or numbers"),
+    (["--mode", "split", "--ratios", "0,0"], r"not all 0"),
+    (["--plan", "{tmp}/p.json", "--ray", "127.0.0.1:1"], r"--plan fixes the placement"),
+    (["--ray", "127.0.0.1:1"], r"--ray measures servers for a --strategy placement"),
+    (["--mode", "split", "--batch", "3"], r"batch 3 does not divide into 2 equal parts"),
 ])
-def test_stages_cli_refuses_bad_plans(tmp_path, capsys, argv, pattern):
+def test_stages_cli_refuses_bad_plans_and_flags(tmp_path, capsys, argv, pattern):
     from tvm_partition.cli.stages import main
 
     argv = [a.format(tmp=tmp_path) for a in argv]
     assert main(["lstm", "--seq-len", "2", "--batch", "2", *argv, "--out", str(tmp_path / "p")]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and err[0].startswith("error: ") and re.search(pattern, err[0]), err
+    assert not (tmp_path / "p").exists()  # nothing written
 
 
 def test_restarted_server_keeps_both_its_stages(mlp, servers, tmp_path):

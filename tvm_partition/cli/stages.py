@@ -411,8 +411,9 @@ def _link(src, dst, probe: str) -> tuple[float, float]:
 
 
 def measure_servers(address: str, probe: str, inputs: dict, count: int, repeat: int = 5) -> Servers:
-    """Run artifact ``probe`` on the first ``count`` servers of the Ray cluster at ``address`` and
-    here, and measure the links between them and to this driver (ping-pong through the object store)."""
+    """Run artifact ``probe`` on the first ``count`` servers of the Ray cluster at ``address``,
+    price them against this machine's profile's prediction for it, and measure the links between
+    them and to this driver (ping-pong through the object store)."""
     from ..cost_models import default_cost_model
     from ..cost_models.base import ServersCostModel
     from ..devices import parse_devices
@@ -450,13 +451,18 @@ def _predicted_ms(art_dir: str) -> float:
         return float(json.load(f)["predicted_latency_us"]) / 1e3
 
 
-def _measure_whole(model, servers: int, ray: str, tuning_db, threads) -> Servers:
-    """:func:`measure_servers` with the whole model compiled for one CPU as the probe."""
+def _cpu_artifact(model, out_dir: str, tuning_db, threads) -> None:
+    """``model`` compiled whole for one server's CPU, written to ``out_dir``: a probe or a part."""
     from .compile import compile_model
     from ..devices import parse_devices
 
+    compile_model(model, parse_devices("cpu"), "cpu", tuning_db=tuning_db, num_threads=threads).save(out_dir)
+
+
+def _measure_whole(model, servers: int, ray: str, tuning_db, threads) -> Servers:
+    """:func:`measure_servers` with the whole model compiled for one CPU as the probe."""
     with tempfile.TemporaryDirectory(prefix="tvmp-probe-") as d:
-        compile_model(model, parse_devices("cpu"), "cpu", tuning_db=tuning_db, num_threads=threads).save(d)
+        _cpu_artifact(model, d, tuning_db, threads)
         return measure_servers(ray, d, model.inputs, servers)
 
 
@@ -478,8 +484,6 @@ def parse_ratios(text: str, servers: int) -> str | list[float]:
 def _split_plan(source, model, load_args, servers: int, ratios, ray, tuning_db, threads):
     """The batch split (:mod:`tvm_partition.planners.servers`) and, where measured, the servers."""
     from .. import frontend
-    from .compile import compile_model
-    from ..devices import parse_devices
     from ..planners import servers as sp
     from ..runtime import cluster
 
@@ -492,7 +496,7 @@ def _split_plan(source, model, load_args, servers: int, ratios, ray, tuning_db, 
     probe_batch = max(1, batch // servers)
     part = frontend.load(source, **{**load_args, "batch": probe_batch})
     with tempfile.TemporaryDirectory(prefix="tvmp-probe-") as d:
-        compile_model(part, parse_devices("cpu"), "cpu", tuning_db=tuning_db, num_threads=threads).save(d)
+        _cpu_artifact(part, d, tuning_db, threads)
         measured = measure_servers(ray, d, part.inputs, servers)
         # the servers slow each other down where they share a machine or a link: each one's time
         # while all run at once prices the splits that keep several busy (planners/servers.py)
@@ -513,8 +517,6 @@ def _split_plan(source, model, load_args, servers: int, ratios, ray, tuning_db, 
 def _compile_split(model_name, model, servers, out_dir, ratios, ray, tuning_db, threads, load_args) -> dict:
     """One part artifact per slice size (``part<items>``), ``slices`` per server in pipeline.json."""
     from .. import frontend
-    from .compile import compile_model
-    from ..devices import parse_devices
 
     if hasattr(model_name, "mod"):
         raise StageError("--mode split reloads the model at the slices' batch sizes: give a zoo name or an .onnx path")
@@ -525,8 +527,7 @@ def _compile_split(model_name, model, servers, out_dir, ratios, ray, tuning_db, 
     for items in sorted(set(n for n in plan.slices if n)):
         part = frontend.load(model_name, **{**load_args, "batch": items})
         arts[items] = f"part{items}"
-        compile_model(part, parse_devices("cpu"), "cpu", tuning_db=tuning_db,
-                      num_threads=threads).save(os.path.join(out_dir, arts[items]))
+        _cpu_artifact(part, os.path.join(out_dir, arts[items]), tuning_db, threads)
     first = next(iter(arts.values()))
     extra = {"axis": 0, "slices": list(plan.slices), "slice_artifacts": [arts.get(n, first) for n in plan.slices],
              "ratios": plan.how}
@@ -545,10 +546,7 @@ def compile_pipeline(model_name, servers: int, mode: str, out_dir: str, *, cut_a
     as measured), else from ``cut_after`` or the balance. Split: slices by ``ratios`` (equal, speed:
     measured on ``ray``'s servers, or R1,R2,...)."""
     from .. import frontend
-    from .compile import compile_model
-    from ..devices import parse_devices
 
-    cpu = parse_devices("cpu")
     model = model_name if hasattr(model_name, "mod") else frontend.load(model_name, **load_args)
     if mode == "split":
         return _compile_split(model_name, model, servers, out_dir, ratios, ray, tuning_db, threads, load_args)
@@ -569,7 +567,7 @@ def compile_pipeline(model_name, servers: int, mode: str, out_dir: str, *, cut_a
     os.makedirs(out_dir, exist_ok=True)
     names = []
     for i, stage in enumerate(stage_modules(staged, cuts)):
-        compile_model(stage, cpu, "cpu", tuning_db=tuning_db, num_threads=threads).save(os.path.join(out_dir, f"stage{i}"))
+        _cpu_artifact(stage, os.path.join(out_dir, f"stage{i}"), tuning_db, threads)
         names.append(f"stage{i}")
     write(out_dir, "stages", servers, names, model, {"cut_after": after, "stage_io": stage_io(staged, cuts), **extra})
     return {"stages": len(names), "cut_after": after, **{k: v for k, v in extra.items() if k == "stage_servers"}}

@@ -39,6 +39,7 @@ from collections import deque
 import numpy as np
 
 from . import artifact
+from .remote import parse_address
 from ..errors import TvmPartitionError
 
 PIPELINE = "pipeline.json"
@@ -106,13 +107,6 @@ def split_parts(spec: dict, path: str) -> list[tuple[int, str]]:
     return list(zip(slices, arts))
 
 
-def _address(address: str) -> tuple[str, int]:
-    host, _, port = address.rpartition(":")
-    if not host or not port.isdigit():
-        raise ClusterError(f"--ray {address!r}: expected HOST:PORT (the head's GCS port)")
-    return host, int(port)
-
-
 def connect(address: str, timeout: float = 30.0) -> None:
     """Join the Ray cluster at ``address`` as a driver; a second call with the same address is a
     no-op. Unreachable within ``timeout`` s: one-line :class:`ClusterError` (``ray.init`` itself
@@ -122,7 +116,7 @@ def connect(address: str, timeout: float = 30.0) -> None:
 
     if _joined == address and ray.is_initialized():
         return
-    host, port = _address(address)
+    host, port = parse_address(address, "--ray")
     end = time.monotonic() + timeout
     while True:
         try:
