@@ -93,6 +93,13 @@ def _v1_root() -> str | None:
     return None
 
 
+def cgroup_root() -> tuple[str | None, bool]:
+    """The cgroup cpu controller's root (v2 where it has cpu enabled, else v1's) and whether it is
+    v2; ``(None, False)`` where there is none."""
+    v2 = _v2_root()
+    return v2 or _v1_root(), bool(v2)
+
+
 def _alive(pid: int) -> bool:
     try:
         os.kill(pid, 0)
@@ -132,8 +139,7 @@ def make_group(path: str, v2: bool, cpus: float, period_us: int) -> None:
 def quota(cpus: float):
     """A cgroup limited to ``cpus`` CPUs for the block; yields a ``preexec_fn`` that moves a
     starting child process into it. Removed after the block (its processes killed first)."""
-    v2 = _v2_root()
-    root = v2 or _v1_root()
+    root, v2 = cgroup_root()
     if root is None:
         raise LoadError("--cpu-quota needs the cgroup cpu controller (cgroup v2 with cpu enabled, or v1's "
                         "/sys/fs/cgroup/cpu): none found on this machine")

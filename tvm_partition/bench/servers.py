@@ -46,7 +46,7 @@ import sys
 import tempfile
 import time
 
-from .load import PREFIX, _empty_and_remove, _v1_root, _v2_root, _write, make_group
+from .load import PREFIX, _empty_and_remove, _write, cgroup_root, make_group
 from ..errors import TvmPartitionError
 
 #: cfs period of the servers' cgroups: short, so a 40% share is 4 ms in every 10 ms, not 40 in 100
@@ -107,12 +107,11 @@ class Node:
 
 
 def _cgroup_root() -> tuple[str, bool]:
-    v2 = _v2_root()
-    root = v2 or _v1_root()
+    root, v2 = cgroup_root()
     if root is None:
         raise ClusterError("servers with a CPU share need the cgroup cpu controller (v1 /sys/fs/cgroup/cpu or v2 "
                            "with cpu enabled): none found; give every server share None")
-    return root, bool(v2)
+    return root, v2
 
 
 def _remove_stale(root: str) -> None:
