@@ -145,8 +145,9 @@ def test_profiled_cost_model_uses_patterns_where_profiled_and_xgboost_elsewhere(
     full = tuple(op.output_shapes[-1])
     whole = cm.estimate(op, "cpu", None)
     half = cm.estimate(op, "cpu1", (full[0], full[1] // 2))
-    # default-schedule samples are answered by their series' fit (one curve for wholes and parts)
-    assert whole.source == "pattern" and half.source == "pattern" and whole.us > 0 and half.us > 0
+    # the whole op by its measurement, default-schedule parts by their series' fit, never below
+    # their share of the whole
+    assert whole.source == "measured" and half.source == "pattern" and whole.us > 0 and half.us >= whole.us / 2
     between = cm.estimate(op, "cpu", (5, full[1]))  # batch 5 was not sampled (4, 8 were)
     assert between.source == "pattern" and between.us > 0
     # an op never profiled (other shapes: another signature) goes to the regressor
@@ -214,6 +215,57 @@ def test_transferred_sizes_are_answered_by_their_measurement_and_old_samples_giv
     log.append(dict(base, size=4, shape=[4, *full[1:]], mean_us=30.0, schedule="transferred", transfer=True))
     four = ProfiledCostModel(str(tmp_path)).estimate(op, "cpu", (4, *full[1:]))
     assert four.us == pytest.approx(160.0 * 4 / 16)  # measured 30 us, but a part costs at least its share
+
+
+def _context_rec(model, factor, sigs):
+    return {"type": "comm", "comm": "context", "src": "cpu", "dst": "cpu", "bytes": 0, "model": model,
+            "mean_us": factor, "std_us": 0.0, "repeats": 1, "sigs": sigs}
+
+
+def test_cpu_samples_are_scaled_by_the_in_model_factor_of_their_op(tmp_path):
+    """Kernels run slower in a model than timed alone: a CPU sample of an op of a model measured
+    in the VM is scaled by that model's factor, an op of no measured model by the median factor,
+    a GPU sample not at all; with no model measured nothing changes."""
+    from tvm_partition.ir.graph import op_signature
+
+    graph = OpGraph(mlp_model(batch=16).mod)
+    op = next(o for o in graph.ops.values() if o.kind == "matmul" and 0 in o.split_dims)
+    full = tuple(op.output_shapes[-1])
+    log = ProfileLog(str(tmp_path))
+    for device, us in (("cpu", 20.0), ("gpu", 5.0)):
+        log.append(dict(_op_rec(full[0], us, sig=op_signature(op), device=device), shape=list(full), full=full[0],
+                        full_shape=list(full), tuned=True))
+    log.append(dict(_op_rec(64, 10.0, sig="elsewhere"), tuned=True))
+    plain = ProfiledCostModel(str(tmp_path))
+    assert plain.op_time(op, "cpu") == pytest.approx(20.0) and plain.context.tag() == ""
+    log.append(_context_rec("mlp batch=16", 1.5, [op_signature(op)]))
+    log.append(_context_rec("other", 1.1, ["unrelated"]))
+    assert len(log.comms()) == 2  # one record per model: the key names the model
+    cm = ProfiledCostModel(str(tmp_path))
+    assert cm.op_time(op, "cpu") == pytest.approx(30.0)
+    assert cm.op_time(op, "gpu") == pytest.approx(5.0)
+    assert cm.context.factor("elsewhere") == pytest.approx(1.3) and cm.context.tag() != ""
+    assert cm.in_model_us(dict(_op_rec(64, 10.0, sig="elsewhere"))) == pytest.approx(13.0)
+
+
+def test_a_model_is_measured_in_the_vm_against_its_kernels_alone(profiled, tmp_path):
+    import shutil
+
+    from tvm_partition.ir.graph import op_signature
+    from tvm_partition.profiling import profiler
+
+    folder, graph, devices, _ = profiled
+    copy = str(tmp_path / "machine")
+    shutil.copytree(folder, copy)
+    [rec] = profiler.measure_contexts([mlp_model()], devices, copy)
+    launch = next(r["mean_us"] for r in ProfileLog(copy).comms() if r["comm"] == "launch")
+    kernels = sum(1 for op in graph.ops.values() if not op.is_view)
+    assert rec["kernels"] >= kernels and rec["vm_us"] > 0 and rec["warm_us"] > 0  # views may launch a copy
+    assert rec["mean_us"] == pytest.approx((rec["vm_us"] - rec["kernels"] * launch) / rec["warm_us"])
+    assert set(rec["sigs"]) == {op_signature(op) for op in graph.ops.values() if not op.is_view}
+    assert [r["model"] for r in ProfileLog(copy).comms() if r["comm"] == "context"] == [rec["model"]]
+    cm = ProfiledCostModel(copy, devices)
+    assert cm.context.factor(rec["sigs"][0]) == pytest.approx(rec["mean_us"])
 
 
 def test_cost_model_without_profile_says_what_to_run_or_falls_back(tmp_path):

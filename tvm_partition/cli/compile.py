@@ -294,7 +294,7 @@ def _profile_model(model, devices: list[DeviceSpec], logs: str | None, tuning_db
     schedules = open_schedules(tuning_db) if tuning_db else None
     align_splits(graph, here, schedules)
     folder = database_dir(logs)
-    stats = profile_with_progress([graph], here, folder, schedules, budget_s)
+    stats = profile_with_progress([graph], here, folder, schedules, budget_s, models=[model])
     print(f"profiled {stats['measured']} samples of {model.name} in {stats['seconds']:.0f} s on "
           f"{','.join(d.name for d in here)} ({stats['left']} left for a rerun): {folder}/profile.jsonl",
           file=sys.stderr)

@@ -6,8 +6,10 @@ tuned schedule where the tuning database has one, a transferred one where a reco
 computation replays (:mod:`tvm_partition.build.transfer`), part sizes cut where builds cut them
 (:mod:`tvm_partition.build.align`). Split, copy (each direction) and concat
 are timed over tensor sizes. Samples go to ``<tuning logs>/<hardware fingerprint>/profile.jsonl``
-(append-only JSON Lines; a rerun skips what is there), then the XGBoost regressors are trained and
-saved beside it. ``--budget-s`` caps the time: every op is first timed at its full size, finer
+(append-only JSON Lines; a rerun skips what is there). Then each model, built for the CPU, runs in
+the VM against its kernels timed alone (a few seconds a model; kernels run slower in a model than
+alone, :mod:`tvm_partition.profiling.context`), and the XGBoost regressors are trained and saved
+beside the log. ``--budget-s`` caps the time: every op is first timed at its full size, finer
 sizes follow while time is left.
 
 ``--rpc`` / ``--tracker --key`` profile a remote edge server over TVM RPC: the samples are built
@@ -54,14 +56,16 @@ def parser():
     return ap
 
 
-def _graphs(args):
+def _models(args) -> list:
     from .. import frontend
+
+    return [frontend.load_from_args(name, args) for name in args.models]
+
+
+def _graphs(args, models=None):
     from ..ir.graph import OpGraph
 
-    out = []
-    for name in args.models:
-        out.append(OpGraph(frontend.load_from_args(name, args).mod))
-    return out
+    return [OpGraph(m.mod) for m in (models if models is not None else _models(args))]
 
 
 @flags.command
@@ -114,7 +118,8 @@ def _profile(args, devices, folder) -> int:
     from ..build.align import align_splits
     from ..build.tuning import open_schedules
 
-    graphs = _graphs(args)
+    models = _models(args)
+    graphs = _graphs(args, models)
     schedules = open_schedules(folder)
     for g in graphs:  # sample the part sizes builds cut (multiples of the kernels' inner tiles)
         align_splits(g, devices, schedules)
@@ -141,7 +146,8 @@ def _profile(args, devices, folder) -> int:
                           "with --export-bundle DIR, run `python DIR/time_samples.py DIR` on the GPU machine, "
                           "then --import DIR here") from None
     where = "" if session is None else f" of {fingerprint['rpc']}"
-    stats = profiler.profile_with_progress(graphs, devices, folder, schedules, args.budget_s, session, fingerprint, where)
+    stats = profiler.profile_with_progress(graphs, devices, folder, schedules, args.budget_s, session, fingerprint, where,
+                                           models=models)
     print(f"measured {stats['measured']} samples in {stats['seconds']:.0f} s, {stats['left']} left for a later "
           f"run, {stats['skipped']} sizes that cannot be built; models: {', '.join(stats['models'])}")
     return 0

@@ -6,13 +6,18 @@ elsewhere (the issue's "composite"), each answer saying which it used.
   with a tuned or a transferred schedule is answered by its measurement (a transferred kernel's
   time is not smooth in its size: its tiles are re-fitted to divide each size, and patterns fitted
   over them missed held-out sizes by 21% on the 2026-11-23 profile; the planners cut only at the
-  sizes the profiler samples, :mod:`tvm_partition.build.align`), any other by the series' pattern fit
-  (:mod:`.patterns`, over the default-schedule samples: :func:`fit_records`). Default-schedule
-  samples are answered by the fit too, not by their own noisy measurement: a whole op and its
-  parts must come from one curve, else a planner "gains" from splitting on a single CPU (seen:
-  an LSTM matmul measured 679 us whole on a busy machine while its fit of 40 samples gave halves
-  summing to 330 us; the plan measured 6x slower than the CPU alone). Ops or axes never profiled go to the device's XGBoost
+  sizes the profiler samples, :mod:`tvm_partition.build.align`), and so is the whole op, whatever
+  its schedule; any other size by the series' pattern fit (:mod:`.patterns`, over the
+  default-schedule samples: :func:`fit_records`). A part never costs less than its share of the
+  whole (:meth:`ProfiledCostModel.estimate`), so a noisy whole measurement cannot make a split
+  "gain" on one CPU (seen before that floor: an LSTM matmul measured 679 us whole on a busy
+  machine while its fit gave halves summing to 330 us; the plan ran 6x slower than the CPU
+  alone). Fitted instead, the whole LSTM gate kernels came out 21-50% above their own measurement
+  (a linear fit over batch 1-1024, its parts' transferred schedules among the points; 2026-11-25).
+  Ops or axes never profiled go to the device's XGBoost
   regressor (:mod:`.xgb`), and if the device has no samples at all, to ``fallback``.
+* Every CPU sample is scaled by how much slower its model's kernels ran in the VM than alone
+  (:class:`Context`, :mod:`tvm_partition.profiling.context`).
 * ``comm_time(bytes, src, dst)``: a pattern fit of measured copies between the two device kinds
   (cpu->cpu is the copy between two CPU virtual devices); ``slice_time`` / ``concat_time``
   likewise from measured slice and concat kernels (EOP Sec. 2.2: *Split*, *Device_copy*,
@@ -21,6 +26,7 @@ elsewhere (the issue's "composite"), each answer saying which it used.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import re
@@ -78,6 +84,41 @@ def training_records(records: list[dict]) -> list[dict]:
     return [r for recs in by_series.values() for r in fit_records(recs)]
 
 
+@dataclasses.dataclass(frozen=True)
+class Context:
+    """How much slower CPU kernels run in a model than timed alone (``context`` records,
+    :mod:`tvm_partition.profiling.context`): per op signature, the median factor of the models that
+    have the op; ``default``, the median over every model measured, for ops of the others."""
+
+    by_sig: dict
+    default: float = 1.0
+
+    @classmethod
+    def of(cls, comms: list[dict]) -> "Context":
+        import statistics
+
+        recs = [r for r in comms if r["comm"] == "context" and r["src"] == "cpu" and float(r["mean_us"]) > 0]
+        by_sig = defaultdict(list)
+        for r in recs:
+            for sig in r.get("sigs", ()):
+                by_sig[sig].append(float(r["mean_us"]))
+        default = statistics.median(float(r["mean_us"]) for r in recs) if recs else 1.0
+        return cls({k: statistics.median(v) for k, v in by_sig.items()}, default)
+
+    def factor(self, sig: str) -> float:
+        return self.by_sig.get(sig, self.default)
+
+    def tag(self) -> str:
+        """A digest of the factors (regressors trained on scaled times are stale when it changes);
+        empty where no model was measured (times as timed)."""
+        import hashlib
+
+        if not self.by_sig and self.default == 1.0:
+            return ""
+        text = json.dumps([sorted((k, round(v, 6)) for k, v in self.by_sig.items()), round(self.default, 6)])
+        return hashlib.sha1(text.encode()).hexdigest()[:12]
+
+
 class CostModelError(TvmPartitionError, LookupError):
     """No profile answers the question; the message says which profile to run."""
 
@@ -101,21 +142,23 @@ class ProfiledCostModel(CostModel):
         self.devices = devices
         self.fallback = fallback
         self.log = log or ProfileLog(folder)
+        #: how much slower CPU kernels run in models than alone (:meth:`in_model_us`)
+        self.context = Context.of(self.log.comms())
         self.names: dict[str, dict] = {}
         #: tuned samples, looked up exactly: (sig, device, dim, size) -> us
         self.measured: dict[tuple, float] = {}
         by_series = defaultdict(list)
         for r in self.log.ops():
             by_series[(r["sig"], r["device"], int(r["dim"]))].append(r)
-            if r.get("tuned") or (r.get("transfer") and r.get("schedule") == "transferred"):
-                self.measured[(r["sig"], r["device"], int(r["dim"]), int(r["size"]))] = float(r["mean_us"])
+            if r.get("tuned") or (r.get("transfer") and (r.get("schedule") == "transferred" or int(r["size"]) == int(r["full"]))):
+                self.measured[(r["sig"], r["device"], int(r["dim"]), int(r["size"]))] = self.in_model_us(r)
             self.names.setdefault(r["sig"], {"kind": r["kind"], "fused": r.get("fused", ""),
                                               "full_shape": r["full_shape"], "dims": {}})["dims"][int(r["dim"])] = \
                 r.get("dim_name", f"axis{r['dim']}")
         #: the CPU pools the samples were timed with (older samples did not record it)
         self.threads = sorted({int(r["threads"]) for r in self.log.ops() if r.get("threads")})
         #: the points each pattern is fitted on (see :func:`fit_records`)
-        self.series = {key: [(int(r["size"]), float(r["mean_us"])) for r in fit_records(recs)]
+        self.series = {key: [(int(r["size"]), self.in_model_us(r)) for r in fit_records(recs)]
                        for key, recs in by_series.items()}
         self.comm: dict[tuple, list[tuple[int, float]]] = defaultdict(list)
         self.launch: dict[str, float] = {}
@@ -123,11 +166,20 @@ class ProfiledCostModel(CostModel):
             if r["comm"] == "launch":  # one figure per device kind, the latest
                 self.launch[r["src"]] = float(r["mean_us"])
                 continue
+            if r["comm"] == "context":
+                continue
             self.comm[(r["comm"], r["src"], r["dst"])].append((int(r["bytes"]), float(r["mean_us"])))
         self._fits: dict = {}
         self._xgb: dict = {}
         self._xgb_whole: dict = {}
         self._cached = _load_fits(folder)
+
+    def in_model_us(self, rec: dict) -> float:
+        """A sample's time as a model runs it: a CPU sample's time alone scaled by the
+        :class:`Context` factor of its op (1.0 on a machine where no model was run in the VM);
+        GPU samples as timed (their launches are asynchronous: not measured here yet)."""
+        us = float(rec["mean_us"])
+        return us * self.context.factor(rec["sig"]) if rec["device"] == "cpu" else us
 
     # ------------------------------------------------------------------ fits
     def _fit(self, key: tuple, pts: list) -> patterns.Fit | None:
@@ -163,10 +215,10 @@ class ProfiledCostModel(CostModel):
     def regressor(self, device: str):
         """The device's XGBoost model: loaded if saved for the current samples, else trained."""
         if device not in self._xgb:
-            recs = training_records(self.log.ops(device))
+            recs = [dict(r, mean_us=self.in_model_us(r)) for r in training_records(self.log.ops(device))]
             model = None
             if recs:
-                model = xgb.load(self.folder, device, len(recs)) or xgb.train(recs)
+                model = xgb.load(self.folder, device, len(recs), self.context.tag()) or xgb.train(recs)
             self._xgb[device] = model
         return self._xgb[device]
 
@@ -175,7 +227,8 @@ class ProfiledCostModel(CostModel):
         paths = []
         for device in sorted({r["device"] for r in self.log.ops()}):
             model = self.regressor(device)
-            paths.append(xgb.save(model, self.folder, device, len(training_records(self.log.ops(device)))))
+            paths.append(xgb.save(model, self.folder, device, len(training_records(self.log.ops(device))),
+                                  self.context.tag()))
         return paths
 
     # ------------------------------------------------------------------ CostModel

@@ -75,19 +75,20 @@ def model_path(folder: str, device: str) -> str:
     return os.path.join(folder, f"xgb-{device}.json")
 
 
-def save(model, folder: str, device: str, n_samples: int) -> str:
+def save(model, folder: str, device: str, n_samples: int, context: str = "") -> str:
     path = model_path(folder, device)
     tmp = path + ".tmp.json"
     model.save_model(tmp)
     os.replace(tmp, path)
     with open(path + ".meta", "w", encoding="utf-8") as f:
-        json.dump({"samples": n_samples, "features": FEATURES}, f)
+        json.dump({"samples": n_samples, "features": FEATURES, "context": context}, f)
     return path
 
 
-def load(folder: str, device: str, n_samples: int | None = None):
-    """The saved regressor of ``device``, or None if absent, unreadable or trained on another
-    number of samples than ``n_samples`` (stale)."""
+def load(folder: str, device: str, n_samples: int | None = None, context: str = ""):
+    """The saved regressor of ``device``, or None if absent, unreadable, or trained on another
+    number of samples than ``n_samples`` or on times scaled by other ``context`` factors (their
+    digest, :meth:`tvm_partition.cost_models.profiled.Context.tag`): stale."""
     import xgboost as xgb
 
     path = model_path(folder, device)
@@ -95,6 +96,8 @@ def load(folder: str, device: str, n_samples: int | None = None):
         with open(path + ".meta", encoding="utf-8") as f:
             meta = json.load(f)
         if meta.get("features") != FEATURES or (n_samples is not None and meta.get("samples") != n_samples):
+            return None
+        if meta.get("context", "") != context:
             return None
         model = xgb.Booster()
         model.load_model(path)

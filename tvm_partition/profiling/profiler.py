@@ -282,12 +282,35 @@ class _BudgetSpent(Exception):
     pass
 
 
+def measure_contexts(models: list, devices: list, folder: str, schedules=None, say=None) -> list[dict]:
+    """Run each of ``models`` built for this machine's CPU in the VM against its kernels timed alone
+    (:func:`tvm_partition.profiling.context.measure`) and append the ``context`` records to
+    ``folder``'s log. Returns the records."""
+    from .context import measure
+
+    cpu = next((d for d in devices if d.kind == "cpu"), None)
+    if cpu is None:
+        return []
+    log = ProfileLog(folder)
+    launch = next((float(r["mean_us"]) for r in reversed(log.comms()) if r["comm"] == "launch" and r["src"] == "cpu"), 0.0)
+    out = []
+    for model in models:
+        rec = measure(model, cpu, schedules, launch)
+        log.append(rec)
+        out.append(rec)
+        if say:
+            say(f"{rec['model']}: {rec['vm_us']:.1f} us in the VM, its {rec['kernels']} kernel calls "
+                f"{rec['warm_us']:.1f} us timed alone: in-model factor {rec['mean_us']:.2f}")
+    return out
+
+
 def profile_with_progress(graphs: list, devices: list, folder: str, schedules=None, budget_s: float | None = None,
-                          session=None, fingerprint: dict | None = None, where: str = "") -> dict:
+                          session=None, fingerprint: dict | None = None, where: str = "", models=()) -> dict:
     """:func:`profile` under a progress bar on stderr (the sample being timed, the seconds left),
-    then the device regressors and pattern fits saved beside the log, so the next cost model
-    loads them instead of training; ``stats`` gains ``seconds`` and ``models`` (their paths).
-    ``profile`` and ``compile --profile-budget`` share it."""
+    then ``models`` (those of ``graphs``) run in the VM here (:func:`measure_contexts`; not with an
+    RPC ``session``), then the device regressors and pattern fits saved beside the log, so the next
+    cost model loads them instead of training; ``stats`` gains ``seconds``, ``contexts`` (the
+    records) and ``models`` (the paths). ``profile`` and ``compile --profile-budget`` share it."""
     from tqdm import tqdm
 
     from ..cost_models.profiled import ProfiledCostModel
@@ -309,6 +332,8 @@ def profile_with_progress(graphs: list, devices: list, folder: str, schedules=No
             bar.update(1)
 
         stats = profile(graphs, devices, folder, schedules, budget_s, progress, session, fingerprint)
+        stats["contexts"] = [] if session is not None else measure_contexts(
+            list(models), devices, folder, schedules, say=bar.write)
     model = ProfiledCostModel(folder)
     stats["models"] = model.save_regressors() + [model.save_fits()]
     stats["seconds"] = time.monotonic() - t0
