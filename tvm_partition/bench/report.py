@@ -45,6 +45,13 @@ MD_HEAD = ("model", "setting", "strategy", "median ms", "p90 ms", "predicted ms"
            "of ideal", "tuned+transf. kernels")
 
 
+def _command(text: str) -> str:
+    """A row's command as it runs today: rows measured before the commands moved under
+    ``python -m tvm_partition COMMAND`` recorded ``python -m tvm_partition.bench``, which no
+    longer runs."""
+    return text.replace("python -m tvm_partition.bench ", "python -m tvm_partition bench ", 1)
+
+
 def chart(rows: list[dict], path: str, title: str) -> bool:
     """Grouped bars: speedup over the best single device per model setting and strategy."""
     import matplotlib
@@ -97,7 +104,7 @@ def render_folder(folder: str, md_dir: str) -> list[str]:
     for devices, rows in by_devices.items():
         machines = sorted({r["machine"] for r in rows if r.get("machine")})
         names = sorted({n for r in rows for n in (r.get("device_names") or [])})
-        commands = list(dict.fromkeys(r["command"] for r in rows if r.get("command")))
+        commands = list(dict.fromkeys(_command(r["command"]) for r in rows if r.get("command")))
         lines += [f"### {', '.join(machines) or 'unknown machine'}: devices `{devices}`", "",
                   f"Machine: {'; '.join(names) or 'unknown'}. Measured {_dates(rows)}; "
                   f"raw: `{os.path.relpath(os.path.join(folder, 'results.json'), md_dir)}`. Commands:", "", "```",
