@@ -266,6 +266,9 @@ def test_a_model_is_measured_in_the_vm_against_its_kernels_alone(profiled, tmp_p
     assert [r["model"] for r in ProfileLog(copy).comms() if r["comm"] == "context"] == [rec["model"]]
     cm = ProfiledCostModel(copy, devices)
     assert cm.context.factor(rec["sigs"][0]) == pytest.approx(rec["mean_us"])
+    from tvm_partition.cost_models import default_cost_model
+
+    assert f"{rec['mean_us']:.2f}x their time alone" in default_cost_model(devices, copy)[1]
 
 
 def test_cost_model_without_profile_says_what_to_run_or_falls_back(tmp_path):

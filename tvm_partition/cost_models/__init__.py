@@ -66,6 +66,10 @@ def default_cost_model(devices, logs: str | None = None) -> tuple[CostModel, str
     if not len(local.log):
         return roofline, "cost model: roofline estimates (no profile: tvm-partition profile MODEL)"
     note = f"cost model: profile {local.folder}"
+    factors = sorted(set(local.context.by_sig.values()))
+    if factors:
+        note += (f" (CPU kernels priced {factors[0]:.2f}-{factors[-1]:.2f}x their time alone, as measured "
+                 f"in its models; {local.context.default:.2f}x for other models' ops)")
     if any(d.kind == "gpu" for d in devices) and not local.log.ops("gpu"):
         note += ("; no GPU profile in the tuning logs, GPU times are roofline estimates "
                  "(profile one: tvm-partition profile MODEL --devices cpu,gpu --export-bundle DIR)")
