@@ -271,6 +271,20 @@ def test_a_model_is_measured_in_the_vm_against_its_kernels_alone(profiled, tmp_p
     assert f"{rec['mean_us']:.2f}x their time alone" in default_cost_model(devices, copy)[1]
 
 
+def test_a_model_that_does_not_build_keeps_its_samples_and_the_median_factor(tmp_path, monkeypatch):
+    from tvm_partition.build.executable import BuildError
+    from tvm_partition.profiling import context, profiler
+
+    def fail(*_args, **_kw):
+        raise BuildError("TVM could not compile the partitioned module: no")
+
+    monkeypatch.setattr(context, "measure", fail)
+    said = []
+    assert profiler.measure_contexts([mlp_model()], parse_devices("cpu"), str(tmp_path), say=said.append) == []
+    assert said == ["warning: " + mlp_model().name + " not run in the VM: TVM could not compile the partitioned module: no"]
+    assert not os.path.exists(os.path.join(str(tmp_path), "profile.jsonl"))
+
+
 def test_cost_model_without_profile_says_what_to_run_or_falls_back(tmp_path):
     from tvm_partition.cost_models.profiled import CostModelError
 
