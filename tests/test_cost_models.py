@@ -285,6 +285,20 @@ def test_a_model_that_does_not_build_keeps_its_samples_and_the_median_factor(tmp
     assert not os.path.exists(os.path.join(str(tmp_path), "profile.jsonl"))
 
 
+def test_a_plan_says_how_much_of_its_prediction_no_measurement_backs(tmp_path):
+    from tvm_partition.planners.simulate import Simulation
+
+    sim = Simulation(100.0, 100.0, [], {"a": 30.0, "b": 50.0, "c": 20.0},
+                     {"a": "measured", "b": "measured+xgboost", "c": "analytic"})
+    assert sim.estimated_share() == pytest.approx(0.7)
+    assert Simulation(1.0, 1.0, [], {"a": 1.0}, {"a": "pattern"}).estimated_share() == 0.0
+    r = _cli("-m", "tvm_partition", "compile", LINEAR_ONNX, "--devices", "cpu,cpu", "--strategy", "cpu",
+             "--tuning-logs", str(tmp_path), "--out", str(tmp_path / "out"))
+    assert r.returncode == 0, r.stderr
+    assert "prediction: 100% of the ops' predicted time is estimated" in r.stdout
+    assert json.load(open(tmp_path / "out" / "plan.json"))["meta"]["predicted"]["estimated_share"] == 1.0
+
+
 def test_cost_model_without_profile_says_what_to_run_or_falls_back(tmp_path):
     from tvm_partition.cost_models.profiled import CostModelError
 

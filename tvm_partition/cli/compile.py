@@ -388,6 +388,10 @@ def main(argv=None) -> int:
           f"{sum(1 for d in plan.ops.values() if hasattr(d, 'ratios'))} split; predicted "
           f"{plan.predicted_latency_us / 1e3:.3f} ms; planned in {compiled.plan_s:.2f}s, "
           f"compiled in {time.perf_counter() - t0:.1f}s")
+    share = compiled.simulation.estimated_share()
+    if share >= 0.05:
+        print(f"prediction: {share:.0%} of the ops' predicted time is estimated (XGBoost or roofline: ops never "
+              f"profiled on this machine) and can be off by 2x; --profile-budget S times the model's ops first")
     if args.explain:
         print(explain(compiled))
     if args.out:

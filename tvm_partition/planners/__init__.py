@@ -72,7 +72,7 @@ def plan_and_simulate(graph, devices, strategy: str = "auto", plan_file=None, to
     sim = simulate(graph, plan, cost_model)
     plan.predicted_latency_us = sim.latency_us
     plan.meta["predicted"] = {"latency_us": sim.latency_us, "sum_us": sim.sum_us, "cost_model": type(cost_model).__name__,
-                              "sources": sim.op_sources}
+                              "sources": sim.op_sources, "estimated_share": round(sim.estimated_share(), 4)}
     return plan, sim
 
 
