@@ -159,6 +159,9 @@ def replays_correctly(kmod, src, tol=1e-4):
     ([1, 2, 1, 64], 48, [3, 1, 1, 16]),  # not 48: a 48-wide vector loop ran 60x slower than a 16-wide one
     ([2, 2, 16], 61, [61, 1, 1]),   # a prime extent leaves no inner tile
     ([4, 32], 64, [2, 32]),
+    ([2, 1, 16, 16], 256, [2, 1, 8, 16]),  # a part keeps its parallel loop (not [1, 1, 16, 16])
+    ([2, 4, 8], 32, [2, 2, 8]),
+    ([2, 4, 8], 48, [2, 3, 8]),  # where the tiles between leave it above 1 it is fitted last, as before
 ])
 def test_fit_tile(decision, extent, expect):
     assert fit_tile(decision, extent) == expect

@@ -552,6 +552,11 @@ class Schedules:
         return None
 
 
+#: The version of :mod:`tvm_partition.build.transfer`'s replay rules, in every :class:`Schedules`
+#: stamp: 2 keeps the parallel loop of a part (:func:`tvm_partition.build.transfer.fit_tile`).
+TRANSFER_RULES = 2
+
+
 def open_schedules(path: str | None, transfer: bool = True) -> Schedules:
     """The :class:`Schedules` of database folder ``path`` (which may not exist yet: this machine
     was never tuned), transferring from it and every shipped database unless ``transfer`` is off."""
@@ -561,7 +566,9 @@ def open_schedules(path: str | None, transfer: bool = True) -> Schedules:
     folders = ([path] if db is not None else []) + [f for f in shipped_databases()
                                                      if not path or os.path.abspath(f) != os.path.abspath(path)]
     read = folders if transfer else folders[:1] if db is not None else []
-    stamp = hashlib.sha1("".join(database_digest(f) for f in read).encode()).hexdigest()[:12] if read else ""
+    # the replay rules are part of what a sample ran: a profile times again what they changed
+    rules = f"transfer rules {TRANSFER_RULES}" if transfer else ""
+    stamp = hashlib.sha1((rules + "".join(database_digest(f) for f in read)).encode()).hexdigest()[:12] if read else ""
     return Schedules(path if db is not None else None, db, transfer_index(folders) if transfer else None,
                      stamp=stamp)
 
