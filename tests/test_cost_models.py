@@ -261,7 +261,9 @@ def test_a_model_is_measured_in_the_vm_against_its_kernels_alone(profiled, tmp_p
     launch = next(r["mean_us"] for r in ProfileLog(copy).comms() if r["comm"] == "launch")
     kernels = sum(1 for op in graph.ops.values() if not op.is_view)
     assert rec["kernels"] >= kernels and rec["vm_us"] > 0 and rec["warm_us"] > 0  # views may launch a copy
-    assert rec["mean_us"] == pytest.approx((rec["vm_us"] - rec["kernels"] * launch) / rec["warm_us"])
+    assert len(rec["rounds"]) == 5 and all(v > 0 and a > 0 for v, a in rec["rounds"])
+    ratios = sorted((v - rec["kernels"] * launch) / a for v, a in rec["rounds"])
+    assert rec["mean_us"] == pytest.approx(ratios[2], rel=1e-3)  # the median round, not one noisy reading
     assert set(rec["sigs"]) == {op_signature(op) for op in graph.ops.values() if not op.is_view}
     assert [r["model"] for r in ProfileLog(copy).comms() if r["comm"] == "context"] == [rec["model"]]
     cm = ProfiledCostModel(copy, devices)
