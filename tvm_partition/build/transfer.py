@@ -161,7 +161,7 @@ def fit_tile(decision: list[int], extent: int, max_innermost: int | None = None)
     is no larger than the source's (so vector and register tiles are kept where they divide), the
     innermost a power of two where one of at least 4 divides, the rest to the outermost factor.
     Where that leaves the outermost factor 1 and the source's was not, it is fitted second,
-    right after the vector loop (:func:`_keep_outer`): MetaSchedule's CPU schedules fuse the
+    right after the vector loop: MetaSchedule's CPU schedules fuse the
     outer tiles of the spatial axes into the loop they run in parallel, and ResNet-18's
     512-channel 3x3 convolution (64 px) cut to 256 channels ran on one thread, 675-723 us with 1
     or 2 threads against 745 us for the whole op on 2; 349 us with the outer factor kept
@@ -173,36 +173,27 @@ def fit_tile(decision: list[int], extent: int, max_innermost: int | None = None)
     16-wide one (3.8 ms against 65 us at N=32; 2026-11-23)."""
     if math.prod(decision) == extent:
         return list(decision)
-    n = len(decision)
-    out = [1] * n
-    rest = extent
-
-    def take(i: int, cap: int, vector: bool = False) -> None:
-        nonlocal rest
-        fits = [d for d in _divisors(rest) if d <= max(1, cap)]
-        if vector:  # the vector loop: a power of two of at least 4 lanes where one divides
-            fits = [d for d in fits if d >= 4 and d & (d - 1) == 0] or fits
-        out[i] = max(fits)
-        rest //= out[i]
-
-    if n > 1:
-        take(n - 1, min(decision[-1], max_innermost) if max_innermost else decision[-1], vector=True)
-        for i in range(n - 2, 0, -1):
-            take(i, decision[i])
-    out[0] *= rest
-    if out[0] == 1 and decision[0] > 1 and n > 2:  # the parallel loop lost: fit it before the tiles between
-        return _keep_outer(decision, extent, out[-1])
+    between = list(range(len(decision) - 2, 0, -1))
+    out = _fitted(decision, extent, max_innermost, between)
+    if out[0] == 1 and decision[0] > 1 and between:  # the parallel loop lost: fit it before the tiles between
+        return _fitted(decision, extent, max_innermost, [0] + between)
     return out
 
 
-def _keep_outer(decision: list[int], extent: int, vector: int) -> list[int]:
-    """:func:`fit_tile` with the outermost factor fitted right after the vector loop."""
+def _fitted(decision: list[int], extent: int, max_innermost: int | None, order: list[int]) -> list[int]:
+    """:func:`fit_tile`'s factors: the vector (innermost) loop first, then the loops of ``order``,
+    each the largest divisor of what is left no larger than the source's factor, what is left
+    multiplied into the outermost."""
     out = [1] * len(decision)
-    out[-1], rest = vector, extent // vector
-    out[0] = max(d for d in _divisors(rest) if d <= decision[0])
-    rest //= out[0]
-    for i in range(len(decision) - 2, 0, -1):
-        out[i] = max(d for d in _divisors(rest) if d <= max(1, decision[i]))
+    rest = extent
+    for i in ([len(decision) - 1] if len(decision) > 1 else []) + order:
+        cap = decision[i]
+        if i == len(decision) - 1 and max_innermost:
+            cap = min(cap, max_innermost)
+        fits = [d for d in _divisors(rest) if d <= max(1, cap)]
+        if i == len(decision) - 1:  # the vector loop: a power of two of at least 4 lanes where one divides
+            fits = [d for d in fits if d >= 4 and d & (d - 1) == 0] or fits
+        out[i] = max(fits)
         rest //= out[i]
     out[0] *= rest
     return out
