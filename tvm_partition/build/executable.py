@@ -18,6 +18,7 @@ Pipeline (DESIGN.md, "TVM facts"):
 
 from __future__ import annotations
 
+import collections
 import dataclasses
 import re
 import time
@@ -50,8 +51,9 @@ class BuildResult:
     compile_s: float
 
 
-def _call_sites(mod: tvm.IRModule):
-    """Yield (PrimFunc name, out type) for every call_tir in every relax function."""
+def _call_sites(mod: tvm.IRModule, function: str | None = None):
+    """(PrimFunc name, out type) for every call_tir in every relax function (``function``: in
+    that one only)."""
     call_tir = tvm.ir.Op.get("relax.call_tir")
     found = []
 
@@ -59,10 +61,16 @@ def _call_sites(mod: tvm.IRModule):
         if isinstance(expr, relax.Call) and expr.op.same_as(call_tir):
             found.append((expr.args[0].name_hint, expr.ty_args[0] if expr.ty_args else expr.ty))
 
-    for _, func in mod.functions_items():
-        if isinstance(func, relax.Function):
+    for gv, func in mod.functions_items():
+        if isinstance(func, relax.Function) and function in (None, gv.name_hint):
             relax.analysis.post_order_visit(func.body, visit)
     return found
+
+
+def kernel_calls(mod: tvm.IRModule) -> collections.Counter:
+    """``{PrimFunc name: calls per run}`` of a lowered module's ``main`` (not of
+    ``main_transform_params``, which runs once at load)."""
+    return collections.Counter(name for name, _ in _call_sites(mod, "main"))
 
 
 def _vdevice_of(ty):

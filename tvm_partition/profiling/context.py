@@ -23,7 +23,6 @@ never run: :meth:`ProfiledCostModel.in_model_us
 
 from __future__ import annotations
 
-import collections
 import os
 import statistics
 import tempfile
@@ -48,23 +47,6 @@ def factor(vm_us: float, alone_us: float, launches_us: float) -> float:
     return (vm_us - launches_us) / alone_us if alone_us > 0 else 1.0
 
 
-def kernel_calls(lowered) -> collections.Counter:
-    """``{PrimFunc name: calls per run}`` of a lowered module's ``main`` (not of
-    ``main_transform_params``, which runs once at load)."""
-    import tvm
-    from tvm import relax
-
-    call_tir = tvm.ir.Op.get("relax.call_tir")
-    calls: collections.Counter = collections.Counter()
-
-    def visit(expr):
-        if isinstance(expr, relax.Call) and expr.op.same_as(call_tir):
-            calls[expr.args[0].name_hint] += 1
-
-    relax.analysis.post_order_visit(lowered["main"].body, visit)
-    return calls
-
-
 def model_key(model) -> str:
     """``lstm batch=16,layers=2,seq_len=10``: which model, at which settings, a record measured."""
     config = ",".join(f"{k}={v}" for k, v in sorted((model.config or {}).items()))
@@ -80,7 +62,7 @@ def measure(model, device, schedules, launch_us: float = 0.0) -> dict:
     import tvm
     from tvm.runtime import vm as rvm
 
-    from ..build.executable import build
+    from ..build.executable import build, kernel_calls
     from ..devices import use_cpu_threads
     from ..ir.graph import OpGraph, op_signature
     from ..planners.baselines import plan_cpu
