@@ -455,3 +455,11 @@ def test_rows_measured_under_load_report_their_tails(tmp_path):
 def test_load_needs_this_machine(tmp_path):
     rc, _, err = run_bench(*LSTM, "--load", "1", "--export-bundle", tmp_path / "b")
     assert rc == 2 and "--load and --cpu-quota measure on this machine" in err and "Traceback" not in err
+
+
+def test_rows_recorded_before_the_commands_moved_show_the_command_that_runs_today():
+    from tvm_partition.bench.report import _command
+
+    old = "python -m tvm_partition.bench --quick --split-ops 2 --force"
+    assert _command(old) == "python -m tvm_partition bench --quick --split-ops 2 --force"
+    assert _command(_command(old)) == _command(old)

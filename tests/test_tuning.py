@@ -367,3 +367,14 @@ def test_a_corrupt_workload_line_drops_its_records_and_renumbers_the_rest(tmp_pa
     got = _contents(open_database(str(db)))
     assert f"{wl_file}: skipped 1 torn or corrupt line(s): line {index + 1}" in capfd.readouterr().err
     assert got == [r for r in whole if r[0] != lost] and len(got) < len(whole)
+
+
+def test_the_replay_rules_are_part_of_the_schedules_stamp(monkeypatch):
+    """Samples profiled under other transfer rules ran other kernels: the stamp names the rules."""
+    from tvm_partition.build import tuning
+
+    stamp = open_schedules(None).stamp
+    assert stamp and open_schedules(None).stamp == stamp
+    monkeypatch.setattr(tuning, "TRANSFER_RULES", tuning.TRANSFER_RULES + 1)
+    assert open_schedules(None).stamp != stamp
+    assert open_schedules(None, transfer=False).stamp == ""  # nothing read, nothing transferred
