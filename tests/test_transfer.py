@@ -374,7 +374,9 @@ def test_tuning_ranks_kernels_by_what_tuning_can_gain(dense_schedules):
 
     cpu = parse_devices("cpu")[0]
     fast = matmul(64, 64, 64)  # transferred from the hand-written trace
-    slow = conv(16, 32, 16)  # no record of its computation: TVM's default schedule
+    # no record of its computation, and 30 channels are no whole vectors for the convolution
+    # template (tvm_partition.build.templates): TVM's default schedule
+    slow = conv(16, 30, 16)
     kernels = [Kernel("mm", cpu, fast, kernel_flops(fast)), Kernel("conv", cpu, slow, kernel_flops(slow))]
     gains = rank_by_gain(kernels, dense_schedules)
     assert [g.kernel.name for g in gains] == ["conv", "mm"]

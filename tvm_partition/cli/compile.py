@@ -240,13 +240,16 @@ def explain(compiled: Compiled) -> str:
 def explain_schedules(compiled: Compiled) -> list[str]:
     """How many kernels run a tuned, transferred or default schedule, and each non-default one."""
     labels = compiled.kernel_schedules
+    labels = {k: v for k, v in labels.items() if not v.startswith("packs weights")}  # run once, at load
     tuned = [k for k, v in labels.items() if v == "tuned"]
     moved = {k: v for k, v in labels.items() if v.startswith("transferred")}
+    template = [k for k, v in labels.items() if v.startswith("template")]
     where = (f"database {compiled.tuning_db}" if compiled.tuning_db else
              "no tuning database of this machine: tvm-partition tune" if compiled.schedules else "--no-tuning")
-    lines = [f"{len(tuned)} of {len(labels)} kernels tuned ({where}), {len(moved)} transferred, "
-             f"{len(labels) - len(tuned) - len(moved)} default"]
-    lines += [f"  {k}: tuned" for k in tuned] + [f"  {k}: {v}" for k, v in moved.items()]
+    lines = [f"{len(tuned)} of {len(labels)} kernels tuned ({where}), {len(template)} by the convolution template, "
+             f"{len(moved)} transferred, {len(labels) - len(tuned) - len(moved) - len(template)} default"]
+    lines += [f"  {k}: tuned" for k in tuned] + [f"  {k}: {labels[k]}" for k in template]
+    lines += [f"  {k}: {v}" for k, v in moved.items()]
     return lines
 
 

@@ -103,8 +103,6 @@ def main(argv=None) -> int:
     from .. import frontend
     from ..build.tuning import (
         database_dir,
-        is_tuned,
-        open_database,
         open_schedules,
         tune_with_progress,
         tuning_target,
@@ -120,11 +118,10 @@ def main(argv=None) -> int:
     movers = [k for k in kernels if not k.computes]
     kernels = [k for k in kernels if k.computes]
     db_path = database_dir(args.tuning_logs)
-    db = open_database(db_path)
     if args.list:
         schedules = open_schedules(db_path)
         for k in kernels:
-            label = "tuned" if is_tuned(db, k) else schedules.schedule(k.mod, tuning_target(k.device))[1].split()[0]
+            label = schedules.schedule(k.mod, tuning_target(k.device))[1].split()[0]
             print(f"{label:<11} {k.device.name:<5} {k.flops / 1e6:10.2f} MFLOP  {k.name}")
         for k in movers:
             print(f"{'copy':<11} {k.device.name:<5} {0:10.2f} MFLOP  {k.name}")
@@ -134,7 +131,7 @@ def main(argv=None) -> int:
     stats = tune_with_progress(kernels, db_path, args.trials, args.budget_s)
     print(f"tuned {stats['tuned']}, already tuned {stats['skipped']}, left for a later run {stats['left']}; "
           f"transferred schedules picked by measurement {stats['searched']}; "
-          f"default schedules measured {stats['defaults']}")
+          f"default schedules measured {stats['defaults']}; convolutions left to the template {stats['template']}")
     return 0
 
 

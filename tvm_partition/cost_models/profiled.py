@@ -150,7 +150,7 @@ class ProfiledCostModel(CostModel):
         by_series = defaultdict(list)
         for r in self.log.ops():
             by_series[(r["sig"], r["device"], int(r["dim"]))].append(r)
-            if r.get("tuned") or (r.get("transfer") and (r.get("schedule") == "transferred" or int(r["size"]) == int(r["full"]))):
+            if r.get("tuned") or (r.get("transfer") and (r.get("schedule") in ("transferred", "template") or int(r["size"]) == int(r["full"]))):
                 self.measured[(r["sig"], r["device"], int(r["dim"]), int(r["size"]))] = self.in_model_us(r)
             self.names.setdefault(r["sig"], {"kind": r["kind"], "fused": r.get("fused", ""),
                                               "full_shape": r["full_shape"], "dims": {}})["dims"][int(r["dim"])] = \

@@ -161,7 +161,7 @@ def write_bundle(folder: str, pending: list[Pending], schedules=None, progress=N
             rec = spec["records"][sid]
             if rec["type"] == "op":  # the strongest schedule among the sample's kernels
                 kinds = {lib.kernels[n]["schedule"] for n in names}
-                rec["schedule"] = next((k for k in ("tuned", "transferred") if k in kinds), "default")
+                rec["schedule"] = next((k for k in ("tuned", "template", "transferred") if k in kinds), "default")
                 rec["tuned"] = rec["schedule"] == "tuned"
     with open(os.path.join(folder, "bundle.json"), "w", encoding="utf-8") as f:
         json.dump(spec, f)

@@ -273,6 +273,7 @@ def build_library(functions: dict[str, object], device, schedules=None) -> Kerne
     import tvm
     import tvm_ffi
 
+    from ..build.templates import without_packing
     from ..build.tuning import apply_schedules, schedule_gpu
 
     target = device.tvm_target()
@@ -291,6 +292,7 @@ def build_library(functions: dict[str, object], device, schedules=None) -> Kerne
     placed = {n: device.name for n in prims}
     mod, labels = apply_schedules(mod, placed, [device], schedules)
     mod = schedule_gpu(mod, placed, [device])
+    mod = without_packing(mod)  # a build packs weights once at load: time the kernel on packed ones
     kernels = {}
     for gv, f in mod.functions_items():
         schedule = labels.get(gv.name_hint, "default").split()[0]  # tuned | transferred | default

@@ -1,0 +1,81 @@
+"""The hand-written direct-convolution schedule (tvm_partition.build.templates), checked against
+TVM's default schedule of the same kernel (the oracle: the PrimFunc unscheduled), and the build's
+lifting of its weight packing to load time, checked against the unpartitioned model."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import tvm
+from tvm import relax
+
+from helpers import SMALL
+from test_transfer import TARGET, kernel, matmul, run
+from tvm_partition import frontend
+from tvm_partition.build import templates
+from tvm_partition.build.executable import kernel_calls, kernel_schedules
+from tvm_partition.cli.compile import check, compile_model
+from tvm_partition.devices import parse_devices
+
+
+def conv(c_in, c_out, size, k=3, stride=1, groups=1, epilogue="bias_relu"):
+    def build():
+        x = relax.Var("x", relax.TensorType((1, c_in, size, size), "float32"))
+        w = relax.Var("w", relax.TensorType((c_out, c_in // groups, k, k), "float32"))
+        b = relax.Var("b", relax.TensorType((1, c_out, 1, 1), "float32"))
+        y = relax.op.nn.conv2d(x, w, strides=stride, padding=k // 2, groups=groups)
+        if epilogue is None:
+            return [x, w], y
+        if epilogue == "batch_norm":  # as the ONNX importer leaves an unfolded batch norm
+            y = relax.op.add(relax.op.multiply(relax.op.divide(relax.op.subtract(y, b), b), b), b)
+            return [x, w, b], relax.op.nn.relu(y)
+        return [x, w, b], relax.op.nn.relu(relax.op.add(y, b))
+
+    return kernel(build)
+
+
+@pytest.mark.parametrize("c_in,c_out,size,k,stride,epilogue", [
+    (8, 32, 8, 3, 1, "bias_relu"),  # ResNet's 3x3
+    (16, 16, 7, 1, 1, None),  # a 1x1 without padding or epilogue: no pad block
+    (3, 16, 12, 7, 2, "bias_relu"),  # a strided stem
+    (8, 16, 6, 3, 1, "batch_norm"),  # four element-wise blocks inlined into the last
+])
+def test_the_template_computes_what_the_default_schedule_computes(c_in, c_out, size, k, stride, epilogue):
+    kmod = conv(c_in, c_out, size, k, stride, epilogue=epilogue)
+    func = templates.schedule(kmod, TARGET)
+    assert func is not None and func.attrs["tirx.is_scheduled"]
+    text = func.script()
+    assert "T.parallel" in text and "T.vectorized" in text and "layout_rewrite_preproc" in text
+    np.testing.assert_allclose(run(func), run(kmod["main"]), rtol=1e-4, atol=1e-4)
+
+
+def test_timing_alone_runs_the_kernel_on_packed_weights():
+    kmod = conv(8, 32, 8)
+    packed = templates.without_packing(tvm.IRModule({"main": templates.schedule(kmod, TARGET)}))["main"]
+    lanes = templates.vector_lanes(TARGET)[0]
+    # the packing block stays, emptied (TVM's RemoveWeightLayoutRewriteBlock): the kernel reads the
+    # weight parameter in the packed layout
+    assert [int(x) for x in packed.params[1].shape] == [32 // lanes, 8, 3, 3, lanes]
+
+
+@pytest.mark.parametrize("kmod", [
+    conv(8, 10, 8),  # output channels not a whole number of vectors
+    conv(16, 16, 8, groups=4),  # grouped: another computation
+    matmul(16, 32, 48),
+], ids=["10-channels", "grouped", "matmul"])
+def test_the_template_leaves_other_kernels_alone(kmod):
+    assert templates.schedule(kmod, TARGET) is None and not templates.applies(kmod, TARGET)
+    assert templates.schedule(conv(8, 32, 8), tvm.target.Target({"kind": "cuda", "arch": "sm_90"})) is None
+
+
+def test_a_build_packs_the_weights_once_at_load_and_matches_the_unpartitioned_model(tmp_path):
+    model = frontend.load("resnet18", **SMALL["resnet18"])
+    compiled = compile_model(model, parse_devices("cpu,cpu"), "equal", tuning_db=str(tmp_path / "no-database"))
+    labels = kernel_schedules(compiled.build.module)
+    conv_kernels = [k for k, v in labels.items() if v == templates.LABEL]
+    packing = [k for k, v in labels.items() if v.startswith("packs weights")]
+    assert conv_kernels and len(packing) == len(conv_kernels)  # both halves of every split conv
+    calls = kernel_calls(compiled.build.module)
+    assert all(calls[k] for k in conv_kernels) and not any(calls[k] for k in packing)  # packing: load time
+    err, tol = check(compiled)
+    assert err <= tol
