@@ -30,7 +30,9 @@ the best any split can do; rows named `model/kernel` are one key op alone (`benc
 whole on each device and split at the dim and GPU share shown; `tuned+transf. kernels` counts the kernels of
 the build that run their own record of the tuning database + those that run a record of the same
 computation at other extents, transferred (`tvm_partition.build.transfer`: every part of a split, shapes
-never tuned), out of all; the others run TVM's default CPU schedule (dlight on a GPU).
+never tuned), out of all, and in rows built since the convolution template three counts: tuned +
+template (direct convolutions, `tvm_partition.build.templates`) + transferred; the others run TVM's
+default CPU schedule (dlight on a GPU).
 `tvm-cpu` is the unpartitioned model built by TVM's own CPU flow (`static_shape_tuning` with the
 tuning database, no trials); `onnxruntime` (models given as .onnx files) is the same file on
 onnxruntime's CPU execution provider with as many threads, its outputs checked against TVM's on

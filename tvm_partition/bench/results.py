@@ -11,7 +11,8 @@ of :mod:`tvm_partition.bench.ops` (one key op alone) have an ``op`` field and ar
 
 ``tuned_kernels`` is "tuned / all" kernels of the build (their own record of the tuning database),
 ``transferred_kernels`` "transferred / all" (a record of the same computation at other extents,
-:mod:`tvm_partition.build.transfer`); the others run TVM's default CPU schedule (or dlight on a GPU),
+:mod:`tvm_partition.build.transfer`), ``template_kernels`` "template / all" (direct convolutions,
+:mod:`tvm_partition.build.templates`; weight packing, run at load, not counted); the others run TVM's default CPU schedule (or dlight on a GPU),
 ``default_compute_kernels`` of them doing arithmetic (the rest only move data).
 
 The reference rows ``tvm-cpu`` and ``onnxruntime`` have no plan (``predicted_us`` and ``plan_s``
@@ -37,7 +38,7 @@ RESULTS_JSON = "results.json"
 RESULTS_CSV = "results.csv"
 #: Columns of results.csv (every row of results.json has these keys, and maybe more).
 FIELDS = ("model", "config", "devices", "strategy", "measured_median_us", "measured_p90_us", "predicted_us",
-          "plan_s", "compile_s", "device_names", "ideal_us", "error", "chosen", "tuned_kernels", "transferred_kernels",
+          "plan_s", "compile_s", "device_names", "ideal_us", "error", "chosen", "tuned_kernels", "template_kernels", "transferred_kernels",
           "default_compute_kernels",
           "repeat", "machine", "date", "command", "process_medians_us", "max_abs_err_vs_ort", "measured_p99_us",
           "under")
@@ -165,12 +166,15 @@ HEAD = ("strategy", "median ms", "p90 ms", "predicted ms", "pred err", "speedup"
 
 
 def schedules_cell(row: dict) -> str:
-    """``tuned+transferred/all`` kernels of a row (``tuned/all`` for rows measured before transfer)."""
-    tuned, moved = row.get("tuned_kernels"), row.get("transferred_kernels")
+    """``tuned+transferred/all`` kernels of a row (``tuned/all`` for rows measured before transfer,
+    ``tuned+template+transferred/all`` for rows with templated convolutions)."""
+    tuned, moved, template = row.get("tuned_kernels"), row.get("transferred_kernels"), row.get("template_kernels")
     if not tuned:
         return "-"
     if not moved:
         return tuned
+    if template and not template.startswith("0/"):
+        return f"{tuned.split('/')[0]}+{template.split('/')[0]}+{moved}"
     return f"{tuned.split('/')[0]}+{moved}"
 
 
