@@ -1,9 +1,12 @@
-"""Kernel benchmark: tuned vs default schedules on this machine's CPU, against its measured peak.
+"""Kernel benchmark: tuned, transferred, template and default schedules on this machine's CPU,
+against its measured peak.
 
 For every compute kernel a model's CPU build launches (the fused PrimFuncs; data-movement kernels
 keep TVM's default schedule and are not listed), it times the kernel alone with TVM's time
-evaluator twice — built by TVM's default llvm pipeline, and with the schedule of the tuning
-database — and reports GFLOP/s against the machine's peak. The peak is measured with a probe:
+evaluator built by TVM's default llvm pipeline, with the schedule of the tuning database (or, where
+it has no record of the kernel, the schedule transferred from another record), and with the
+direct-convolution template where that applies (:mod:`tvm_partition.build.templates`, on packed
+weights), and reports the GFLOP/s of the schedule builds run against the machine's peak. The peak is measured with a probe:
 numpy's float32 matmul (OpenBLAS sgemm, 2048x2048, all cores, best of 5), the fastest GEMM this
 machine can run without TVM. A kernel whose fastest record is TVM's default schedule (tuning
 found nothing faster) is marked "default kept": builds leave it as it is. Unless
@@ -23,6 +26,7 @@ tuned gets. Writes ``transfer.json`` and ``transfer.md``.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import sys
@@ -53,9 +57,13 @@ def _timed(fn) -> float:
     return time.perf_counter() - t0
 
 
-def bench_kernels(model, db, device) -> list[dict]:
-    """Default vs tuned time of every compute kernel of ``model`` on ``device`` (a CPU DeviceSpec)."""
+def bench_kernels(model, db, device, schedules=None) -> list[dict]:
+    """Default vs tuned time of every compute kernel of ``model`` on ``device`` (a CPU DeviceSpec);
+    where the database has no record of a kernel, its transferred schedule (``schedules``, a
+    :class:`tvm_partition.build.tuning.Schedules` with templates off); where the direct-convolution
+    template applies (:mod:`tvm_partition.build.templates`), the template, timed on packed weights."""
     from ..cli.tune import extract_kernels
+    from ..build import templates
     from ..build.tuning import best_record, is_default, scheduled, time_kernel, tuning_target
 
     target = device.tvm_target()
@@ -66,8 +74,15 @@ def bench_kernels(model, db, device) -> list[dict]:
         record = best_record(db, k.mod, tuning_target(device))
         default_us = time_kernel(k.mod["main"], target)
         tuned_us = time_kernel(scheduled(k.mod, record), target) if record is not None else None
+        moved_us = None
+        if record is None and schedules is not None:
+            func, label = schedules.schedule(k.mod, tuning_target(device))
+            moved_us = time_kernel(func, target) if label.startswith("transferred") else None
+        template = templates.schedule(k.mod, tuning_target(device))
         rows.append({"model": model.name, "kernel": k.name, "mflop": round(k.flops / 1e6, 3),
                      "default_us": round(default_us, 2), "tuned_us": None if tuned_us is None else round(tuned_us, 2),
+                     "transferred_us": None if moved_us is None else round(moved_us, 2),
+                     "template_us": None if template is None else round(time_kernel(template, target), 2),
                      # the database's fastest record is the default schedule: builds keep it
                      "default_kept": record is not None and is_default(record)})
     return rows
@@ -161,18 +176,27 @@ def render_transfer(result: dict) -> str:
 def render(result: dict) -> str:
     peak = result["peak_gflops"]
     lines = [f"Machine `{result['fingerprint']}` ({result['cpu']}), {result['threads']} threads; measured peak "
-             f"{peak:.1f} GFLOP/s (numpy float32 2048x2048 matmul, best of 5).", "",
-             "| model | kernel | MFLOP | default us | tuned us | speedup | tuned GFLOP/s | % of peak |",
-             "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: |"]
+             f"{peak:.1f} GFLOP/s (numpy float32 2048x2048 matmul, best of 5). `tuned`: the kernel's own record; "
+             "`transferred`: another record replayed (kernels without one); `template`: the direct-convolution "
+             "schedule builds give convolutions, timed on packed weights.", "",
+             "| model | kernel | MFLOP | default us | tuned us | transferred us | template us | speedup | GFLOP/s "
+             "| % of peak | builds run |",
+             "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- |"]
+
+    def cell(us):
+        return "-" if us is None else f"{us:.1f}"
+
     for r in result["kernels"]:
-        t = r["tuned_us"]
-        gf = r["mflop"] * 1e3 / t if t else None  # MFLOP per microsecond = 1000 GFLOP/s
+        timed = {k: r.get(f"{k}_us") for k in ("template", "tuned", "transferred")}
+        runs = next((k for k, us in timed.items() if us), "default")  # the order Schedules picks in
+        t = timed.get(runs) or r["default_us"]
+        gf = r["mflop"] * 1e3 / t  # MFLOP per microsecond = 1000 GFLOP/s
         kept = " (default kept)" if r.get("default_kept") else ""
         lines.append(f"| {r['model']} | `{r['kernel'][:60]}`{kept} | {r['mflop']:.2f} | {r['default_us']:.1f} | "
-                     + (f"{t:.1f} | {r['default_us'] / t:.1f}x | {gf:.1f} | {100 * gf / peak:.0f}% |" if t else
-                        "untuned | | | |"))
+                     f"{cell(r['tuned_us'])} | {cell(r.get('transferred_us'))} | {cell(r.get('template_us'))} | "
+                     f"{r['default_us'] / t:.1f}x | {gf:.1f} | {100 * gf / peak:.0f}% | {runs} |")
     if result["models"]:
-        lines += ["", "| model (whole, CPU build) | default us | tuned us | tuned / default |",
+        lines += ["", "| model (whole, CPU build) | default us | built us (the schedules above) | built / default |",
                   "| --- | ---: | ---: | ---: |"]
         for r in result["models"]:
             lines.append(f"| {r['model']} | {r['default_us']:.0f} | {r['tuned_us']:.0f} | "
@@ -229,10 +253,11 @@ def main(argv=None) -> int:
             return _write(out, "transfer", result, render_transfer)
         result = {"fingerprint": fingerprint_id(fp), "cpu": fp.get("cpu"), "threads": os.cpu_count(),
                   "peak_gflops": round(peak_gflops(), 1), "tuning_db": db_path, "kernels": [], "models": []}
+        moved = dataclasses.replace(open_schedules(db_path), templates=False)  # what transfer alone gives
 
         for name in tqdm(args.models, unit="model", dynamic_ncols=True):
             model = frontend.load(name)
-            result["kernels"] += bench_kernels(model, db, devices[0])
+            result["kernels"] += bench_kernels(model, db, devices[0], moved)
             if not args.no_models:
                 result["models"].append({"model": model.name,
                                          "default_us": round(bench_model(model, devices, None, args.repeat), 1),

@@ -8,8 +8,9 @@ layout-free weights. This schedule is the direct convolution that CPU libraries 
 (oneDNN's and TOPI's x86 ``conv2d_NCHWc``): a register tile of ``row`` output pixels x one vector
 of output channels is accumulated over every input channel and window offset, the weights read as
 one contiguous vector per step, each input pixel broadcast. On the 24 convolution kernels of
-ResNet-50 (onnx light model) it took 38 ms where the transferred schedules took 74 ms, every kernel
-faster (1.2-3.4x), 60-210 GFLOP/s (2026-11-25, intel-r-xeon-r-processor-2c).
+ResNet-50 (onnx light model, each timed alone) it took 23.5 ms where the transferred schedules
+took 43.0, 75-323 GFLOP/s, 22 kernels faster (up to 5.2x) and two 1x1 convolutions with 64 input
+channels 10-20% slower (2026-11-25, intel-r-xeon-r-processor-2c; BENCHMARKS.md, "Convolutions").
 
 The schedule (TVM 0.27 ``s_tir.Schedule``):
 
