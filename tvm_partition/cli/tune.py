@@ -103,6 +103,8 @@ def main(argv=None) -> int:
     from .. import frontend
     from ..build.tuning import (
         database_dir,
+        is_tuned,
+        open_database,
         open_schedules,
         tune_with_progress,
         tuning_target,
@@ -118,10 +120,13 @@ def main(argv=None) -> int:
     movers = [k for k in kernels if not k.computes]
     kernels = [k for k in kernels if k.computes]
     db_path = database_dir(args.tuning_logs)
+    db = open_database(db_path)
     if args.list:
         schedules = open_schedules(db_path)
         for k in kernels:
             label = schedules.schedule(k.mod, tuning_target(k.device))[1].split()[0]
+            if label != "template" and is_tuned(db, k):  # tuned, even where its best is the default
+                label = "tuned"
             print(f"{label:<11} {k.device.name:<5} {k.flops / 1e6:10.2f} MFLOP  {k.name}")
         for k in movers:
             print(f"{'copy':<11} {k.device.name:<5} {0:10.2f} MFLOP  {k.name}")
