@@ -438,7 +438,8 @@ def test_bundle_runs_with_the_runtime_only_and_imports_back(tmp_path):
 
 def test_profile_over_rpc_times_on_the_server_and_logs_here(tmp_path):
     """profile --rpc: built here, timed by a plain TVM RPC server, written under --machine."""
-    from rpc_servers import free_port, rpc_server, wait_port
+    from rpc_servers import rpc_server, wait_port
+    from tvm_partition.bench.servers import free_port
 
     port = free_port()
     server = rpc_server(port)

@@ -136,7 +136,7 @@ def test_no_server_left_is_one_clear_error(ray_cluster, built, lstm):
     ([], r"the following arguments are required: --ray"),
 ])
 def test_pipeline_cli_refuses(ray_cluster, built, capsys, argv, pattern):
-    from rpc_servers import free_port
+    from tvm_partition.bench.servers import free_port
     from tvm_partition.runtime.pipeline import main
 
     argv = [a.format(closed=free_port(), ray=ray_cluster.address) for a in argv]

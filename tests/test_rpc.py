@@ -15,7 +15,8 @@ import time
 import numpy as np
 import pytest
 
-from rpc_servers import Proc, free_port, rpc_server, wait_port, wait_tracker
+from rpc_servers import Proc, rpc_server, wait_port, wait_tracker
+from tvm_partition.bench.servers import free_port
 from tvm_partition.runtime import artifact
 from tvm_partition.runtime.remote import Endpoint, RemoteError, RemoteRunner, connect
 from tvm_partition.runtime.runner import Runner

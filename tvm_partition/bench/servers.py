@@ -47,7 +47,7 @@ import tempfile
 import time
 
 from .load import PREFIX, _empty_and_remove, _write, cgroup_root, make_group
-from ..errors import TvmPartitionError
+from ..runtime.cluster import ClusterError
 
 #: cfs period of the servers' cgroups: short, so a 40% share is 4 ms in every 10 ms, not 40 in 100
 #: (a stage of a few milliseconds sees its share, not a long stall)
@@ -57,10 +57,6 @@ JOIN_S = 60.0
 OBJECT_STORE_BYTES = 256 * 1024 * 1024
 #: the GCS tolerates this many missed health checks of a node (Ray's default: 5)
 NODE_ENV = {"RAY_health_check_failure_threshold": "40", "RAY_USAGE_STATS_ENABLED": "0"}
-
-
-class ClusterError(TvmPartitionError, RuntimeError):
-    """The local cluster could not be started (the message says which node and why)."""
 
 
 def free_port() -> int:

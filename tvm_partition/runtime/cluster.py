@@ -59,7 +59,8 @@ _pool: "Pool | None" = None
 
 
 class ClusterError(TvmPartitionError, RuntimeError):
-    """The cluster cannot serve the request (unreachable, too few servers, none left)."""
+    """The cluster cannot serve the request (unreachable, too few servers, none left), or a local
+    one cannot be started (:mod:`tvm_partition.bench.servers`: the message says which node and why)."""
 
 
 def resource_of(server: str) -> str:
