@@ -17,7 +17,8 @@ import sys
 import numpy as np
 import pytest
 
-from rpc_servers import REPO, free_port, rpc_server, wait_port
+from rpc_servers import REPO, rpc_server, wait_port
+from tvm_partition.bench.servers import free_port
 from tvm_partition.runtime import artifact
 from tvm_partition.runtime.runner import Runner
 
