@@ -455,3 +455,17 @@ def test_profile_over_rpc_times_on_the_server_and_logs_here(tmp_path):
     assert not [x for x in log.comms() if x["comm"] == "copy"]  # copies are not timed over RPC
     r = _cli("-m", "tvm_partition", "profile", LINEAR_ONNX, "--rpc", "127.0.0.1:1", "--tuning-logs", str(tmp_path))
     assert r.returncode == 2 and "cannot connect" in r.stderr and "Traceback" not in r.stderr
+
+
+def test_transfers_are_interpolated_between_measured_sizes():
+    from tvm_partition.cost_models.profiled import interpolate
+
+    # in cache then out of it: 4 KB at 1 us, 1 MB at 50 us, 4 MB at 340 us (a line through them
+    # all would miss the large sizes by 3x), each measured size answered by its measurement
+    pts = [(4096, 1.0), (1 << 20, 50.0), (4 << 20, 340.0), (4 << 20, 360.0), (4 << 20, 330.0)]
+    assert interpolate(pts, 4096) == 1.0 and interpolate(pts, 1 << 20) == 50.0
+    assert interpolate(pts, 4 << 20) == 340.0  # the median of the three measurements
+    assert interpolate(pts, 5 << 19) == pytest.approx(50.0 + 290.0 / 2)  # halfway between 1 and 4 MB
+    assert interpolate(pts, 0) == 1.0  # below the smallest: its time
+    assert interpolate(pts, 7 << 20) == pytest.approx(340.0 + 290.0)  # past the largest: the last slope
+
