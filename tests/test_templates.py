@@ -13,7 +13,7 @@ from helpers import SMALL
 from test_transfer import TARGET, kernel, matmul, run
 from tvm_partition import frontend
 from tvm_partition.build import templates
-from tvm_partition.build.executable import kernel_calls, kernel_schedules
+from tvm_partition.build.executable import kernel_calls, kernel_schedules, run_kernel_schedules
 from tvm_partition.cli.compile import check, compile_model
 from tvm_partition.devices import parse_devices
 
@@ -77,5 +77,6 @@ def test_a_build_packs_the_weights_once_at_load_and_matches_the_unpartitioned_mo
     assert conv_kernels and len(packing) == len(conv_kernels)  # both halves of every split conv
     calls = kernel_calls(compiled.build.module)
     assert all(calls[k] for k in conv_kernels) and not any(calls[k] for k in packing)  # packing: load time
+    assert set(run_kernel_schedules(compiled.build.module)) == set(labels) - set(packing)  # what a run counts
     err, tol = check(compiled)
     assert err <= tol

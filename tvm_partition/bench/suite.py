@@ -249,8 +249,9 @@ class Bench:
         plan = compiled.plan
         row.update(predicted_us=_round(plan.predicted_latency_us), compile_s=round(compiled.build.compile_s, 3),
                    plan_s=None if strategy == REFERENCE else round(compiled.plan_s, 3))
-        # the weight packing of templated convolutions runs once at load: not a kernel of a run
-        labels = {k: v for k, v in compiled.kernel_schedules.items() if not v.startswith("packs weights")}
+        from ..build.executable import run_kernel_schedules
+
+        labels = run_kernel_schedules(compiled.build.module)  # the weight packing runs at load: not counted
         row["tuned_kernels"] = f"{list(labels.values()).count('tuned')}/{len(labels)}"
         row["template_kernels"] = f"{sum(v.startswith('template') for v in labels.values())}/{len(labels)}"
         row["transferred_kernels"] = f"{sum(v.startswith('transferred') for v in labels.values())}/{len(labels)}"

@@ -151,6 +151,8 @@ def lower(mod: tvm.IRModule, plan: Plan, graph=None, schedules=None) -> tuple[tv
 #: Suffixes ``relax.transform.SplitLayoutRewritePreproc`` gives the two halves of a kernel whose
 #: weights a schedule packs (:mod:`tvm_partition.build.templates`).
 _PACKING, _PACKED = "_weight_prepack", "_prepacked"
+#: :data:`SCHEDULE_ATTR` of a packing half: it runs once, in ``main_transform_params``
+PACKING_LABEL = "packs weights (load time)"
 
 
 def lift_weight_packing(mod: tvm.IRModule, placed: dict[str, str]) -> tuple[tvm.IRModule, dict[str, str]]:
@@ -177,7 +179,7 @@ def lift_weight_packing(mod: tvm.IRModule, placed: dict[str, str]) -> tuple[tvm.
     for name in names:
         if name.endswith(_PACKING):
             gv = mod.get_global_var(name)
-            mod[gv] = mod[gv].with_attr(SCHEDULE_ATTR, "packs weights (load time)")
+            mod[gv] = mod[gv].with_attr(SCHEDULE_ATTR, PACKING_LABEL)
     return mod, out
 
 
@@ -186,6 +188,12 @@ def kernel_schedules(mod: tvm.IRModule) -> dict[str, str]:
     return {gv.name_hint: str(f.attrs.get(SCHEDULE_ATTR, "default")) if f.attrs else "default"
             for gv, f in sorted(mod.functions_items(), key=lambda kv: kv[0].name_hint)
             if isinstance(f, tvm.tirx.PrimFunc)}
+
+
+def run_kernel_schedules(mod: tvm.IRModule) -> dict[str, str]:
+    """:func:`kernel_schedules` of the kernels a run launches: without the weight packing, which
+    runs once at load."""
+    return {k: v for k, v in kernel_schedules(mod).items() if v != PACKING_LABEL}
 
 
 def tuned_kernels(mod: tvm.IRModule) -> list[str]:

@@ -35,6 +35,8 @@ vector width; anything else keeps the transferred or default schedule.
 
 from __future__ import annotations
 
+import dataclasses
+
 import tvm
 
 #: Label of a kernel scheduled here (the manifest and ``--explain`` show it beside tuned,
@@ -53,7 +55,7 @@ def vector_lanes(target) -> tuple[int, int]:
     """``(float32 lanes of one vector register, vector registers)`` of an llvm target."""
     from tvm.target.codegen import llvm_cpu_has_features, llvm_get_vector_width
 
-    if "x86" in str(target.attrs.get("mtriple", "x86")) or not target.attrs.get("mtriple"):
+    if "x86" in str(target.attrs.get("mtriple", "x86")):  # no triple: this machine's, x86 here
         if llvm_cpu_has_features(["avx512f"], target):
             return 16, 32
         if llvm_cpu_has_features(["avx2"], target):
@@ -78,11 +80,22 @@ def inner_tiles(kmod: tvm.IRModule, target) -> dict[int, int]:
     :func:`tvm_partition.build.transfer.innermost_tiles`): output channels (axis 1) in whole vectors;
     the row tile fits any width (a divisor of it)."""
     plan = _plan(kmod, target)
-    return {} if plan is None else {1: plan[3]}
+    return {} if plan is None else {1: plan.lanes}
 
 
-def _plan(kmod: tvm.IRModule, target):
-    """``(conv block, epilogue block names, weight parameter index, lanes, row)`` or None."""
+@dataclasses.dataclass(frozen=True)
+class _Plan:
+    """What :func:`schedule` needs of a convolution kernel it applies to."""
+
+    epilogue: tuple[str, ...]  # the element-wise blocks after the convolution, in order
+    weight: int  # the kernel parameter holding the weights
+    lanes: int  # output channels per vector
+    row: int  # output pixels per register tile
+    padded: bool  # a pad_temp block comes first
+
+
+def _plan(kmod: tvm.IRModule, target) -> _Plan | None:
+    """The :class:`_Plan` of a direct convolution kernel, or None where the template does not apply."""
     if target.kind.name != "llvm":
         return None
     func = kmod["main"]
@@ -111,7 +124,7 @@ def _plan(kmod: tvm.IRModule, target):
     lanes, registers = vector_lanes(target)
     if oc % lanes:
         return None
-    return _CONV, epilogue, weight[0], lanes, _row(ow, ROW_BUDGET[registers])
+    return _Plan(tuple(epilogue), weight[0], lanes, _row(ow, ROW_BUDGET[registers]), names[0] == "pad_temp")
 
 
 def schedule(kmod: tvm.IRModule, target) -> tvm.tirx.PrimFunc | None:
@@ -123,26 +136,25 @@ def schedule(kmod: tvm.IRModule, target) -> tvm.tirx.PrimFunc | None:
     plan = _plan(kmod, target)
     if plan is None:
         return None
-    conv_name, epilogue, weight, lanes, row = plan
-    func = kmod["main"].with_attr("layout_free_buffers", [weight])
+    func = kmod["main"].with_attr("layout_free_buffers", [plan.weight])
     sch = tvm.s_tir.Schedule(tvm.IRModule({"main": func}))
-    conv = sch.get_sblock(conv_name)
-    for name in epilogue[:-1]:
+    conv = sch.get_sblock(_CONV)
+    for name in plan.epilogue[:-1]:
         sch.compute_inline(sch.get_sblock(name))
     n, f, y, x, rc, ry, rx = sch.get_loops(conv)
-    f_o, f_i = sch.split(f, [None, lanes])
-    x_o, x_i = sch.split(x, [None, row])
+    f_o, f_i = sch.split(f, [None, plan.lanes])
+    x_o, x_i = sch.split(x, [None, plan.row])
     sch.reorder(n, f_o, y, x_o, rc, ry, rx, x_i, f_i)
     acc = sch.cache_write(conv, 0, "local")
     sch.transform_layout(conv, ("write", 0), lambda a, b, c, d: (a, c, d, b))
     sch.reverse_compute_at(acc, x_o)
-    if epilogue:
-        sch.reverse_compute_at(sch.get_sblock(epilogue[-1]), x_o)
+    if plan.epilogue:
+        sch.reverse_compute_at(sch.get_sblock(plan.epilogue[-1]), x_o)
     sch.parallel(sch.fuse(n, f_o, y))
     sch.vectorize(f_i)
     sch.unroll(x_i)
     sch.decompose_reduction(conv, rc)
-    if "pad_temp" in [sch.get(b).name_hint for b in sch.get_child_blocks(sch.get_sblock("root"))]:
+    if plan.padded:
         loops = sch.get_loops(sch.get_sblock("pad_temp"))
         sch.parallel(sch.fuse(loops[0], loops[1]))
     ctx = ms._ffi_api.TuneContext(sch.mod, target, None, None, "template", 1, -1, None)  # noqa: SLF001

@@ -513,7 +513,7 @@ class Schedules:
         (:func:`tvm_partition.build.transfer.innermost_tiles`); empty for the default schedule."""
         from .transfer import innermost_tiles
 
-        func, label, source = self._choose(kmod, target)
+        _, label, source = self._choose(kmod, target)
         if label == templates.LABEL:
             return templates.inner_tiles(kmod, target)
         return {} if source is None else innermost_tiles(kmod, source)

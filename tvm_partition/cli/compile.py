@@ -239,8 +239,9 @@ def explain(compiled: Compiled) -> str:
 
 def explain_schedules(compiled: Compiled) -> list[str]:
     """How many kernels run a tuned, transferred or default schedule, and each non-default one."""
-    labels = compiled.kernel_schedules
-    labels = {k: v for k, v in labels.items() if not v.startswith("packs weights")}  # run once, at load
+    from ..build.executable import run_kernel_schedules
+
+    labels = run_kernel_schedules(compiled.build.module)
     tuned = [k for k, v in labels.items() if v == "tuned"]
     moved = {k: v for k, v in labels.items() if v.startswith("transferred")}
     template = [k for k, v in labels.items() if v.startswith("template")]

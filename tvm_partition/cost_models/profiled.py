@@ -297,7 +297,7 @@ class ProfiledCostModel(CostModel):
     def comm_estimate(self, nbytes: float, src: str, dst: str) -> Estimate:
         pts = self.comm.get(("copy", device_kind(src, self.devices), device_kind(dst, self.devices)))
         if pts:
-            return Estimate(interpolate(pts, nbytes), "measured")
+            return Estimate(interpolate(pts, nbytes), "interpolated")
         if self.fallback is not None:
             return self.fallback.comm_estimate(nbytes, src, dst)
         raise CostModelError(f"no measured {src}->{dst} copies in {self.folder}: profile with both devices")
