@@ -4,6 +4,8 @@ lifting of its weight packing to load time, checked against the unpartitioned mo
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pytest
 import tvm
@@ -68,11 +70,47 @@ def test_the_template_leaves_other_kernels_alone(kmod):
     assert templates.schedule(conv(8, 32, 8), tvm.target.Target({"kind": "cuda", "arch": "sm_90"})) is None
 
 
+def elementwise(shape, kind):
+    def build():
+        x = relax.Var("x", relax.TensorType(shape, "float32"))
+        if kind == "concat":  # DenseNet's: a dense block's features joined along the channels
+            y = relax.Var("y", relax.TensorType(shape, "float32"))
+            return [x, y], relax.op.concat([x, y], axis=1)
+        m = relax.Var("m", relax.TensorType((1, shape[1], 1, 1), "float32"))
+        if kind == "batch_norm":  # an unfolded batch norm, then ReLU: DenseNet's pre-activation
+            y = relax.op.add(relax.op.multiply(relax.op.divide(relax.op.subtract(x, m), m), m), m)
+            return [x, m], relax.op.nn.relu(y)
+        return [x, m], relax.op.multiply(relax.op.sigmoid(x), relax.op.tanh(relax.op.add(x, m)))
+
+    return kernel(build)
+
+
+@pytest.mark.parametrize("shape,kind", [
+    ((1, 32, 28, 28), "batch_norm"),
+    ((1, 24, 27, 27), "gates"),  # rows not a whole number of vectors
+    ((1, 64, 64, 64), "concat"),  # moves data only: 524,288 output elements
+])
+def test_the_elementwise_template_computes_what_the_default_schedule_computes(shape, kind):
+    kmod = elementwise(shape, kind)
+    assert templates.label(kmod, TARGET) == templates.ELEMENTWISE_LABEL
+    func = templates.schedule(kmod, TARGET)
+    text = func.script()
+    blocks = [b for b in re.findall(r'T\.sblock\("(\w+)"\)', text) if b != "root"]
+    assert "T.parallel" in text and len(blocks) == 1  # the producers inlined into the one output
+    np.testing.assert_allclose(run(func), run(kmod["main"]), rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("shape,kind", [((1, 4, 8, 8), "gates"), ((1, 16, 32, 32), "concat")])
+def test_small_elementwise_kernels_keep_the_default_schedule(shape, kind):
+    # a parallel launch costs more than it saves below MIN_ELEMENTS, and a copy below MIN_MOVED_ELEMENTS
+    assert templates.schedule(elementwise(shape, kind), TARGET) is None
+
+
 def test_a_build_packs_the_weights_once_at_load_and_matches_the_unpartitioned_model(tmp_path):
     model = frontend.load("resnet18", **SMALL["resnet18"])
     compiled = compile_model(model, parse_devices("cpu,cpu"), "equal", tuning_db=str(tmp_path / "no-database"))
     labels = kernel_schedules(compiled.build.module)
-    conv_kernels = [k for k, v in labels.items() if v == templates.LABEL]
+    conv_kernels = [k for k, v in labels.items() if v == templates.CONV_LABEL]
     packing = [k for k, v in labels.items() if v.startswith("packs weights")]
     assert conv_kernels and len(packing) == len(conv_kernels)  # both halves of every split conv
     calls = kernel_calls(compiled.build.module)

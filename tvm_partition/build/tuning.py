@@ -482,9 +482,9 @@ def transfer_index(folders: list[str]):
 
 @dataclasses.dataclass
 class Schedules:
-    """Where a build's kernels get their schedules: a direct convolution the hand-written CPU
-    schedule (:mod:`tvm_partition.build.templates`: faster than this machine's tuned records of
-    the same kernels, 1.1 ms against 1.5-3.4 ms on ResNet-18's 3x3 convolutions), else a record of
+    """Where a build's kernels get their schedules: a direct convolution or an element-wise kernel
+    a hand-written CPU schedule (:mod:`tvm_partition.build.templates`: faster than this machine's
+    tuned records of the same convolutions, 1.1 ms against 1.5-3.4 ms on ResNet-18's 3x3 ones), else a record of
     this kernel in ``db`` (this machine's database), else a transfer from any record of the same
     computation at other extents (``index``: this database and the shipped ones,
     :mod:`tvm_partition.build.transfer`), else TVM's default schedule. ``path`` is ``db``'s folder
@@ -498,12 +498,13 @@ class Schedules:
     stamp: str = ""
     #: the source each kernel was scheduled from: ``{target kind|signature: [(main extents, Source)]}``
     chosen: dict = dataclasses.field(default_factory=dict)
-    #: direct convolutions get the hand-written schedule (off where records alone are asked for)
+    #: direct convolutions and element-wise kernels get the hand-written schedules (off where
+    #: records alone are asked for)
     templates: bool = True
 
     def schedule(self, kmod: tvm.IRModule, target) -> tuple[tvm.tirx.PrimFunc | None, str]:
         """``(scheduled kernel or None, label)``: label ``tuned``, ``transferred from DB: KERNEL``,
-        :data:`tvm_partition.build.templates.LABEL` or ``default`` (then the kernel is None: keep
+        :func:`tvm_partition.build.templates.label` or ``default`` (then the kernel is None: keep
         TVM's default schedule)."""
         func, label, _ = self._choose(kmod, target)
         return func, label
@@ -514,7 +515,7 @@ class Schedules:
         from .transfer import innermost_tiles
 
         _, label, source = self._choose(kmod, target)
-        if label == templates.LABEL:
+        if label.startswith("template"):
             return templates.inner_tiles(kmod, target)
         return {} if source is None else innermost_tiles(kmod, source)
 
@@ -523,7 +524,7 @@ class Schedules:
 
         templated = templates.schedule(kmod, target) if self.templates else None
         if templated is not None:
-            return templated, templates.LABEL, None
+            return templated, templates.label(kmod, target), None
         blocks = blocks_of(kmod)
         # siblings are looked up per target kind: a CPU trace never lands on a GPU kernel
         extents, sig = blocks[main_block(blocks)].extents, f"{target.kind.name}|{signature(blocks)}"
@@ -566,8 +567,8 @@ class Schedules:
 
 #: The version of :mod:`tvm_partition.build.transfer`'s replay rules, in every :class:`Schedules`
 #: stamp: 2 keeps the parallel loop of a part (:func:`tvm_partition.build.transfer.fit_tile`),
-#: 3 schedules direct convolutions by :mod:`tvm_partition.build.templates`.
-TRANSFER_RULES = 3
+#: 3 schedules direct convolutions by :mod:`tvm_partition.build.templates`, 4 element-wise kernels too.
+TRANSFER_RULES = 4
 
 
 def open_schedules(path: str | None, transfer: bool = True) -> Schedules:
