@@ -45,14 +45,15 @@ def one(model: str, budget: float, repeat: int, work: str) -> dict:
         labels = json.load(f)["kernel_schedules"]
     kinds = [v.split()[0] for v in labels.values()]
     row = {"model": os.path.basename(model), "budget_s": budget, "compile_wall_s": round(wall, 1),
-           "tuned": kinds.count("tuned"), "transferred": kinds.count("transferred"), "default": kinds.count("default"),
+           "tuned": kinds.count("tuned"), "template": kinds.count("template"),
+           "transferred": kinds.count("transferred"), "default": kinds.count("default"),
            "command": " ".join(cmd[1:])}
     row.update(measure_isolated(art, repeat))
     return row
 
 
 def render(rows: list[dict]) -> str:
-    lines = ["| model | tune budget s | compile wall s | median ms | p90 ms | kernels tuned / transferred / default |",
+    lines = ["| model | tune budget s | compile wall s | median ms | p90 ms | kernels tuned / template / transferred / default |",
              "| --- | ---: | ---: | ---: | ---: | --- |"]
     for r in rows:
         if "error" in r:
@@ -60,7 +61,7 @@ def render(rows: list[dict]) -> str:
             continue
         lines.append(f"| {r['model']} | {r['budget_s']:g} | {r['compile_wall_s']:.0f} | "
                      f"{r['measured_median_us'] / 1e3:.1f} | {r['measured_p90_us'] / 1e3:.1f} | "
-                     f"{r['tuned']} / {r['transferred']} / {r['default']} |")
+                     f"{r['tuned']} / {r.get('template', 0)} / {r['transferred']} / {r['default']} |")
     return "\n".join(lines) + "\n"
 
 
@@ -86,19 +87,24 @@ def main(argv=None) -> int:
         print(f"error: {missing[0]}: no such file", file=sys.stderr)
         return 2
     rows = []
+    os.makedirs(args.out, exist_ok=True)
     with tempfile.TemporaryDirectory(prefix="tvmp-budget-") as work:
         for model in args.models:
             for budget in budgets:
                 row = one(model, budget, args.repeat, work)
                 rows.append(row)
                 print(render([row]).splitlines()[-1], flush=True)
-    os.makedirs(args.out, exist_ok=True)
-    with open(os.path.join(args.out, "tune_budget.json"), "w", encoding="utf-8") as f:
-        json.dump(rows, f, indent=1)
-    with open(os.path.join(args.out, "tune_budget.md"), "w", encoding="utf-8") as f:
-        f.write(render(rows))
+                _save(rows, args.out)  # after every row: an hour of tuning is not lost to a later crash
     print(render(rows))
     return 0
+
+
+def _save(rows: list[dict], out: str) -> None:
+    for name, text in (("tune_budget.json", json.dumps(rows, indent=1)), ("tune_budget.md", render(rows))):
+        path = os.path.join(out, name)
+        with open(path + ".tmp", "w", encoding="utf-8") as f:
+            f.write(text)
+        os.replace(path + ".tmp", path)
 
 
 if __name__ == "__main__":
