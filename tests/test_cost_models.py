@@ -469,3 +469,25 @@ def test_transfers_are_interpolated_between_measured_sizes():
     assert interpolate(pts, 0) == 1.0  # below the smallest: its time
     assert interpolate(pts, 7 << 20) == pytest.approx(340.0 + 290.0)  # past the largest: the last slope
 
+
+
+def test_an_op_never_profiled_costs_at_least_streaming_its_bytes(tmp_path, monkeypatch):
+    """XGBoost's answer for an op nobody profiled is floored at half a measured copy of the op's
+    bytes (interpolated: cache-resident sizes at cache speed, larger ones at the memory's)."""
+    from tvm_partition.cost_models import profiled
+
+    log = ProfileLog(str(tmp_path))
+    for nbytes, us in [(1 << 20, 50.0), (64 << 20, 8000.0)]:
+        log.append({"type": "comm", "comm": "copy", "src": "cpu", "dst": "cpu", "bytes": nbytes, "mean_us": us,
+                    "std_us": 0.0, "repeats": 1})
+    cm = ProfiledCostModel(str(tmp_path))
+    assert cm.stream_floor(64 << 20, "cpu") == 4000.0 and cm.stream_floor(1 << 20, "cpu") == 25.0
+    assert cm.stream_floor(64 << 20, "gpu") == 0.0  # no GPU bandwidth measured this way
+    op = next(o for o in OpGraph(mlp_model(batch=16).mod).ops.values() if o.kind == "matmul")
+    floor = cm.stream_floor(op.bytes, "cpu")
+    monkeypatch.setattr(cm, "regressor", lambda kind: "a regressor")
+    for guess, source in [(floor / 10, "analytic"), (floor * 10, "xgboost")]:
+        cm._xgb_whole.clear()
+        monkeypatch.setattr(profiled.xgb, "predict", lambda model, rows, guess=guess: [guess])
+        est = cm.estimate(op, "cpu")
+        assert est.source == source and est.us == pytest.approx(max(guess, floor))

@@ -15,7 +15,9 @@ elsewhere (the issue's "composite"), each answer saying which it used.
   alone). Fitted instead, the whole LSTM gate kernels came out 21-50% above their own measurement
   (a linear fit over batch 1-1024, its parts' transferred schedules among the points; 2026-11-25).
   Ops or axes never profiled go to the device's XGBoost
-  regressor (:mod:`.xgb`), and if the device has no samples at all, to ``fallback``.
+  regressor (:mod:`.xgb`), but never under the time streaming their bytes takes
+  (:meth:`ProfiledCostModel.stream_floor`, labelled ``analytic`` where it decides), and if the
+  device has no samples at all, to ``fallback``.
 * Every CPU sample is scaled by how much slower its model's kernels ran in the VM than alone
   (:class:`Context`, :mod:`tvm_partition.profiling.context`).
 * ``comm_time(bytes, src, dst)``: measured copies between the two device kinds (cpu->cpu is the
@@ -288,11 +290,23 @@ class ProfiledCostModel(CostModel):
             key = (sig, kind)
             if key not in self._xgb_whole:
                 self._xgb_whole[key] = float(xgb.predict(model, [xgb.op_features(op, None)])[0])
-            return Estimate(self._xgb_whole[key] * part_fraction(op, shape), "xgboost")
+            us = self._xgb_whole[key] * part_fraction(op, shape)
+            floor = self.stream_floor(op.bytes * part_fraction(op, shape), kind)
+            return Estimate(us, "xgboost") if us >= floor else Estimate(floor, "analytic")
         if self.fallback is not None:
             return self.fallback.estimate(op, device, shape)
         raise CostModelError(f"no profile of any op on a {kind} in {self.folder}: run "
                              f"tvm-partition profile MODEL --devices cpu,{kind}")
+
+    def stream_floor(self, nbytes: float, kind: str) -> float:
+        """The least time a CPU kernel reading and writing ``nbytes`` in all can take: half of this
+        machine's measured copy of as many bytes (a copy reads and writes each byte), interpolated,
+        so cache-resident sizes cost cache bandwidth and larger ones the memory's (the copy
+        series' last slope). XGBoost learned from kernels whose operands fit in cache, and put
+        ZFNet-512's fully connected layer (1x9216 by 9216x4096: 302 MB of weights read once per
+        run, 21.6 ms measured) at a tenth of its time; 0 where no copies were measured."""
+        pts = self.comm.get(("copy", kind, kind)) if kind == "cpu" else None
+        return interpolate(pts, nbytes) / 2 if pts and nbytes > 0 else 0.0
 
     def comm_estimate(self, nbytes: float, src: str, dst: str) -> Estimate:
         pts = self.comm.get(("copy", device_kind(src, self.devices), device_kind(dst, self.devices)))
