@@ -5,8 +5,8 @@ For every compute kernel a model's CPU build launches (the fused PrimFuncs; data
 keep TVM's default schedule and are not listed), it times the kernel alone with TVM's time
 evaluator built by TVM's default llvm pipeline, with the schedule of the tuning database (or, where
 it has no record of the kernel, the schedule transferred from another record), and with the
-direct-convolution template where that applies (:mod:`tvm_partition.build.templates`, on packed
-weights), and reports the GFLOP/s of the schedule builds run against the machine's peak. The peak is measured with a probe:
+template where one applies (:mod:`tvm_partition.build.templates`: direct convolutions, on packed
+weights, and element-wise kernels), and reports the GFLOP/s of the schedule builds run against the machine's peak. The peak is measured with a probe:
 numpy's float32 matmul (OpenBLAS sgemm, 2048x2048, all cores, best of 5), the fastest GEMM this
 machine can run without TVM. A kernel whose fastest record is TVM's default schedule (tuning
 found nothing faster) is marked "default kept": builds leave it as it is. Unless

@@ -31,7 +31,7 @@ whole on each device and split at the dim and GPU share shown; `tuned+transf. ke
 the build that run their own record of the tuning database + those that run a record of the same
 computation at other extents, transferred (`tvm_partition.build.transfer`: every part of a split, shapes
 never tuned), out of all, and in rows built since the convolution template three counts: tuned +
-template (direct convolutions, `tvm_partition.build.templates`) + transferred; the others run TVM's
+template (direct convolutions and element-wise kernels, `tvm_partition.build.templates`) + transferred; the others run TVM's
 default CPU schedule (dlight on a GPU).
 `tvm-cpu` is the unpartitioned model built by TVM's own CPU flow (`static_shape_tuning` with the
 tuning database, no trials); `onnxruntime` (models given as .onnx files) is the same file on

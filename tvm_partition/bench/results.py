@@ -11,7 +11,7 @@ of :mod:`tvm_partition.bench.ops` (one key op alone) have an ``op`` field and ar
 
 ``tuned_kernels`` is "tuned / all" kernels of the build (their own record of the tuning database),
 ``transferred_kernels`` "transferred / all" (a record of the same computation at other extents,
-:mod:`tvm_partition.build.transfer`), ``template_kernels`` "template / all" (direct convolutions,
+:mod:`tvm_partition.build.transfer`), ``template_kernels`` "template / all" (direct convolutions and element-wise kernels,
 :mod:`tvm_partition.build.templates`; weight packing, run at load, not counted); the others run TVM's default CPU schedule (or dlight on a GPU),
 ``default_compute_kernels`` of them doing arithmetic (the rest only move data).
 
@@ -167,7 +167,7 @@ HEAD = ("strategy", "median ms", "p90 ms", "predicted ms", "pred err", "speedup"
 
 def schedules_cell(row: dict) -> str:
     """``tuned+transferred/all`` kernels of a row (``tuned/all`` for rows measured before transfer,
-    ``tuned+template+transferred/all`` for rows with templated convolutions)."""
+    ``tuned+template+transferred/all`` for rows with templated kernels)."""
     tuned, moved, template = row.get("tuned_kernels"), row.get("transferred_kernels"), row.get("template_kernels")
     if not tuned:
         return "-"

@@ -247,7 +247,7 @@ def explain_schedules(compiled: Compiled) -> list[str]:
     template = [k for k, v in labels.items() if v.startswith("template")]
     where = (f"database {compiled.tuning_db}" if compiled.tuning_db else
              "no tuning database of this machine: tvm-partition tune" if compiled.schedules else "--no-tuning")
-    lines = [f"{len(tuned)} of {len(labels)} kernels tuned ({where}), {len(template)} by the convolution template, "
+    lines = [f"{len(tuned)} of {len(labels)} kernels tuned ({where}), {len(template)} by a template (convolution or element-wise), "
              f"{len(moved)} transferred, {len(labels) - len(tuned) - len(moved) - len(template)} default"]
     lines += [f"  {k}: tuned" for k in tuned] + [f"  {k}: {labels[k]}" for k in template]
     lines += [f"  {k}: {v}" for k, v in moved.items()]
