@@ -90,7 +90,7 @@ def _row(width: int, budget: int) -> int:
 
 def applies(kmod: tvm.IRModule, target) -> bool:
     """Whether :func:`schedule` schedules this kernel (then no tuning record of it is used)."""
-    return label(kmod, target) is not None
+    return schedule(kmod, target) is not None
 
 
 def label(kmod: tvm.IRModule, target) -> str | None:
@@ -104,7 +104,7 @@ def inner_tiles(kmod: tvm.IRModule, target) -> dict[int, int]:
     """``{spatial axis: innermost tile}`` of the schedule (as
     :func:`tvm_partition.build.transfer.innermost_tiles`): a convolution's output channels (axis 1)
     in whole vectors (its row tile fits any width: a divisor of it); none for an element-wise
-    kernel (it vectorises its flattened output, whatever the cut)."""
+    kernel (any cut keeps its loops: the outer ones parallel, the innermost LLVM's)."""
     plan = _plan(kmod, target)
     return {} if plan is None else {1: plan.lanes}
 
