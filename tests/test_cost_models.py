@@ -477,11 +477,13 @@ def test_an_op_never_profiled_costs_at_least_streaming_its_bytes(tmp_path, monke
     from tvm_partition.cost_models import profiled
 
     log = ProfileLog(str(tmp_path))
-    for nbytes, us in [(1 << 20, 50.0), (64 << 20, 8000.0)]:
+    for nbytes, us in [(64, 2.0), (1 << 20, 50.0), (64 << 20, 8000.0)]:
         log.append({"type": "comm", "comm": "copy", "src": "cpu", "dst": "cpu", "bytes": nbytes, "mean_us": us,
                     "std_us": 0.0, "repeats": 1})
     cm = ProfiledCostModel(str(tmp_path))
-    assert cm.stream_floor(64 << 20, "cpu") == 4000.0 and cm.stream_floor(1 << 20, "cpu") == 25.0
+    # the bytes' share of a copy: its fixed cost (the smallest copy's 2 us) taken off, then halved
+    assert cm.stream_floor(64 << 20, "cpu") == 3999.0 and cm.stream_floor(1 << 20, "cpu") == 24.0
+    assert cm.stream_floor(64, "cpu") == 0.0
     assert cm.stream_floor(64 << 20, "gpu") == 0.0  # no GPU bandwidth measured this way
     op = next(o for o in OpGraph(mlp_model(batch=16).mod).ops.values() if o.kind == "matmul")
     floor = cm.stream_floor(op.bytes, "cpu")

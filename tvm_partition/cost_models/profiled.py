@@ -306,11 +306,15 @@ class ProfiledCostModel(CostModel):
         """The least time a CPU kernel reading and writing ``nbytes`` in all can take: half of this
         machine's measured copy of as many bytes (a copy reads and writes each byte), interpolated,
         so cache-resident sizes cost cache bandwidth and larger ones the memory's (the copy
-        series' last slope). XGBoost learned from kernels whose operands fit in cache, and put
-        ZFNet-512's fully connected layer (1x9216 by 9216x4096: 302 MB of weights read once per
-        run, 21.6 ms measured) at a tenth of its time; 0 where no copies were measured."""
+        series' last slope), less the copy's own fixed cost (its smallest size's time: a bound on
+        bandwidth, not on a call; with it, a 5 KB matmul's floor beat XGBoost's answer). XGBoost
+        learned from kernels whose operands fit in cache, and put ZFNet-512's fully connected layer
+        (1x9216 by 9216x4096: 302 MB of weights read once per run, 21.6 ms measured) at a tenth of
+        its time; 0 where no copies were measured."""
         pts = self.comm.get(("copy", kind, kind)) if kind == "cpu" else None
-        return interpolate(pts, nbytes) / 2 if pts and nbytes > 0 else 0.0
+        if not pts or nbytes <= 0:
+            return 0.0
+        return max(0.0, interpolate(pts, nbytes) - interpolate(pts, 0)) / 2
 
     def comm_estimate(self, nbytes: float, src: str, dst: str) -> Estimate:
         pts = self.comm.get(("copy", device_kind(src, self.devices), device_kind(dst, self.devices)))
