@@ -100,11 +100,13 @@ def main(argv=None) -> int:
 
 
 def _save(rows: list[dict], out: str) -> None:
-    for name, text in (("tune_budget.json", json.dumps(rows, indent=1)), ("tune_budget.md", render(rows))):
-        path = os.path.join(out, name)
-        with open(path + ".tmp", "w", encoding="utf-8") as f:
-            f.write(text)
-        os.replace(path + ".tmp", path)
+    from tvm_partition.bench.results import write_json
+
+    write_json(os.path.join(out, "tune_budget.json"), rows)
+    path = os.path.join(out, "tune_budget.md")
+    with open(path + ".tmp", "w", encoding="utf-8") as f:
+        f.write(render(rows))
+    os.replace(path + ".tmp", path)
 
 
 if __name__ == "__main__":

@@ -95,9 +95,8 @@ def applies(kmod: tvm.IRModule, target) -> bool:
 
 def label(kmod: tvm.IRModule, target) -> str | None:
     """The label of the template :func:`schedule` gives ``kmod``, None where none applies."""
-    if _plan(kmod, target) is not None:
-        return CONV_LABEL
-    return ELEMENTWISE_LABEL if _elementwise_outputs(kmod, target) else None
+    done = templated(kmod, target)
+    return None if done is None else done[1]
 
 
 def inner_tiles(kmod: tvm.IRModule, target) -> dict[int, int]:
@@ -155,12 +154,21 @@ def _plan(kmod: tvm.IRModule, target) -> _Plan | None:
 
 def schedule(kmod: tvm.IRModule, target) -> tvm.tirx.PrimFunc | None:
     """``kmod``'s ``main`` (a :func:`tvm_partition.build.tuning.kernel_module`) with the template
-    that applies to it (:func:`label`), None where none does."""
+    that applies to it, None where none does."""
+    done = templated(kmod, target)
+    return None if done is None else done[0]
+
+
+def templated(kmod: tvm.IRModule, target) -> tuple[tvm.tirx.PrimFunc, str] | None:
+    """``(scheduled kernel, its label)`` of the template that applies to ``kmod``, in one pass
+    (a build asks for both for every kernel); None where none applies."""
     plan = _plan(kmod, target)
     if plan is not None:
-        return _schedule_conv(kmod, target, plan)
-    outputs = _elementwise_outputs(kmod, target)
-    return _schedule_elementwise(kmod, target, outputs) if outputs else None
+        func, name = _schedule_conv(kmod, target, plan), CONV_LABEL
+    else:
+        outputs = _elementwise_outputs(kmod, target)
+        func, name = (_schedule_elementwise(kmod, target, outputs) if outputs else None), ELEMENTWISE_LABEL
+    return None if func is None else (func, name)
 
 
 def _schedule_conv(kmod: tvm.IRModule, target, plan: _Plan) -> tvm.tirx.PrimFunc | None:

@@ -522,9 +522,9 @@ class Schedules:
     def _choose(self, kmod, target):
         from .transfer import blocks_of, main_block, provenance, signature, source_of, transfer
 
-        templated = templates.schedule(kmod, target) if self.templates else None
-        if templated is not None:
-            return templated, templates.label(kmod, target), None
+        done = templates.templated(kmod, target) if self.templates else None
+        if done is not None:
+            return (*done, None)
         blocks = blocks_of(kmod)
         # siblings are looked up per target kind: a CPU trace never lands on a GPU kernel
         extents, sig = blocks[main_block(blocks)].extents, f"{target.kind.name}|{signature(blocks)}"
