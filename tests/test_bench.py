@@ -200,7 +200,7 @@ def test_an_op_model_split_matches_the_op_whole():
     graph = OpGraph(model.mod)
     devices = parse_devices("cpu,cpu")
     # the shipped profile of the build machine, whatever machine runs the test: its heaviest op is a matmul
-    cm = default_cost_model(devices, os.path.join(DEFAULT_LOGS, "amd-epyc-2c"))[0]
+    cm = default_cost_model(devices, os.path.join(DEFAULT_LOGS, "amd-epyc-znver3-2c"))[0]
     [(op_id, split)] = bench_ops.heaviest_key_ops(graph, devices, cm, 1)
     om = bench_ops.op_model(model, graph, op_id)
     op = graph.ops[op_id]

@@ -200,7 +200,7 @@ def cli_results(tmp_path_factory):
         "strategy-gpu": ("compile", *LSTM, *CPU2, "--strategy", "gpu", "--check"),
         # the shipped profile of the build machine (a CPU profile, no GPU one), whatever machine runs the test
         "eop-explain": ("compile", *LSTM, "--devices", "cpu,gpu", "--strategy", "eop", "--explain",
-                        "--tuning-logs", os.path.join(REPO, "tuning_logs", "amd-epyc-2c")),
+                        "--tuning-logs", os.path.join(REPO, "tuning_logs", "amd-epyc-znver3-2c")),
         "strategy-unknown": ("compile", *LSTM, "--strategy", "fastest"),
         "free-batch": ("compile", d / "free_batch.onnx", *CPU2, "--strategy", "cpu", "--check"),
         "illegal-softmax": ("compile", d / "softmax.onnx", "--plan", d / "softmax_plan.json"),

@@ -20,7 +20,7 @@ from helpers import mlp_model
 from tvm_partition.cost_models import AnalyticCostModel, DeviceRoofline, patterns
 from tvm_partition.cost_models.logs import ProfileLog, sample_key
 from tvm_partition.cost_models.profiled import ProfiledCostModel
-from tvm_partition.devices import parse_devices
+from tvm_partition.devices import fingerprint_id, hardware_fingerprint, host_cpu_name, parse_devices
 from tvm_partition.ir.graph import OpGraph
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -434,6 +434,20 @@ def test_bundle_runs_with_the_runtime_only_and_imports_back(tmp_path):
     folder = r.stdout.strip().split(" into ")[-1]
     assert len(ProfileLog(folder)) == len(lines)
     assert probe.returncode == 0
+    # a runtime-only TVM cannot name the microarchitecture: the bundle's -mcpu does, so the samples
+    # land in the folder this machine's compiles read
+    assert not any(x["fingerprint"].get("mcpu") for x in lines)
+    assert os.path.basename(folder) == fingerprint_id(), folder
+
+
+def test_the_fingerprint_tells_microarchitectures_of_one_model_name_apart():
+    """Cloud VMs call Zen 3 and Zen 5 both "AMD EPYC": a profile of one must not price the other."""
+    fp = {"cpu": "AMD EPYC", "cores": 2, "gpu": None, "driver": None}
+    assert fingerprint_id(dict(fp, mcpu="znver3")) == "amd-epyc-znver3-2c"
+    assert fingerprint_id(dict(fp, mcpu="znver5")) == "amd-epyc-znver5-2c"
+    assert fingerprint_id(dict(fp, mcpu=None)) == fingerprint_id(fp) == "amd-epyc-2c"  # a runtime-only TVM
+    assert fingerprint_id(dict(fp, mcpu="sapphirerapids", gpu="NVIDIA H100")) == "amd-epyc-sapphirerapids-2c-nvidia-h100"
+    assert hardware_fingerprint()["mcpu"] == host_cpu_name()
 
 
 def test_profile_over_rpc_times_on_the_server_and_logs_here(tmp_path):

@@ -472,7 +472,7 @@ def test_planning_a_gpu_here_uses_a_gpu_machine_profile(tmp_path):
     from tvm_partition.cost_models import default_cost_model
     from tvm_partition.build.tuning import DEFAULT_LOGS
 
-    with open(os.path.join(DEFAULT_LOGS, "amd-epyc-2c", "profile.jsonl")) as f:
+    with open(os.path.join(DEFAULT_LOGS, "amd-epyc-znver3-2c", "profile.jsonl")) as f:
         rec = json.loads(f.readline())
     box = tmp_path / "h100-box"
     box.mkdir()

@@ -309,7 +309,7 @@ def test_a_cpu_session_registers_the_x86_intrinsics_only():
 
 def _small_database(folder, records: int = 40):
     """The first ``records`` records of a shipped database (all its workloads), at ``folder``."""
-    src = os.path.join(REPO, "tuning_logs", "intel-r-xeon-r-processor-2c")
+    src = os.path.join(REPO, "tuning_logs", "intel-r-xeon-r-processor-rocketlake-2c")
     folder.mkdir()
     (folder / "database_workload.json").write_text(open(os.path.join(src, "database_workload.json")).read())
     with open(os.path.join(src, "database_tuning_record.json")) as f:
