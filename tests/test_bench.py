@@ -51,11 +51,12 @@ def test_rows_have_the_schema_and_measured_times(measured):
     out, text = measured
     rows = rows_of(out)
     assert [r["strategy"] for r in rows] == ["cpu", "equal", "tvm-cpu"]
-    from tvm_partition.devices import hardware_fingerprint
+    from tvm_partition.devices import fingerprint_id, hardware_fingerprint
 
     cpu_name = hardware_fingerprint()["cpu"]
     for r in rows:
         assert SCHEMA <= set(r) and "error" not in r, r
+        assert r["machine"] == fingerprint_id()  # with the CPU's -mcpu, which the measuring child cannot ask
         assert r["model"] == "lstm" and r["devices"] == "cpu,cpu"
         assert r["config"] == {"batch": 2, "seq_len": 4, "layers": 2}
         assert 0 < r["measured_median_us"] <= r["measured_p90_us"]
@@ -161,6 +162,10 @@ def test_bundle_measured_by_the_runtime_only_runner_and_imported(tmp_path):
     there = json.loads((bundle / "results.json").read_text())
     assert [m["id"] for m in there] == [r["id"] for r in spec["rows"]]
     assert all(m["measured_median_us"] > 0 and "predicted_us" not in m for m in there)
+    # the runtime-only TVM there cannot name the CPU's microarchitecture: the bundle's -mcpu does
+    from tvm_partition.devices import fingerprint_id
+
+    assert all(m["machine"] == fingerprint_id() for m in there)
     rc, text, err = run_bench("--import", bundle, "--out", res)
     assert rc == 0 and "imported 2 rows" in text, err
     rows = rows_of(res)

@@ -269,8 +269,9 @@ def _llvm_cpu() -> str | None:
         return None
 
 
-def hardware_fingerprint() -> dict:
-    """CPU model, LLVM's name for its microarchitecture (``mcpu``, where TVM's compiler is here),
+def hardware_fingerprint(built_for: str | None = None) -> dict:
+    """CPU model, LLVM's name for its microarchitecture (``mcpu``: where TVM's compiler is here to
+    ask, else ``built_for``, the ``-mcpu`` the kernels a runtime-only TVM runs were compiled for),
     cores, GPU model and driver (where ``nvidia-smi`` answers).
 
     The model name alone does not tell CPUs apart: cloud VMs report a bare "AMD EPYC" for Zen 3
@@ -285,7 +286,7 @@ def hardware_fingerprint() -> dict:
                     break
     except OSError:
         pass
-    fp = {"cpu": cpu_model, "mcpu": _llvm_cpu(), "cores": os.cpu_count() or 1, "gpu": None, "driver": None}
+    fp = {"cpu": cpu_model, "mcpu": _llvm_cpu() or built_for, "cores": os.cpu_count() or 1, "gpu": None, "driver": None}
     if shutil.which("nvidia-smi"):
         try:
             out = subprocess.run(

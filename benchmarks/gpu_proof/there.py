@@ -170,7 +170,7 @@ def cpu_level(flags: set[str]) -> str:
     return best
 
 
-def facts(step: int, out: str, say) -> dict:
+def facts(step: int, out: str, say, kit: dict) -> dict:
     """What this machine is: written to ``facts-STEP.txt`` (commands' output) and
     ``facts-STEP.json`` (the fingerprint the results are filed under, and the CPU level)."""
     import platform
@@ -180,7 +180,7 @@ def facts(step: int, out: str, say) -> dict:
     from tvm_partition.devices import fingerprint_id, hardware_fingerprint, usable_cpus
 
     flags = cpu_flags()
-    fp = hardware_fingerprint()
+    fp = hardware_fingerprint(kit["target_cpu"])  # no LLVM here to name the CPU: the kit's CPU kernels do
     info = {"step": step, "fingerprint": fp, "machine": fingerprint_id(fp), "usable_cpus": usable_cpus(),
             "cpu_level": cpu_level(flags), "avx512": sorted(f for f in flags if f.startswith(("avx512", "amx"))),
             "python": platform.python_version(), "numpy": np.__version__,
@@ -365,7 +365,7 @@ def run_step(work: str, step: int, out: str) -> int:
     say(f"step {step} of {len(steps)}: {', '.join(p['name'] for p in plan['parts'])} within {plan['budget_s']} s; "
         f"kit packed {kit['created']} from {kit['commit']} for {kit['devices']} ({kit['target_cpu']}, {kit['gpu_arch']})")
     prepare(work, say)
-    facts(step, out, say)
+    facts(step, out, say, kit)
     mode = probe_cuda(work, kit, child_env(work, None), out, step, deadline, say)
     env = child_env(work, mode)
     parts = plan["parts"]
@@ -389,7 +389,7 @@ def check(work: str, cid: str, probe: bool = False) -> dict:
     import numpy as np
     import tvm
 
-    from tvm_partition.devices import fingerprint_id, load_cuda_runtime
+    from tvm_partition.devices import fingerprint_id, hardware_fingerprint, load_cuda_runtime
     from tvm_partition.runtime.runner import Runner
 
     kit = load_kit(work)
@@ -404,7 +404,7 @@ def check(work: str, cid: str, probe: bool = False) -> dict:
     ok = err <= entry["tol"] and (not entry.get("needs_split") or entry["splits"] > 0)
     res = {"ok": ok, "max_abs_err": err, "tol": entry["tol"], "splits": entry["splits"],
            "devices": [d.kind for d in runner.devices], "runtime_only": bool(getattr(tvm, "_RUNTIME_ONLY", False)),
-           "machine": fingerprint_id()}
+           "machine": fingerprint_id(hardware_fingerprint(kit["target_cpu"]))}
     if probe:
         res["cuda"] = load_cuda_runtime()
         with open("/proc/self/maps", encoding="utf-8") as f:

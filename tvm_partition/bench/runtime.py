@@ -111,6 +111,7 @@ def run_bundle(bundle: str, repeat: int | None = None, force: bool = False, time
     """Measure every row of a bundle; ``out`` (default ``BUNDLE/results.json``) holds one entry per
     row (``id`` plus :func:`measure`'s fields, or ``error``), rewritten after each."""
     from .results import write_json
+    from ..devices import fingerprint_id, hardware_fingerprint
 
     with open(os.path.join(bundle, BUNDLE_SPEC), encoding="utf-8") as f:
         spec = json.load(f)
@@ -129,6 +130,8 @@ def run_bundle(bundle: str, repeat: int | None = None, force: bool = False, time
             progress(f"[{i}/{len(rows)}] {row['id']}: measured before, skipped")
             continue
         res = {"id": row["id"], **measure_isolated(os.path.join(bundle, row["artifact"]), repeat, timeout_s)}
+        if "error" not in res:  # every row, onnxruntime's too, under the machine its kernels were built for
+            res["machine"] = fingerprint_id(hardware_fingerprint(spec.get("mcpu")))
         results[row["id"]] = res
         write_json(out, list(results.values()))
         what = res.get("error") or f"median {res['measured_median_us'] / 1e3:.3f} ms"

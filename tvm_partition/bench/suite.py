@@ -216,7 +216,11 @@ class Bench:
         from ..build.tuning import open_database
 
         plan = Plan([self.devices[0]], {}, strategy=REFERENCE)
-        db = open_database(self.tuning_db) if self.tuning_db else None
+        db = None
+        if self.tuning_db:  # a machine never tuned: TVM's flow finds nothing to apply (fused, TVM's defaults)
+            from tvm.s_tir.meta_schedule.database import MemoryDatabase
+
+            db = open_database(self.tuning_db) or MemoryDatabase()
         return Compiled(model, None, plan, build_reference(model.mod, plan, db), 0.0, self.tuning_db,
                         self.threads or usable_cpus())
 
@@ -298,6 +302,7 @@ class Bench:
                 row.update(id=results.row_id(row), artifact=os.path.relpath(art, self.export))
                 return row
             row.update(measure_isolated(art, self.repeat, self.timeout))
+            row["machine"] = fingerprint_id()  # this one: the measuring child's runtime-only TVM has no LLVM to name its CPU
             if "error" not in row and self.conditions:
                 row["under"] = self.measure_under(art)
         except Exception as e:  # noqa: BLE001 - a failing strategy is a row, never the end of the run
@@ -422,7 +427,8 @@ def run(args, out: str) -> tuple[list[tuple], int]:
                 rows = results.merge(rows, row)
                 if args.export_bundle:
                     results.write_json(os.path.join(args.export_bundle, BUNDLE_SPEC),
-                                       {"format": 1, "repeat": args.repeat, "rows": rows})
+                                       {"format": 1, "repeat": args.repeat, "mcpu": bench.devices[0].target.get("mcpu"),
+                                        "rows": rows})
                 else:
                     results.save(out, rows)
                 failed += "error" in row

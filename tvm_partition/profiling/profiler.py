@@ -224,8 +224,8 @@ def import_results(results: str, logs: str, bundle: str | None = None, log: Prof
             try:
                 res = json.loads(line)
                 fp = res.get("fingerprint")
-                if fp and not fp.get("mcpu") and spec.get("mcpu"):
-                    fp = res["fingerprint"] = dict(fp, mcpu=spec["mcpu"])
+                if fp and not fp.get("mcpu"):  # timed by a runtime-only TVM: named by what it ran
+                    fp = res["fingerprint"] = dict(fp, mcpu=spec.get("mcpu"))
                 rec = result_record(records, res)
             except (ValueError, KeyError, TypeError, AttributeError):
                 print(f"{results}:{n}: not a result of this bundle, skipped", file=sys.stderr)
