@@ -62,12 +62,27 @@ def test_timing_alone_runs_the_kernel_on_packed_weights():
 
 @pytest.mark.parametrize("kmod", [
     conv(8, 10, 8),  # output channels not a whole number of vectors
-    conv(16, 16, 8, groups=4),  # grouped: another computation
+    conv(16, 16, 8, groups=4),  # grouped, 8 wide: the replayed dense record was as fast
+    conv(68, 68, 28, k=1, groups=2),  # grouped, 28 wide but 34 input channels a group (ShuffleNet's): likewise
     matmul(16, 32, 48),
-], ids=["10-channels", "grouped", "matmul"])
+], ids=["10-channels", "grouped-narrow", "grouped-deep", "matmul"])
 def test_the_template_leaves_other_kernels_alone(kmod):
     assert templates.schedule(kmod, TARGET) is None and not templates.applies(kmod, TARGET)
     assert templates.schedule(conv(8, 32, 8), tvm.target.Target({"kind": "cuda", "arch": "sm_90"})) is None
+
+
+@pytest.mark.parametrize("c,groups,size,k,stride,epilogue", [
+    (8, 8, 30, 3, 1, "bias_relu"),  # depthwise 3x3 (MobileNet-V2's), rows not a multiple of 4
+    (8, 8, 56, 3, 2, "batch_norm"),  # depthwise, strided: 28 wide
+    (16, 4, 28, 1, 1, None),  # grouped 1x1 (ShuffleNet's), 4 input channels a group, no padding
+])
+def test_the_grouped_template_computes_what_the_default_schedule_computes(c, groups, size, k, stride, epilogue):
+    kmod = conv(c, c, size, k, stride, groups=groups, epilogue=epilogue)
+    done = templates.templated(kmod, TARGET)
+    assert done is not None and done[1] == templates.GROUP_LABEL
+    text = done[0].script()
+    assert "T.parallel" in text and "T.vectorized" in text
+    np.testing.assert_allclose(run(done[0]), run(kmod["main"]), rtol=1e-4, atol=1e-4)
 
 
 def elementwise(shape, kind):
