@@ -64,8 +64,15 @@ def test_compile_cli_rejects_a_topology_naming_other_devices(tmp_path, capsys):
 def test_joint_split_and_placement_plan_compiles_and_matches():
     from tvm_partition.plan import Split
 
+    from tvm_partition.cost_models import AnalyticCostModel, DeviceRoofline
+
     model = mlp_model(batch=64, d_in=256, d_hidden=1024, d_out=16)  # a chain: only splits use both CPUs
-    compiled = compile_model(model, parse_devices("cpu,cpu"), "milp", time_limit=3, split_ratios=(0.25, 0.5, 0.75))
+    # two CPUs that run at once over a cheap link, whatever this machine's profile says of its own
+    # two virtual CPUs (one thread runs both: no split gains there, and a profiled model knows it)
+    equal = DeviceRoofline(100.0, 20.0, 0.1)
+    cost = AnalyticCostModel({"cpu": equal, "cpu1": equal}, default_link=(50.0, 0.2))
+    compiled = compile_model(model, parse_devices("cpu,cpu"), "milp", time_limit=3, split_ratios=(0.25, 0.5, 0.75),
+                             cost_model=cost)
     kinds = {type(d) for d in compiled.plan.ops.values()}
     assert Split in kinds, "two equal CPUs: the MILP splits the big matmul"
     err, tol = check(compiled)
