@@ -507,3 +507,21 @@ def test_an_op_never_profiled_costs_at_least_streaming_its_bytes(tmp_path, monke
         monkeypatch.setattr(profiled.xgb, "predict", lambda model, rows, guess=guess: [guess])
         est = cm.estimate(op, "cpu")
         assert est.source == source and est.us == pytest.approx(max(guess, floor))
+
+
+def test_a_sample_is_the_median_of_its_repeats_so_one_preempted_repeat_does_not_count():
+    """A repeat in which the process lost its CPU for a tick: five repeats of 4 us and one of 50 us
+    time 4 us, not the mean's 11.7 (one such repeat priced an LSTM gate kernel 3.3x its time)."""
+    from tvm_partition.cost_models import timing
+
+    class Lib:
+        def __getitem__(self, name):
+            return lambda *args: None
+
+        def time_evaluator(self, name, dev, number, repeat, min_repeat_ms):
+            return lambda *args: type("Result", (), {"results": [4e-6] * 5 + [50e-6]})()
+
+    import tvm
+
+    us, _, n = timing.time_kernel(Lib(), "k", [[[4], "float32"]], tvm.cpu())
+    assert n == 6 and us == pytest.approx(4.0)

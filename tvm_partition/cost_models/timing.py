@@ -37,6 +37,12 @@ REPEAT = 5
 ARG_STD = 0.3
 MIN_REPEAT_MS = 10
 COPY_REPEAT = 20
+#: A sample's time (the log's ``mean_us``) is the median of its repeats, not their mean: a repeat in
+#: which the VM's neighbours preempted the process for a tick counts once, not by its length. One
+#: such repeat, it seems (the mean of five repeats at 3.9 us and one near 50 us), put an LSTM gate
+#: kernel at 13.0 us where its 15-row part took 3.9 and the kernel runs 3.9-5.5 timed again: the
+#: LSTM was predicted 39% over (amd-epyc-znver5-2c, 2026-11-25).
+SUMMARY = statistics.median
 
 
 def device(kind: str, index: int = 0, session=None):
@@ -60,7 +66,7 @@ def random_tensor(shape, dtype, dev, rng):
 
 
 def time_kernel(lib, name: str, args_spec: list, dev, repeat: int = REPEAT, min_repeat_ms: int = MIN_REPEAT_MS):
-    """``(mean_us, std_us, repeats)`` of kernel ``name`` of ``lib`` on ``dev``."""
+    """``(median_us, std_us, repeats)`` of kernel ``name`` of ``lib`` on ``dev`` (:data:`SUMMARY`)."""
     rng = np.random.default_rng(0)
     args = [random_tensor(shape, dtype, dev, rng) for shape, dtype in args_spec]
     f = lib[name]
@@ -68,11 +74,11 @@ def time_kernel(lib, name: str, args_spec: list, dev, repeat: int = REPEAT, min_
     dev.sync()
     ev = lib.time_evaluator(name, dev, number=1, repeat=repeat, min_repeat_ms=min_repeat_ms)
     res = [float(r) * 1e6 for r in ev(*args).results]
-    return statistics.fmean(res), (statistics.stdev(res) if len(res) > 1 else 0.0), len(res)
+    return SUMMARY(res), (statistics.stdev(res) if len(res) > 1 else 0.0), len(res)
 
 
 def time_launches(path: str, kernels: int, dev, repeat: int = COPY_REPEAT):
-    """``(mean_us, std_us, repeats)`` per kernel of the VM running the chain of ``kernels``
+    """``(median_us, std_us, repeats)`` per kernel of the VM running the chain of ``kernels``
     one-element kernels exported at ``path`` (:func:`tvm_partition.profiling.samples.launch_function`)."""
     import tvm
     from tvm.runtime import vm as rvm
@@ -87,11 +93,11 @@ def time_launches(path: str, kernels: int, dev, repeat: int = COPY_REPEAT):
         vm["main"](x)
         dev.sync()
         res.append((time.perf_counter() - t0) * 1e6 / kernels)
-    return statistics.fmean(res), statistics.stdev(res), len(res)
+    return SUMMARY(res), statistics.stdev(res), len(res)
 
 
 def time_copy(nbytes: int, src, dst, repeat: int = COPY_REPEAT):
-    """``(mean_us, std_us, repeats)`` of copying a float32 tensor of ``nbytes`` from ``src`` to ``dst``."""
+    """``(median_us, std_us, repeats)`` of copying a float32 tensor of ``nbytes`` from ``src`` to ``dst``."""
     import tvm
 
     n = max(1, nbytes // 4)
@@ -108,7 +114,7 @@ def time_copy(nbytes: int, src, dst, repeat: int = COPY_REPEAT):
         dst.sync()
         src.sync()
         res.append((time.perf_counter() - t0) * 1e6)
-    return statistics.fmean(res), statistics.stdev(res), len(res)
+    return SUMMARY(res), statistics.stdev(res), len(res)
 
 
 def run_bundle(bundle: str, out: str | None, done: set | None = None, progress=None, on_result=None,
