@@ -243,26 +243,18 @@ def _schedule_conv(kmod: tvm.IRModule, target, plan: _Plan) -> tvm.tirx.PrimFunc
     import tvm.s_tir.meta_schedule as ms
 
     func = kmod["main"].with_attr("layout_free_buffers", [plan.weight])
-    sch = tvm.s_tir.Schedule(tvm.IRModule({"main": func}))
-    conv = sch.get_sblock(_CONV)
-    for name in plan.epilogue[:-1]:
-        sch.compute_inline(sch.get_sblock(name))
+    sch, conv = _opened(func, _CONV, plan.epilogue)
     n, f, y, x, rc, ry, rx = sch.get_loops(conv)
     f_o, f_i = sch.split(f, [None, plan.lanes])
     x_o, x_i = sch.split(x, [None, plan.row])
     sch.reorder(n, f_o, y, x_o, rc, ry, rx, x_i, f_i)
     acc = sch.cache_write(conv, 0, "local")
     sch.transform_layout(conv, ("write", 0), lambda a, b, c, d: (a, c, d, b))
-    sch.reverse_compute_at(acc, x_o)
-    if plan.epilogue:
-        sch.reverse_compute_at(sch.get_sblock(plan.epilogue[-1]), x_o)
+    _per_tile(sch, acc, x_o, plan.epilogue)
     sch.parallel(sch.fuse(n, f_o, y))
     sch.vectorize(f_i)
     sch.unroll(x_i)
-    sch.decompose_reduction(conv, rc)
-    if plan.padded:
-        loops = sch.get_loops(sch.get_sblock("pad_temp"))
-        sch.parallel(sch.fuse(loops[0], loops[1]))
+    _reduction_and_padding(sch, conv, rc, plan.padded)
     ctx = ms._ffi_api.TuneContext(sch.mod, target, None, None, "template", 1, -1, None)  # noqa: SLF001
     pack = ms.postproc.RewriteLayout()
     pack._initialize_with_tune_context(ctx)  # noqa: SLF001 - MetaSchedule's own set-up call
@@ -275,28 +267,41 @@ def _schedule_group(kmod: tvm.IRModule, plan: _GroupPlan) -> tvm.tirx.PrimFunc:
     """The grouped-convolution schedule: ``n f y_o x_o | rc ry rx | y_i x_i``, ``x_i`` a row
     segment (vectorised), ``y_i`` the tile's rows (unrolled), accumulated in a ``local`` tile; the
     window loops unrolled; ``n f y_o`` one parallel loop; the epilogue computed per tile."""
-    sch = tvm.s_tir.Schedule(tvm.IRModule({"main": kmod["main"]}))
-    conv = sch.get_sblock(_GROUP)
-    for name in plan.epilogue[:-1]:
-        sch.compute_inline(sch.get_sblock(name))
+    sch, conv = _opened(kmod["main"], _GROUP, plan.epilogue)
     n, f, y, x, rc, ry, rx = sch.get_loops(conv)
     y_o, y_i = sch.split(y, [None, plan.rows])
     x_o, x_i = sch.split(x, [None, plan.row])
     sch.reorder(n, f, y_o, x_o, rc, ry, rx, y_i, x_i)
-    acc = sch.cache_write(conv, 0, "local")
-    sch.reverse_compute_at(acc, x_o)
-    if plan.epilogue:
-        sch.reverse_compute_at(sch.get_sblock(plan.epilogue[-1]), x_o)
+    _per_tile(sch, sch.cache_write(conv, 0, "local"), x_o, plan.epilogue)
     sch.parallel(sch.fuse(n, f, y_o))
     sch.vectorize(x_i)
-    sch.unroll(y_i)
-    sch.unroll(rx)
-    sch.unroll(ry)
-    sch.decompose_reduction(conv, rc)
-    if plan.padded:
+    for loop in (y_i, rx, ry):
+        sch.unroll(loop)
+    _reduction_and_padding(sch, conv, rc, plan.padded)
+    return sch.mod["main"].with_attr("tirx.is_scheduled", True)
+
+
+def _opened(func: tvm.tirx.PrimFunc, block: str, epilogue: tuple[str, ...]):
+    """``(schedule of func, its convolution block)``, every epilogue block but the last inlined."""
+    sch = tvm.s_tir.Schedule(tvm.IRModule({"main": func}))
+    for name in epilogue[:-1]:
+        sch.compute_inline(sch.get_sblock(name))
+    return sch, sch.get_sblock(block)
+
+
+def _per_tile(sch, acc, tile_loop, epilogue: tuple[str, ...]) -> None:
+    """The accumulator written back, and the (last) epilogue block computed, per register tile."""
+    sch.reverse_compute_at(acc, tile_loop)
+    if epilogue:
+        sch.reverse_compute_at(sch.get_sblock(epilogue[-1]), tile_loop)
+
+
+def _reduction_and_padding(sch, conv, init_loop, padded: bool) -> None:
+    """The accumulator's zeroing split off above the reduction, the padding a parallel stage."""
+    sch.decompose_reduction(conv, init_loop)
+    if padded:
         loops = sch.get_loops(sch.get_sblock("pad_temp"))
         sch.parallel(sch.fuse(loops[0], loops[1]))
-    return sch.mod["main"].with_attr("tirx.is_scheduled", True)
 
 
 def _elementwise_outputs(kmod: tvm.IRModule, target) -> tuple[str, ...]:
