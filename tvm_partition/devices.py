@@ -259,7 +259,6 @@ def gpu_available() -> bool:
 
 
 @functools.lru_cache(maxsize=None)
-@functools.lru_cache(maxsize=None)
 def _llvm_cpu() -> str | None:
     """LLVM's name for this CPU where TVM's compiler is here to say it, else None (a runtime-only
     TVM has no LLVM)."""
@@ -269,6 +268,7 @@ def _llvm_cpu() -> str | None:
         return None
 
 
+@functools.lru_cache(maxsize=None)
 def hardware_fingerprint(built_for: str | None = None) -> dict:
     """CPU model, LLVM's name for its microarchitecture (``mcpu``: where TVM's compiler is here to
     ask, else ``built_for``, the ``-mcpu`` the kernels a runtime-only TVM runs were compiled for),

@@ -35,15 +35,16 @@ vector width; anything else keeps the transferred or default schedule.
 
 Grouped and depthwise convolutions (TOPI's ``group_conv2d_nchw``: MobileNet-V2's depthwise 3x3s,
 ShuffleNet's grouped 1x1s). Why: no record of them exists, so they ran a dense convolution's record
-replayed onto their loop nest, 14-30 GFLOP/s-equivalent: MobileNet-V2's depthwise convolutions
-took 1.6 of its 6.7 ms (amd-epyc-znver5-2c, 2026-11-25). A channel has too few inputs for a vector
+replayed onto their loop nest: MobileNet-V2's four largest depthwise convolutions took 217-649 us
+each, slower than TVM's naive default schedule (141-242), and its depthwise kernels about 2 of its
+6.7 ms (``run --kernels``; amd-epyc-znver5-2c, 2026-11-25). A channel has too few inputs for a vector
 of output channels, so this schedule vectorises along the output row instead: a register tile of
 ``rows`` output rows x one row segment (the largest divisor of the width up to a vector),
 accumulated over the group's input channels and the window, each weight broadcast; the loops
 over batch, channels and row blocks one parallel loop, the padding a parallel stage of its own.
 Where it pays (each kernel alone, 2 threads): outputs at least :data:`MIN_GROUP_WIDTH` wide with at
-most :data:`MAX_GROUP_CHANNELS` input channels per group: a 32-channel 112x112 depthwise 268 -> 47 us,
-a stride-2 96-channel one 478 -> 228 us; on 14- and 7-wide maps, and for ShuffleNet's groups of
+most :data:`MAX_GROUP_CHANNELS` input channels per group: a 32-channel 112x112 depthwise 258 -> 49 us,
+a stride-2 96-channel one 649 -> 229 us (BENCHMARKS.md); on 14- and 7-wide maps, and for ShuffleNet's groups of
 34-136 input channels, the replayed dense record was as fast or faster (up to 2x), so those keep it.
 
 Element-wise kernels (every block spatial: an imported model's unfolded batch norm + ReLU, concats,
