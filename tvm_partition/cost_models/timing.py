@@ -137,7 +137,7 @@ def run_bundle(bundle: str, out: str | None, done: set | None = None, progress=N
         load_cuda_runtime()  # a runtime-only TVM sees no GPU without it
     done = done or set()
     count = 0
-    fp = fingerprint or hardware_fingerprint()
+    fp = fingerprint or hardware_fingerprint(spec.get("mcpu"))  # no LLVM in a runtime-only TVM: its kernels' -mcpu
 
     def emit(line):
         if out is not None:

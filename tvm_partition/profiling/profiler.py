@@ -124,7 +124,7 @@ def write_bundle(folder: str, pending: list[Pending], schedules=None, progress=N
     from ..ir.split_rules import IllegalSplit
 
     os.makedirs(folder, exist_ok=True)
-    # the CPU kernels' -mcpu names the results' machine where its runtime-only TVM cannot (no LLVM)
+    # the CPU kernels' -mcpu names the timing machine where its runtime-only TVM cannot (no LLVM)
     mcpu = next((p.device.target.get("mcpu") for p in pending if p.device is not None and p.device.kind == "cpu"), None)
     spec = {"format": BUNDLE_FORMAT, "libraries": [], "copies": [], "launches": [], "records": {}, "skipped": 0,
             "mcpu": mcpu}
@@ -216,20 +216,17 @@ def import_results(results: str, logs: str, bundle: str | None = None, log: Prof
     if not os.path.exists(spec_path):
         raise FileNotFoundError(f"{spec_path}: the results must sit in (or next to) the bundle folder they came from")
     with open(spec_path, encoding="utf-8") as f:
-        spec = json.load(f)
-    records = spec["records"]
+        records = json.load(f)["records"]
     added, folder, logs_by_fp = 0, None, {}
     with open(results, encoding="utf-8") as f:
         for n, line in enumerate(f, 1):
             try:
                 res = json.loads(line)
-                fp = res.get("fingerprint")
-                if fp and not fp.get("mcpu"):  # timed by a runtime-only TVM: named by what it ran
-                    fp = res["fingerprint"] = dict(fp, mcpu=spec.get("mcpu"))
                 rec = result_record(records, res)
-            except (ValueError, KeyError, TypeError, AttributeError):
+            except (ValueError, KeyError, TypeError):
                 print(f"{results}:{n}: not a result of this bundle, skipped", file=sys.stderr)
                 continue
+            fp = res.get("fingerprint")
             folder = log.folder if log is not None else os.path.join(logs, fingerprint_id(fp) if fp else fingerprint_id())
             (log or logs_by_fp.setdefault(folder, ProfileLog(folder))).append(rec)
             added += 1
