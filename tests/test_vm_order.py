@@ -32,11 +32,14 @@ CPU_GPU = parse_devices("cpu,gpu")
 ZOO = [("lstm", "equal"), ("gru", "equal"), ("gru", "eop"), ("bert", "equal"), ("bert", "eop"),
        ("bert-tiny", "equal"), ("resnet18", "equal"), ("mobilenetv2", "equal")]
 HEAVY = [("bert-tiny", "eop"), ("resnet18", "eop"), ("mobilenetv2", "eop")]
-#: Plans whose program departs from the simulated order (docs/ARCHITECTURE.md, "TVM 0.27 facts",
-#: FuseOps), each launching a GPU part before a copy its CPU part waits for: LSTM's eop plan (the
-#: last step's gate matmuls, regrouped) and Inception-v3's equal plan (op 105, a 1x1 convolution
-#: of the joined 1280 channels, moved ahead of the copy of its input to the CPU).
-DEPARTS = [("lstm", "eop"), pytest.param("inception_v3", "equal", marks=pytest.mark.heavy)]
+#: Plans whose program departed from the simulated order before FenceCopies (docs/ARCHITECTURE.md,
+#: "TVM 0.27 facts", FuseOps), each launching a GPU part before a copy its CPU part waits for:
+#: LSTM's eop plan (the last step's gate matmuls, regrouped) and Inception-v3's equal plan (op 105,
+#: a 1x1 convolution of the joined 1280 channels, moved ahead of the copy of its input to the CPU).
+DEPARTED = [("lstm", "eop"), pytest.param("inception_v3", "equal", marks=pytest.mark.heavy)]
+
+#: ``FuseOps`` with nothing fenced, as builds ran before FenceCopies
+UNFENCED = tvm.transform.module_pass(lambda m, _: m, opt_level=0)
 
 
 def _program(compiled):
@@ -79,7 +82,7 @@ def test_the_checks_report_a_serialising_order():
         align([copy], [Step("copy", "cpu->gpu", "%1")])
 
 
-@pytest.mark.parametrize("model,plan", ZOO + [pytest.param(*p, marks=pytest.mark.heavy) for p in HEAVY])
+@pytest.mark.parametrize("model,plan", ZOO + DEPARTED + [pytest.param(*p, marks=pytest.mark.heavy) for p in HEAVY])
 def test_split_ops_overlap_in_the_compiled_program(model, plan):
     compiled = cpu_gpu_build(model, plan)
     simulated = simulated_steps(compiled.graph, simulate(compiled.graph, compiled.plan, comparable()))
@@ -90,16 +93,18 @@ def test_split_ops_overlap_in_the_compiled_program(model, plan):
     assert splits and split_parts(labelled, CPU_GPU).keys() == splits.keys()  # every split op found
 
 
-@pytest.mark.xfail(raises=OrderMismatch, strict=True, reason="FuseOps reorders split parts (reported, issue 19)")
-@pytest.mark.parametrize("model,plan", DEPARTS)
-def test_split_ops_fuseops_still_reorders(model, plan):
-    _program(cpu_gpu_build(model, plan))
+def test_fuseops_unfenced_reorders_split_parts(monkeypatch):
+    """The oracle of FenceCopies: without it, the check reports LSTM's eop plan (the bug it fixed)."""
+    monkeypatch.setattr(executable, "FenceCopies", lambda: UNFENCED)
+    with pytest.raises(OrderMismatch):
+        _program(cpu_gpu_build.__wrapped__("lstm", "eop"))
 
 
 def test_a_join_fused_into_a_part_is_reported(monkeypatch):
     """Without KeepJoinsApart, FuseOps fused the GRU's last CPU part with the concat after the
     copy back: the CPU part ran after the copy, which waits for the GPU part."""
-    monkeypatch.setattr(executable, "keep_joins_apart", tvm.transform.module_pass(lambda m, _: m, opt_level=0))
+    monkeypatch.setattr(executable, "keep_joins_apart", UNFENCED)
+    monkeypatch.setattr(executable, "FenceCopies", lambda: UNFENCED)  # the copy before the join fences it too
     compiled = compile_model(frontend.load("gru", **SMALL["gru"]), CPU_GPU, "equal")
     assert any("concatenate" in s.label and "join" not in s.label
                for s in program_steps(compiled.build.executable, compiled.build.kernel_devices, CPU_GPU))
@@ -116,6 +121,7 @@ def test_a_slice_hoisting_a_gpu_part_before_a_copy_is_reported(monkeypatch):
 
     monkeypatch.setattr(_Emitter, "prefetch", lambda self, x, dev, region: self.get(x, dev, region))
     monkeypatch.setattr(Run, "prefetch", lambda self, x, dev, region: self.get(x, dev, region))
+    monkeypatch.setattr(executable, "FenceCopies", lambda: UNFENCED)  # which now keeps the slice after the copy too
     compiled = compile_model(frontend.load("bert", **SMALL["bert"]), CPU_GPU, "equal")
     with pytest.raises(OrderMismatch, match="on gpu"):
         _program(compiled)

@@ -8,7 +8,8 @@ Pipeline (DESIGN.md, "TVM facts"):
    run once at load time, never per inference;
 4. TVM's fusion (the ``zero`` pipeline: LegalizeOps, AnnotateTIROpPattern, FoldConstant, FuseOps,
    FuseTIR), with the concats joining a split op's parts kept out of fused groups
-   (:mod:`tvm_partition.passes.joins`);
+   (:mod:`tvm_partition.passes.joins`) and no kernel fused or moved across a cross-device copy
+   (:mod:`tvm_partition.passes.fences`);
 5. :func:`attach_targets` — every PrimFunc gets the target of the device it runs on (FuseTIR
    drops the attribute, and a CUDA kernel without it silently compiles as host code);
 6. dlight GPU schedules for the CUDA kernels (a CUDA PrimFunc without a schedule has no CUDA module);
@@ -28,7 +29,7 @@ from tvm import relax
 
 from ..devices import DeviceSpec
 from ..errors import TvmPartitionError
-from ..passes import ApplyPlan, PropagateVDevice, keep_joins_apart
+from ..passes import ApplyPlan, FenceCopies, PropagateVDevice, keep_joins_apart
 from ..plan import Plan
 from .tuning import apply_schedules, schedule_gpu, tuning_target
 
@@ -131,6 +132,7 @@ def lower(mod: tvm.IRModule, plan: Plan, graph=None, schedules=None) -> tuple[tv
             relax.transform.AnnotateTIROpPattern(),
             keep_joins_apart,  # a split op's parts stay apart from the concat joining them
             relax.transform.FoldConstant(),
+            FenceCopies(),  # no kernel fused or moved across a cross-device copy
             relax.transform.FuseOps(),
             relax.transform.FuseTIR(),
         ]

@@ -120,7 +120,7 @@ def _runs(simulated: Step, program: Step) -> bool:
     movement = _MOVEMENT.match(program.label)
     if _fusable(simulated):
         return bool(movement) and movement.group(1).startswith("strided" if simulated.task == "slice" else "concat")
-    return not movement or simulated.op_kind in ("strided_slice", "concatenate")
+    return not movement or simulated.op_kind in ("strided_slice", "concat")
 
 
 def _align_kernels(simulated: list[tuple[int, Step]], program: list[tuple[int, Step]]) -> dict[int, int] | None:

@@ -26,6 +26,23 @@ def whole_device(graph: OpGraph, plan: Plan, op_id: str) -> str | None:
     return dec.device if isinstance(dec, OnDevice) else None
 
 
+def fed_across(graph: OpGraph, plan: Plan, op_id: str) -> bool:
+    """Whether op ``op_id``, placed whole, reads a tensor made on another device or by a split op
+    (or by a view that follows one): the program copies or joins it before the op's kernel."""
+    dev = whole_device(graph, plan, op_id)
+    op = graph.ops[op_id]
+    for x in op.inputs:
+        j = graph.index_of.get(x)
+        if j is None:  # a parameter of main: on the host
+            if any(x.same_as(p) for p in graph.func.params) and dev != plan.host:
+                return True
+            continue
+        src = graph.op_of_binding.get(j)
+        if src is not None and src != op_id and whole_device(graph, plan, src) != dev:
+            return True
+    return False
+
+
 def units(graph: OpGraph, plan: Plan) -> list:
     """Static bindings ``("static", i)``, glue bindings ``("glue", i)``, the bindings of ops placed
     whole ``("member", i)`` and the other ops (their id), in a topological order close to the
@@ -34,7 +51,12 @@ def units(graph: OpGraph, plan: Plan) -> list:
     The bindings of an op placed whole are units of their own, so they keep the model's order:
     TVM's ``FuseOps`` joins an add of two producers (an LSTM gate, a residual add) to the
     producer that comes first, and emitting an op's bindings together would reverse that, making
-    the build fuse other kernels than the OpGraph (and the profile, and TVM's own flow) has."""
+    the build fuse other kernels than the OpGraph (and the profile, and TVM's own flow) has.
+    Except an op :func:`fed_across` devices: it is one unit, after all its inputs, whose copies and
+    joins come first. Emitted binding by binding, a copy fell between its bindings (a GRU gate of
+    ``eop`` on ``cpu,gpu`` read two joins), and :class:`tvm_partition.passes.FenceCopies`, which
+    keeps every kernel on its side of each copy, would have cut the op in two; left unfenced,
+    ``FuseOps`` ran the fused op at its first binding, ahead of the copy it needs."""
     g = graph
     unit_of = {}
     for i in range(len(g.bindings)):
@@ -42,7 +64,8 @@ def units(graph: OpGraph, plan: Plan) -> list:
         if op_id is None:
             unit_of[i] = ("glue", i) if i not in g.static else ("static", i)
         else:
-            unit_of[i] = ("member", i) if whole_device(g, plan, op_id) is not None else op_id
+            whole = whole_device(g, plan, op_id) is not None and not fed_across(g, plan, op_id)
+            unit_of[i] = ("member", i) if whole else op_id
     dag = nx.DiGraph()
     first = {}
     for i, u in unit_of.items():

@@ -195,7 +195,11 @@ class _Emitter:
                 for dev, region in regions:
                     self.emit_part(op, dev, region)
                 return
-        env = self.emit_members(op, dec.device, *self.g.propagate(op, None)[:2])
+        needs, rebuilds = self.g.propagate(op, None)[:2]
+        for x in op.inputs:  # every copy and join first (emission.units), as the simulator prices them
+            if is_tensor(x) and (x in self.whole or x in self.parts):
+                self.get(x, dec.device, needs.get(x))
+        env = self.emit_members(op, dec.device, needs, rebuilds)
         for o in op.outputs:
             self.whole[o] = {dec.device: env[o]}
 
