@@ -203,13 +203,15 @@ class Bench:
     threads: int | None = None
     conditions: list = dataclasses.field(default_factory=list)  # bench_load.Condition: measured too
     shared_params: dict = dataclasses.field(default_factory=dict)  # bundle: sha256 -> params.npz
+    #: the schedules the model's kernels took, while its op rows compile (:func:`model_schedules`)
+    schedules: object | None = None
 
     def compile(self, model, strategy: str, plan=None, cost_model=None):
         from ..cli.compile import Compiled, compile_model
 
         if strategy != REFERENCE:
             return compile_model(model, self.devices, strategy, plan, tuning_db=self.tuning_db,
-                                 num_threads=self.threads, cost_model=cost_model or self.cost_model,
+                                 schedules=self.schedules, num_threads=self.threads, cost_model=cost_model or self.cost_model,
                                  time_limit=self.time_limit)
         from ..build.executable import build_reference
         from ..plan import Plan
@@ -328,6 +330,29 @@ class Bench:
         return out
 
 
+def model_schedules(model, devices, tuning_db: str | None):
+    """The schedules of ``tuning_db`` (None: none) after scheduling ``model``'s kernels for the host,
+    as its builds do: an op row then runs its kernel on the schedule the model runs it on, and the
+    op's parts on that one's (:meth:`tvm_partition.build.tuning.Schedules._from_sibling`). Opened
+    afresh, BERT-tiny's FFN output matmul took the record of its own shape (1,179 us) where the
+    model's build had given it the schedule of the attention output matmul, one axis apart, that
+    it ran first (672 us; znver5, 2026-11-25): the op rows measured another kernel than the
+    profile's (predicted -41%)."""
+    if not tuning_db:
+        return None
+    from ..build.align import align_splits
+    from ..build.executable import lower
+    from ..build.tuning import open_schedules
+    from ..ir.graph import OpGraph
+    from ..planners.baselines import plan_cpu
+
+    schedules = open_schedules(tuning_db)
+    graph = OpGraph(model.mod)
+    align_splits(graph, devices, schedules)
+    lower(model.mod, plan_cpu(graph, devices), graph, schedules)
+    return schedules
+
+
 def default_compute_kernels(module, labels: dict[str, str]) -> int:
     """How many kernels that do arithmetic run TVM's default schedule (data movement always does)."""
     from ..build.tuning import kernel_flops, kernel_module
@@ -443,10 +468,12 @@ def run(args, out: str) -> tuple[list[tuple], int]:
             for strategy in wanted:
                 one(model, strategy)
             if args.split_ops:
+                bench.schedules = model_schedules(model, devices, tuning_db)
                 for op_model, split_plan, extra, op_cost in bench_ops.op_rows(model, devices, cost_model, args.split_ops):
                     bar.total += len(bench_ops.OP_STRATEGIES)
                     for strategy in bench_ops.OP_STRATEGIES:
                         one(op_model, strategy, split_plan if strategy == bench_ops.SPLIT else None, extra, op_cost)
+                bench.schedules = None
     if not (args.export_bundle or args.artifacts):
         shutil.rmtree(artifacts, ignore_errors=True)
     return keys, failed

@@ -104,18 +104,21 @@ class Compiled:
 
 def compile_model(model, devices: list[DeviceSpec], strategy: str = "auto", plan_file: str | None = None,
                   tuning_db: str | None = None, num_threads: int | None = None, tune_budget_s: float | None = None,
-                  **planning) -> Compiled:
+                  schedules=None, **planning) -> Compiled:
     """Plan and build ``model``; ``tuning_db``: this machine's tuning database folder (it need not
     exist: kernels are then transferred from the shipped databases, :func:`tuning.open_schedules`;
     None: TVM's default schedules, no tuning); ``tune_budget_s``: first tune the plan's kernels
     into ``tuning_db`` for that long, those with most to gain first (:func:`tuning.tune_with_progress`);
+    ``schedules``: ``tuning_db``'s :class:`tuning.Schedules` already opened, with the choices it made
+    for other builds (a kernel it scheduled before keeps its source: ``bench --split-ops``);
     ``planning``: :func:`tvm_partition.planners.plan_and_simulate`'s keyword arguments (``cost_model``, placement options)."""
     build, _, graph_mod, planners, _ = _lazy()
     from ..build.align import align_splits
     from ..build.tuning import open_schedules
 
     g = graph_mod.OpGraph(model.mod)
-    schedules = open_schedules(tuning_db) if tuning_db else None
+    if schedules is None:
+        schedules = open_schedules(tuning_db) if tuning_db else None
     align_splits(g, devices, schedules)
     t0 = time.perf_counter()
     plan, sim = planners.plan_and_simulate(g, devices, strategy, plan_file, **planning)
@@ -295,7 +298,8 @@ def _profile_model(model, devices: list[DeviceSpec], logs: str | None, tuning_db
 
     here = [d for d in devices if d.kind == "cpu" or gpu_available()]
     graph = OpGraph(model.mod)
-    schedules = open_schedules(tuning_db) if tuning_db else None
+    if schedules is None:
+        schedules = open_schedules(tuning_db) if tuning_db else None
     align_splits(graph, here, schedules)
     folder = database_dir(logs)
     stats = profile_with_progress([graph], here, folder, schedules, budget_s, models=[model])
