@@ -121,12 +121,13 @@ def run(art_dir: str) -> list[np.ndarray]:
     return [np.asarray(o) for o in sess.run(None, inputs)]
 
 
-def time_runs(art_dir: str, repeat: int, warmup: int = 3) -> list[float]:
-    """Wall time of ``repeat`` runs in microseconds after ``warmup`` (as :meth:`tvm_partition.runtime.run.Runner.time`:
-    inputs from host arrays, outputs back as numpy arrays)."""
+def time_runs(art_dir: str, repeat: int) -> list[float]:
+    """Wall time of ``repeat`` runs in microseconds after the same warm-up as
+    :meth:`tvm_partition.runtime.runner.Runner.time` (inputs from host arrays, outputs back as numpy arrays)."""
+    from ..runtime.runner import warm_up
+
     sess, inputs = _loaded(art_dir)
-    for _ in range(warmup):
-        sess.run(None, inputs)
+    warm_up(lambda: sess.run(None, inputs))
     times = []
     for _ in range(repeat):
         t0 = time.perf_counter()

@@ -17,6 +17,25 @@ from ..inputs import random_input
 from .threads import governor
 
 
+#: Warm-up of :meth:`Runner.time`: at least ``WARMUP_RUNS[0]`` runs, up to ``WARMUP_RUNS[1]`` while
+#: the warm-up has taken less than ``WARMUP_S``. The first runs of a process are slow until its
+#: memory is reused: BERT-tiny's FFN output matmul on the second virtual CPU, whose run copies 6 MB
+#: between the devices, took 2.2-3.0 ms for each of its first 7 runs and 0.7-0.8 ms from then on
+#: (the same op with no copy: 2 slow runs), so ``bench --quick`` (3 warm-up runs, then 4 timed, in
+#: each of 3 processes) read 2.57 ms for it and the row's prediction -71% (znver5, 2026-11-25).
+WARMUP_RUNS = (3, 10)
+WARMUP_S = 1.0
+
+
+def warm_up(run) -> int:
+    """Call ``run`` as :data:`WARMUP_RUNS` and :data:`WARMUP_S` say; the number of runs."""
+    t0, n = time.perf_counter(), 0
+    while n < WARMUP_RUNS[0] or (n < WARMUP_RUNS[1] and time.perf_counter() - t0 < WARMUP_S):
+        run()
+        n += 1
+    return n
+
+
 class Runner:
     """A loaded artifact: weights already transformed and copied to their devices."""
 
@@ -84,10 +103,13 @@ class Runner:
     def _outputs(self, out) -> list:
         return list(out) if isinstance(out, tuple | list) or type(out).__name__ == "Array" else [out]
 
-    def time(self, inputs: dict[str, np.ndarray], repeat: int, warmup: int = 3) -> list[float]:
-        """Wall time of ``repeat`` end-to-end runs in microseconds (outputs return to the host)."""
+    def time(self, inputs: dict[str, np.ndarray], repeat: int, warmup: int | None = None) -> list[float]:
+        """Wall time of ``repeat`` end-to-end runs in microseconds (outputs return to the host),
+        after ``warmup`` runs (default :func:`warm_up`'s)."""
         args = self._args(inputs)
-        for _ in range(warmup):
+        if warmup is None:
+            warm_up(lambda: (self._ready(), self.main(*args, *self.params)))
+        for _ in range(warmup or 0):
             self._ready()
             self.main(*args, *self.params)
         times = []
