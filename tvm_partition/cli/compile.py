@@ -298,8 +298,7 @@ def _profile_model(model, devices: list[DeviceSpec], logs: str | None, tuning_db
 
     here = [d for d in devices if d.kind == "cpu" or gpu_available()]
     graph = OpGraph(model.mod)
-    if schedules is None:
-        schedules = open_schedules(tuning_db) if tuning_db else None
+    schedules = open_schedules(tuning_db) if tuning_db else None
     align_splits(graph, here, schedules)
     folder = database_dir(logs)
     stats = profile_with_progress([graph], here, folder, schedules, budget_s, models=[model])
