@@ -29,6 +29,7 @@ from tvm import relax
 
 from ..devices import DeviceSpec
 from ..errors import TvmPartitionError
+from ..ir.fastmath import legalize_ops
 from ..passes import ApplyPlan, FenceCopies, PropagateVDevice, keep_joins_apart
 from ..plan import Plan
 from .tuning import apply_schedules, schedule_gpu, tuning_target
@@ -127,7 +128,7 @@ def lower(mod: tvm.IRModule, plan: Plan, graph=None, schedules=None) -> tuple[tv
             relax.transform.RealizeVDevice(),
             relax.transform.LiftTransformParams(),
             # TVM's fusion (the "zero" pipeline), with the vdevice of every kernel kept
-            relax.transform.LegalizeOps(),
+            legalize_ops(),  # sigmoid, tanh, exp that vectorise (ir/fastmath.py)
             PropagateVDevice(),
             relax.transform.AnnotateTIROpPattern(),
             keep_joins_apart,  # a split op's parts stay apart from the concat joining them

@@ -25,6 +25,7 @@ import tvm_ffi
 from tvm import relax
 
 from ..errors import TvmPartitionError
+from .fastmath import legalize_ops
 from .relax_utils import Constant
 from .split_rules import IllegalSplit, MisalignedCut, Region, is_tensor, shape_of, split_call, tensor_operands
 
@@ -216,7 +217,7 @@ class OpGraph:
         """
         try:
             legal = tvm.transform.Sequential(
-                [relax.transform.LegalizeOps(), relax.transform.AnnotateTIROpPattern()]
+                [legalize_ops(), relax.transform.AnnotateTIROpPattern()]
             )(self.mod)
             fused = relax.transform.FuseOps()(legal)
         except Exception as e:  # noqa: BLE001 - TVM's own failure on this model (any TVM error type)

@@ -247,9 +247,10 @@ def lower_sample(func) -> list:
     from tvm import relax
 
     from ..build.tuning import kernel_module
+    from ..ir.fastmath import legalize_ops
 
     fuse = tvm.transform.Sequential([
-        relax.transform.LegalizeOps(), relax.transform.AnnotateTIROpPattern(), relax.transform.FoldConstant(),
+        legalize_ops(), relax.transform.AnnotateTIROpPattern(), relax.transform.FoldConstant(),
         relax.transform.FuseOps(), relax.transform.FuseTIR(),
     ])
     lowered = fuse(tvm.IRModule({"main": func}))

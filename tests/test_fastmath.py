@@ -1,0 +1,74 @@
+"""sigmoid, tanh and exp legalized on TVM's polynomials (tvm_partition/ir/fastmath.py).
+
+Oracles: numpy in float64 (the error stays within a few float32 ulps), the legalized PrimFuncs'
+text (no libm call is left, TVM's names are kept), and TVM's own legalization where ours declines."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import tvm
+import tvm_ffi
+from tvm import relax
+from tvm.script import relax as R
+
+from tvm_partition.devices import cpu_target
+from tvm_partition.ir.fastmath import legalize_ops
+
+
+def _module(dtype: str):
+    @tvm.script.ir_module
+    class Gate:
+        @R.function
+        def main(a: R.Tensor((16, 64), dtype), b: R.Tensor((16, 64), dtype)):
+            with R.dataflow():
+                s = R.sigmoid(a)
+                t = R.tanh(b)
+                e = R.exp(R.multiply(a, R.const(0.25, dtype)))
+                y = R.add(R.multiply(s, t), e)
+                R.output(y)
+            return y
+
+    return Gate
+
+
+def test_the_gate_functions_vectorise_and_keep_their_accuracy_and_names():
+    legal = legalize_ops()(_module("float32"))
+    names = {gv.name_hint: f for gv, f in legal.functions_items() if isinstance(f, tvm.tirx.PrimFunc)}
+    assert {"tir_sigmoid", "tir_tanh", "tir_exp"} <= set(names)
+    for name in ("tir_sigmoid", "tir_tanh", "tir_exp"):
+        text = names[name].script()
+        assert "T.exp(" not in text and "T.tanh(" not in text and "T.sigmoid(" not in text, name
+    ex = tvm.compile(legal, target=tvm.target.Target(cpu_target()))
+    vm = relax.VirtualMachine(ex, tvm.cpu())
+    rng = np.random.default_rng(0)
+    a = (rng.standard_normal((16, 64)) * 6).astype("float32")
+    b = (rng.standard_normal((16, 64)) * 6).astype("float32")
+    a[0, :4] = [-100.0, 100.0, 0.0, -87.0]  # saturated and clamped ends
+    got = vm["main"](tvm.runtime.tensor(a), tvm.runtime.tensor(b)).numpy()
+    a64, b64 = a.astype(np.float64), b.astype(np.float64)
+    want = np.tanh(b64) / (1 + np.exp(-a64)) + np.exp(a64 * 0.25)
+    assert np.all(np.isfinite(got))
+    np.testing.assert_allclose(got, want, rtol=2e-6, atol=1e-6)
+
+
+def test_other_dtypes_are_legalized_as_tvm_does():
+    ours = legalize_ops()(_module("float16"))
+    theirs = relax.transform.LegalizeOps()(_module("float16"))
+    assert tvm_ffi.structural_equal(ours, theirs)
+
+
+@pytest.mark.parametrize("op", ["sigmoid", "tanh"])
+def test_a_build_of_the_lstm_calls_no_libm_exponential(op):
+    """The LSTM's gate kernels, as a build compiles them: the exponential is arithmetic."""
+    from tvm_partition import frontend
+    from tvm_partition.build.executable import lower
+    from tvm_partition.devices import parse_devices
+    from tvm_partition.ir.graph import OpGraph
+    from tvm_partition.planners.baselines import plan_cpu
+
+    model = frontend.load("lstm", batch=2, seq_len=2, layers=1)
+    graph = OpGraph(model.mod)
+    mod, _ = lower(model.mod, plan_cpu(graph, parse_devices("cpu,cpu")), graph)
+    gates = [f.script() for gv, f in mod.functions_items() if f"tir_{op}" in gv.name_hint]
+    assert gates and not any(f"T.{op}(" in text or "T.exp(" in text for text in gates)
