@@ -1,9 +1,11 @@
-"""sigmoid, tanh and exp legalized on TVM's polynomials (tvm_partition/ir/fastmath.py).
+"""sigmoid, tanh, exp and GELU legalized on TVM's polynomials (tvm_partition/ir/fastmath.py).
 
 Oracles: numpy in float64 (the error stays within a few float32 ulps), the legalized PrimFuncs'
 text (no libm call is left, TVM's names are kept), and TVM's own legalization where ours declines."""
 
 from __future__ import annotations
+
+import math
 
 import numpy as np
 import pytest
@@ -25,7 +27,8 @@ def _module(dtype: str):
                 s = R.sigmoid(a)
                 t = R.tanh(b)
                 e = R.exp(R.multiply(a, R.const(0.25, dtype)))
-                y = R.add(R.multiply(s, t), e)
+                g = R.nn.gelu(b)
+                y = R.add(R.add(R.multiply(s, t), e), g)
                 R.output(y)
             return y
 
@@ -35,10 +38,10 @@ def _module(dtype: str):
 def test_the_gate_functions_vectorise_and_keep_their_accuracy_and_names():
     legal = legalize_ops()(_module("float32"))
     names = {gv.name_hint: f for gv, f in legal.functions_items() if isinstance(f, tvm.tirx.PrimFunc)}
-    assert {"tir_sigmoid", "tir_tanh", "tir_exp"} <= set(names)
-    for name in ("tir_sigmoid", "tir_tanh", "tir_exp"):
+    assert {"tir_sigmoid", "tir_tanh", "tir_exp", "gelu"} <= set(names)
+    for name in ("tir_sigmoid", "tir_tanh", "tir_exp", "gelu"):
         text = names[name].script()
-        assert "T.exp(" not in text and "T.tanh(" not in text and "T.sigmoid(" not in text, name
+        assert not any(f"T.{f}(" in text for f in ("exp", "tanh", "sigmoid", "erf")), name
     ex = tvm.compile(legal, target=tvm.target.Target(cpu_target()))
     vm = relax.VirtualMachine(ex, tvm.cpu())
     rng = np.random.default_rng(0)
@@ -47,7 +50,8 @@ def test_the_gate_functions_vectorise_and_keep_their_accuracy_and_names():
     a[0, :4] = [-100.0, 100.0, 0.0, -87.0]  # saturated and clamped ends
     got = vm["main"](tvm.runtime.tensor(a), tvm.runtime.tensor(b)).numpy()
     a64, b64 = a.astype(np.float64), b.astype(np.float64)
-    want = np.tanh(b64) / (1 + np.exp(-a64)) + np.exp(a64 * 0.25)
+    erf = np.vectorize(math.erf)
+    want = np.tanh(b64) / (1 + np.exp(-a64)) + np.exp(a64 * 0.25) + b64 * 0.5 * (1 + erf(b64 / math.sqrt(2)))
     assert np.all(np.isfinite(got))
     np.testing.assert_allclose(got, want, rtol=2e-6, atol=1e-6)
 

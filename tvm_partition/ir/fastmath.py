@@ -1,4 +1,4 @@
-"""Exponentials that vectorise: ``sigmoid``, ``tanh`` and ``exp`` legalized on TVM's ``fast_exp`` / ``fast_tanh``.
+"""Exponentials that vectorise: ``sigmoid``, ``tanh``, ``exp`` and GELU legalized on TVM's ``fast_exp`` / ``fast_tanh`` / ``fast_erf``.
 
 TVM 0.27 legalizes ``R.sigmoid``, ``R.tanh`` and ``R.exp`` to ``T.sigmoid`` / ``T.tanh`` / ``T.exp``,
 which LLVM lowers to a call of libm's scalar ``expf`` (``tanhf``) for every element: no loop
@@ -8,7 +8,9 @@ libm's ``expf``, and a GRU gate kernel of 1,024 elements took 9-10 us. ``topi.fa
 polynomial on a range-reduced argument: float arithmetic, a floor and an exponent built by a bit
 shift) and ``topi.fast_tanh`` (a rational function) are plain arithmetic that LLVM vectorises.
 Measured on ``sigmoid(a) * tanh(b)`` over 16 x 64 (amd-epyc-znver5-2c, 2026-11-25): libm
-5.08 us, these 0.38 us; the largest error against float64 1.96e-7, libm's 1.45e-7.
+5.08 us, these 0.38 us; the largest error against float64 1.96e-7, libm's 1.45e-7. GELU
+(``x * (0.5 + 0.5 * erf(x / sqrt 2))``, BERT's feed-forward epilogue) calls libm's ``erff`` the same
+way; ``topi.fast_erf`` is a rational function.
 
 :data:`LEGALIZE` is the ``customize_legalize_map`` of every ``LegalizeOps`` that makes the kernels
 of our builds, of :class:`tvm_partition.ir.graph.OpGraph` and of the profile's samples, so the three
@@ -28,6 +30,12 @@ def _sigmoid(x):
     return te.compute(x.shape, lambda *i: 1.0 / (1.0 + e(*i)), name="T_sigmoid", tag="elemwise")
 
 
+def _gelu(x):
+    """TVM's GELU (``x * (0.5 + 0.5 * erf(x / sqrt 2))``) on ``topi.fast_erf``."""
+    erf = topi.fast_erf(x * tvm.tirx.const(0.5**0.5, x.dtype))
+    return x * (tvm.tirx.const(0.5, x.dtype) + erf * tvm.tirx.const(0.5, x.dtype))
+
+
 def _legalize(op: str, fn, name: str):
     def legalize(bb, call):
         if call.args[0].ty.dtype != "float32":  # fast_exp / fast_tanh are float32 only: TVM's way
@@ -42,6 +50,7 @@ LEGALIZE = {
     "relax.sigmoid": _legalize("relax.sigmoid", _sigmoid, "tir_sigmoid"),
     "relax.tanh": _legalize("relax.tanh", topi.fast_tanh, "tir_tanh"),
     "relax.exp": _legalize("relax.exp", topi.fast_exp, "tir_exp"),
+    "relax.nn.gelu": _legalize("relax.nn.gelu", _gelu, "gelu"),
 }
 
 
