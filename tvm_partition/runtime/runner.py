@@ -107,11 +107,16 @@ class Runner:
         """Wall time of ``repeat`` end-to-end runs in microseconds (outputs return to the host),
         after ``warmup`` runs (default :func:`warm_up`'s)."""
         args = self._args(inputs)
-        if warmup is None:
-            warm_up(lambda: (self._ready(), self.main(*args, *self.params)))
-        for _ in range(warmup or 0):
+
+        def run():
             self._ready()
             self.main(*args, *self.params)
+
+        if warmup is None:
+            warm_up(run)
+        else:
+            for _ in range(warmup):
+                run()
         times = []
         for _ in range(repeat):
             self._ready()
