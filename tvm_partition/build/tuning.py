@@ -569,8 +569,10 @@ class Schedules:
 #: stamp: 2 keeps the parallel loop of a part (:func:`tvm_partition.build.transfer.fit_tile`),
 #: 3 schedules direct convolutions by :mod:`tvm_partition.build.templates`, 4 element-wise kernels too,
 #: 5 grouped and depthwise convolutions too, 6 legalizes sigmoid, tanh and exp on polynomials that
-#: vectorise (:mod:`tvm_partition.ir.fastmath`: the kernels changed, not their schedules), 7 GELU too.
-TRANSFER_RULES = 7
+#: vectorise (:mod:`tvm_partition.ir.fastmath`: the kernels changed, not their schedules), 7 GELU too,
+#: 8 names blocks TOPI named after an input by the input's role, not its name
+#: (:func:`tvm_partition.build.transfer.blocks_of`: profile samples of layer norms found records).
+TRANSFER_RULES = 8
 
 
 def open_schedules(path: str | None, transfer: bool = True) -> Schedules:
