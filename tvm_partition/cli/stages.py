@@ -401,11 +401,11 @@ TOGETHER_RUNS = 3
 LINK_BYTES = (1 << 10, 4 << 20)
 
 
-def _link(src, dst, probe: str) -> tuple[float, float]:
+def _link(src, dst) -> tuple[float, float]:
     """``(latency us, bandwidth B/s)`` of one direction, ``None``: the driver."""
     from ..runtime.cluster import link_ms
 
-    small, big = (link_ms(src, dst, probe, n) for n in LINK_BYTES)
+    small, big = (link_ms(src, dst, n) for n in LINK_BYTES)
     bw = (LINK_BYTES[1] - LINK_BYTES[0]) / max(1e-6, (big - small) / 1e3)
     return max(0.0, small * 1e3 - LINK_BYTES[0] / bw * 1e6), bw
 
@@ -437,8 +437,8 @@ def measure_servers(address: str, probe: str, inputs: dict, count: int, repeat: 
     for a in names:
         for b in names:
             if a != b:
-                lat[dev[a]][dev[b]], bw[dev[a]][dev[b]] = _link(a, b, probe)
-    ends = [_link(None, n, probe) for n in names] + [_link(n, None, probe) for n in names]
+                lat[dev[a]][dev[b]], bw[dev[a]][dev[b]] = _link(a, b)
+    ends = [_link(None, n) for n in names] + [_link(n, None) for n in names]
     driver = (float(np.mean([e[0] for e in ends])), float(np.mean([e[1] for e in ends])))
     factors = {dev[n]: t / local_ms for n, t in zip(names, ms)}
     model = ServersCostModel(default_cost_model(devices)[0], factors, bw, lat, local=devices[0].name)

@@ -3,10 +3,14 @@ server holding runtime-only artifacts, tensors between stages through Ray's obje
 
 Ray is the distributed engine (issue 20): a server is a Ray node carrying one custom resource,
 ``server:NAME`` (:func:`resource_of`), so an actor asking for a sliver of it lands on that server
-and nowhere else. An actor (:class:`StageActor`) loads one artifact with the TVM runtime
-(:class:`~tvm_partition.runtime.runner.Runner`, which verifies the manifest's checksums first) and
-is shared by every stage of that artifact on that server (:class:`Pool`: one per server and
-artifact real path). A request never passes through the driver between stages: each stage's
+and nowhere else. One actor per server (:class:`ServerActor`, :class:`Pool`) holds a TVM runtime
+:class:`~tvm_partition.runtime.runner.Runner` (which verifies the manifest's checksums first) per
+artifact it runs, one process and one thread pool per server. A pipeline loads *every* one of its
+artifacts on every one of its servers before the first request (:meth:`RayPipeline._warm`), so
+the server that takes over a failed server's slice or stage runs it at once: with an actor per
+(server, artifact), the takeover started a worker process and imported TVM inside the
+remaining server's CPU quota, a 3.2-3.8 s latency spike in the kill test (2026-11-25).
+A request never passes through the driver between stages: each stage's
 outputs stay in the object store and their ``ObjectRef``\\ s are handed to the next stages' actor
 calls (Ray resolves top-level ``ObjectRef`` arguments before the call), only the last stage's
 outputs come back.
@@ -48,8 +52,10 @@ RESOURCE_PREFIX = "server:"
 #: how much of a server's resource one actor asks for: many actors fit on one server
 ACTOR_SHARE = 0.001
 RETRY_S = 15.0
-#: how often a request waiting for an answer checks that its servers' nodes are still there
-POLL_S = 1.0
+#: how often a request waiting for an answer checks that its servers' nodes are still there (a
+#: look at the GCS's node list and a TCP connect per check, none for an answer quicker than it):
+#: the kill test's latency spike was 1.16 s at 1.0, 0.43 s at 0.25 (2026-11-26, amd-epyc-znver5-2c)
+POLL_S = 0.25
 #: a speed measurement spans at least this long (many cfs periods of a server's CPU quota)
 MEASURE_S = 0.3
 TIMEOUT_S = 120.0
@@ -175,35 +181,55 @@ def _server_up(server: str) -> bool:
     return any(_raylet_up(n) for n in ray.nodes() if n.get("Alive") and resource_of(server) in n.get("Resources", {}))
 
 
-class StageActor:
-    """One artifact loaded on one server (the class is made a Ray actor by :func:`_actor_class`)."""
+class ServerActor:
+    """The artifacts one server runs, each loaded once (the class is made a Ray actor by
+    :func:`_actor_class`; artifacts are named by real path)."""
 
-    def __init__(self, art_dir: str):
-        from .runner import Runner
+    def __init__(self):
+        self.runners: dict = {}
 
-        self.runner = Runner(art_dir)
-        self.names = [i["name"] for i in self.runner.input_info]
+    def _runner(self, art: str):
+        if art not in self.runners:
+            from .runner import Runner
+
+            self.runners[art] = Runner(art)
+        return self.runners[art]
+
+    def load(self, arts: list[str]) -> list[str]:
+        """Load ``arts`` now (a later run of them starts at once); returns every artifact loaded."""
+        for art in arts:
+            self._runner(art)
+        return list(self.runners)
+
+    def unload(self, arts: list[str]) -> list[str]:
+        for art in arts:
+            self.runners.pop(art, None)
+        return list(self.runners)
 
     def ping(self) -> int:
         return os.getpid()
 
-    def run(self, in_keys: list[str], out_keys: list[str] | None, *envs: dict):
-        """Run on the inputs named ``in_keys`` in the merged ``envs`` (earlier stages' outputs,
-        resolved by Ray); returns ``{out_key: tensor}``, or the list of outputs for the last stage."""
+    def run(self, art: str, in_keys: list[str], out_keys: list[str] | None, *envs: dict):
+        """Run ``art`` on the inputs named ``in_keys`` in the merged ``envs`` (earlier stages'
+        outputs, resolved by Ray); returns ``{out_key: tensor}``, or the list of outputs for the
+        last stage."""
+        runner = self._runner(art)
         env = {}
         for e in envs:
             env.update(e)
-        outs = self.runner.run({n: env[k] for n, k in zip(self.names, in_keys)})
+        names = [i["name"] for i in runner.input_info]
+        outs = runner.run({n: env[k] for n, k in zip(names, in_keys)})
         return dict(zip(out_keys, outs)) if out_keys is not None else outs
 
-    def time_ms(self, inputs: dict, repeat: int, min_s: float = MEASURE_S) -> float:
-        """Milliseconds per run here: at least ``repeat`` runs back to back and at least ``min_s``
-        seconds, averaged. A CPU quota (cgroup cfs) limits the time per period, not each run: a run
-        shorter than the quota is not slowed, so a share only shows over many periods."""
-        self.runner.time(inputs, 1, warmup=2)
+    def time_ms(self, art: str, inputs: dict, repeat: int, min_s: float = MEASURE_S) -> float:
+        """Milliseconds per run of ``art`` here: at least ``repeat`` runs back to back and at least
+        ``min_s`` seconds, averaged. A CPU quota (cgroup cfs) limits the time per period, not each
+        run: a run shorter than the quota is not slowed, so a share only shows over many periods."""
+        runner = self._runner(art)
+        runner.time(inputs, 1, warmup=2)
         count, t0 = 0, time.perf_counter()
         while count < repeat or time.perf_counter() - t0 < min_s:
-            self.runner.time(inputs, 1, warmup=0)
+            runner.time(inputs, 1, warmup=0)
             count += 1
         return (time.perf_counter() - t0) * 1e3 / count
 
@@ -220,25 +246,24 @@ def _actor_class():
     # max_restarts: Ray restarts a dead actor where its server's node is alive; the pipeline
     # retries the call itself (max_task_retries 0), so it can move it when the node is gone
     # health: a second thread answers pings while a run is busy (the default group stays serial)
-    return ray.remote(max_restarts=4, max_task_retries=0, concurrency_groups={"health": 1})(StageActor)
+    # (a restarted actor holds no runner: each loads again at its first run)
+    return ray.remote(max_restarts=4, max_task_retries=0, concurrency_groups={"health": 1})(ServerActor)
 
 
 class Pool:
-    """Actors shared per (server, artifact real path)."""
+    """One actor per server, shared by every pipeline of this driver."""
 
     def __init__(self):
         self.actors: dict = {}
         self.cls = _actor_class()
 
-    def actor(self, server: str, art_dir: str):
-        key = (server, os.path.realpath(art_dir))
-        if key not in self.actors:
-            self.actors[key] = self.cls.options(num_cpus=0, resources={resource_of(server): ACTOR_SHARE}).remote(key[1])
-        return self.actors[key]
+    def actor(self, server: str):
+        if server not in self.actors:
+            self.actors[server] = self.cls.options(num_cpus=0, resources={resource_of(server): ACTOR_SHARE}).remote()
+        return self.actors[server]
 
     def forget(self, server: str) -> None:
-        for key in [k for k in self.actors if k[0] == server]:
-            del self.actors[key]
+        self.actors.pop(server, None)
 
 
 def pool() -> Pool:
@@ -316,20 +341,20 @@ class RayPipeline:
         return io
 
     def _art(self, name: str) -> str:
-        return os.path.join(self.path, name)
+        return os.path.realpath(os.path.join(self.path, name))
+
+    def _arts(self) -> list[str]:
+        return list(dict.fromkeys(self._art(a) for a in self.spec["artifacts"]))
 
     def _warm(self) -> None:
-        """Start every actor now (loading takes a second or two), so the first request is not
-        timed with it; a server that cannot load its artifact fails here."""
+        """Load every artifact of the pipeline on every one of its servers now (a second or two),
+        so neither the first request nor the takeover after a fault waits for it; a server that
+        cannot load one fails here."""
         import ray
 
-        if self.mode == "split":
-            pairs = [(s, a) for s, (items, a) in zip(self.servers, self.parts) if items]
-        else:
-            pairs = list(zip(self.stage_server, self.spec["artifacts"]))
-        pings = [_ping(self.pool.actor(s, self._art(a))) for s, a in pairs]
+        loads = [self.pool.actor(s).load.remote(self._arts()) for s in dict.fromkeys(self.servers)]
         try:
-            ray.get(pings, timeout=self.timeout)
+            ray.get(loads, timeout=self.timeout)
         except Exception as e:  # noqa: BLE001 - one line, whatever Ray raised
             raise ClusterError(f"the servers' actors did not start: {_line(e)}") from None
 
@@ -362,9 +387,8 @@ class RayPipeline:
     def _submit_slice(self, i: int, server: str, inputs: dict):
         import ray
 
-        actor = self.pool.actor(server, self._art(self.parts[i][1]))
         names = [info["name"] for info in self.spec["inputs"]]
-        return actor.run.remote(names, None, ray.put(self._slice(i, inputs)))
+        return self.pool.actor(server).run.remote(self._art(self.parts[i][1]), names, None, ray.put(self._slice(i, inputs)))
 
     def _submit_chain(self, input_ref):
         """Every stage's call, each taking the refs of the stages (or the input) it reads from."""
@@ -375,8 +399,8 @@ class RayPipeline:
             if missing:
                 raise ValueError(f"stage {i} needs {missing[0]!r}, which no input or earlier stage gives")
             sources = list(dict.fromkeys(producer[k] for k in io["inputs"]))  # each ref once, in order
-            actor = self.pool.actor(self.stage_server[i], self._art(self.spec["artifacts"][i]))
-            ref = actor.run.remote(io["inputs"], io["outputs"], *sources)
+            actor = self.pool.actor(self.stage_server[i])
+            ref = actor.run.remote(self._art(self.spec["artifacts"][i]), io["inputs"], io["outputs"], *sources)
             for k in io["outputs"] or []:
                 producer[k] = ref
         return ref
@@ -392,6 +416,9 @@ class RayPipeline:
             return [np.concatenate([o[j] for o in outs], axis=axis) for j in range(len(outs[0]))]
         while True:
             servers = list(dict.fromkeys(self.stage_server))
+            if any(s in self.gone for s in req.tasks):  # its chain ran on a server found gone since
+                req.tasks = list(self.stage_server)
+                req.refs[0] = self._submit_chain(_put(req.inputs))
             try:
                 return self._get(req.refs[0], deadline, servers)
             except Exception as e:  # noqa: BLE001
@@ -399,11 +426,17 @@ class RayPipeline:
                     raise
                 for server in servers:
                     self._heal(server, deadline, e)
+                req.tasks = list(self.stage_server)
                 req.refs[0] = self._submit_chain(_put(req.inputs))
 
     def _answer(self, req: Request, k: int, deadline: float):
         while True:
             i, server = req.tasks[k]
+            if server in self.gone:  # found gone while this request waited in line: move it now
+                server = self._heal(server, deadline, ClusterError(f"server {server} went away"))
+                req.tasks[k] = (i, server)
+                req.refs[k] = self._submit_slice(i, server, req.inputs)
+                continue
             try:
                 return self._get(req.refs[k], deadline, [server])
             except Exception as e:  # noqa: BLE001
@@ -443,7 +476,7 @@ class RayPipeline:
         import ray
 
         servers = [server] if isinstance(server, str) else server
-        actors = [a for (s, _), a in self.actors().items() if s in servers]
+        actors = [a for s, a in self.actors().items() if s in servers]
         try:
             ray.get([_ping(a) for a in actors], timeout=max(0.1, min(self.retry_s, deadline - time.perf_counter())))
             return True
@@ -476,18 +509,19 @@ class RayPipeline:
     # -- conveniences -------------------------------------------------------------------------
 
     def close(self) -> None:
-        """End the actors of this pipeline's artifacts (each holds a worker process and its weights)."""
+        """Unload this pipeline's artifacts (their weights) from its servers' actors; the actors
+        stay for other pipelines of this driver and end with it."""
         import ray
 
-        for key, actor in self.actors().items():
-            ray.kill(actor, no_restart=True)
-            del self.pool.actors[key]
+        try:
+            ray.get([a.unload.remote(self._arts()) for a in self.actors().values()], timeout=self.retry_s)
+        except Exception:  # noqa: BLE001 - a server gone meanwhile holds nothing any more
+            pass
 
     def actors(self) -> dict:
-        """This pipeline's actors, ``{(server, artifact real path): actor}`` (the pool holds other
-        pipelines' too: a health check or a kill must not reach those)."""
-        arts = {os.path.realpath(self._art(a)) for a in self.spec["artifacts"]}
-        return {k: a for k, a in self.pool.actors.items() if k[1] in arts}
+        """``{server: actor}`` of the servers this pipeline runs on now (the pool holds other
+        servers' too: a health check must not wait for those)."""
+        return {s: self.pool.actors[s] for s in dict.fromkeys(self.servers) if s in self.pool.actors}
 
     def run(self, inputs: dict[str, np.ndarray]) -> list[np.ndarray]:
         return self.result(self.submit(inputs))
@@ -540,8 +574,8 @@ def time_on(server: str, art_dir: str, inputs: dict, repeat: int = 5, timeout: f
     """Median ms of ``art_dir`` run ``repeat`` times on ``server`` (in its actor)."""
     import ray
 
-    actor = pool().actor(server, art_dir)
-    return ray.get(actor.time_ms.remote(inputs, repeat), timeout=timeout)
+    actor = pool().actor(server)
+    return ray.get(actor.time_ms.remote(os.path.realpath(art_dir), inputs, repeat), timeout=timeout)
 
 
 def time_together(servers: list[str], art_dir: str, inputs: dict, window_s: float, timeout: float = TIMEOUT_S
@@ -552,12 +586,11 @@ def time_together(servers: list[str], art_dir: str, inputs: dict, window_s: floa
     import ray
 
     window_s = max(window_s, MEASURE_S)  # a quota shows only over many of its periods
-    refs = [pool().actor(s, art_dir).time_ms.remote(inputs, 1, window_s) for s in servers]
+    refs = [pool().actor(s).time_ms.remote(os.path.realpath(art_dir), inputs, 1, window_s) for s in servers]
     return tuple(ray.get(refs, timeout=timeout))
 
 
-def link_ms(src: str | None, dst: str | None, art_dir: str, nbytes: int, repeat: int = 5,
-            timeout: float = TIMEOUT_S) -> float:
+def link_ms(src: str | None, dst: str | None, nbytes: int, repeat: int = 5, timeout: float = TIMEOUT_S) -> float:
     """Median ms to move ``nbytes`` from ``src`` to ``dst`` through the object store (None: the
     driver): one side makes the bytes, the other reads their size (ping-pong of one tensor)."""
     import ray
@@ -565,10 +598,10 @@ def link_ms(src: str | None, dst: str | None, art_dir: str, nbytes: int, repeat:
     times = []
     for _ in range(repeat + 1):
         t0 = time.perf_counter()
-        ref = ray.put(np.zeros(nbytes, np.uint8)) if src is None else pool().actor(src, art_dir).blob.remote(nbytes)
+        ref = ray.put(np.zeros(nbytes, np.uint8)) if src is None else pool().actor(src).blob.remote(nbytes)
         if dst is None:
             ray.get(ref, timeout=timeout)
         else:
-            ray.get(pool().actor(dst, art_dir).size.remote(ref), timeout=timeout)
+            ray.get(pool().actor(dst).size.remote(ref), timeout=timeout)
         times.append((time.perf_counter() - t0) * 1e3)
     return float(np.median(times[1:]))
