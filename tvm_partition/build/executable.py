@@ -30,6 +30,7 @@ from tvm import relax
 from ..devices import DeviceSpec
 from ..errors import TvmPartitionError
 from ..ir.fastmath import legalize_ops
+from ..ir.relax_utils import copy_module
 from ..passes import ApplyPlan, FenceCopies, PropagateVDevice, keep_joins_apart
 from ..plan import Plan
 from .tuning import apply_schedules, schedule_gpu, tuning_target
@@ -103,7 +104,7 @@ def attach_targets(mod: tvm.IRModule, devices: list[DeviceSpec]) -> tuple[tvm.IR
         first = where.setdefault(name, dev)
         if first.target != dev.target:
             raise BuildError(f"kernel {name} is called on two devices ({first.name}, {dev.name})")
-    out = tvm.IRModule(dict(mod.functions), attrs=mod.attrs, global_infos=mod.global_infos)
+    out = copy_module(mod)
     placed = {}
     for gv, func in mod.functions_items():
         if isinstance(func, tvm.tirx.PrimFunc):
@@ -230,7 +231,7 @@ def _rescoped(mod: tvm.IRModule, scope_of) -> tvm.IRModule:
             return relax.Call(call.op, [*call.args[:i], tvm.ir.StringImm(scope), *call.args[i + 1:]], call.attrs,
                               call.ty_args)
 
-    out = tvm.IRModule(dict(mod.functions), attrs=mod.attrs, global_infos=mod.global_infos)
+    out = copy_module(mod)
     for gv, func in mod.functions_items():
         if isinstance(func, relax.Function):
             out[gv] = Rescope().visit_expr(func)

@@ -32,6 +32,7 @@ import tvm
 from ..cost_models.logs import skipped_lines
 from ..devices import DEFAULT_LOGS, DeviceSpec, database_dir, usable_cpus
 from ..errors import TvmPartitionError
+from ..ir.relax_utils import copy_module
 from . import templates
 from .transfer import same_device
 
@@ -393,7 +394,7 @@ def apply_schedules(mod: tvm.IRModule, kernel_devices: dict[str, str], devices: 
     if schedules is None:
         return mod, {}
     by_name = {d.name: d for d in devices}
-    out = tvm.IRModule(dict(mod.functions), attrs=mod.attrs, global_infos=mod.global_infos)
+    out = copy_module(mod)
     labels = {}
     for gv, func in mod.functions_items():
         if not isinstance(func, tvm.tirx.PrimFunc) or gv.name_hint not in kernel_devices:
@@ -419,7 +420,7 @@ def schedule_gpu(mod: tvm.IRModule, kernel_devices: dict[str, str], devices: lis
 
     gpu_names = {d.name for d in devices if d.kind == "gpu"}
     rules = [dl.gpu.Matmul(), dl.gpu.GEMV(), dl.gpu.Reduction(), dl.gpu.GeneralReduction(), dl.gpu.Fallback()]
-    out = tvm.IRModule(dict(mod.functions), attrs=mod.attrs, global_infos=mod.global_infos)
+    out = copy_module(mod)
     for gv, func in mod.functions_items():
         if kernel_devices.get(gv.name_hint) not in gpu_names or (func.attrs and func.attrs.get("tirx.is_scheduled")):
             continue

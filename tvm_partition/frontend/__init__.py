@@ -20,7 +20,7 @@ from ..devices import meminfo_bytes
 from ..errors import TvmPartitionError
 from ..inputs import random_input
 from .model import Model
-from ..ir.relax_utils import Constant, substitute
+from ..ir.relax_utils import Constant, rebuilt
 
 
 class ModelError(TvmPartitionError, ValueError):
@@ -248,22 +248,7 @@ def lift_constants(mod: tvm.IRModule, func_name: str = "main"):
     if not consts:
         return mod, []
     new_params = [relax.Var(f"const{i}", c.ty) for i, c in enumerate(consts)]
-
-    def leaf(e):
-        return new_params[index[e]] if isinstance(e, Constant) else vmap.get(e, e)
-
-    bb = relax.BlockBuilder()
-    params = list(func.params) + new_params
-    vmap = {}
-    with bb.function(func_name, params, attrs=dict(func.attrs) if func.attrs else None, pure=True):
-        with bb.dataflow():
-            for block in func.body.blocks:
-                for b in block.bindings:
-                    value = substitute(b.value, leaf)
-                    vmap[b.var] = bb.emit(value, name_hint=b.var.name)
-            out = bb.emit_output(substitute(func.body.body, leaf))
-        bb.emit_func_output(out)
-    new = tvm.IRModule(dict(mod.functions), attrs=mod.attrs, global_infos=mod.global_infos)
-    new[func_name] = bb.get()[func_name]
+    new = rebuilt(mod, func_name, params=list(func.params) + new_params,
+                  outer=lambda e: new_params[index[e]] if isinstance(e, Constant) else e)
     return new, [c.value.numpy() for c in consts]
 

@@ -20,3 +20,56 @@ def substitute(expr, fn):
     if isinstance(expr, relax.TupleGetItem):
         return relax.TupleGetItem(substitute(expr.tuple_value, fn), expr.index)
     return expr
+
+
+def copy_module(mod: tvm.IRModule) -> tvm.IRModule:
+    """A new IRModule with ``mod``'s functions, attributes and global infos (vdevices): one to
+    replace functions in without touching ``mod``."""
+    return tvm.IRModule(dict(mod.functions), attrs=mod.attrs, global_infos=mod.global_infos)
+
+
+def leaves(expr) -> list:
+    """The variables ``expr`` reads (Calls, Tuples, TupleGetItems of variables: what a lowered
+    function binds)."""
+    found = []
+    substitute(expr, lambda x: found.append(x) or x)
+    return [x for x in found if isinstance(x, relax.Var)]
+
+
+def rebuilt(mod: tvm.IRModule, func_name: str = "main", *, segments=None, rewrite=None, outer=None,
+            params=None) -> tvm.IRModule:
+    """A copy of ``mod`` whose ``func_name`` is emitted again binding by binding, the one loop the
+    passes that change a few bindings share.
+
+    ``segments``: lists of the function's bindings, one dataflow block each (default: every
+    binding in one block); a variable read outside its block or by the function's result is
+    emitted as a block output, the others stay dataflow variables. ``rewrite(value, leaf)``: a
+    binding's new value (default: ``value`` with its leaves mapped by ``leaf``, which gives a
+    variable bound before its new variable and any other leaf ``outer(leaf)``, default itself).
+    ``params``: the new function's parameters (default: the old ones)."""
+    func = mod[func_name]
+    if segments is None:
+        segments = [[b for block in func.body.blocks for b in block.bindings]]
+    home = {b.var: i for i, seg in enumerate(segments) for b in seg}
+    escaping = set(leaves(func.body.body))
+    for i, seg in enumerate(segments):
+        for b in seg:
+            escaping.update(v for v in leaves(b.value) if home.get(v, i) != i)
+    vmap = {}
+
+    def leaf(e):
+        return vmap[e] if e in vmap else (outer(e) if outer is not None else e)
+
+    rewrite = rewrite or (lambda value, lf: substitute(value, lf))
+    bb = relax.BlockBuilder()
+    with bb.function(func_name, list(func.params) if params is None else params,
+                     attrs=dict(func.attrs) if func.attrs else None, pure=func.is_pure):
+        for seg in segments:
+            with bb.dataflow():
+                for b in seg:
+                    emit = bb.emit_output if b.var in escaping else bb.emit
+                    vmap[b.var] = emit(rewrite(b.value, leaf), name_hint=b.var.name)
+        bb.emit_func_output(substitute(func.body.body, leaf))
+    out = copy_module(mod)
+    out[func_name] = bb.get()[func_name]
+    return out

@@ -28,7 +28,7 @@ from tvm import relax
 from ..ir.emission import units, whole_device
 from ..ir.graph import OpGraph
 from ..plan import OnDevice, Plan, Split
-from ..ir.relax_utils import Constant, substitute
+from ..ir.relax_utils import Constant, copy_module, substitute
 from ..ir.split_rules import IllegalSplit, Region, is_tensor, shape_of, substitute_operands, tensor_operands
 
 
@@ -52,7 +52,7 @@ class ApplyPlan:
         self.plan.validate(graph)
         emitter = _Emitter(graph, self.plan)
         func = emitter.run()
-        out = tvm.IRModule(dict(mod.functions), attrs=mod.attrs, global_infos=mod.global_infos)
+        out = copy_module(mod)
         out[self.func_name] = func
         # the very VDevice objects the IR refers to: TVM looks them up by identity
         out.update_global_info("vdevice", [emitter.vdev[d.name] for d in self.plan.devices])

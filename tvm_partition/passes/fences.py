@@ -23,21 +23,13 @@ from __future__ import annotations
 import tvm
 from tvm import relax
 
-from ..ir.relax_utils import substitute
+from ..ir.relax_utils import rebuilt
 
 _TO_VDEVICE = tvm.ir.Op.get("relax.to_vdevice")
 
 
 def _is_copy(binding) -> bool:
     return isinstance(binding.value, relax.Call) and binding.value.op.same_as(_TO_VDEVICE)
-
-
-def _leaves(expr) -> list:
-    """The variables ``expr`` reads (Calls, Tuples, TupleGetItems of variables: what the
-    lowered ``main`` binds)."""
-    found = []
-    substitute(expr, lambda x: found.append(x) or x)
-    return [x for x in found if isinstance(x, relax.Var)]
 
 
 def segments(bindings) -> list[list]:
@@ -56,16 +48,6 @@ def segments(bindings) -> list[list]:
     return out
 
 
-def _escaping(parts: list[list], result) -> set:
-    """Variables read outside the segment that binds them, or by the function's result."""
-    home = {b.var: i for i, seg in enumerate(parts) for b in seg}
-    out = set(_leaves(result))
-    for i, seg in enumerate(parts):
-        for b in seg:
-            out.update(v for v in _leaves(b.value) if home.get(v, i) != i)
-    return out
-
-
 @tvm.transform.module_pass(opt_level=0, name="FenceCopies")
 class FenceCopies:
     def __init__(self, func_name: str = "main"):
@@ -80,22 +62,4 @@ class FenceCopies:
         if not all(isinstance(block, relax.DataflowBlock) for block in blocks) or not all(
                 isinstance(b, relax.VarBinding) for b in bindings):
             return mod  # not the one dataflow block ApplyPlan and PropagateVDevice make: leave it to FuseOps
-        parts = segments(bindings)
-        escaping = _escaping(parts, func.body.body)
-        bb = relax.BlockBuilder()
-        vmap = {}
-
-        def leaf(e):
-            return vmap.get(e, e)
-
-        with bb.function(self.func_name, list(func.params), attrs=dict(func.attrs) if func.attrs else None,
-                         pure=func.is_pure):
-            for seg in parts:
-                with bb.dataflow():
-                    for b in seg:
-                        emit = bb.emit_output if b.var in escaping else bb.emit
-                        vmap[b.var] = emit(substitute(b.value, leaf), name_hint=b.var.name)
-            bb.emit_func_output(substitute(func.body.body, leaf))
-        out = tvm.IRModule(dict(mod.functions), attrs=mod.attrs, global_infos=mod.global_infos)
-        out[self.func_name] = bb.get()[self.func_name]
-        return out
+        return rebuilt(mod, self.func_name, segments=segments(bindings))

@@ -12,7 +12,7 @@ from __future__ import annotations
 import tvm
 from tvm import relax
 
-from ..ir.relax_utils import substitute
+from ..ir.relax_utils import rebuilt, substitute
 
 _CALL_TIR = tvm.ir.Op.get("relax.call_tir")
 
@@ -39,29 +39,12 @@ class PropagateVDevice:
         self.func_name = func_name
 
     def transform_module(self, mod: tvm.IRModule, _ctx) -> tvm.IRModule:
-        func = mod[self.func_name]
-        bb = relax.BlockBuilder()
-        vmap = {}
+        def rewrite(v, leaf):
+            if not (isinstance(v, relax.Call) and v.op.same_as(_CALL_TIR)):
+                return substitute(v, leaf)
+            args = substitute(v.args[1], leaf)
+            vdev = _arg_vdevice(args)
+            ty_args = [_with_vdevice(t, vdev) for t in v.ty_args] if vdev is not None else v.ty_args
+            return relax.Call(v.op, [v.args[0], args, *v.args[2:]], v.attrs, ty_args)
 
-        def leaf(e):
-            return vmap.get(e, e)
-
-        with bb.function(self.func_name, list(func.params), attrs=dict(func.attrs) if func.attrs else None, pure=True):
-            with bb.dataflow():
-                for block in func.body.blocks:
-                    for b in block.bindings:
-                        v = b.value
-                        if isinstance(v, relax.Call) and v.op.same_as(_CALL_TIR):
-                            args = substitute(v.args[1], leaf)
-                            vdev = _arg_vdevice(args)
-                            ty_args = [_with_vdevice(t, vdev) for t in v.ty_args] if vdev is not None else v.ty_args
-                            new = relax.Call(v.op, [v.args[0], args, *v.args[2:]], v.attrs, ty_args)
-                        else:
-                            new = substitute(v, leaf)
-                        vmap[b.var] = bb.emit(new, name_hint=b.var.name)
-                out = bb.emit_output(substitute(func.body.body, leaf))
-            bb.emit_func_output(out)
-        new_mod = bb.get()
-        out_mod = tvm.IRModule(dict(mod.functions), attrs=mod.attrs, global_infos=mod.global_infos)
-        out_mod[self.func_name] = new_mod[self.func_name]
-        return out_mod
+        return rebuilt(mod, self.func_name, rewrite=rewrite)
