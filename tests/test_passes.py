@@ -179,3 +179,30 @@ def test_split_builds_plan_memory_per_device():
     vm["main"](*args, *weights)
     kernels = sum(n for name, n in calls.items() if not name.startswith("vm.builtin"))
     assert calls.get("vm.builtin.alloc_storage", 0) * 4 < kernels, calls
+
+
+def test_an_op_reading_another_devices_tuple_item_is_emitted_after_its_copy(tmp_path):
+    """exp on cpu1 reads item 0 of a split made on cpu: through the tuple access (glue, no kernel)
+    it is fed across devices, so it is one emission unit after its copy, and the build runs and
+    matches the unpartitioned model."""
+    from tvm_partition.ir.emission import fed_across
+
+    x = relax.Var("x", relax.TensorType((4, 6), "float32"))
+    bb = relax.BlockBuilder()
+    with bb.function("main", [x], attrs={"num_input": 1}):
+        with bb.dataflow():
+            parts = bb.emit(relax.op.split(x, 2, axis=1))
+            a = bb.emit(relax.op.exp(relax.TupleGetItem(parts, 0)))
+            b = bb.emit(relax.op.tanh(relax.TupleGetItem(parts, 1)))
+            out = bb.emit_output(relax.Tuple([relax.op.concat([a, b], axis=0), a]))
+        bb.emit_func_output(out)
+    model = frontend.load(bb.get())
+    graph = OpGraph(model.mod)
+    [exp] = [i for i, op in graph.ops.items() if op.kind == "exp"]
+    devices = parse_devices("cpu,cpu")
+    away = Plan(devices, {i: OnDevice("cpu1" if i == exp else "cpu") for i, op in graph.ops.items() if not op.is_view})
+    home = Plan(devices, {i: OnDevice("cpu") for i, op in graph.ops.items() if not op.is_view})
+    assert fed_across(graph, away, exp) and not fed_across(graph, home, exp)
+    away.save(tmp_path / "plan.json")
+    _, err, tol = equal_check(model, "cpu,cpu", plan_file=str(tmp_path / "plan.json"))
+    assert err <= tol

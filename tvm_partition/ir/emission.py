@@ -28,17 +28,16 @@ def whole_device(graph: OpGraph, plan: Plan, op_id: str) -> str | None:
 
 def fed_across(graph: OpGraph, plan: Plan, op_id: str) -> bool:
     """Whether op ``op_id``, placed whole, reads a tensor made on another device or by a split op
-    (or by a view that follows one): the program copies or joins it before the op's kernel."""
+    (or by a view that follows one), directly or through glue (a split's tuple item): the program
+    copies or joins it before the op's kernel."""
     dev = whole_device(graph, plan, op_id)
     op = graph.ops[op_id]
     for x in op.inputs:
-        j = graph.index_of.get(x)
-        if j is None:  # a parameter of main: on the host
+        if graph.index_of.get(x) is None:  # a parameter of main: on the host
             if any(x.same_as(p) for p in graph.func.params) and dev != plan.host:
                 return True
             continue
-        src = graph.op_of_binding.get(j)
-        if src is not None and src != op_id and whole_device(graph, plan, src) != dev:
+        if any(src != op_id and whole_device(graph, plan, src) != dev for src in graph.producers(x)):
             return True
     return False
 

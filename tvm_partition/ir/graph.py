@@ -365,6 +365,24 @@ class OpGraph:
             stack.extend(self.free[i])
         return None
 
+    def producers(self, expr) -> set[str]:
+        """Every op whose output ``expr`` reads, looking through glue (a tuple of two ops' outputs
+        reads both); params and constants make none."""
+        seen, found, stack = set(), set(), [expr]
+        while stack:
+            e = stack.pop()
+            if not isinstance(e, relax.Var) or e in seen:
+                continue
+            seen.add(e)
+            i = self.index_of.get(e)
+            if i is None or i in self.static:
+                continue
+            if i in self.op_of_binding:
+                found.add(self.op_of_binding[i])
+            else:
+                stack.extend(self.free[i])
+        return found
+
     def _make_graph(self) -> nx.DiGraph:
         g = nx.DiGraph()
         for op in self.ops.values():
