@@ -135,9 +135,8 @@ def test_mismatched_splits_rejoin_then_split():
     assert op_names(ApplyPlan(plan)(model.mod)["main"]).count("relax.concat") == 2
 
 
-def test_tuple_producing_ops_and_tuple_outputs():
-    """R.split returns a tuple (not splittable itself: placed whole); its consumers still split,
-    and a model returning a tuple returns both outputs."""
+def split_model():
+    """x -> R.split -> exp(item 0), tanh(item 1) -> (concat, exp): a tuple made and returned."""
     x = relax.Var("x", relax.TensorType((4, 6), "float32"))
     bb = relax.BlockBuilder()
     with bb.function("main", [x], attrs={"num_input": 1}):
@@ -147,7 +146,13 @@ def test_tuple_producing_ops_and_tuple_outputs():
             b = bb.emit(relax.op.tanh(relax.TupleGetItem(parts, 1)))
             out = bb.emit_output(relax.Tuple([relax.op.concat([a, b], axis=0), a]))
         bb.emit_func_output(out)
-    model = frontend.load(bb.get())
+    return frontend.load(bb.get())
+
+
+def test_tuple_producing_ops_and_tuple_outputs():
+    """R.split returns a tuple (not splittable itself: placed whole); its consumers still split,
+    and a model returning a tuple returns both outputs."""
+    model = split_model()
     for strategy in ("equal", "gpu"):
         compiled, err, tol = equal_check(model, "cpu,cpu", strategy)
         assert err <= tol
@@ -187,16 +192,7 @@ def test_an_op_reading_another_devices_tuple_item_is_emitted_after_its_copy(tmp_
     matches the unpartitioned model."""
     from tvm_partition.ir.emission import fed_across
 
-    x = relax.Var("x", relax.TensorType((4, 6), "float32"))
-    bb = relax.BlockBuilder()
-    with bb.function("main", [x], attrs={"num_input": 1}):
-        with bb.dataflow():
-            parts = bb.emit(relax.op.split(x, 2, axis=1))
-            a = bb.emit(relax.op.exp(relax.TupleGetItem(parts, 0)))
-            b = bb.emit(relax.op.tanh(relax.TupleGetItem(parts, 1)))
-            out = bb.emit_output(relax.Tuple([relax.op.concat([a, b], axis=0), a]))
-        bb.emit_func_output(out)
-    model = frontend.load(bb.get())
+    model = split_model()
     graph = OpGraph(model.mod)
     [exp] = [i for i, op in graph.ops.items() if op.kind == "exp"]
     devices = parse_devices("cpu,cpu")

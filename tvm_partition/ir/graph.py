@@ -348,23 +348,6 @@ class OpGraph:
             flops=float(flops), bytes=float(io_bytes),
         )
 
-    def producer(self, expr) -> str | None:
-        """Op id that computes ``expr`` (looking through glue), or None for params/constants."""
-        seen = set()
-        stack = [expr]
-        while stack:
-            e = stack.pop()
-            if not isinstance(e, relax.Var) or e in seen:
-                continue
-            seen.add(e)
-            i = self.index_of.get(e)
-            if i is None or i in self.static:
-                continue
-            if i in self.op_of_binding:
-                return self.op_of_binding[i]
-            stack.extend(self.free[i])
-        return None
-
     def producers(self, expr) -> set[str]:
         """Every op whose output ``expr`` reads, looking through glue (a tuple of two ops' outputs
         reads both); params and constants make none."""
@@ -389,8 +372,7 @@ class OpGraph:
             g.add_node(op.id, op=op)
         for op in self.ops.values():
             for x in op.inputs:
-                src = self.producer(x)
-                if src is not None and src != op.id:
+                for src in sorted(self.producers(x) - {op.id}):
                     b = tensor_bytes(x) if is_tensor(x) else 0
                     if g.has_edge(src, op.id):
                         g[src][op.id]["bytes"] += b

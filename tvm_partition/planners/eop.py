@@ -113,7 +113,7 @@ class EOP:
             out = []
             for x in self.g.ops[op_id].inputs:
                 src = self.sim.source(x)
-                if is_tensor(src) and (self.g.producer(src) is not None or src in self.sim.data):
+                if is_tensor(src) and (self.g.producers(src) or src in self.sim.data):
                     out.append((x, self.sim.nbytes(src)))
             self._inputs_of[op_id] = out
         return self._inputs_of[op_id]
