@@ -94,6 +94,21 @@ def test_log_appends_resumes_and_reports_corrupt_lines(tmp_path):
     assert rec["tvm"] and rec["fingerprint"]["cores"] >= 1 and "cpu" in rec["fingerprint"]
 
 
+def test_compacting_a_log_keeps_each_samples_last_record_only(tmp_path):
+    log = ProfileLog(str(tmp_path))
+    for us in (10.0, 11.0, 12.0):  # the same sample timed three times (profiles after schedule changes)
+        log.append(_op_rec(8, us))
+    log.append(_op_rec(16, 20.0))
+    with open(log.path, "a", encoding="utf-8") as f:
+        f.write('{"type": "op", "sig": "trunc\n')  # a run killed mid-line
+    before = ProfileLog(str(tmp_path), warn=lambda m: None)
+    assert before.compact() == (5, 2)
+    after = ProfileLog(str(tmp_path), warn=lambda m: pytest.fail(m))
+    assert after.records == before.records and [r["mean_us"] for r in after.records] == [12.0, 20.0]
+    assert len(open(log.path, encoding="utf-8").read().splitlines()) == 2
+    assert not os.path.exists(log.path + ".tmp")
+
+
 # ----------------------------------------------------------------------------- real profile
 @pytest.fixture(scope="module")
 def profiled(tmp_path_factory):

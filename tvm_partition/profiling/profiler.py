@@ -343,6 +343,7 @@ def profile_with_progress(graphs: list, devices: list, folder: str, schedules=No
         stats = profile(graphs, devices, folder, schedules, budget_s, progress, session, fingerprint)
         stats["contexts"] = [] if session is not None else measure_contexts(
             list(models), devices, folder, schedules, say=bar.write)
+    ProfileLog(folder).compact()
     model = ProfiledCostModel(folder)
     stats["models"] = model.save_regressors() + [model.save_fits()]
     stats["seconds"] = time.monotonic() - t0
