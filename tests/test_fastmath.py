@@ -76,3 +76,34 @@ def test_a_build_of_the_lstm_calls_no_libm_exponential(op):
     mod, _ = lower(model.mod, plan_cpu(graph, parse_devices("cpu,cpu")), graph)
     gates = [f.script() for gv, f in mod.functions_items() if f"tir_{op}" in gv.name_hint]
     assert gates and not any(f"T.{op}(" in text or "T.exp(" in text for text in gates)
+
+
+def _softmax_module(dtype: str, axis: int):
+    @tvm.script.ir_module
+    class Softmax:
+        @R.function
+        def main(x: R.Tensor((4, 6, 32), dtype)):
+            with R.dataflow():
+                y = R.nn.softmax(x, axis=axis)
+                R.output(y)
+            return y
+
+    return Softmax
+
+
+def test_softmax_over_the_last_axis_exponentiates_on_the_polynomial():
+    legal = legalize_ops()(_softmax_module("float32", -1))
+    [text] = [f.script() for gv, f in legal.functions_items() if gv.name_hint == "softmax"]
+    assert 'T.sblock("T_fast_exp")' in text and "T.exp(" not in text
+    ex = tvm.compile(legal, target=tvm.target.Target(cpu_target()))
+    x = (np.random.default_rng(0).standard_normal((4, 6, 32)) * 10).astype("float32")
+    x[0, 0, :3] = [-1e4, 1e4, 0.0]  # one element takes the whole row, one nothing
+    got = relax.VirtualMachine(ex, tvm.cpu())["main"](tvm.runtime.tensor(x)).numpy()
+    e = np.exp(x.astype(np.float64) - x.max(-1, keepdims=True))
+    np.testing.assert_allclose(got, e / e.sum(-1, keepdims=True), rtol=2e-6, atol=1e-7)
+
+
+@pytest.mark.parametrize("dtype,axis", [("float16", -1), ("float32", 1)])
+def test_other_softmaxes_are_legalized_as_tvm_does(dtype, axis):
+    ours = legalize_ops()(_softmax_module(dtype, axis))
+    assert tvm_ffi.structural_equal(ours, relax.transform.LegalizeOps()(_softmax_module(dtype, axis)))

@@ -121,6 +121,31 @@ def test_small_elementwise_kernels_keep_the_default_schedule(shape, kind):
     assert templates.schedule(elementwise(shape, kind), TARGET) is None
 
 
+def softmax(shape):
+    def build():
+        x = relax.Var("x", relax.TensorType(shape, "float32"))
+        return [x], relax.op.nn.softmax(x, axis=-1)
+
+    return kernel(build)
+
+
+@pytest.mark.parametrize("shape", [
+    (4, 2, 16, 128),  # BERT's attention rows: whole vectors of any width
+    (3, 5, 24),  # 24: 8-lane vectors where 16 do not divide
+    (2, 3, 20),  # 20: 4-lane vectors
+])
+def test_the_softmax_template_computes_what_the_default_schedule_computes(shape):
+    kmod = softmax(shape)
+    assert templates.label(kmod, TARGET) == templates.SOFTMAX_LABEL
+    text = templates.schedule(kmod, TARGET).script()
+    assert "T.parallel" in text and "T.vectorized" in text and "_rf" in text  # partial maxima and sums
+    np.testing.assert_allclose(run(templates.schedule(kmod, TARGET)), run(kmod["main"]), rtol=1e-5, atol=1e-7)
+
+
+def test_a_softmax_whose_rows_hold_no_whole_vector_keeps_its_schedule():
+    assert templates.label(softmax((2, 3, 7)), TARGET) is None
+
+
 def test_a_build_packs_the_weights_once_at_load_and_matches_the_unpartitioned_model(tmp_path):
     model = frontend.load("resnet18", **SMALL["resnet18"])
     compiled = compile_model(model, parse_devices("cpu,cpu"), "equal", tuning_db=str(tmp_path / "no-database"))

@@ -572,8 +572,9 @@ class Schedules:
 #: 5 grouped and depthwise convolutions too, 6 legalizes sigmoid, tanh and exp on polynomials that
 #: vectorise (:mod:`tvm_partition.ir.fastmath`: the kernels changed, not their schedules), 7 GELU too,
 #: 8 names blocks TOPI named after an input by the input's role, not its name
-#: (:func:`tvm_partition.build.transfer.blocks_of`: profile samples of layer norms found records).
-TRANSFER_RULES = 8
+#: (:func:`tvm_partition.build.transfer.blocks_of`: profile samples of layer norms found records),
+#: 9 legalizes softmax on ``fast_exp`` and schedules it by :mod:`tvm_partition.build.templates`.
+TRANSFER_RULES = 9
 
 
 def open_schedules(path: str | None, transfer: bool = True) -> Schedules:
