@@ -355,7 +355,7 @@ def _schedule_elementwise(kmod: tvm.IRModule, target, outputs: tuple[str, ...]) 
         if sch.get(block).name_hint not in outputs:
             try:
                 sch.compute_inline(block)
-            except tvm.TVMError:
+            except tvm.s_tir.schedule.ScheduleError:
                 return None
     for name in outputs:
         loops = sch.get_loops(sch.get_sblock(name))
@@ -396,7 +396,10 @@ def _schedule_softmax(kmod: tvm.IRModule, lanes: int) -> tvm.tirx.PrimFunc | Non
     try:
         sch.compute_inline(sch.get_sblock("T_softmax_delta"))
         partial = {}
-        for name in ("T_softmax_maxelem", "T_softmax_expsum"):
+        row_len = int(sch.get(sch.get_loops(sch.get_sblock("T_softmax_norm"))[-1]).extent)
+        # a row of one vector has nothing to accumulate across vectors: its reductions stay as TVM
+        # wrote them (split, the outer loop of extent 1 would vanish from the loop nest)
+        for name in ("T_softmax_maxelem", "T_softmax_expsum") if row_len > lanes else ():
             k = sch.get_loops(sch.get_sblock(name))[-1]
             _, k_i = sch.split(k, [None, lanes])
             partial[name] = sch.rfactor(k_i, len(sch.get_loops(sch.get_sblock(name))) - 2)
@@ -404,15 +407,16 @@ def _schedule_softmax(kmod: tvm.IRModule, lanes: int) -> tvm.tirx.PrimFunc | Non
         row = sch.fuse(*sch.get_loops(norm)[:-1])
         sch.parallel(row)
         sch.vectorize(sch.get_loops(norm)[-1])
-        for block in (sch.get_sblock("T_softmax_expsum"), partial["T_softmax_expsum"], sch.get_sblock("T_fast_exp"),
-                      sch.get_sblock("T_softmax_maxelem"), partial["T_softmax_maxelem"]):
-            sch.compute_at(block, row)
+        for block in (sch.get_sblock("T_softmax_expsum"), partial.get("T_softmax_expsum"), sch.get_sblock("T_fast_exp"),
+                      sch.get_sblock("T_softmax_maxelem"), partial.get("T_softmax_maxelem")):
+            if block is not None:
+                sch.compute_at(block, row)
         sch.vectorize(sch.get_loops(sch.get_sblock("T_fast_exp"))[-1])
         for rf in partial.values():  # under the row: lanes, then the vectors: lanes innermost
             k_i, k_o = sch.get_loops(rf)[-2:]
             sch.reorder(k_o, k_i)
             sch.vectorize(k_i)
-    except tvm.TVMError:
+    except tvm.s_tir.schedule.ScheduleError:
         return None
     return sch.mod["main"].with_attr("tirx.is_scheduled", True)
 
