@@ -415,36 +415,34 @@ class RayPipeline:
             axis = int(self.spec.get("axis", 0))
             return [np.concatenate([o[j] for o in outs], axis=axis) for j in range(len(outs[0]))]
         while True:
-            servers = list(dict.fromkeys(self.stage_server))
-            if any(s in self.gone for s in req.tasks):  # its chain ran on a server found gone since
-                req.tasks = list(self.stage_server)
-                req.refs[0] = self._submit_chain(_put(req.inputs))
-            try:
-                return self._get(req.refs[0], deadline, servers)
-            except Exception as e:  # noqa: BLE001
-                if not _is_fault(e):
-                    raise
-                for server in servers:
-                    self._heal(server, deadline, e)
-                req.tasks = list(self.stage_server)
-                req.refs[0] = self._submit_chain(_put(req.inputs))
+            # a chain that ran on a server found gone since is submitted again without waiting
+            if not any(s in self.gone for s in req.tasks):
+                servers = list(dict.fromkeys(self.stage_server))
+                try:
+                    return self._get(req.refs[0], deadline, servers)
+                except Exception as e:  # noqa: BLE001
+                    if not _is_fault(e):
+                        raise
+                    for server in servers:
+                        self._heal(server, deadline, e)
+            req.tasks = list(self.stage_server)
+            req.refs[0] = self._submit_chain(_put(req.inputs))
 
     def _answer(self, req: Request, k: int, deadline: float):
         while True:
             i, server = req.tasks[k]
-            if server in self.gone:  # found gone while this request waited in line: move it now
-                server = self._heal(server, deadline, ClusterError(f"server {server} went away"))
-                req.tasks[k] = (i, server)
-                req.refs[k] = self._submit_slice(i, server, req.inputs)
-                continue
-            try:
-                return self._get(req.refs[k], deadline, [server])
-            except Exception as e:  # noqa: BLE001
-                if not _is_fault(e):
-                    raise
-                server = self._heal(server, deadline, e)
-                req.tasks[k] = (i, server)
-                req.refs[k] = self._submit_slice(i, server, req.inputs)
+            # found gone while this request waited in line: moved now, not after its own timeout
+            why: Exception = ClusterError(f"server {server} went away")
+            if server not in self.gone:
+                try:
+                    return self._get(req.refs[k], deadline, [server])
+                except Exception as e:  # noqa: BLE001
+                    if not _is_fault(e):
+                        raise
+                    why = e
+            server = self._heal(server, deadline, why)
+            req.tasks[k] = (i, server)
+            req.refs[k] = self._submit_slice(i, server, req.inputs)
 
     def _get(self, ref, deadline: float, servers: list[str]):
         """``ray.get`` in slices of :data:`POLL_S`: after each slice without an answer, a server
