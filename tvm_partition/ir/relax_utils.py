@@ -60,7 +60,7 @@ def rebuilt(mod: tvm.IRModule, func_name: str = "main", *, segments=None, rewrit
     def leaf(e):
         return vmap[e] if e in vmap else (outer(e) if outer is not None else e)
 
-    rewrite = rewrite or (lambda value, lf: substitute(value, lf))
+    rewrite = rewrite or substitute
     bb = relax.BlockBuilder()
     with bb.function(func_name, list(func.params) if params is None else params,
                      attrs=dict(func.attrs) if func.attrs else None, pure=func.is_pure):

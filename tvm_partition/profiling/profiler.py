@@ -343,8 +343,9 @@ def profile_with_progress(graphs: list, devices: list, folder: str, schedules=No
         stats = profile(graphs, devices, folder, schedules, budget_s, progress, session, fingerprint)
         stats["contexts"] = [] if session is not None else measure_contexts(
             list(models), devices, folder, schedules, say=bar.write)
-    ProfileLog(folder).compact()
-    model = ProfiledCostModel(folder)
+    log = ProfileLog(folder)
+    log.compact()
+    model = ProfiledCostModel(folder, log=log)  # the log just read, not read again
     stats["models"] = model.save_regressors() + [model.save_fits()]
     stats["seconds"] = time.monotonic() - t0
     return stats
