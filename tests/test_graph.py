@@ -48,3 +48,24 @@ def test_conv_dims_named():
     conv = next(op for op in g.ops.values() if op.kind == "conv2d")
     assert conv.split_dims == {1: "channel", 2: "H", 3: "W"}  # batch 1: axis 0 has size 1
     assert "size 1" in conv.refusals[0]
+
+
+def test_an_op_reading_through_a_tuple_of_two_ops_has_an_edge_from_the_one_it_reads():
+    """exp and tanh of x bound as one tuple (glue: no kernel); a sigmoid reads item 0, exp's. The
+    graph looks through the glue to both ops the tuple holds, so the sigmoid's edge from exp is
+    there (the walk that stopped at the first op it met found tanh only). Built as a Relax module,
+    not imported: the frontend folds the tuple away."""
+    from tvm import relax
+
+    x = relax.Var("x", relax.TensorType((4, 6), "float32"))
+    bb = relax.BlockBuilder()
+    with bb.function("main", [x], attrs={"num_input": 1}):
+        with bb.dataflow():
+            pair = bb.emit(relax.Tuple([bb.emit(relax.op.exp(x)), bb.emit(relax.op.tanh(x))]))
+            s = bb.emit(relax.op.sigmoid(bb.emit(relax.TupleGetItem(pair, 0))))
+            out = bb.emit_output(relax.Tuple([s, relax.TupleGetItem(pair, 1)]))
+        bb.emit_func_output(out)
+    g = OpGraph(bb.get())
+    [e] = [i for i, op in g.ops.items() if op.kind == "exp"]
+    [s] = [i for i, op in g.ops.items() if op.kind == "sigmoid"]
+    assert e in set(g.graph.predecessors(s))
