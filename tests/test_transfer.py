@@ -18,7 +18,8 @@ from tvm import relax
 
 from tvm_partition.build import transfer
 from tvm_partition.profiling.samples import lower_sample
-from tvm_partition.build.transfer import Source, TransferIndex, blocks_of, fit_tile, innermost_tiles, replay, signature
+from tvm_partition.build.transfer import (Source, TransferIndex, blocks_of, fit_tile, inner_tile, innermost_tiles,
+                                          replay, signature)
 
 TARGET = tvm.target.Target({"kind": "llvm", "num-cores": 2})
 
@@ -306,6 +307,17 @@ def test_innermost_tiles_name_the_output_axes():
     assert innermost_tiles(matmul(32, 64, 61), src) == {0: 8, 1: 1}
     cv = conv(8, 16, 8)
     assert innermost_tiles(conv(8, 32, 8), source(cv, conv_trace(cv))) == {1: 8, 3: 4}
+
+
+def test_an_axis_not_vectorised_keeps_its_register_tile():
+    """A schedule whose innermost N factor is 1 (it vectorises M) still tiles N by 16: a cut must
+    keep that tile, or a prime part (151 of 256) loses it."""
+    assert inner_tile([1, 16, 16, 1]) == 16
+    assert inner_tile([1, 2, 1, 8]) == 8
+    assert inner_tile([61, 1, 1, 1]) == 1  # the outermost (parallel) factor is not a tile
+    mm = matmul(32, 64, 64)
+    src = source(mm, matmul_trace(mm, tj=(2, 32, 1)))
+    assert innermost_tiles(matmul(32, 64, 128), src) == {0: 8, 1: 32}
 
 
 # ----------------------------------------------------------------------------- in a build
