@@ -148,6 +148,27 @@ def test_pipeline_cli_refuses(ray_cluster, built, capsys, argv, pattern):
     assert len(err) == 1 and err[0].startswith("error: ") and re.search(pattern, err[0]), err
 
 
+def test_pipeline_cli_reads_the_folder_before_joining_the_cluster(tmp_path, capsys):
+    from tvm_partition.bench.servers import free_port
+    from tvm_partition.runtime.pipeline import main
+
+    assert main([str(tmp_path / "none"), "--ray", f"127.0.0.1:{free_port()}", "--timeout", "30"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "none: no pipeline.json" in err[0], err
+
+
+def test_a_refused_join_names_the_token_where_this_machine_holds_one(tmp_path, monkeypatch):
+    for var in ("RAY_AUTH_MODE", "RAY_AUTH_TOKEN", "RAY_AUTH_TOKEN_PATH"):
+        monkeypatch.delenv(var, raising=False)
+    monkeypatch.setenv("HOME", str(tmp_path))
+    assert rc._auth_hint() == ""
+    (tmp_path / ".ray").mkdir()
+    (tmp_path / ".ray" / "auth_token").write_text("0123456789abcdef0123456789abcdef")
+    assert "set RAY_AUTH_MODE=token" in rc._auth_hint()
+    monkeypatch.setenv("RAY_AUTH_MODE", "token")  # set: the user chose, nothing to add
+    assert rc._auth_hint() == ""
+
+
 def test_pipeline_refuses_a_tampered_stage(ray_cluster, built, tmp_path, capsys):
     from tvm_partition.runtime.pipeline import main
 
@@ -175,3 +196,34 @@ def test_speed_ratios_and_placement_from_measured_servers(ray_cluster, lstm, tmp
     assert spec["plan_strategy"] == "heft" and spec["predicted_ms"] > 0 and set(spec["measured_servers"]) == {"A", "B"}
     close(rc.RayPipeline(str(tmp_path / "h"), ["A", "B"]).run(model.inputs), expected)
     capsys.readouterr()
+
+
+TOKEN_SCRIPT = """
+import ray
+from tvm_partition.bench.servers import local_cluster
+from tvm_partition.runtime import cluster as rc
+
+with local_cluster({"A": None}):
+    print("pid", ray.get(rc._ping(rc.pool().actor("A")), timeout=60))
+"""
+
+
+@pytest.mark.parametrize("mode", [None, "token"])
+def test_a_machine_holding_a_ray_token_still_starts_and_joins_clusters(tmp_path, mode):
+    """Ray 2.60 turns token authentication on in ``ray start --head`` where ``~/.ray/auth_token``
+    exists (any local ``ray.init()`` writes one) but not in ``ray start --address`` or a driver's
+    ``ray.init(address=...)``: with such a token, the local cluster's servers and the driver could
+    not join. In a process of its own (Ray keeps the mode per process), with a home holding a token,
+    the mode unset (the cluster runs without tokens, as the driver) and set to ``token`` (with them)."""
+    import os
+    import subprocess
+    import sys
+
+    (tmp_path / ".ray").mkdir()
+    (tmp_path / ".ray" / "auth_token").write_text("0123456789abcdef0123456789abcdef")
+    env = {k: v for k, v in os.environ.items() if not k.startswith("RAY_AUTH")}
+    env["HOME"] = str(tmp_path)
+    if mode:
+        env["RAY_AUTH_MODE"] = mode
+    run = subprocess.run([sys.executable, "-c", TOKEN_SCRIPT], env=env, capture_output=True, text=True, timeout=240)
+    assert run.returncode == 0 and "pid " in run.stdout, run.stderr[-2000:]

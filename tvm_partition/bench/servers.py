@@ -57,6 +57,12 @@ JOIN_S = 60.0
 OBJECT_STORE_BYTES = 256 * 1024 * 1024
 #: the GCS tolerates this many missed health checks of a node (Ray's default: 5)
 NODE_ENV = {"RAY_health_check_failure_threshold": "40", "RAY_USAGE_STATS_ENABLED": "0"}
+#: Ray's token authentication on the nodes as in this driver, ``RAY_AUTH_MODE`` (the driver's
+#: ``ray.init(address=...)`` reads it; unset, off). Ray 2.60's ``ray start --head`` turns it on by
+#: itself where ``~/.ray/auth_token`` exists (any local ``ray.init()`` writes one), its ``ray start
+#: --address`` does not: the servers could not join their head ("InvalidAuthToken"), and a driver
+#: and cluster of different modes cannot run an actor (2026-11-26).
+AUTH_DEFAULT = {"RAY_AUTH_MODE": "disabled"}
 
 
 def free_port() -> int:
@@ -234,7 +240,7 @@ def local_cluster(shares: dict[str, float | None], env: dict | None = None):
     reap_on_exit()
     # short: Ray's socket paths must stay under 107 bytes
     temp_dir = tempfile.mkdtemp(prefix="tvmp-ray-", dir="/tmp")
-    cluster = LocalCluster(f"127.0.0.1:{free_port()}", [], temp_dir, {**os.environ, **NODE_ENV, **(env or {})})
+    cluster = LocalCluster(f"127.0.0.1:{free_port()}", [], temp_dir, {**AUTH_DEFAULT, **os.environ, **NODE_ENV, **(env or {})})
     atexit.register(cluster.stop)
     try:
         _start_head(cluster)

@@ -135,9 +135,23 @@ def connect(address: str, timeout: float = 30.0) -> None:
                                    f"({e.strerror or e}): start one with `ray start --head`") from None
             time.sleep(0.2)
     disconnect()
-    # log_to_driver off: the actors' TVM logs stay in the cluster's log folder
-    ray.init(address=address, logging_level="ERROR", log_to_driver=False, configure_logging=False)
+    try:
+        # log_to_driver off: the actors' TVM logs stay in the cluster's log folder
+        ray.init(address=address, logging_level="ERROR", log_to_driver=False, configure_logging=False)
+    except (ConnectionError, ray.exceptions.AuthenticationError) as e:
+        raise ClusterError(f"cannot join the Ray cluster at {address}: {_line(e)}{_auth_hint()}") from None
     _joined = address
+
+
+def _auth_hint() -> str:
+    """Why a reachable cluster may refuse this driver: Ray 2.60's ``ray start --head`` turns token
+    authentication on where ``~/.ray/auth_token`` exists, and ``ray.init(address=...)`` sends the
+    token only with ``RAY_AUTH_MODE=token`` (it then said only "Failed to connect", 2026-11-26)."""
+    if os.environ.get("RAY_AUTH_MODE") or not (os.environ.get("RAY_AUTH_TOKEN") or os.environ.get("RAY_AUTH_TOKEN_PATH")
+                                               or os.path.exists(os.path.expanduser("~/.ray/auth_token"))):
+        return ""
+    return ("; this machine holds a Ray token, and a cluster started with `ray start` where one exists requires it: "
+            "set RAY_AUTH_MODE=token (every node and this driver alike)")
 
 
 def disconnect() -> None:

@@ -22,7 +22,7 @@ import time
 import numpy as np
 
 from .. import flags
-from .cluster import RayPipeline, connect
+from .cluster import RayPipeline, connect, read_spec
 from .runner import latency_line, read_inputs, write_outputs
 
 
@@ -54,6 +54,7 @@ def stream_lines(pipe: RayPipeline, inputs: dict, count: int, window: int, singl
 def main(argv=None) -> int:
     args = parser().parse_args(argv)
     try:
+        read_spec(args.pipeline)  # a wrong folder says so before any wait for the cluster
         connect(args.ray, timeout=args.timeout)
         servers = [s.strip() for s in args.servers.split(",") if s.strip()] if args.servers else None
         pipe = RayPipeline(args.pipeline, servers, timeout=args.timeout)
