@@ -13,7 +13,8 @@ remaining server's CPU quota, a 3.2-3.8 s latency spike in the kill test (2026-1
 A request never passes through the driver between stages: each stage's
 outputs stay in the object store and their ``ObjectRef``\\ s are handed to the next stages' actor
 calls (Ray resolves top-level ``ObjectRef`` arguments before the call), only the last stage's
-outputs come back.
+outputs come back. The inputs (a split's slices) go from the driver inside the call, not through
+the object store (:data:`INLINE_BYTES`: 2.6-3.3 ms against 8.2-8.7 for a 1.1 MB slice).
 
 Modes (``pipeline.json``): ``split`` (FlexPie's setting, EOP VEE '22 Eq. 5 applied to servers for
 the slice sizes: every server runs a part artifact on its slice of the batch at once, outputs
@@ -56,6 +57,12 @@ RETRY_S = 15.0
 #: look at the GCS's node list and a TCP connect per check, none for an answer quicker than it):
 #: the kill test's latency spike was 1.16 s at 1.0, 0.43 s at 0.25 (2026-11-26, amd-epyc-znver5-2c)
 POLL_S = 0.25
+#: the driver's call arguments up to this size travel inside the call to the actor (Ray's
+#: ``max_direct_call_object_size``, default 100 KiB; larger ones go through the driver node's
+#: object store and are pulled by the server's): a 1.1 MB slice's round trip to a server's actor
+#: took 8.2-8.7 ms through the store and 2.6-3.3 ms inline (local cluster, amd-epyc-znver5-2c,
+#: 2026-11-26). Set for this driver only, where the user has not set it.
+INLINE_BYTES = 16 * 1024 * 1024
 #: a speed measurement spans at least this long (many cfs periods of a server's CPU quota)
 MEASURE_S = 0.3
 TIMEOUT_S = 120.0
@@ -135,6 +142,7 @@ def connect(address: str, timeout: float = 30.0) -> None:
                                    f"({e.strerror or e}): start one with `ray start --head`") from None
             time.sleep(0.2)
     disconnect()
+    os.environ.setdefault("RAY_max_direct_call_object_size", str(INLINE_BYTES))  # read by ray.init
     try:
         # log_to_driver off: the actors' TVM logs stay in the cluster's log folder
         ray.init(address=address, logging_level="ERROR", log_to_driver=False, configure_logging=False)
@@ -376,8 +384,6 @@ class RayPipeline:
 
     def submit(self, inputs: dict[str, np.ndarray]) -> Request:
         """Start one request; its answer is :meth:`result`."""
-        import ray
-
         for info in self.spec["inputs"]:
             if info["name"] not in inputs:
                 raise ValueError(f"input {info['name']!r} is missing (have {sorted(inputs)})")
@@ -389,7 +395,7 @@ class RayPipeline:
                     req.refs.append(self._submit_slice(i, self.servers[i], inputs))
                     req.tasks.append((i, self.servers[i]))
             return req
-        ref = self._submit_chain(ray.put(dict(inputs)))
+        ref = self._submit_chain(dict(inputs))
         return Request(inputs, [ref], t0, list(self.stage_server))
 
     def _slice(self, i: int, inputs: dict) -> dict:
@@ -399,20 +405,19 @@ class RayPipeline:
         return {k: np.take(np.asarray(v), range(start, stop), axis=axis) for k, v in inputs.items()}
 
     def _submit_slice(self, i: int, server: str, inputs: dict):
-        import ray
-
         names = [info["name"] for info in self.spec["inputs"]]
-        return self.pool.actor(server).run.remote(self._art(self.parts[i][1]), names, None, ray.put(self._slice(i, inputs)))
+        return self.pool.actor(server).run.remote(self._art(self.parts[i][1]), names, None, self._slice(i, inputs))
 
-    def _submit_chain(self, input_ref):
-        """Every stage's call, each taking the refs of the stages (or the input) it reads from."""
-        producer = {k: input_ref for k in self.io[0]["inputs"]}
+    def _submit_chain(self, inputs: dict):
+        """Every stage's call, each taking the refs of the stages it reads from, or the inputs
+        themselves (which travel in the call, :data:`INLINE_BYTES`)."""
+        producer = {k: inputs for k in self.io[0]["inputs"]}
         ref = None
         for i, io in enumerate(self.io):
             missing = [k for k in io["inputs"] if k not in producer]
             if missing:
                 raise ValueError(f"stage {i} needs {missing[0]!r}, which no input or earlier stage gives")
-            sources = list(dict.fromkeys(producer[k] for k in io["inputs"]))  # each ref once, in order
+            sources = list({id(v): v for v in (producer[k] for k in io["inputs"])}.values())  # each once, in order
             actor = self.pool.actor(self.stage_server[i])
             ref = actor.run.remote(self._art(self.spec["artifacts"][i]), io["inputs"], io["outputs"], *sources)
             for k in io["outputs"] or []:
@@ -440,7 +445,7 @@ class RayPipeline:
                     for server in servers:
                         self._heal(server, deadline, e)
             req.tasks = list(self.stage_server)
-            req.refs[0] = self._submit_chain(_put(req.inputs))
+            req.refs[0] = self._submit_chain(dict(req.inputs))
 
     def _answer(self, req: Request, k: int, deadline: float):
         while True:
@@ -569,12 +574,6 @@ def _ping(actor):
     return actor.ping.options(concurrency_group="health").remote()
 
 
-def _put(value):
-    import ray
-
-    return ray.put(dict(value))
-
-
 def _line(e: Exception) -> str:
     text = str(e).strip().splitlines()
     return f"{type(e).__name__}: {text[0] if text else ''}"[:300]
@@ -603,17 +602,18 @@ def time_together(servers: list[str], art_dir: str, inputs: dict, window_s: floa
 
 
 def link_ms(src: str | None, dst: str | None, nbytes: int, repeat: int = 5, timeout: float = TIMEOUT_S) -> float:
-    """Median ms to move ``nbytes`` from ``src`` to ``dst`` through the object store (None: the
-    driver): one side makes the bytes, the other reads their size (ping-pong of one tensor)."""
+    """Median ms to move ``nbytes`` from ``src`` to ``dst`` (None: the driver) as a pipeline moves
+    them: one side makes the bytes, the other reads their size (ping-pong of one tensor). From the
+    driver the bytes go in the call (:data:`INLINE_BYTES`), between servers through the object store."""
     import ray
 
     times = []
     for _ in range(repeat + 1):
         t0 = time.perf_counter()
-        ref = ray.put(np.zeros(nbytes, np.uint8)) if src is None else pool().actor(src).blob.remote(nbytes)
-        if dst is None:
-            ray.get(ref, timeout=timeout)
-        else:
-            ray.get(pool().actor(dst).size.remote(ref), timeout=timeout)
+        data = np.zeros(nbytes, np.uint8) if src is None else pool().actor(src).blob.remote(nbytes)
+        if dst is not None:
+            ray.get(pool().actor(dst).size.remote(data), timeout=timeout)
+        elif src is not None:
+            ray.get(data, timeout=timeout)
         times.append((time.perf_counter() - t0) * 1e3)
     return float(np.median(times[1:]))
