@@ -227,3 +227,16 @@ def test_a_machine_holding_a_ray_token_still_starts_and_joins_clusters(tmp_path,
         env["RAY_AUTH_MODE"] = mode
     run = subprocess.run([sys.executable, "-c", TOKEN_SCRIPT], env=env, capture_output=True, text=True, timeout=240)
     assert run.returncode == 0 and "pid " in run.stdout, run.stderr[-2000:]
+
+
+def test_the_driver_keeps_its_inline_argument_size_to_itself(ray_cluster, monkeypatch, built, lstm):
+    """``connect`` sets Ray's inline-argument size for ``ray.init`` only: a process the driver
+    starts later (a Ray node of bench/servers.py) keeps Ray's default; pipelines still answer."""
+    import os
+
+    monkeypatch.delenv(rc.INLINE_KEY, raising=False)
+    rc.disconnect()
+    rc.connect(ray_cluster.address)
+    assert rc.INLINE_KEY not in os.environ
+    model, expected = lstm
+    close(rc.RayPipeline(str(built / "r31"), ["A", "B"]).run(model.inputs), expected)

@@ -63,6 +63,7 @@ POLL_S = 0.25
 #: took 8.2-8.7 ms through the store and 2.6-3.3 ms inline (local cluster, amd-epyc-znver5-2c,
 #: 2026-11-26). Set for this driver only, where the user has not set it.
 INLINE_BYTES = 16 * 1024 * 1024
+INLINE_KEY = "RAY_max_direct_call_object_size"
 #: a speed measurement spans at least this long (many cfs periods of a server's CPU quota)
 MEASURE_S = 0.3
 TIMEOUT_S = 120.0
@@ -142,12 +143,19 @@ def connect(address: str, timeout: float = 30.0) -> None:
                                    f"({e.strerror or e}): start one with `ray start --head`") from None
             time.sleep(0.2)
     disconnect()
-    os.environ.setdefault("RAY_max_direct_call_object_size", str(INLINE_BYTES))  # read by ray.init
+    # read once, by ray.init, for this driver only: not left for the processes it starts later
+    # (Ray nodes of bench/servers.py would return their stages' outputs inline to the driver)
+    inline = INLINE_KEY not in os.environ
+    if inline:
+        os.environ[INLINE_KEY] = str(INLINE_BYTES)
     try:
         # log_to_driver off: the actors' TVM logs stay in the cluster's log folder
         ray.init(address=address, logging_level="ERROR", log_to_driver=False, configure_logging=False)
     except (ConnectionError, ray.exceptions.AuthenticationError) as e:
         raise ClusterError(f"cannot join the Ray cluster at {address}: {_line(e)}{_auth_hint()}") from None
+    finally:
+        if inline:
+            os.environ.pop(INLINE_KEY, None)
     _joined = address
 
 
