@@ -46,11 +46,9 @@ def parse_shares(text: str) -> dict[str, float | None]:
     return {n: (None if v.strip() == "none" else float(v)) for n, v in zip(names, text.split(","))}
 
 
-def measure(path: str, servers: list[str], inputs: dict, repeat: int) -> tuple[float, list]:
-    """Median ms of ``repeat`` requests one at a time (after two warm-ups) and the last answer."""
-    from tvm_partition.runtime.cluster import RayPipeline
-
-    pipe = RayPipeline(path, servers)
+def timed(pipe, inputs: dict, repeat: int) -> tuple[float, list]:
+    """Median ms of ``repeat`` requests of ``pipe`` one at a time (after two warm-ups), and the
+    last answer."""
     for _ in range(2):
         outs = pipe.run(inputs)
     times = []
@@ -58,8 +56,18 @@ def measure(path: str, servers: list[str], inputs: dict, repeat: int) -> tuple[f
         t0 = time.perf_counter()
         outs = pipe.run(inputs)
         times.append((time.perf_counter() - t0) * 1e3)
-    pipe.close()  # a row's artifacts would otherwise stay loaded in the servers' actors
     return float(np.median(times)), outs
+
+
+def measure(path: str, servers: list[str], inputs: dict, repeat: int) -> tuple[float, list]:
+    """:func:`timed` on a pipeline of ``path`` over ``servers``, closed after."""
+    from tvm_partition.runtime.cluster import RayPipeline
+
+    pipe = RayPipeline(path, servers)
+    try:
+        return timed(pipe, inputs, repeat)
+    finally:
+        pipe.close()  # a row's artifacts would otherwise stay loaded in the servers' actors
 
 
 def build_row(name: str, work: str, args, address: str, servers: list[str], inputs: dict, expected, **how) -> dict:

@@ -23,7 +23,6 @@ import os
 import platform
 import sys
 import tempfile
-import time
 
 import numpy as np
 
@@ -39,19 +38,8 @@ def through_store(pipe, i: int, server: str, inputs: dict):
     return pipe.pool.actor(server).run.remote(pipe._art(pipe.parts[i][1]), names, None, ray.put(pipe._slice(i, inputs)))
 
 
-def timed(pipe, inputs: dict, requests: int) -> float:
-    for _ in range(2):
-        pipe.run(inputs)
-    times = []
-    for _ in range(requests):
-        t0 = time.perf_counter()
-        pipe.run(inputs)
-        times.append((time.perf_counter() - t0) * 1e3)
-    return float(np.median(times))
-
-
 def main(argv=None) -> int:
-    from ray_servers import parse_shares
+    from ray_servers import parse_shares, timed
     from tvm_partition.bench.servers import local_cluster
     from tvm_partition.build.tuning import local_database
     from tvm_partition.cli.stages import compile_pipeline
@@ -81,7 +69,7 @@ def main(argv=None) -> int:
             for r in range(args.rounds):
                 for mode in ("store", "call") if r % 2 == 0 else ("call", "store"):
                     RayPipeline._submit_slice = in_call if mode == "call" else through_store
-                    res[mode].append(timed(pipe, inputs, args.requests))
+                    res[mode].append(timed(pipe, inputs, args.requests)[0])
                 print(f"round {r + 1}/{args.rounds}: store {res['store'][-1]:.1f} ms, call {res['call'][-1]:.1f} ms",
                       flush=True)
         finally:
