@@ -41,6 +41,7 @@ def conv(c_in, c_out, size, k=3, stride=1, groups=1, epilogue="bias_relu"):
     (16, 16, 7, 1, 1, None),  # a 1x1 without padding or epilogue: no pad block
     (3, 16, 12, 7, 2, "bias_relu"),  # a strided stem
     (8, 16, 6, 3, 1, "batch_norm"),  # four element-wise blocks inlined into the last
+    (16, 128, 4, 3, 1, "bias_relu"),  # 4 wide: a tile of several vectors of output channels
 ])
 def test_the_template_computes_what_the_default_schedule_computes(c_in, c_out, size, k, stride, epilogue):
     kmod = conv(c_in, c_out, size, k, stride, epilogue=epilogue)
@@ -49,6 +50,19 @@ def test_the_template_computes_what_the_default_schedule_computes(c_in, c_out, s
     text = func.script()
     assert "T.parallel" in text and "T.vectorized" in text and "layout_rewrite_preproc" in text
     np.testing.assert_allclose(run(func), run(kmod["main"]), rtol=1e-4, atol=1e-4)
+
+
+def test_narrow_outputs_take_several_vectors_of_output_channels_a_tile():
+    # AVX-512 (32 registers, 16 lanes): 14-wide rows one vector, 8-wide and narrower two; never
+    # fewer than MIN_CHANNEL_BLOCKS blocks for the parallel loop; AVX2 (16 registers): 4 wide and narrower
+    assert [templates._blocks(row, 512, 16, 32) for row in (14, 8, 7, 4, 2)] == [1, 2, 2, 2, 2]
+    assert [templates._blocks(row, 512, 8, 16) for row in (12, 7, 4, 2)] == [1, 1, 2, 2]
+    assert templates._blocks(7, 32, 16, 32) == 1 and templates._blocks(4, 128, 16, 32) == 2
+    assert templates._blocks(7, 48, 16, 32) == 1  # 3 vectors: no whole pair
+    kmod = conv(16, 128, 4)
+    lanes = templates.vector_lanes(TARGET)[0]
+    blocks = templates._plan(kmod, TARGET).blocks
+    assert blocks > 1 and templates.inner_tiles(kmod, TARGET) == {1: blocks * lanes}
 
 
 def test_timing_alone_runs_the_kernel_on_packed_weights():

@@ -15,10 +15,11 @@ channels 10-20% slower (2026-11-25, intel-r-xeon-r-processor-2c; BENCHMARKS.md, 
 
 The schedule (TVM 0.27 ``s_tir.Schedule``):
 
-- ``conv2d_nchw`` loops ``n, f, y, x, rc, ry, rx`` become ``n f_o y x_o | rc ry rx | x_i f_i``:
-  ``f_i`` one vector of output channels (vectorised), ``x_i`` the largest divisor of the output
-  width up to the register budget (unrolled); ``n f_o y`` one parallel loop (the weights of an
-  ``f_o`` block stay in cache over its rows).
+- ``conv2d_nchw`` loops ``n, f, y, x, rc, ry, rx`` become ``n f_o y x_o | rc ry rx | x_i f_b f_i``:
+  ``f_i`` one vector of output channels (vectorised), ``f_b`` one vector, or two where the output is
+  so narrow that a row tile would leave most accumulators idle (unrolled; :func:`_blocks`),
+  ``x_i`` the largest divisor of the output width up to the register budget (unrolled);
+  ``n f_o y`` one parallel loop (the weights of an ``f_o`` block stay in cache over its rows).
 - The accumulator is a ``local`` cache laid out ``[x_i, f_i]`` (pixels outer), so every
   ``x_i`` is one vector register: LLVM keeps all of them in registers (laid out ``[f_i, x_i]`` the
   14-pixel tile ran 48x slower: strided vector accesses).
@@ -96,6 +97,11 @@ MIN_MOVED_ELEMENTS = 1 << 18
 #: (7: 1366 us, 14: 1108 us, 2x7 rows: 1106 us, 2x14 (spilling): 2483 us on the 3x3 convolution
 #: above); 12 of 16 (AVX2) leaves a register for the weights and one for the broadcast (unmeasured).
 ROW_BUDGET = {32: 14, 16: 12}
+#: Accumulators a convolution tile of several vectors may hold, by vector registers (:func:`_blocks`;
+#: measured on AVX-512 only: 16 of 32; 28 spilled or ran slower).
+ACC_BUDGET = {32: 16, 16: 8}
+#: Blocks of output channels the parallel loop keeps at least, when a tile takes several vectors.
+MIN_CHANNEL_BLOCKS = 4
 
 
 def vector_lanes(target) -> tuple[int, int]:
@@ -134,7 +140,7 @@ def inner_tiles(kmod: tvm.IRModule, target) -> dict[int, int]:
     in whole vectors (its row tile fits any width: a divisor of it); none for an element-wise
     kernel (any cut keeps its loops: the outer ones parallel, the innermost LLVM's)."""
     plan = _plan(kmod, target)
-    return {} if plan is None else {1: plan.lanes}
+    return {} if plan is None else {1: plan.lanes * plan.blocks}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -146,6 +152,7 @@ class _Plan:
     lanes: int  # output channels per vector
     row: int  # output pixels per register tile
     padded: bool  # a pad_temp block comes first
+    blocks: int = 1  # vectors of output channels per register tile (:func:`_blocks`)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -196,7 +203,26 @@ def _plan(kmod: tvm.IRModule, target) -> _Plan | None:
     _, oc, _, ow, _, _, _ = nest.extents
     if oc % lanes:
         return None
-    return _Plan(nest.epilogue, weight[0], lanes, _row(ow, ROW_BUDGET[registers]), nest.padded)
+    row = _row(ow, ROW_BUDGET[registers])
+    return _Plan(nest.epilogue, weight[0], lanes, row, nest.padded, _blocks(row, oc, lanes, registers))
+
+
+def _blocks(row: int, channels: int, lanes: int, registers: int) -> int:
+    """Vectors of output channels a register tile holds: two where a tile of ``row`` pixels x two
+    vectors stays within :data:`ACC_BUDGET` accumulators and leaves at least
+    :data:`MIN_CHANNEL_BLOCKS` blocks of output channels for the parallel loop, else one. A row tile
+    is a divisor of the output width, so a narrow output (ResNet's last stages: 7, 4 or 2 wide) left
+    most accumulators idle with one vector, and each input pixel broadcast fed one multiply-add.
+    Each kernel alone on 2 Zen 5 threads (amd-epyc-znver5-2c, 2026-11-26; one, two, four vectors):
+    512 channels 3x3 at 2x2 143 / 81 / 93 us, 256 3x3 at 4x4 74 / 45 / 42, 512 3x3 at 7x7 567 / 458 /
+    1213, 512 -> 2048 1x1 at 7x7 338 / 248 / 508, 128 3x3 at 8x8 44 / 40 / 50; at 14 wide two vectors
+    (28 accumulators) ran 1.0-1.6x slower; 32 channels at 7 wide, two vectors (one block: half the
+    parallel tasks) 17 -> 20 us. In the model, where the weights come from memory, four vectors lost
+    what they gained alone (ResNet-18 at 64 px, 9 paired rounds: 0.95x of one vector's latency with
+    four at 2 and 4 wide, 0.84x with two), so two at most."""
+    budget = ACC_BUDGET[registers]
+    two = 2 * row <= budget and channels % (2 * lanes) == 0 and channels // (2 * lanes) >= MIN_CHANNEL_BLOCKS
+    return 2 if two else 1
 
 
 @dataclasses.dataclass(frozen=True)
@@ -253,14 +279,15 @@ def _schedule_conv(kmod: tvm.IRModule, target, plan: _Plan) -> tvm.tirx.PrimFunc
     func = kmod["main"].with_attr("layout_free_buffers", [plan.weight])
     sch, conv = _opened(func, _CONV, plan.epilogue)
     n, f, y, x, rc, ry, rx = sch.get_loops(conv)
-    f_o, f_i = sch.split(f, [None, plan.lanes])
+    f_o, f_b, f_i = sch.split(f, [None, plan.blocks, plan.lanes])
     x_o, x_i = sch.split(x, [None, plan.row])
-    sch.reorder(n, f_o, y, x_o, rc, ry, rx, x_i, f_i)
+    sch.reorder(n, f_o, y, x_o, rc, ry, rx, x_i, f_b, f_i)
     acc = sch.cache_write(conv, 0, "local")
     sch.transform_layout(conv, ("write", 0), lambda a, b, c, d: (a, c, d, b))
     _per_tile(sch, acc, x_o, plan.epilogue)
     sch.parallel(sch.fuse(n, f_o, y))
     sch.vectorize(f_i)
+    sch.unroll(f_b)
     sch.unroll(x_i)
     _reduction_and_padding(sch, conv, rc, plan.padded)
     ctx = ms._ffi_api.TuneContext(sch.mod, target, None, None, "template", 1, -1, None)  # noqa: SLF001

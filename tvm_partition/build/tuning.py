@@ -573,8 +573,10 @@ class Schedules:
 #: vectorise (:mod:`tvm_partition.ir.fastmath`: the kernels changed, not their schedules), 7 GELU too,
 #: 8 names blocks TOPI named after an input by the input's role, not its name
 #: (:func:`tvm_partition.build.transfer.blocks_of`: profile samples of layer norms found records),
-#: 9 legalizes softmax on ``fast_exp`` and schedules it by :mod:`tvm_partition.build.templates`.
-TRANSFER_RULES = 9
+#: 9 legalizes softmax on ``fast_exp`` and schedules it by :mod:`tvm_partition.build.templates`,
+#: 10 gives narrow convolution outputs register tiles of several vectors of output channels
+#: (:func:`tvm_partition.build.templates._blocks`).
+TRANSFER_RULES = 10
 
 
 def open_schedules(path: str | None, transfer: bool = True) -> Schedules:
