@@ -323,6 +323,30 @@ def test_a_row_is_the_median_over_fresh_processes(monkeypatch):
     assert bench_runtime.measure_isolated("art", 3)["process_medians_us"] == [2.0] and calls == [3]
 
 
+def test_the_rows_of_one_model_are_measured_in_rounds(monkeypatch):
+    """Each round runs one process of every artifact, the order alternating: a machine that slows
+    down 2x after the first round reaches every row alike, so their ratios hold; an artifact whose
+    process fails is not run again."""
+    from tvm_partition.bench import runtime as bench_runtime
+
+    speed = {"a": 100.0, "b": 200.0}
+    calls = []
+
+    def fake(art, repeat, timeout_s=None, preexec=None):
+        calls.append(art)
+        if art == "bad":
+            return {"error": "measuring failed: boom"}
+        slow = 1.0 if len(calls) <= 3 else 2.0
+        return {"measured_median_us": speed[art] * slow, "measured_p90_us": speed[art] * slow}
+
+    monkeypatch.setattr(bench_runtime, "measure_process", fake)
+    got = bench_runtime.measure_interleaved(["a", "b", "bad"], 9)
+    assert calls == ["a", "b", "bad", "b", "a", "a", "b"]
+    assert got["bad"] == {"error": "measuring failed: boom"}
+    assert got["a"]["process_medians_us"] == [100.0, 200.0, 200.0] and got["a"]["repeat"] == 9
+    assert got["b"]["measured_median_us"] / got["a"]["measured_median_us"] == 2.0
+
+
 def test_paired_ratios_are_taken_within_each_round(monkeypatch, tmp_path):
     """benchmarks/paired.py: the machine slows down 2x between rounds; the ratio of B to the
     baseline stays what it is within a round, and the order alternates."""

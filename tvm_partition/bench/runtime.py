@@ -7,13 +7,13 @@ into a benchmark bundle (``bench --export-bundle DIR``), on a machine without a 
     python3 DIR/run_bench.py [--repeat N] [--force]                  # every artifact of a bundle
 
 Each artifact is measured in fresh child processes (:data:`PROCESSES`, the median of their
-medians) with ``TVM_USE_RUNTIME_LIB=1`` (an artifact that crashes the runtime costs its row, not
+medians; the rows of one model setting in rounds, :func:`measure_interleaved`) with ``TVM_USE_RUNTIME_LIB=1`` (an artifact that crashes the runtime costs its row, not
 the run): :class:`tvm_partition.runtime.run.Runner` loads it,
 :meth:`~tvm_partition.runtime.run.Runner.time` times ``repeat`` end-to-end runs after warm-up and
 :func:`~tvm_partition.runtime.run.latency_stats` gives the median and p90, exactly as ``run --repeat``.
 The onnxruntime row's folder (:mod:`tvm_partition.bench.ort`) is measured the same way, with
 onnxruntime in place of the Runner (the measuring machine then needs onnxruntime).
-A bundle's ``results.json`` is rewritten after every row; a rerun skips measured rows.
+A bundle's ``results.json`` is rewritten after every model setting; a rerun skips measured rows.
 """
 
 from __future__ import annotations
@@ -69,18 +69,40 @@ def measure_isolated(art_dir: str, repeat: int, timeout_s: float | None = None, 
     the median, p90 and p99 are the medians over the processes of theirs, ``process_medians_us``
     says each; ``{"error": ...}`` if one fails. ``preexec``: run in each child before it starts
     (:func:`tvm_partition.bench.load.quota` moves it into a cgroup)."""
+    return measure_interleaved([art_dir], repeat, timeout_s, preexec)[art_dir]
+
+
+def measure_interleaved(arts: list[str], repeat: int, timeout_s: float | None = None, preexec=None) -> dict:
+    """``{art: result}``: each artifact measured as :func:`measure_isolated` measures one, but in
+    rounds: each round runs one fresh process of every artifact, in an order that alternates from
+    round to round. Why: the rows of one model are compared with each other (a split over ``cpu``,
+    ours over onnxruntime), and this VM runs the same build up to 1.2x apart minutes apart
+    (ResNet-50 29.1 ms in paired rounds, 34.7 in a ``bench`` row 20 minutes later; onnxruntime's
+    ShuffleNet 1.34 and 3.24 ms; amd-epyc-znver5-2c, 2026-11-26): measured one after another, the
+    rows of one model could each take another phase; in rounds each phase reaches every row.
+    An artifact whose process fails is not measured again; its result is the ``error``."""
     n = PROCESSES if repeat >= 3 * PROCESSES else 1
     each = -(-repeat // n)
-    runs = []
-    for _ in range(n):
-        res = measure_process(art_dir, each, timeout_s, preexec)
-        if "error" in res:
-            return res
-        runs.append(res)
-    runs.sort(key=lambda r: r["measured_median_us"])
+    runs: dict[str, list] = {a: [] for a in arts}
+    failed: dict[str, dict] = {}
+    for k in range(n):
+        for art in (arts if k % 2 == 0 else arts[::-1]):
+            if art in failed:
+                continue
+            res = measure_process(art, each, timeout_s, preexec)
+            if "error" in res:
+                failed[art] = res
+            else:
+                runs[art].append(res)
+    return {a: failed.get(a) or _over_processes(runs[a], each * n) for a in arts}
+
+
+def _over_processes(runs: list[dict], repeat: int) -> dict:
+    """One artifact's result from its processes' (see :func:`measure_isolated`)."""
+    runs = sorted(runs, key=lambda r: r["measured_median_us"])
     mid = runs[len(runs) // 2]
     tails = {k: sorted(r[k] for r in runs if k in r) for k in ("measured_p90_us", "measured_p99_us")}
-    return {**mid, **{k: v[len(v) // 2] for k, v in tails.items() if v}, "repeat": each * n,
+    return {**mid, **{k: v[len(v) // 2] for k, v in tails.items() if v}, "repeat": repeat,
             "process_medians_us": [r["measured_median_us"] for r in runs]}
 
 
@@ -108,8 +130,9 @@ def measure_process(art_dir: str, repeat: int, timeout_s: float | None = None, p
 
 def run_bundle(bundle: str, repeat: int | None = None, force: bool = False, timeout_s: float | None = None,
                progress=print, out: str | None = None) -> list[dict]:
-    """Measure every row of a bundle; ``out`` (default ``BUNDLE/results.json``) holds one entry per
-    row (``id`` plus :func:`measure`'s fields, or ``error``), rewritten after each."""
+    """Measure every row of a bundle, the rows of one model setting together
+    (:func:`measure_interleaved`); ``out`` (default ``BUNDLE/results.json``) holds one entry per row
+    (``id`` plus :func:`measure`'s fields, or ``error``), rewritten after each model setting."""
     from .results import write_json
     from ..devices import fingerprint_id, hardware_fingerprint
 
@@ -122,20 +145,26 @@ def run_bundle(bundle: str, repeat: int | None = None, force: bool = False, time
             results = {r["id"]: r for r in json.load(f)}
     repeat = repeat or spec.get("repeat", 20)
     rows = spec["rows"]
+    groups: dict[str, list] = {}  # the rows of one model setting are measured together, in rounds
     for i, row in enumerate(rows, 1):
         if "artifact" not in row:  # failed to compile on the build machine: nothing to measure
             continue
-        done = results.get(row["id"], {})
-        if not force and "measured_median_us" in done:
+        if not force and "measured_median_us" in results.get(row["id"], {}):
             progress(f"[{i}/{len(rows)}] {row['id']}: measured before, skipped")
             continue
-        res = {"id": row["id"], **measure_isolated(os.path.join(bundle, row["artifact"]), repeat, timeout_s)}
-        if "error" not in res:  # every row, onnxruntime's too, under the machine its kernels were built for
-            res["machine"] = fingerprint_id(hardware_fingerprint(spec.get("mcpu")))
-        results[row["id"]] = res
+        groups.setdefault(json.dumps([row.get("model"), row.get("config")], sort_keys=True), []).append((i, row))
+    machine = fingerprint_id(hardware_fingerprint(spec.get("mcpu")))
+    for group in groups.values():
+        arts = {row["id"]: os.path.join(bundle, row["artifact"]) for _, row in group}
+        got = measure_interleaved(list(arts.values()), repeat, timeout_s)
+        for i, row in group:
+            res = {"id": row["id"], **got[arts[row["id"]]]}
+            if "error" not in res:  # every row, onnxruntime's too, under the machine its kernels were built for
+                res["machine"] = machine
+            results[row["id"]] = res
+            what = res.get("error") or f"median {res['measured_median_us'] / 1e3:.3f} ms"
+            progress(f"[{i}/{len(rows)}] {row['id']}: {what}")
         write_json(out, list(results.values()))
-        what = res.get("error") or f"median {res['measured_median_us'] / 1e3:.3f} ms"
-        progress(f"[{i}/{len(rows)}] {row['id']}: {what}")
     return list(results.values())
 
 

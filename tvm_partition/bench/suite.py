@@ -286,11 +286,11 @@ class Bench:
                                      f"{tol:.3g}) on the same inputs: not the same model, not measured")
 
     def row(self, model, config: dict, strategy: str, plans: str | None, plan=None, extra: dict | None = None,
-            cost_model=None) -> dict:
-        """Plan (or take ``plan``), compile, save and measure (or export) one row; ``extra``: more
-        fields of the row; ``cost_model``: instead of the bench's. Never raises for a failing strategy."""
-        from ..devices import fingerprint_id
-
+            cost_model=None) -> tuple[dict, str | None]:
+        """Plan (or take ``plan``), compile and save (or export) one row; ``extra``: more fields of
+        the row; ``cost_model``: instead of the bench's. Returns the row and the artifact folder
+        :meth:`measure` measures (None: exported, or failed, the row saying why). Never raises for a
+        failing strategy."""
         row = {"model": model.name, "config": config, "devices": self.label, "strategy": strategy,
                "measured_median_us": None, "measured_p90_us": None, "predicted_us": None, "plan_s": None,
                "compile_s": None, "device_names": None, "ideal_us": None, "command": self.command, **(extra or {})}
@@ -302,20 +302,47 @@ class Bench:
                 self.save_compiled(model, strategy, plan, cost_model, art, row, plans)
             if self.export:
                 row.update(id=results.row_id(row), artifact=os.path.relpath(art, self.export))
-                return row
-            row.update(measure_isolated(art, self.repeat, self.timeout))
-            row["machine"] = fingerprint_id()  # this one: the measuring child's runtime-only TVM has no LLVM to name its CPU
-            if "error" not in row and self.conditions:
-                row["under"] = self.measure_under(art)
+                return row, None
+            return row, art
         except Exception as e:  # noqa: BLE001 - a failing strategy is a row, never the end of the run
             row["error"] = f"{type(e).__name__}: {(str(e).strip().splitlines() or [''])[0][:300]}"
-        finally:
             if not (self.export or self.keep):
                 shutil.rmtree(art, ignore_errors=True)
+            return self.stamped(row), None
+
+    def measure(self, pending: list[tuple[dict, str | None]]) -> list[dict]:
+        """Measure the compiled rows of one model setting together, in rounds
+        (:func:`tvm_partition.bench.runtime.measure_interleaved`), then each under
+        :attr:`conditions`; remove the artifacts (unless kept). Returns the rows."""
+        from ..devices import fingerprint_id
+        from .runtime import measure_interleaved
+
+        arts = [art for _, art in pending if art is not None]
+        got = measure_interleaved(arts, self.repeat, self.timeout) if arts else {}
+        for row, art in pending:
+            if art is None:
+                continue
+            try:
+                row.update(got[art])
+                row["machine"] = fingerprint_id()  # this one: the measuring child's runtime-only TVM has no LLVM to name its CPU
+                if "error" not in row and self.conditions:
+                    row["under"] = self.measure_under(art)
+            except Exception as e:  # noqa: BLE001 - a failing measurement is a row, never the end of the run
+                row["error"] = f"{type(e).__name__}: {(str(e).strip().splitlines() or [''])[0][:300]}"
+            finally:
+                if not self.keep:
+                    shutil.rmtree(art, ignore_errors=True)
+            self.stamped(row)
+        return [row for row, _ in pending]
+
+    @staticmethod
+    def stamped(row: dict) -> dict:
+        """``row`` with the machine (this one) and the date, where it has none."""
+        from ..devices import fingerprint_id
+
         row.setdefault("machine", fingerprint_id())
         row.setdefault("date", time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()))
         return row
-
 
     def measure_under(self, art: str) -> dict:
         """The artifact measured again under each of :attr:`conditions`: ``{name: {median_us,
@@ -438,8 +465,10 @@ def run(args, out: str) -> tuple[list[tuple], int]:
                 continue
             config = {k: model.config[k] for k in MODEL_OPTIONS if k in model.config} or opts
 
+            pending: list[tuple[dict, str | None]] = []
+
             def one(model, strategy, plan=None, extra=None, cost_model=None):
-                nonlocal rows, failed
+                """Compile one row; :func:`flush` measures the rows compiled since the last flush."""
                 bar.set_description(f"{model.name}/{strategy}")
                 key = (model.name, json.dumps(config, sort_keys=True), label, strategy)
                 keys.append(key)
@@ -447,32 +476,43 @@ def run(args, out: str) -> tuple[list[tuple], int]:
                     say(f"{model.name} {strategy}: done before, skipped (--force measures it again)")
                     bar.update(1)
                     return
-                row = bench.row(model, config, strategy, None if args.export_bundle else os.path.join(out, "plans"),
-                                plan, extra, cost_model)
-                rows = results.merge(rows, row)
+                pending.append(bench.row(model, config, strategy, None if args.export_bundle else os.path.join(out, "plans"),
+                                         plan, extra, cost_model))
+
+            def flush():
+                """Measure the pending rows together (rows of one model compare with each other), save them."""
+                nonlocal rows, failed
+                if not pending:
+                    return
+                bar.set_description(f"measuring {len(pending)} rows")
+                for row in bench.measure(pending):
+                    rows = results.merge(rows, row)
+                    failed += "error" in row
+                    say(f"{row['model']} {row['strategy']}: " + (
+                        row["error"] if "error" in row else "compiled" if args.export_bundle else
+                        f"median {row['measured_median_us'] / 1e3:.3f} ms"
+                        + (f", predicted {row['predicted_us'] / 1e3:.3f} ms" if row["predicted_us"] is not None else "")))
+                    bar.update(1)
                 if args.export_bundle:
                     results.write_json(os.path.join(args.export_bundle, BUNDLE_SPEC),
                                        {"format": 1, "repeat": args.repeat, "mcpu": bench.devices[0].target.get("mcpu"),
                                         "rows": rows})
                 else:
                     results.save(out, rows)
-                failed += "error" in row
-                say(f"{model.name} {strategy}: " + (
-                    row["error"] if "error" in row else "compiled" if args.export_bundle else
-                    f"median {row['measured_median_us'] / 1e3:.3f} ms"
-                    + (f", predicted {row['predicted_us'] / 1e3:.3f} ms" if row["predicted_us"] is not None else "")))
-                bar.update(1)
+                pending.clear()
 
             wanted = applicable(names, model, bool(args.strategies), say)
             bar.update(len(names) - len(wanted))
             for strategy in wanted:
                 one(model, strategy)
+            flush()
             if args.split_ops:
                 bench.schedules = model_schedules(model, devices, tuning_db)
                 for op_model, split_plan, extra, op_cost in bench_ops.op_rows(model, devices, cost_model, args.split_ops):
                     bar.total += len(bench_ops.OP_STRATEGIES)
                     for strategy in bench_ops.OP_STRATEGIES:
                         one(op_model, strategy, split_plan if strategy == bench_ops.SPLIT else None, extra, op_cost)
+                    flush()
                 bench.schedules = None
     if not (args.export_bundle or args.artifacts):
         shutil.rmtree(artifacts, ignore_errors=True)
