@@ -121,6 +121,17 @@ def conv_bn(c_in, c_out, size):
     return kernel(build)
 
 
+#: the threshold as shipped (the fixture below sets it aside for the other tests)
+SERIAL_FLOPS = transfer.SERIAL_FLOPS
+
+
+@pytest.fixture(autouse=True)
+def parallel_kernels(monkeypatch):
+    """The kernels here are small so the tests run fast: below SERIAL_FLOPS they would replay
+    without the parallel loop that shows the trace was applied; the tests of that rule set it back."""
+    monkeypatch.setattr(transfer, "SERIAL_FLOPS", 0)
+
+
 def source(kmod, trace, gflops=1.0, label="test"):
     return Source(trace, blocks_of(kmod), TARGET, gflops, label)
 
@@ -149,6 +160,20 @@ def replays_correctly(kmod, src, tol=1e-4):
     assert "T.parallel" in func.script(), "the postprocessors made no parallel loop: the trace was not applied"
     np.testing.assert_allclose(run(func), run(kmod["main"]), rtol=tol, atol=tol)
     return func
+
+
+def test_kernels_too_small_for_the_pool_replay_without_a_parallel_loop(monkeypatch):
+    # the LSTM's recurrent matmul (K=64, N=256): its 8-row part (0.26 MFLOP) serial, its 16-row
+    # whole (0.52 MFLOP) parallel, both computing what the default schedule computes
+    monkeypatch.setattr(transfer, "SERIAL_FLOPS", SERIAL_FLOPS)
+    whole, part = matmul(16, 64, 256), matmul(8, 64, 256)
+    src = source(whole, matmul_trace(whole, ti=(2, 8), tj=(1, 16, 16), tk=(16, 4)))
+    assert not transfer.serial(whole, TARGET) and transfer.serial(part, TARGET)
+    assert not transfer.serial(part, tvm.target.Target({"kind": "cuda", "arch": "sm_90"}))
+    for kmod, parallel in ((whole, True), (part, False)):
+        func = replay(kmod, src.trace, src.blocks, TARGET)
+        assert ("T.parallel" in func.script()) == parallel and "T.vectorized" in func.script()
+        np.testing.assert_allclose(run(func), run(kmod["main"]), rtol=1e-4, atol=1e-4)
 
 
 # ----------------------------------------------------------------------------- fit_tile

@@ -25,7 +25,8 @@ shape-specific parts are the tile sizes it sampled, so it carries over:
    ``SampleComputeLocation`` decisions replay as they were. The target's own MetaSchedule
    postprocessors then derive the parallel / vectorise / unroll loops and the reduction's init
    block for the new extents (replaying the recorded post-processing fails on 1x1 convolutions:
-   the extent-1 window loops drop out of ``sample_compute_location``'s candidates; DESIGN.md).
+   the extent-1 window loops drop out of ``sample_compute_location``'s candidates; DESIGN.md);
+   a CPU kernel too small for the thread pool to pay gets no parallel loop (:data:`SERIAL_FLOPS`).
 3. **Check.** A replay that raises, or a postprocessor that rejects the result, moves on to the
    next candidate; with none left the kernel keeps the default schedule (:func:`transfer`).
 
@@ -261,9 +262,36 @@ def _with_limits(target):
     return tvm.target.Target({**CUDA_LIMITS, **dict(target.export())}, host=target.host)
 
 
+#: A CPU kernel doing fewer floating-point operations than this runs its replayed schedule without
+#: the parallel loop (MetaSchedule's ``meta_schedule.parallel`` annotation is dropped before the
+#: postprocessors turn it into one). A split's parts of the RNNs' matmuls (0.2-0.33 MFLOP) gain
+#: nothing from the pool's fork and join and lose to it whenever this VM's phases make it slow: the
+#: LSTM's 8-row recurrent matmul part ran 1.28 us on one thread, 1.31-1.38 on two in a fast phase
+#: and 2.26-2.47 in a slow one; its 16-row whole (0.52 MFLOP) 2.5 us on one thread, 1.95 / 2.9 on
+#: two, so whole ops keep their parallel loop. The ``equal`` builds of GRU and LSTM (seq 10) with
+#: serial parts: 0.94x and 0.95x of their latency before, ``cpu`` builds unchanged (paired, 9
+#: rounds each; amd-epyc-znver5-2c, 2026-11-26). Serial every matmul, wholes too, had cost the GRU
+#: ``cpu`` build 5% (2026-11-26, BENCHMARKS.md).
+SERIAL_FLOPS = 350_000
+
+
+def serial(kmod: tvm.IRModule, target) -> bool:
+    """Whether ``kmod`` runs its replayed schedule without a parallel loop (:data:`SERIAL_FLOPS`)."""
+    if target.kind.name != "llvm":
+        return False
+    try:
+        return float(tvm.s_tir.analysis.estimate_tir_flops(kmod)) < SERIAL_FLOPS
+    except Exception:  # noqa: BLE001 - no estimate: keep the record's parallel loop
+        return False
+
+
 def _postprocess(sch, target) -> None:
     import tvm.s_tir.meta_schedule as ms
 
+    if serial(sch.mod, target):
+        root = sch.get_sblock("root", func_name="main")
+        if "meta_schedule.parallel" in sch.get(root).annotations:
+            sch.unannotate(root, "meta_schedule.parallel")
     target = _with_limits(target)
 
     # MetaSchedule's TuneContext constructor imports every tensor intrinsic first (20 s on the

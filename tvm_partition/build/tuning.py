@@ -575,8 +575,9 @@ class Schedules:
 #: (:func:`tvm_partition.build.transfer.blocks_of`: profile samples of layer norms found records),
 #: 9 legalizes softmax on ``fast_exp`` and schedules it by :mod:`tvm_partition.build.templates`,
 #: 10 gives narrow convolution outputs register tiles of several vectors of output channels
-#: (:func:`tvm_partition.build.templates._blocks`).
-TRANSFER_RULES = 10
+#: (:func:`tvm_partition.build.templates._blocks`), 11 runs replayed CPU kernels of fewer than
+#: :data:`tvm_partition.build.transfer.SERIAL_FLOPS` without their parallel loop.
+TRANSFER_RULES = 11
 
 
 def open_schedules(path: str | None, transfer: bool = True) -> Schedules:
