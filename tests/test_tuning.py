@@ -227,6 +227,20 @@ def test_kernel_benchmark_times_default_and_tuned_schedules(tuned, tmp_path):
     assert "| model | kernel |" in (tmp_path / "kernels.md").read_text()
 
 
+def test_the_peak_is_the_faster_gemm_of_numpy_and_onnxruntime(monkeypatch):
+    import time
+
+    from tvm_partition.bench import kernels
+
+    monkeypatch.setattr(kernels, "_ort_matmul", lambda n, threads: lambda a, b: time.sleep(0.05))
+    gflops, probe = kernels.peak(n=64, repeat=2)
+    assert probe == "numpy" and gflops > 0
+    monkeypatch.setattr(kernels, "_ort_matmul", lambda n, threads: lambda a, b: None)  # "instant"
+    assert kernels.peak(n=64, repeat=2)[1] == "onnxruntime"
+    monkeypatch.setattr(kernels, "_ort_matmul", lambda n, threads: None)  # not installed
+    assert kernels.peak(n=64, repeat=2)[1] == "numpy"
+
+
 def test_kernel_benchmark_of_transfer_times_whole_ops_and_parts(tuned_only, tmp_path):
     proc = cli("bench-kernels", *MODEL, "--tuning-logs", tuned_only, "--out", tmp_path, "--transfer",
                "--fractions", "0.5")
