@@ -6,10 +6,11 @@ keep TVM's default schedule and are not listed), it times the kernel alone with 
 evaluator built by TVM's default llvm pipeline, with the schedule of the tuning database (or, where
 it has no record of the kernel, the schedule transferred from another record), and with the
 template where one applies (:mod:`tvm_partition.build.templates`: direct convolutions, on packed
-weights, and element-wise kernels), and reports the GFLOP/s of the schedule builds run against the machine's peak. The peak is measured with a probe:
-the faster of numpy's float32 matmul (OpenBLAS sgemm) and onnxruntime's (MLAS), 2048x2048, all
-cores, best of 5 (:func:`peak`): the fastest GEMM this machine can run without TVM. A kernel whose fastest record is TVM's default schedule (tuning
-found nothing faster) is marked "default kept": builds leave it as it is. Unless
+weights, and element-wise kernels), and reports the GFLOP/s of the schedule builds run against
+the machine's peak. The peak is measured with a probe: the faster of numpy's float32 matmul
+(OpenBLAS sgemm) and onnxruntime's (MLAS), 2048x2048, all cores, best of 5 (:func:`peak`): the
+fastest GEMM this machine can run without TVM. A kernel whose fastest record is TVM's default
+schedule (tuning found nothing faster) is marked "default kept": builds leave it as it is. Unless
 ``--no-models``, it also times each whole model built for the CPU with and without the database
 (median of end-to-end runs). Writes ``kernels.json`` and
 ``kernels.md`` to ``--out`` (default ``benchmarks/results/<fingerprint>/``) and prints the table.

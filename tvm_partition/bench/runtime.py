@@ -7,8 +7,9 @@ into a benchmark bundle (``bench --export-bundle DIR``), on a machine without a 
     python3 DIR/run_bench.py [--repeat N] [--force]                  # every artifact of a bundle
 
 Each artifact is measured in fresh child processes (:data:`PROCESSES`, the median of their
-medians; the rows of one model setting in rounds, :func:`measure_interleaved`) with ``TVM_USE_RUNTIME_LIB=1`` (an artifact that crashes the runtime costs its row, not
-the run): :class:`tvm_partition.runtime.run.Runner` loads it,
+medians; the rows of one model setting in rounds, :func:`measure_interleaved`) with
+``TVM_USE_RUNTIME_LIB=1`` (an artifact that crashes the runtime costs its row, not the run):
+:class:`tvm_partition.runtime.run.Runner` loads it,
 :meth:`~tvm_partition.runtime.run.Runner.time` times ``repeat`` end-to-end runs after warm-up and
 :func:`~tvm_partition.runtime.run.latency_stats` gives the median and p90, exactly as ``run --repeat``.
 The onnxruntime row's folder (:mod:`tvm_partition.bench.ort`) is measured the same way, with
