@@ -305,7 +305,7 @@ class Bench:
                 return row, None
             return row, art
         except Exception as e:  # noqa: BLE001 - a failing strategy is a row, never the end of the run
-            row["error"] = f"{type(e).__name__}: {(str(e).strip().splitlines() or [''])[0][:300]}"
+            row["error"] = _error_line(e)
             if not (self.export or self.keep):
                 shutil.rmtree(art, ignore_errors=True)
             return self.stamped(row), None
@@ -328,7 +328,7 @@ class Bench:
                 if "error" not in row and self.conditions:
                     row["under"] = self.measure_under(art)
             except Exception as e:  # noqa: BLE001 - a failing measurement is a row, never the end of the run
-                row["error"] = f"{type(e).__name__}: {(str(e).strip().splitlines() or [''])[0][:300]}"
+                row["error"] = _error_line(e)
             finally:
                 if not self.keep:
                     shutil.rmtree(art, ignore_errors=True)
@@ -386,6 +386,11 @@ def default_compute_kernels(module, labels: dict[str, str]) -> int:
 
     return sum(1 for name, label in labels.items()
                if label == "default" and kernel_flops(kernel_module(module[module.get_global_var(name)])) > 0)
+
+
+def _error_line(e: Exception) -> str:
+    """A failing row's ``error``: the exception's type and the first line of its message."""
+    return f"{type(e).__name__}: {(str(e).strip().splitlines() or [''])[0][:300]}"
 
 
 def _round(us):
