@@ -163,11 +163,11 @@ def replays_correctly(kmod, src, tol=1e-4):
 
 
 def test_kernels_too_small_for_the_pool_replay_without_a_parallel_loop(monkeypatch):
-    # the LSTM's recurrent matmul (K=64, N=256): its 8-row part (0.26 MFLOP) serial, its 16-row
-    # whole (0.52 MFLOP) parallel, both computing what the default schedule computes
+    # the LSTM's recurrent matmul (K=64, N=256) at batch 32: its 16-row part (0.52 MFLOP) serial,
+    # its 32-row whole (1.05 MFLOP) parallel, both computing what the default schedule computes
     monkeypatch.setattr(transfer, "SERIAL_FLOPS", SERIAL_FLOPS)
-    whole, part = matmul(16, 64, 256), matmul(8, 64, 256)
-    src = source(whole, matmul_trace(whole, ti=(2, 8), tj=(1, 16, 16), tk=(16, 4)))
+    whole, part = matmul(32, 64, 256), matmul(16, 64, 256)
+    src = source(whole, matmul_trace(whole, ti=(4, 8), tj=(1, 16, 16), tk=(16, 4)))
     assert not transfer.serial(whole, TARGET) and transfer.serial(part, TARGET)
     assert not transfer.serial(part, tvm.target.Target({"kind": "cuda", "arch": "sm_90"}))
     for kmod, parallel in ((whole, True), (part, False)):

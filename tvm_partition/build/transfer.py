@@ -264,17 +264,22 @@ def _with_limits(target):
 
 #: A CPU kernel doing fewer floating-point operations than this runs its replayed schedule without
 #: the parallel loop (MetaSchedule's ``meta_schedule.parallel`` annotation is dropped before the
-#: postprocessors turn it into one). A split's parts of the RNNs' matmuls (0.2-0.33 MFLOP) gain
-#: nothing from the pool's fork and join and lose to it whenever this VM's phases make it slow: the
-#: LSTM's 8-row recurrent matmul part ran 1.28 us on one thread, 1.31-1.38 on two in a fast phase
-#: and 2.26-2.47 in a slow one; its 16-row whole (0.52 MFLOP) 2.5 us on one thread, 1.95 / 2.9 on
-#: two, so whole ops keep their parallel loop. The ``equal`` builds of GRU and LSTM (seq 10) with
-#: serial parts: 0.94x and 0.95x of their latency before, ``cpu`` builds unchanged (paired, 9
-#: rounds each; amd-epyc-znver5-2c, 2026-11-26). Serial every matmul, wholes too, had cost the GRU
-#: ``cpu`` build 5% (2026-11-26, BENCHMARKS.md). The rule also reaches other small transferred
-#: kernels (max-pools and a mean of ResNet-18 and Inception-v2, ShuffleNet's small grouped
-#: convolutions): their ``cpu`` builds ran 0.997x, 1.007x and 1.004x with it (paired, 7 rounds).
-SERIAL_FLOPS = 350_000
+#: postprocessors turn it into one). Small kernels gain little from the pool's fork and join and
+#: lose to it whenever this VM's phases make it slow: the LSTM's 8-row recurrent matmul part
+#: (0.26 MFLOP) ran 1.28 us on one thread, 1.31-1.38 on two in a fast phase and 2.26-2.47 in a slow
+#: one; its 16-row whole (0.52 MFLOP) 2.5 us on one thread, 1.95 / 2.9 on two. Set first at 350k
+#: (parts serial, wholes parallel: GRU and LSTM ``equal`` 0.94x / 0.95x, paired 9 rounds, in a
+#: fast phase where serial wholes had cost the GRU ``cpu`` build 5%); raised to 700k when a slow
+#: phase showed the wholes' side of the trade: the ``cpu`` builds at batch 16 (whole matmuls
+#: 0.39-0.66 MFLOP) ran 0.76x (LSTM) and 0.66x (GRU) of their latency with serial wholes, at batch
+#: 24 (0.59-0.98) 0.87x / 0.76x with every matmul serial, at batch 32 (0.79-1.31) 1.26x / 1.26x:
+#: the break-even lies near 1 MFLOP in a slow phase, lower in a fast one (paired, 5 rounds each;
+#: amd-epyc-znver5-2c, 2026-11-26). A serial kernel also waits for no second thread when a neighbour
+#: process holds a core. Other kernels the rule reaches (max-pools and a mean of ResNet-18 and
+#: Inception-v2, ShuffleNet's small grouped convolutions): their ``cpu`` builds ran 0.997x, 1.007x
+#: and 1.004x with the rule at 350k, ShuffleNet and Inception-v2 1.005x / 1.012x at 700k against
+#: 350k (ResNet-18 and DenseNet-121 build the same kernels at both; paired, 7 rounds).
+SERIAL_FLOPS = 700_000
 
 
 def serial(kmod: tvm.IRModule, target) -> bool:
