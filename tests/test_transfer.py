@@ -238,6 +238,29 @@ def test_a_matmul_trace_replays_onto_other_extents_and_computes_the_same(m, k, n
         assert "T.vectorized" in func.script() and "T.int64(16)" in func.script()
 
 
+@pytest.mark.parametrize("m", [11, 13, 32])
+def test_a_replayed_matmul_accumulates_its_tile_in_registers(m):
+    # rows that no 8-row tile divides keep a register tile (11 or 13 rows), the accumulator a
+    # local buffer LLVM promotes to registers, the result that of the default schedule
+    src_kmod = matmul(32, 64, 64)
+    func = replays_correctly(matmul(m, 64, 64), source(src_kmod, matmul_trace(src_kmod)), 1e-5)
+    assert 'scope="local"' in func.script()
+
+
+@pytest.mark.parametrize("decision,extent,expect", [
+    ([1, 2, 1, 8], 16, [1, 2, 1, 8]),    # the source's extent
+    ([1, 2, 1, 8], 11, [1, 1, 1, 11]),   # prime: perfect tiles leave a row tile of 1
+    ([1, 2, 1, 8], 12, [1, 1, 1, 12]),   # perfect tiles: 4 rows
+    ([1, 16, 4, 2], 90, [1, 10, 1, 9]),  # 45 = 3 x 15 would shrink the 4 x 2 rows to 3 x 2
+    ([1, 16, 4, 2], 96, [1, 12, 4, 2]),  # a multiple of the register tile: perfect tiles keep it
+    ([1, 2, 1, 8], 4, [1, 1, 1, 4]),     # smaller than the register tile: perfect tiles
+    ([4, 8], 11, [1, 11]),
+    ([4, 8], 17, [17, 1]),               # no divisor up to twice the tile: perfect tiles
+])
+def test_register_tile(decision, extent, expect):
+    assert transfer.register_tile(decision, extent) == expect
+
+
 @pytest.mark.parametrize("c_in,c_out,size", [(8, 16, 10), (8, 24, 10), (4, 12, 7), (16, 7, 9)])
 def test_a_conv_trace_replays_onto_other_channels_and_sizes(c_in, c_out, size):
     replays_correctly(conv(c_in, c_out, size), conv_source())

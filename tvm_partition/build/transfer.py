@@ -21,8 +21,11 @@ shape-specific parts are the tile sizes it sampled, so it carries over:
 2. **Replay** (:func:`replay`). The trace up to ``enter_postproc`` is applied to the recipient, its
    ``GetSBlock`` names mapped to the recipient's blocks (extra epilogue blocks inlined first,
    steps on source blocks the recipient lacks dropped), every ``SamplePerfectTile``
-   decision re-fitted to the recipient's loop extent (:func:`fit_tile`); ``SampleCategorical`` and
-   ``SampleComputeLocation`` decisions replay as they were. The target's own MetaSchedule
+   decision re-fitted to the recipient's loop extent (:func:`fit_tile`; on CPU axes that are not
+   vectorised, the register tile kept where the extent allows, :func:`register_tile`);
+   ``SampleCategorical`` and ``SampleComputeLocation`` decisions replay as they were; on CPU the
+   reduction's register tile then accumulates in a ``local`` buffer (:func:`local_accumulator`:
+   without it LLVM kept the tile in registers at some extents only, 2.6-2.8x apart). The target's own MetaSchedule
    postprocessors then derive the parallel / vectorise / unroll loops and the reduction's init
    block for the new extents (replaying the recorded post-processing fails on 1x1 convolutions:
    the extent-1 window loops drop out of ``sample_compute_location``'s candidates; DESIGN.md);
@@ -198,6 +201,28 @@ def fit_tile(decision: list[int], extent: int, max_innermost: int | None = None)
     return out
 
 
+def register_tile(decision: list[int], extent: int, max_innermost: int | None = None) -> list[int]:
+    """Tile factors for a loop of ``extent`` on an axis that is not vectorised: :func:`fit_tile`'s,
+    unless they shrink the source's register tile (its innermost factor, the innermost two where
+    there are four levels: MetaSchedule's CPU ``SSRSRS`` tiles put those inside the reduction
+    loop); then the innermost factor becomes the divisor of ``extent`` nearest above the register
+    tile, up to twice it (and ``max_innermost``), the rest fitted as before. An LSTM matmul cut to
+    11 and 13 of its 16 rows (register tile 8 rows: perfect tiles leave 1) ran 3.3-3.6x the whole
+    op x its fraction (amd-epyc-znver5-2c, 2026-11-26). A tile of more rows is more accumulators:
+    with the accumulator in registers (:func:`local_accumulator`) up to 2x the source's fit."""
+    perfect = fit_tile(decision, extent, max_innermost)
+    k = 2 if len(decision) >= 4 else 1
+    size = math.prod(decision[-k:])
+    if len(decision) < 2 or extent <= size or math.prod(perfect[-k:]) >= size:
+        return perfect
+    cap = min(2 * size, max_innermost or 2 * size)
+    grown = [d for d in _divisors(extent) if size <= d <= cap]
+    if not grown:
+        return perfect
+    inner = min(grown)
+    return fit_tile(list(decision[:-k]), extent // inner) + [1] * (k - 1) + [inner]
+
+
 def _fitted(decision: list[int], extent: int, max_innermost: int | None, order: list[int]) -> list[int]:
     """:func:`fit_tile`'s factors: the vector (innermost) loop first, then the loops of ``order``,
     each the largest divisor of what is left no larger than the source's factor, what is left
@@ -329,6 +354,73 @@ def _apply(sch, trace, decide) -> None:
     trace.apply_to_schedule(sch, remove_postproc=True, decision_provider=decide)
 
 
+def _realize(stmt, name: str):
+    """The ``SBlockRealize`` of block ``name`` in the loop nest ``stmt``, or None."""
+    todo = [stmt]
+    while todo:
+        s = todo.pop()
+        if isinstance(s, tvm.s_tir.SBlockRealize):
+            if s.block.name_hint == name:
+                return s
+            todo.append(s.block.body)
+        elif hasattr(s, "seq"):
+            todo.extend(s.seq)
+        elif hasattr(s, "body"):
+            todo.append(s.body)
+    return None
+
+
+#: The largest accumulator tile (elements) :func:`local_accumulator` moves to a stack buffer: a
+#: register tile is at most 32 vectors (512 fp32 on AVX-512); beyond L1 a copy would only add work.
+MAX_LOCAL_TILE = 4096
+
+
+def local_accumulator(sch) -> bool:
+    """Accumulate the main reduction block's register tile in a ``local`` buffer, written out
+    after its reduction loops (``cache_write`` + ``reverse_compute_at`` at the loop just outside
+    the first reduction loop, the copy's innermost loop vectorised). Returns whether it did.
+
+    Why: MetaSchedule's CPU records accumulate into the block's own (global) buffer and leave the
+    register tile to LLVM, which keeps it in registers only where it can prove the tile's addresses
+    apart: a BERT-tiny matmul with a GELU epilogue cut along M ran at the whole op's speed x its
+    fraction at M = 16, 32, 64, and 2.6-2.8x slower at every other M tried (48, 56, 60, 66, 72, 80,
+    88, 96, 104, 112; 68: 1.26x): each FMA loaded and stored its accumulator. A ``local`` buffer is
+    a stack array LLVM always promotes: M = 96 868 us against 2443 (853 ideal), M = 64 unchanged
+    (amd-epyc-znver5-2c, 2026-11-26). The convolution templates accumulate the same way
+    (:mod:`tvm_partition.build.templates`)."""
+    blocks = blocks_of(sch.mod)
+    name = blocks[main_block(blocks)].name
+    block = sch.get_sblock(name, func_name="main")
+    loops = sch.get_loops(block)
+    realize = _realize(sch.get(loops[0]), name) if loops else None
+    if realize is None or realize.block.writes[0].source.scope() == "local":
+        return False
+    reduce_vars = {v.name for iv, value in zip(realize.block.iter_vars, realize.iter_values)
+                   if iv.iter_type == tvm.tirx.IterVar.CommReduce for v in tvm.tirx.analysis.undefined_vars(value)}
+    first = next((i for i, rv in enumerate(loops) if sch.get(rv).loop_var.name in reduce_vars), 0)
+    if first == 0:  # no reduction, or one outermost: no tile to keep
+        return False
+    tile = math.prod(int(sch.get(rv).extent) for rv in loops[first:] if sch.get(rv).loop_var.name not in reduce_vars)
+    if tile > MAX_LOCAL_TILE:
+        return False
+    copy = sch.cache_write(block, 0, "local")
+    at = sch.get_sref(loops[first - 1])
+    if not any(sch.get_sref(rv).same_as(at) for rv in sch.get_loops(copy)):  # else already there (a consumer is)
+        sch.reverse_compute_at(copy, loops[first - 1], preserve_unit_loops=True)
+    sch.vectorize(sch.get_loops(copy)[-1])
+    return True
+
+
+def _unvectorised_axes(sch, kmod: tvm.IRModule) -> list:
+    """Loop variables of the main block's spatial axes but its last (the one CPU schedules
+    vectorise): the axes :func:`register_tile` tiles."""
+    blocks = blocks_of(kmod)
+    main = blocks[main_block(blocks)]
+    loops = [sch.get(rv).loop_var for rv in sch.get_loops(sch.get_sblock(main.name, func_name="main"))]
+    spatial = [i for i, kind in enumerate(main.iters) if kind == "S" and i < len(loops)]
+    return [loops[i] for i in spatial[:-1]]
+
+
 def _replayed(kmod: tvm.IRModule, trace, source_blocks: tuple[Block, ...], target, mark: str | None = None):
     """The schedule of :func:`replay`; raises :class:`TransferError` where the trace does not fit.
     Its trace is laid out as MetaSchedule's own records are (the design, ``enter_postproc``, the
@@ -336,17 +428,21 @@ def _replayed(kmod: tvm.IRModule, trace, source_blocks: tuple[Block, ...], targe
     with :data:`PROVENANCE`."""
     try:
         sch, rewritten = _prepared(kmod, trace, source_blocks)
+        padded = _unvectorised_axes(sch, kmod) if target.kind.name == "llvm" else []
 
         def decide(inst, inputs, attrs, decision):
             if inst.kind.name == "SamplePerfectTile":
-                extent = sch.get(inputs[0]).extent
-                if not isinstance(extent, tvm.tirx.IntImm):
+                loop = sch.get(inputs[0])
+                if not isinstance(loop.extent, tvm.tirx.IntImm):
                     raise TransferError("a loop of dynamic extent")
                 max_inner = int(attrs[1]) if len(attrs) > 1 and int(attrs[1]) > 0 else None
-                return fit_tile([int(x) for x in decision], int(extent), max_inner)
+                fit = register_tile if any(loop.loop_var.same_as(v) for v in padded) else fit_tile
+                return fit([int(x) for x in decision], int(loop.extent), max_inner)
             return decision
 
         _apply(sch, rewritten, decide)
+        if target.kind.name == "llvm":
+            local_accumulator(sch)
         if mark is not None:
             sch.annotate(sch.get_sblock("root", func_name="main"), PROVENANCE, mark)
         sch.enter_postproc()

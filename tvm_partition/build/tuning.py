@@ -577,8 +577,11 @@ class Schedules:
 #: 10 gives narrow convolution outputs register tiles of several vectors of output channels
 #: (:func:`tvm_partition.build.templates._blocks`), 11 runs replayed CPU kernels of fewer than
 #: :data:`tvm_partition.build.transfer.SERIAL_FLOPS` without their parallel loop, 12 raises that
-#: threshold from 350k to 700k FLOP (the RNNs' whole matmuls at batch 16 run serial too).
-TRANSFER_RULES = 12
+#: threshold from 350k to 700k FLOP (the RNNs' whole matmuls at batch 16 run serial too), 13
+#: accumulates a replayed reduction's register tile in a local buffer and keeps the register tile
+#: of axes that are not vectorised at extents it does not divide
+#: (:func:`tvm_partition.build.transfer.local_accumulator`, :func:`~tvm_partition.build.transfer.register_tile`).
+TRANSFER_RULES = 13
 
 
 def open_schedules(path: str | None, transfer: bool = True) -> Schedules:
