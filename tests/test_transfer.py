@@ -256,6 +256,7 @@ def test_a_replayed_matmul_accumulates_its_tile_in_registers(m):
     ([1, 2, 1, 8], 4, [1, 1, 1, 4]),     # smaller than the register tile: perfect tiles
     ([4, 8], 11, [1, 11]),
     ([4, 8], 17, [17, 1]),               # no divisor up to twice the tile: perfect tiles
+    ([1, 4, 8, 4], 40, [1, 2, 5, 4]),    # a 32-row tile is a cache tile: perfect tiles
 ])
 def test_register_tile(decision, extent, expect):
     assert transfer.register_tile(decision, extent) == expect

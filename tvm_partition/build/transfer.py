@@ -201,6 +201,12 @@ def fit_tile(decision: list[int], extent: int, max_innermost: int | None = None)
     return out
 
 
+#: :func:`register_tile` grows only tiles of at most this many rows: a larger one is a cache tile,
+#: not registers. BERT-tiny's 128x128 matmul (a 32-row x 64-column tile) cut at M = 40 and 88 ran
+#: 2.8x its share grown to 40 and 44 rows, 1.0x with perfect tiles (20 and 22 rows; 2026-11-26).
+MAX_REGISTER_ROWS = 16
+
+
 def register_tile(decision: list[int], extent: int, max_innermost: int | None = None) -> list[int]:
     """Tile factors for a loop of ``extent`` on an axis that is not vectorised: :func:`fit_tile`'s,
     unless they shrink the source's register tile (its innermost factor, the innermost two where
@@ -213,7 +219,7 @@ def register_tile(decision: list[int], extent: int, max_innermost: int | None = 
     perfect = fit_tile(decision, extent, max_innermost)
     k = 2 if len(decision) >= 4 else 1
     size = math.prod(decision[-k:])
-    if len(decision) < 2 or extent <= size or math.prod(perfect[-k:]) >= size:
+    if len(decision) < 2 or extent <= size or size > MAX_REGISTER_ROWS or math.prod(perfect[-k:]) >= size:
         return perfect
     cap = min(2 * size, max_innermost or 2 * size)
     grown = [d for d in _divisors(extent) if size <= d <= cap]

@@ -580,8 +580,9 @@ class Schedules:
 #: threshold from 350k to 700k FLOP (the RNNs' whole matmuls at batch 16 run serial too), 13
 #: accumulates a replayed reduction's register tile in a local buffer and keeps the register tile
 #: of axes that are not vectorised at extents it does not divide
-#: (:func:`tvm_partition.build.transfer.local_accumulator`, :func:`~tvm_partition.build.transfer.register_tile`).
-TRANSFER_RULES = 13
+#: (:func:`tvm_partition.build.transfer.local_accumulator`, :func:`~tvm_partition.build.transfer.register_tile`),
+#: 14 grows register tiles of at most :data:`tvm_partition.build.transfer.MAX_REGISTER_ROWS` rows only.
+TRANSFER_RULES = 14
 
 
 def open_schedules(path: str | None, transfer: bool = True) -> Schedules:
