@@ -377,7 +377,9 @@ def _realize(stmt, name: str):
 
 
 #: The largest accumulator tile (elements) :func:`local_accumulator` moves to a stack buffer: a
-#: register tile is at most 32 vectors (512 fp32 on AVX-512); beyond L1 a copy would only add work.
+#: register tile is at most 32 vectors (512 fp32 on AVX-512). Larger tiles are cache tiles:
+#: BERT-tiny's 32 x 64 ones (2,048) ran the same with and without the buffer (M = 40, 88, 96 of
+#: 128, 2026-11-26); none larger was measured, so none larger gets one.
 MAX_LOCAL_TILE = 4096
 
 
@@ -391,7 +393,8 @@ def local_accumulator(sch) -> bool:
     apart: a BERT-tiny matmul with a GELU epilogue cut along M ran at the whole op's speed x its
     fraction at M = 16, 32, 64, and 2.6-2.8x slower at every other M tried (48, 56, 60, 66, 72, 80,
     88, 96, 104, 112; 68: 1.26x): each FMA loaded and stored its accumulator. A ``local`` buffer is
-    a stack array LLVM always promotes: M = 96 868 us against 2443 (853 ideal), M = 64 unchanged
+    a stack array of its own, which LLVM keeps in registers where it fits: M = 96 868 us against
+    2443 (853 ideal), M = 64 unchanged
     (amd-epyc-znver5-2c, 2026-11-26). The convolution templates accumulate the same way
     (:mod:`tvm_partition.build.templates`)."""
     blocks = blocks_of(sch.mod)
@@ -434,7 +437,7 @@ def _replayed(kmod: tvm.IRModule, trace, source_blocks: tuple[Block, ...], targe
     with :data:`PROVENANCE`."""
     try:
         sch, rewritten = _prepared(kmod, trace, source_blocks)
-        padded = _unvectorised_axes(sch, kmod) if target.kind.name == "llvm" else []
+        unvectorised = _unvectorised_axes(sch, kmod) if target.kind.name == "llvm" else []
 
         def decide(inst, inputs, attrs, decision):
             if inst.kind.name == "SamplePerfectTile":
@@ -442,7 +445,7 @@ def _replayed(kmod: tvm.IRModule, trace, source_blocks: tuple[Block, ...], targe
                 if not isinstance(loop.extent, tvm.tirx.IntImm):
                     raise TransferError("a loop of dynamic extent")
                 max_inner = int(attrs[1]) if len(attrs) > 1 and int(attrs[1]) > 0 else None
-                fit = register_tile if any(loop.loop_var.same_as(v) for v in padded) else fit_tile
+                fit = register_tile if any(loop.loop_var.same_as(v) for v in unvectorised) else fit_tile
                 return fit([int(x) for x in decision], int(loop.extent), max_inner)
             return decision
 
