@@ -342,8 +342,8 @@ def _postprocess(sch, target) -> None:
 
 
 def _prepared(kmod: tvm.IRModule, trace, source_blocks: tuple[Block, ...]):
-    """``(schedule of kmod, trace to replay)``: the recipient's extra epilogue inlined, the
-    trace rewritten for its blocks (:func:`match`, :func:`_rewritten`)."""
+    """``(schedule of kmod, trace to replay, kmod's main block)``: the recipient's extra epilogue
+    inlined, the trace rewritten for its blocks (:func:`match`, :func:`_rewritten`)."""
     blocks = blocks_of(kmod)
     found = match(blocks, source_blocks)
     if found is None:
@@ -353,7 +353,8 @@ def _prepared(kmod: tvm.IRModule, trace, source_blocks: tuple[Block, ...]):
     for name in inline:
         sch.compute_inline(sch.get_sblock(name, func_name="main"))
     m = main_block(blocks)
-    return sch, _rewritten(trace, rename, source_blocks[main_block(source_blocks)].name, m == len(blocks) - 1)
+    return (sch, _rewritten(trace, rename, source_blocks[main_block(source_blocks)].name, m == len(blocks) - 1),
+            blocks[m])
 
 
 def _apply(sch, trace, decide) -> None:
@@ -383,8 +384,8 @@ def _realize(stmt, name: str):
 MAX_LOCAL_TILE = 4096
 
 
-def local_accumulator(sch) -> bool:
-    """Accumulate the main reduction block's register tile in a ``local`` buffer, written out
+def local_accumulator(sch, name: str) -> bool:
+    """Accumulate block ``name``'s (the main reduction's) register tile in a ``local`` buffer, written out
     after its reduction loops (``cache_write`` + ``reverse_compute_at`` at the loop just outside
     the first reduction loop, the copy's innermost loop vectorised). Returns whether it did.
 
@@ -397,8 +398,6 @@ def local_accumulator(sch) -> bool:
     2443 (853 ideal), M = 64 unchanged
     (amd-epyc-znver5-2c, 2026-11-26). The convolution templates accumulate the same way
     (:mod:`tvm_partition.build.templates`)."""
-    blocks = blocks_of(sch.mod)
-    name = blocks[main_block(blocks)].name
     block = sch.get_sblock(name, func_name="main")
     loops = sch.get_loops(block)
     realize = _realize(sch.get(loops[0]), name) if loops else None
@@ -420,11 +419,9 @@ def local_accumulator(sch) -> bool:
     return True
 
 
-def _unvectorised_axes(sch, kmod: tvm.IRModule) -> list:
-    """Loop variables of the main block's spatial axes but its last (the one CPU schedules
+def _unvectorised_axes(sch, main: Block) -> list:
+    """Loop variables of block ``main``'s spatial axes but its last (the one CPU schedules
     vectorise): the axes :func:`register_tile` tiles."""
-    blocks = blocks_of(kmod)
-    main = blocks[main_block(blocks)]
     loops = [sch.get(rv).loop_var for rv in sch.get_loops(sch.get_sblock(main.name, func_name="main"))]
     spatial = [i for i, kind in enumerate(main.iters) if kind == "S" and i < len(loops)]
     return [loops[i] for i in spatial[:-1]]
@@ -436,8 +433,8 @@ def _replayed(kmod: tvm.IRModule, trace, source_blocks: tuple[Block, ...], targe
     post-processing), so MetaSchedule can seed a search with it; ``mark`` annotates the design
     with :data:`PROVENANCE`."""
     try:
-        sch, rewritten = _prepared(kmod, trace, source_blocks)
-        unvectorised = _unvectorised_axes(sch, kmod) if target.kind.name == "llvm" else []
+        sch, rewritten, main = _prepared(kmod, trace, source_blocks)
+        unvectorised = _unvectorised_axes(sch, main) if target.kind.name == "llvm" else []
 
         def decide(inst, inputs, attrs, decision):
             if inst.kind.name == "SamplePerfectTile":
@@ -451,7 +448,7 @@ def _replayed(kmod: tvm.IRModule, trace, source_blocks: tuple[Block, ...], targe
 
         _apply(sch, rewritten, decide)
         if target.kind.name == "llvm":
-            local_accumulator(sch)
+            local_accumulator(sch, main.name)
         if mark is not None:
             sch.annotate(sch.get_sblock("root", func_name="main"), PROVENANCE, mark)
         sch.enter_postproc()
@@ -615,12 +612,10 @@ def innermost_tiles(kmod: tvm.IRModule, source: Source) -> dict[int, int]:
     part whose extent on that axis is a multiple of it keeps the same inner tiles; other extents
     shrink them (an extent of 61 leaves no vector tile at all: 11x slower on a BERT-tiny matmul,
     2026-11-23)."""
-    blocks = blocks_of(kmod)
     try:
-        sch, rewritten = _prepared(kmod, source.trace, source.blocks)
+        sch, rewritten, main = _prepared(kmod, source.trace, source.blocks)
     except Exception:  # noqa: BLE001 - no replay (TransferError) or an epilogue that does not inline
         return {}
-    main = blocks[main_block(blocks)]
     loops = [sch.get(rv).loop_var for rv in sch.get_loops(sch.get_sblock(main.name, func_name="main"))]
     spatial = {i: main.iters[:i].count("S") for i, kind in enumerate(main.iters) if kind == "S"}
     found: dict[int, int] = {}
