@@ -68,20 +68,23 @@ def peak(n: int = 2048, repeat: int = 5, threads: int | None = None) -> tuple[fl
 
 
 def _ort_matmul(n: int, threads: int | None):
-    """``run(a, b)`` of an onnxruntime session of one float32 ``n x n`` MatMul, None without onnxruntime."""
+    """``run(a, b)`` of an onnxruntime session of one float32 ``n x n`` MatMul (the session the
+    ``onnxruntime`` rows run, :func:`tvm_partition.bench.ort.session`), None without onnxruntime."""
+    import importlib.util
+
+    if importlib.util.find_spec("onnxruntime") is None:
+        return None
     try:
-        import onnxruntime as ort
         from onnx import TensorProto, helper
     except ImportError:
         return None
     from ..devices import usable_cpus
+    from .ort import session
 
     io = [helper.make_tensor_value_info(x, TensorProto.FLOAT, [n, n]) for x in "abc"]
     graph = helper.make_graph([helper.make_node("MatMul", ["a", "b"], ["c"])], "peak", io[:2], io[2:])
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
-    opts = ort.SessionOptions()
-    opts.intra_op_num_threads = threads or usable_cpus()
-    sess = ort.InferenceSession(model.SerializeToString(), opts, providers=["CPUExecutionProvider"])
+    sess = session(model.SerializeToString(), threads or usable_cpus())
     return lambda a, b: sess.run(None, {"a": a, "b": b})
 
 
