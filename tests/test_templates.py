@@ -129,10 +129,21 @@ def test_the_elementwise_template_computes_what_the_default_schedule_computes(sh
     np.testing.assert_allclose(run(func), run(kmod["main"]), rtol=1e-5, atol=1e-6)
 
 
-@pytest.mark.parametrize("shape,kind", [((1, 4, 8, 8), "gates"), ((1, 16, 32, 32), "concat")])
-def test_small_elementwise_kernels_keep_the_default_schedule(shape, kind):
-    # a parallel launch costs more than it saves below MIN_ELEMENTS, and a copy below MIN_MOVED_ELEMENTS
-    assert templates.schedule(elementwise(shape, kind), TARGET) is None
+@pytest.mark.parametrize("shape", [(1, 4, 8, 8), (1, 2, 4, 64)])
+def test_small_elementwise_kernels_are_inlined_and_stay_serial(shape):
+    # a parallel launch costs more than it saves below MIN_ELEMENTS; the intermediate tensors the
+    # default schedule writes out (each a workspace allocation at every call) are inlined all the same
+    kmod = elementwise(shape, "gates")
+    assert templates.label(kmod, TARGET) == templates.INLINED_LABEL
+    text = templates.schedule(kmod, TARGET).script()
+    blocks = [b for b in re.findall(r'T\.sblock\("(\w+)"\)', text) if b != "root"]
+    assert "T.parallel" not in text and len(blocks) == 1 and "alloc_buffer" not in text
+    np.testing.assert_allclose(run(templates.schedule(kmod, TARGET)), run(kmod["main"]), rtol=1e-5, atol=1e-6)
+
+
+def test_a_small_copy_of_one_block_keeps_the_default_schedule():
+    # a copy below MIN_MOVED_ELEMENTS: one block, nothing to inline, and no parallel loop pays
+    assert templates.schedule(elementwise((1, 16, 32, 32), "concat"), TARGET) is None
 
 
 def softmax(shape):

@@ -59,7 +59,12 @@ written out; DenseNet-121's 58 batch-norm + ReLU kernels took 24.8 ms of its 83 
 --kernels``), onnxruntime's whole model 31.5. The template inlines every block into the outputs
 and runs the loops above the innermost in parallel (TOPI's x86 ``schedule_injective``, minus its
 explicit vectors): a [1, 160, 56, 56] batch norm + ReLU 442 -> 47 us, DenseNet-121 end to end
-65.5 -> 44-48 ms (2026-11-25, intel-r-xeon-r-processor-2c, 2 threads).
+65.5 -> 44-48 ms (2026-11-25, intel-r-xeon-r-processor-2c, 2 threads). Below :data:`MIN_ELEMENTS`
+the blocks are inlined all the same and the loops stay serial (:data:`INLINED_LABEL`): TVM's
+default schedule writes each intermediate tensor out, and the lowering allocates every one over
+1 KiB from the workspace pool at every call (``TVMBackendAllocWorkspace``: an LSTM gate kernel of
+8 x 64 outputs made 7 allocations a call, seen in ``perf``); inlined, the LSTM and GRU ran 5-7%
+faster end to end, their split builds as much (amd-epyc-znver5-2c, 2026-11-26, BENCHMARKS.md).
 """
 
 from __future__ import annotations
@@ -72,6 +77,8 @@ import tvm
 #: transferred and default).
 CONV_LABEL = "template (direct convolution, packed weights)"
 ELEMENTWISE_LABEL = "template (element-wise, parallel and vectorised)"
+#: An element-wise kernel too small for a parallel loop, its blocks inlined (:data:`MIN_ELEMENTS`).
+INLINED_LABEL = "template (element-wise, inlined, serial)"
 GROUP_LABEL = "template (grouped convolution, vectorised along the rows)"
 SOFTMAX_LABEL = "template (softmax, rows in parallel, vectorised reductions)"
 
@@ -86,10 +93,10 @@ MAX_GROUP_CHANNELS = 32
 #: 4 rows ran a 112x112 depthwise in 47 us, 2 rows 77, 1 row 89 (one row segment of 16 lanes each).
 GROUP_ROWS = (4, 2, 1)
 
-#: Output elements from which an element-wise kernel gets the element-wise template (smaller ones
-#: keep TVM's default schedule, serial): one that computes gained 1.8-2.6x at 2,048 elements (an
-#: LSTM's gates at batch 16, a batch norm + ReLU), one that only moves data (a concat) lost 5-7%
-#: up to 131,072 and gained 1.5-3.2x from 262,144 (2 threads, each kernel timed alone, 2026-11-25).
+#: Output elements from which an element-wise kernel runs in parallel (smaller ones are inlined
+#: and stay serial): one that computes gained 1.8-2.6x at 2,048 elements (an LSTM's gates at
+#: batch 16, a batch norm + ReLU), one that only moves data (a concat) lost 5-7% up to 131,072 and
+#: gained 1.5-3.2x from 262,144 (2 threads, each kernel timed alone, 2026-11-25).
 MIN_ELEMENTS = 1 << 11
 MIN_MOVED_ELEMENTS = 1 << 18
 
@@ -266,8 +273,9 @@ def templated(kmod: tvm.IRModule, target) -> tuple[tvm.tirx.PrimFunc, str] | Non
     elif (lanes := _softmax_lanes(kmod, target)) is not None:
         func, name = _schedule_softmax(kmod, lanes), SOFTMAX_LABEL
     else:
-        outputs = _elementwise_outputs(kmod, target)
-        func, name = (_schedule_elementwise(kmod, target, outputs) if outputs else None), ELEMENTWISE_LABEL
+        outputs, parallel = _elementwise_outputs(kmod, target)
+        func = _schedule_elementwise(kmod, target, outputs, parallel) if outputs else None
+        name = ELEMENTWISE_LABEL if parallel else INLINED_LABEL
     return None if func is None else (func, name)
 
 
@@ -339,30 +347,32 @@ def _reduction_and_padding(sch, conv, init_loop, padded: bool) -> None:
         sch.parallel(sch.fuse(loops[0], loops[1]))
 
 
-def _elementwise_outputs(kmod: tvm.IRModule, target) -> tuple[str, ...]:
-    """The blocks writing an element-wise kernel's outputs, where the element-wise template
-    applies: an llvm kernel of spatial blocks only (no reduction) with outputs of rank 2 or more
-    and at least :data:`MIN_ELEMENTS` output elements (:data:`MIN_MOVED_ELEMENTS` where it does no
-    arithmetic); else ``()``."""
+def _elementwise_outputs(kmod: tvm.IRModule, target) -> tuple[tuple[str, ...], bool]:
+    """``(blocks writing the outputs, parallel)`` of an element-wise kernel, where the element-wise
+    template applies: an llvm kernel of spatial blocks only (no reduction) with outputs of rank 2
+    or more; ``parallel`` from :data:`MIN_ELEMENTS` output elements (:data:`MIN_MOVED_ELEMENTS`
+    where it does no arithmetic). ``((), False)`` where it does not apply, or where a serial kernel
+    has no block to inline (TVM's default schedule is then the same loop nest)."""
     if target.kind.name != "llvm":
-        return ()
+        return (), False
     func = kmod["main"]
     sch = tvm.s_tir.Schedule(kmod)
     blocks = [sch.get(b) for b in sch.get_child_blocks(sch.get_sblock("root", func_name="main"))]
     if not blocks or any(int(v.iter_type) != 0 for b in blocks for v in b.iter_vars):
-        return ()
+        return (), False
     outputs = [b for b in blocks if any(w.source.same_as(p) for w in b.writes for p in func.params)]
     if not outputs:
-        return ()
+        return (), False
     extents = [v.dom.extent for b in outputs for v in b.iter_vars]
     if not all(isinstance(e, tvm.tirx.IntImm) for e in extents):
-        return ()
+        return (), False
     if any(len(b.iter_vars) < 2 for b in outputs):
-        return ()
+        return (), False
     moves = float(tvm.s_tir.analysis.estimate_tir_flops(kmod)) == 0
-    if max(_elements(b) for b in outputs) < (MIN_MOVED_ELEMENTS if moves else MIN_ELEMENTS):
-        return ()
-    return tuple(b.name_hint for b in outputs)
+    parallel = max(_elements(b) for b in outputs) >= (MIN_MOVED_ELEMENTS if moves else MIN_ELEMENTS)
+    if not parallel and len(blocks) == len(outputs):
+        return (), False  # nothing to inline: TVM's default schedule is this one
+    return tuple(b.name_hint for b in outputs), parallel
 
 
 def _elements(block) -> int:
@@ -372,11 +382,12 @@ def _elements(block) -> int:
     return n
 
 
-def _schedule_elementwise(kmod: tvm.IRModule, target, outputs: tuple[str, ...]) -> tvm.tirx.PrimFunc | None:
-    """Every block but the outputs inlined; each output's loops but the innermost fused into one
-    parallel loop, the innermost left to LLVM's loop vectoriser (as TVM's default schedule leaves
-    it). Fused and split into explicit vectors instead, the flattened index's div/mod made every
-    vector a gather: 0.2-0.6x the default schedule on one thread (2026-11-25)."""
+def _schedule_elementwise(kmod: tvm.IRModule, target, outputs: tuple[str, ...],
+                          parallel: bool) -> tvm.tirx.PrimFunc | None:
+    """Every block but the outputs inlined; where ``parallel``, each output's loops but the
+    innermost fused into one parallel loop, the innermost left to LLVM's loop vectoriser (as TVM's
+    default schedule leaves it). Fused and split into explicit vectors instead, the flattened
+    index's div/mod made every vector a gather: 0.2-0.6x the default schedule on one thread (2026-11-25)."""
     sch = tvm.s_tir.Schedule(tvm.IRModule({"main": kmod["main"]}))
     for block in sch.get_child_blocks(sch.get_sblock("root")):
         if sch.get(block).name_hint not in outputs:
@@ -384,7 +395,7 @@ def _schedule_elementwise(kmod: tvm.IRModule, target, outputs: tuple[str, ...]) 
                 sch.compute_inline(block)
             except tvm.s_tir.schedule.ScheduleError:
                 return None
-    for name in outputs:
+    for name in outputs if parallel else ():
         loops = sch.get_loops(sch.get_sblock(name))
         sch.parallel(sch.fuse(*loops[:-1]) if len(loops) > 2 else loops[0])
     return sch.mod["main"].with_attr("tirx.is_scheduled", True)

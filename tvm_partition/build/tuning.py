@@ -581,8 +581,10 @@ class Schedules:
 #: accumulates a replayed reduction's register tile in a local buffer and keeps the register tile
 #: of axes that are not vectorised at extents it does not divide
 #: (:func:`tvm_partition.build.transfer.local_accumulator`, :func:`~tvm_partition.build.transfer.register_tile`),
-#: 14 grows register tiles of at most :data:`tvm_partition.build.transfer.MAX_REGISTER_ROWS` rows only.
-TRANSFER_RULES = 14
+#: 14 grows register tiles of at most :data:`tvm_partition.build.transfer.MAX_REGISTER_ROWS` rows only,
+#: 15 inlines the blocks of element-wise kernels too small for a parallel loop
+#: (:data:`tvm_partition.build.templates.INLINED_LABEL`).
+TRANSFER_RULES = 15
 
 
 def open_schedules(path: str | None, transfer: bool = True) -> Schedules:
