@@ -78,10 +78,12 @@ def n_splits(compiled) -> int:
 
 # --- a small CNN written here with onnx.helper -----------------------------------------------
 
-def small_cnn(path, batch=4, cin=3, cout=8, hw=8, classes=10, seed=0, dropout=False) -> onnx.ModelProto:
+def small_cnn(path, batch=4, cin=3, cout=8, hw=8, classes=10, seed=0, dropout=False, split=False) -> onnx.ModelProto:
     """Conv 3x3 pad 1 + Relu + MaxPool 2 + Flatten + Gemm + Softmax, seeded weights as initializers;
-    with ``dropout``, a Dropout after the Relu (TVM's importer makes it a tuple-valued op, as in
-    the onnx package's AlexNet, VGG-19, SqueezeNet and Inception-v1).
+    with ``dropout``, a Dropout after the Relu (as in the onnx package's AlexNet, VGG-19, SqueezeNet
+    and Inception-v1; TVM's importer makes it a tuple-valued op, which loading removes); with
+    ``split``, the Relu's channels split in two halves and concatenated the other way round (a
+    tuple-valued op that stays).
 
     The data input is named "0" as PyTorch exports name it; ``batch=None`` leaves the batch free."""
     rng = np.random.default_rng(seed)
@@ -94,8 +96,10 @@ def small_cnn(path, batch=4, cin=3, cout=8, hw=8, classes=10, seed=0, dropout=Fa
     }
     nodes = [
         helper.make_node("Conv", ["0", "W", "B"], ["c"], kernel_shape=[3, 3], pads=[1, 1, 1, 1]),
-        helper.make_node("Relu", ["c"], ["r0" if dropout else "r"]),
+        helper.make_node("Relu", ["c"], ["r0" if dropout or split else "r"]),
         *([helper.make_node("Dropout", ["r0"], ["r", "mask"])] if dropout else []),
+        *([helper.make_node("Split", ["r0"], ["h0", "h1"], axis=1),
+           helper.make_node("Concat", ["h1", "h0"], ["r"], axis=1)] if split else []),
         helper.make_node("MaxPool", ["r"], ["p"], kernel_shape=[2, 2], strides=[2, 2]),
         helper.make_node("Flatten", ["p"], ["f"], axis=1),
         helper.make_node("Gemm", ["f", "G", "GB"], ["g"]),
@@ -135,14 +139,66 @@ def test_small_cnn_equal_matches_onnxruntime(tmp_path):
 
 @pytest.mark.parametrize("strategy", ["eop", "auto", "fixed", "milp", "dp"])
 def test_a_tuple_valued_op_under_the_planners(strategy, tmp_path):
-    """A Dropout (a tuple of the output and its mask in TVM's importer) between Relu and MaxPool:
-    the simulator priced every value by its shape and refused the tuple, so eop and auto failed on
-    four of the onnx package's light models ("'lv111' has no static tensor shape")."""
+    """A Split (a tuple of its halves in TVM's importer) between Relu and MaxPool: the simulator
+    priced every value by its shape and refused tuples, so eop and auto failed on four of the onnx
+    package's light models ("'lv111' has no static tensor shape": their Dropout, a tuple of the
+    output and its mask, before loading removed it)."""
     path = tmp_path / "cnn.onnx"
-    proto = small_cnn(path, dropout=True)
+    proto = small_cnn(path, split=True)
     x = cnn_input()
     _, outs = run_split(frontend.load(str(path)), tmp_path, [x], strategy=strategy)
     np.testing.assert_allclose(outs[0], ort_run(proto, [x])[0], rtol=RTOL, atol=ATOL)
+
+
+def test_dropout_is_removed_at_load(tmp_path):
+    """Dropout is the identity at inference; left in, it fused into its producer and made a kernel
+    no record or template matched (AlexNet's classifier matmuls ran TVM's default schedule: 370 of
+    its 380 ms). Its mask, unused, goes too; the model still matches onnxruntime."""
+    path = tmp_path / "cnn.onnx"
+    proto = small_cnn(path, dropout=True)
+    model = frontend.load(str(path))
+    assert "dropout" not in model.mod["main"].script()
+    x = cnn_input()
+    _, outs = run_split(model, tmp_path, [x])
+    np.testing.assert_allclose(outs[0], ort_run(proto, [x])[0], rtol=RTOL, atol=ATOL)
+
+
+def grouped_conv(path, cin, cout, groups, hw=9, seed=0) -> onnx.ModelProto:
+    """One grouped 3x3 convolution with a bias, then Relu (AlexNet's conv2 at a small size)."""
+    rng = np.random.default_rng(seed)
+    weights = {"W": rng.standard_normal((cout, cin // groups, 3, 3)).astype(np.float32) * 0.1,
+               "B": rng.standard_normal(cout).astype(np.float32) * 0.1}
+    graph = helper.make_graph(
+        [helper.make_node("Conv", ["x", "W", "B"], ["c"], kernel_shape=[3, 3], pads=[1, 1, 1, 1], group=groups),
+         helper.make_node("Relu", ["c"], ["y"])], "grouped",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, cin, hw, hw])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, cout, hw, hw])],
+        initializer=[numpy_helper.from_array(v, k) for k, v in weights.items()])
+    proto = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
+    proto.ir_version = 8
+    onnx.save(proto, str(path))
+    return proto
+
+
+@pytest.mark.parametrize("cin,groups,convs", [(68, 2, 2), (64, 4, 1)], ids=["wide-groups", "narrow-groups"])
+def test_grouped_convolutions_of_wide_groups_become_one_per_group(cin, groups, convs, tmp_path):
+    """2 groups of 34 input channels: no grouped schedule applies, so the convolution is taken apart
+    (one dense convolution per group runs the direct-convolution template); 4 groups of 16 stay one
+    grouped convolution. Either way the model matches onnxruntime, whole and split."""
+    from tvm_partition.build import templates
+    from tvm_partition.frontend import inference
+
+    assert inference.MIN_UNGROUPED_CHANNELS == templates.MAX_GROUP_CHANNELS + 1
+    path = tmp_path / "grouped.onnx"
+    proto = grouped_conv(path, cin, 32, groups)
+    model = frontend.load(str(path))
+    text = model.mod["main"].script()
+    assert text.count("R.nn.conv2d(") == convs and (f"groups={groups}" in text) == (convs == 1)
+    x = np.random.default_rng(3).standard_normal((1, cin, 9, 9)).astype(np.float32)
+    (ref,) = ort_run(proto, [x])
+    for strategy in ("cpu", "equal"):
+        _, outs = run_split(model, tmp_path / strategy, [x], strategy=strategy)
+        np.testing.assert_allclose(outs[0], ref, rtol=RTOL, atol=ATOL)
 
 
 def test_small_cnn_manual_plan_h_and_n_splits(tmp_path):

@@ -42,6 +42,7 @@ def conv(c_in, c_out, size, k=3, stride=1, groups=1, epilogue="bias_relu"):
     (3, 16, 12, 7, 2, "bias_relu"),  # a strided stem
     (8, 16, 6, 3, 1, "batch_norm"),  # four element-wise blocks inlined into the last
     (16, 128, 4, 3, 1, "bias_relu"),  # 4 wide: a tile of several vectors of output channels
+    (8, 24, 13, 1, 1, "bias_relu"),  # 24 channels: half-width vectors on AVX-512 (SqueezeNet's 1000)
 ])
 def test_the_template_computes_what_the_default_schedule_computes(c_in, c_out, size, k, stride, epilogue):
     kmod = conv(c_in, c_out, size, k, stride, epilogue=epilogue)

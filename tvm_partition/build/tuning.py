@@ -583,8 +583,9 @@ class Schedules:
 #: (:func:`tvm_partition.build.transfer.local_accumulator`, :func:`~tvm_partition.build.transfer.register_tile`),
 #: 14 grows register tiles of at most :data:`tvm_partition.build.transfer.MAX_REGISTER_ROWS` rows only,
 #: 15 inlines the blocks of element-wise kernels too small for a parallel loop
-#: (:data:`tvm_partition.build.templates.INLINED_LABEL`).
-TRANSFER_RULES = 15
+#: (:data:`tvm_partition.build.templates.INLINED_LABEL`), 16 gives convolutions whose output
+#: channels are a multiple of half the vector width the direct-convolution template.
+TRANSFER_RULES = 16
 
 
 def open_schedules(path: str | None, transfer: bool = True) -> Schedules:

@@ -3,7 +3,8 @@
 Every source yields a :class:`Model`: a Relax module whose ``main`` takes the data inputs first
 (``num_input`` of them) and the weights after, the weights as numpy arrays, and seeded example
 inputs. Constants are lifted into weights, so every tensor a device needs reaches it through
-``main_transform_params`` once at load time; batch norm is decomposed for inference.
+``main_transform_params`` once at load time; batch norm is decomposed for inference, dropout
+removed and grouped convolutions of wide groups taken apart (:mod:`.inference`).
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from ..errors import TvmPartitionError
 from ..inputs import random_input
 from .model import Model
 from ..ir.relax_utils import Constant, rebuilt
+from .inference import remove_dropout, ungroup_convolutions
 
 
 class ModelError(TvmPartitionError, ValueError):
@@ -208,10 +210,13 @@ def _from_torch(ep, seed) -> Model:
 
 
 def normalize(model: Model) -> Model:
-    """Inference form: batch norm decomposed, constants lifted into weights, static shapes only."""
+    """Inference form: batch norm decomposed, dropout removed, grouped convolutions of wide groups
+    one per group (:mod:`.inference`), constants lifted into weights, static shapes only."""
     mod = tvm.transform.Sequential(
         [
             relax.transform.DecomposeOpsForInference(),
+            remove_dropout,
+            ungroup_convolutions,
             relax.transform.CanonicalizeBindings(),
             relax.transform.DeadCodeElimination(["main"]),
         ]

@@ -1,0 +1,102 @@
+"""Rewrites of an imported model into the inference form the CPU kernels are scheduled for.
+
+Both are Relax module passes that :func:`tvm_partition.frontend.normalize` runs on every model,
+so the planners, the profiler and the build see the same ops.
+
+* :func:`remove_dropout`: ``dropout(x)[0]`` is ``x`` at inference, but ONNX exports keep the op
+  (the onnx package's AlexNet, SqueezeNet, VGG-19, Inception-v1) and TVM 0.27's
+  ``DecomposeOpsForInference`` leaves it. Fused into its producer it made AlexNet's classifier
+  matmuls a computation no record or template has (matmul, bias, ReLU, dropout), which ran TVM's
+  default schedule: 255 and 114 ms of the model's 380 (``run --kernels``); without it 5.8 and 2.9
+  ms, the model 24 ms (onnxruntime: 15.3; amd-epyc-znver5-2c, 2026-11-26).
+* :func:`ungroup_convolutions`: a grouped convolution whose groups each have more than
+  :data:`tvm_partition.build.templates.MAX_GROUP_CHANNELS` input channels (no grouped schedule
+  applies: :mod:`tvm_partition.build.templates`) becomes one dense convolution per group on its
+  slice of the input channels and of the weights, concatenated along the output channels (the
+  weight slices depend on the weights alone: the build moves them to load time). Each runs the
+  direct-convolution template: AlexNet's three grouped convolutions (2 groups of 48 and 192 input
+  channels) took 8.8, 2.3 and 1.9 ms on replayed dense records, ungrouped 0.9, 0.4 and 0.3 ms; the
+  model 24 -> 11.4 ms (0.74x onnxruntime's). ShuffleNet's grouped 1x1s (3 groups of 60-240 input
+  channels) ran 0.97x (0.70-1.05x paired: their convolutions faster, the slices and concats
+  added about as much).
+"""
+
+from __future__ import annotations
+
+import tvm
+from tvm import relax
+
+from ..ir.relax_utils import copy_module
+
+#: Input channels a group needs for :func:`ungroup_convolutions` to take its convolution apart:
+#: one more than ``tvm_partition.build.templates.MAX_GROUP_CHANNELS`` (a test keeps them in step).
+MIN_UNGROUPED_CHANNELS = 33
+
+_DROPOUT = tvm.ir.Op.get("relax.nn.dropout")
+_CONV2D = tvm.ir.Op.get("relax.nn.conv2d")
+
+
+def _static(expr) -> list[int] | None:
+    shape = getattr(expr.ty, "shape", None)
+    try:
+        return [int(v) for v in shape.values] if shape is not None else None
+    except (TypeError, ValueError, AttributeError):
+        return None
+
+
+@relax.expr_functor.mutator
+class _WithoutDropout(relax.PyExprMutator):
+    def visit_tuple_getitem_(self, op):
+        op = super().visit_tuple_getitem_(op)
+        value = op.tuple_value
+        bound = self.lookup_binding(value) if isinstance(value, relax.Var) else value
+        if op.index == 0 and isinstance(bound, relax.Call) and bound.op.same_as(_DROPOUT):
+            return bound.args[0]
+        return op
+
+
+@relax.expr_functor.mutator
+class _Ungrouped(relax.PyExprMutator):
+    def visit_call_(self, call):
+        call = super().visit_call_(call)
+        if not (isinstance(call.op, tvm.ir.Op) and call.op.same_as(_CONV2D)):
+            return call
+        a = call.attrs
+        groups = int(a.groups)
+        x, w = call.args
+        xs, ws = _static(x), _static(w)
+        if groups < 2 or a.data_layout != "NCHW" or a.kernel_layout != "OIHW" or xs is None or ws is None:
+            return call
+        cin, cout = xs[1] // groups, ws[0] // groups
+        if cin < MIN_UNGROUPED_CHANNELS:
+            return call
+        parts = []
+        for g in range(groups):
+            xg = self.builder_.emit(relax.op.strided_slice(x, [1], [g * cin], [(g + 1) * cin]))
+            wg = self.builder_.emit(relax.op.strided_slice(w, [0], [g * cout], [(g + 1) * cout]))
+            parts.append(self.builder_.emit(relax.op.nn.conv2d(
+                xg, wg, strides=a.strides, padding=a.padding, dilation=a.dilation, groups=1,
+                data_layout="NCHW", kernel_layout="OIHW", out_layout=a.out_layout, out_dtype=a.out_dtype)))
+        return relax.op.concat(parts, axis=1)
+
+
+def _each_function(mod: tvm.IRModule, mutator) -> tvm.IRModule:
+    out = copy_module(mod)
+    for gv, func in mod.functions_items():
+        if isinstance(func, relax.Function):
+            out[gv] = mutator(mod).visit_expr(func)
+    return out
+
+
+@tvm.transform.module_pass(opt_level=0, name="RemoveDropout")
+def remove_dropout(mod: tvm.IRModule, _ctx) -> tvm.IRModule:
+    """Every dropout's output replaced by its input (one whose mask is used stays;
+    ``DeadCodeElimination`` drops the others)."""
+    return _each_function(mod, _WithoutDropout)
+
+
+@tvm.transform.module_pass(opt_level=0, name="UngroupConvolutions")
+def ungroup_convolutions(mod: tvm.IRModule, _ctx) -> tvm.IRModule:
+    """Every NCHW grouped convolution with at least :data:`MIN_UNGROUPED_CHANNELS` input channels a
+    group as one convolution per group, concatenated."""
+    return _each_function(mod, _Ungrouped)
