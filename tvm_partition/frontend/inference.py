@@ -16,9 +16,9 @@ so the planners, the profiler and the build see the same ops.
   weight slices depend on the weights alone: the build moves them to load time). Each runs the
   direct-convolution template: AlexNet's three grouped convolutions (2 groups of 48 and 192 input
   channels) took 8.8, 2.3 and 1.9 ms on replayed dense records, ungrouped 0.9, 0.4 and 0.3 ms; the
-  model 24 -> 11.4 ms (0.74x onnxruntime's). ShuffleNet's grouped 1x1s (3 groups of 60-240 input
-  channels) ran 0.97x (0.70-1.05x paired: their convolutions faster, the slices and concats
-  added about as much).
+  model 24 -> 11.4 ms (0.74x onnxruntime's). ShuffleNet, whose grouped 1x1s of 34, 68 and 136
+  input channels a group (4 groups) are taken apart, ran 0.97x (0.70-1.05x paired: their
+  convolutions faster, the slices and concats added about as much).
 """
 
 from __future__ import annotations
