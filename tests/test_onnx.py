@@ -180,11 +180,13 @@ def grouped_conv(path, cin, cout, groups, hw=9, seed=0) -> onnx.ModelProto:
     return proto
 
 
-@pytest.mark.parametrize("cin,groups,convs", [(68, 2, 2), (64, 4, 1)], ids=["wide-groups", "narrow-groups"])
+@pytest.mark.parametrize("cin,groups,convs", [(68, 2, 2), (64, 4, 1), (272, 8, 1)],
+                         ids=["wide-groups", "narrow-groups", "many-groups"])
 def test_grouped_convolutions_of_wide_groups_become_one_per_group(cin, groups, convs, tmp_path):
     """2 groups of 34 input channels: no grouped schedule applies, so the convolution is taken apart
-    (one dense convolution per group runs the direct-convolution template); 4 groups of 16 stay one
-    grouped convolution. Either way the model matches onnxruntime, whole and split."""
+    (one dense convolution per group runs the direct-convolution template); 4 groups of 16, and 8
+    groups (more than were measured) of 34, stay one grouped convolution. Either way the model
+    matches onnxruntime, whole and split."""
     from tvm_partition.build import templates
     from tvm_partition.frontend import inference
 

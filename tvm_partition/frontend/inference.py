@@ -31,6 +31,10 @@ from ..ir.relax_utils import copy_module
 #: Input channels a group needs for :func:`ungroup_convolutions` to take its convolution apart:
 #: one more than ``tvm_partition.build.templates.MAX_GROUP_CHANNELS`` (a test keeps them in step).
 MIN_UNGROUPED_CHANNELS = 33
+#: Groups :func:`ungroup_convolutions` takes apart at most: measured with 2 (AlexNet) and 4
+#: (ShuffleNet); each group adds two slices and a convolution to launch, and a ResNeXt- or
+#: RegNet-like convolution of 32 groups was never measured.
+MAX_UNGROUPED_GROUPS = 4
 
 _DROPOUT = tvm.ir.Op.get("relax.nn.dropout")
 _CONV2D = tvm.ir.Op.get("relax.nn.conv2d")
@@ -68,7 +72,7 @@ class _Ungrouped(relax.PyExprMutator):
         if groups < 2 or a.data_layout != "NCHW" or a.kernel_layout != "OIHW" or xs is None or ws is None:
             return call
         cin, cout = xs[1] // groups, ws[0] // groups
-        if cin < MIN_UNGROUPED_CHANNELS:
+        if cin < MIN_UNGROUPED_CHANNELS or groups > MAX_UNGROUPED_GROUPS:
             return call
         parts = []
         for g in range(groups):
@@ -97,6 +101,6 @@ def remove_dropout(mod: tvm.IRModule, _ctx) -> tvm.IRModule:
 
 @tvm.transform.module_pass(opt_level=0, name="UngroupConvolutions")
 def ungroup_convolutions(mod: tvm.IRModule, _ctx) -> tvm.IRModule:
-    """Every NCHW grouped convolution with at least :data:`MIN_UNGROUPED_CHANNELS` input channels a
-    group as one convolution per group, concatenated."""
+    """Every NCHW grouped convolution of at most :data:`MAX_UNGROUPED_GROUPS` groups with at least
+    :data:`MIN_UNGROUPED_CHANNELS` input channels a group as one convolution per group, concatenated."""
     return _each_function(mod, _Ungrouped)
