@@ -526,6 +526,30 @@ def test_an_op_never_profiled_costs_at_least_streaming_its_bytes(tmp_path, monke
         assert est.source == source and est.us == pytest.approx(max(guess, floor))
 
 
+def test_an_op_never_profiled_computes_no_faster_than_the_fastest_sample(tmp_path, monkeypatch):
+    """XGBoost's answer for an op nobody profiled is floored at its FLOPs at the highest rate a
+    profiled sample of this machine reached (VGG-19, no op profiled: 43 ms predicted, 100.6 run;
+    with the floor 99.1). Samples under PEAK_MIN_FLOPS set no peak: they time a call."""
+    from tvm_partition.cost_models import profiled
+
+    log = ProfileLog(str(tmp_path))
+    big = dict(_op_rec(64, 10.0, sig="big"), op_flops=4e7)  # 4e7 FLOP in 10 us: 4e6 FLOP a us
+    log.append(big)
+    log.append(dict(_op_rec(32, 10.0, sig="big"), op_flops=4e7))  # half of it in 10 us: slower
+    log.append(dict(_op_rec(64, 1e-5, sig="tiny"), op_flops=1e3))  # "1e8 FLOP a us", but 1e3 FLOP in all
+    cm = ProfiledCostModel(str(tmp_path))
+    assert cm.compute_floor(8e7, "cpu") == pytest.approx(20.0) and cm.compute_floor(8e7, "gpu") == 0.0
+    op = next(o for o in OpGraph(mlp_model(batch=16).mod).ops.values() if o.kind == "matmul")
+    floor = op.flops / 4e6
+    monkeypatch.setattr(cm, "stream_floor", lambda nbytes, kind: 0.0)
+    monkeypatch.setattr(cm, "regressor", lambda kind: "a regressor")
+    for guess, source in [(floor / 10, "analytic"), (floor * 10, "xgboost")]:
+        cm._xgb_whole.clear()
+        monkeypatch.setattr(profiled.xgb, "predict", lambda model, rows, guess=guess: [guess])
+        est = cm.estimate(op, "cpu")
+        assert est.source == source and est.us == pytest.approx(max(guess, floor))
+
+
 def test_a_sample_is_the_median_of_its_repeats_so_one_preempted_repeat_does_not_count():
     """A repeat in which the process lost its CPU for a tick: five repeats of 4 us and one of 50 us
     time 4 us, not the mean's 11.7 (one such repeat priced an LSTM gate kernel 3.3x its time)."""

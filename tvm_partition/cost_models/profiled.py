@@ -16,8 +16,9 @@ elsewhere (the issue's "composite"), each answer saying which it used.
   (a linear fit over batch 1-1024, its parts' transferred schedules among the points; 2026-11-25).
   Ops or axes never profiled go to the device's XGBoost
   regressor (:mod:`.xgb`), but never under the time streaming their bytes takes
-  (:meth:`ProfiledCostModel.stream_floor`, labelled ``analytic`` where it decides), and if the
-  device has no samples at all, to ``fallback``.
+  (:meth:`ProfiledCostModel.stream_floor`) nor under their FLOPs at the fastest rate a sample
+  reached (:meth:`ProfiledCostModel.compute_floor`), labelled ``analytic`` where a floor decides;
+  and if the device has no samples at all, to ``fallback``.
 * Every CPU sample is scaled by how much slower its model's kernels ran in the VM than alone
   (:class:`Context`, :mod:`tvm_partition.profiling.context`).
 * ``comm_time(bytes, src, dst)``: measured copies between the two device kinds (cpu->cpu is the
@@ -50,6 +51,9 @@ FITS_FILE = "fits.json"
 #: Ops that read a part of an operand (an embedding lookup reads its rows, not the 15.6 MB table
 #: BERT-tiny's ``take`` counts in its bytes): no floor from their bytes.
 _GATHERS = frozenset({"take", "strided_slice"})
+#: Samples that set :meth:`ProfiledCostModel.compute_floor`'s peak compute at least this many FLOPs:
+#: a kernel of a few hundred FLOP times its call, not its arithmetic.
+PEAK_MIN_FLOPS = 1e6
 
 
 def interpolate(points: list[tuple[int, float]], x: float) -> float:
@@ -198,6 +202,7 @@ class ProfiledCostModel(CostModel):
                 continue
             self.comm[(r["comm"], r["src"], r["dst"])].append((int(r["bytes"]), float(r["mean_us"])))
         self._fits: dict = {}
+        self._peak: dict[str, float] = {}  # FLOP per microsecond: compute_floor
         self._xgb: dict = {}
         self._xgb_whole: dict = {}
         self._cached = _load_fits(folder)
@@ -294,13 +299,29 @@ class ProfiledCostModel(CostModel):
             key = (sig, kind)
             if key not in self._xgb_whole:
                 self._xgb_whole[key] = float(xgb.predict(model, [xgb.op_features(op, None)])[0])
-            us = self._xgb_whole[key] * part_fraction(op, shape)
-            floor = 0.0 if op.kind in _GATHERS else self.stream_floor(op.bytes * part_fraction(op, shape), kind)
+            fraction = part_fraction(op, shape)
+            us = self._xgb_whole[key] * fraction
+            floor = max(0.0 if op.kind in _GATHERS else self.stream_floor(op.bytes * fraction, kind),
+                        self.compute_floor(op.flops * fraction, kind))
             return Estimate(us, "xgboost") if us >= floor else Estimate(floor, "analytic")
         if self.fallback is not None:
             return self.fallback.estimate(op, device, shape)
         raise CostModelError(f"no profile of any op on a {kind} in {self.folder}: run "
                              f"tvm-partition profile MODEL --devices cpu,{kind}")
+
+    def compute_floor(self, flops: float, kind: str) -> float:
+        """The least time ``flops`` can take on a ``kind`` device: at the highest rate any profiled
+        sample of this machine reached (in the model, :meth:`in_model_us`; samples of at least
+        :data:`PEAK_MIN_FLOPS`). XGBoost answers an op it never saw from the ops it did, and put
+        VGG-19's convolutions (39 GFLOP, none profiled) at 43 ms where the model ran 100.6; the
+        fastest samples on this Zen 5 ran 500-511 GFLOP/s (amd-epyc-znver5-2c, 2026-11-26). 0
+        where no sample computes."""
+        if kind not in self._peak:
+            rates = [float(r["op_flops"]) * int(r["size"]) / int(r["full"]) / self.in_model_us(r)
+                     for r in self.log.ops(kind) if float(r.get("op_flops") or 0) * int(r["size"]) / int(r["full"])
+                     >= PEAK_MIN_FLOPS and float(r["mean_us"]) > 0]
+            self._peak[kind] = max(rates, default=0.0)
+        return flops / self._peak[kind] if self._peak[kind] > 0 and flops > 0 else 0.0
 
     def stream_floor(self, nbytes: float, kind: str) -> float:
         """The least time a CPU kernel reading and writing ``nbytes`` in all can take: half of this
