@@ -168,11 +168,16 @@ def grouped_conv(path, cin, cout, groups, hw=9, seed=0) -> onnx.ModelProto:
     rng = np.random.default_rng(seed)
     weights = {"W": rng.standard_normal((cout, cin // groups, 3, 3)).astype(np.float32) * 0.1,
                "B": rng.standard_normal(cout).astype(np.float32) * 0.1}
+    nodes = [helper.make_node("Conv", ["x", "W", "B"], ["c"], kernel_shape=[3, 3], pads=[1, 1, 1, 1], group=groups),
+             helper.make_node("Relu", ["c"], ["y"])]
+    return one_conv_model(path, nodes, weights, [1, cin, hw, hw], [1, cout, hw, hw])
+
+
+def one_conv_model(path, nodes, weights: dict, x_shape, y_shape) -> onnx.ModelProto:
+    """An opset-13 model of ``nodes`` from input ``x`` to output ``y``, ``weights`` its initializers, saved at ``path``."""
     graph = helper.make_graph(
-        [helper.make_node("Conv", ["x", "W", "B"], ["c"], kernel_shape=[3, 3], pads=[1, 1, 1, 1], group=groups),
-         helper.make_node("Relu", ["c"], ["y"])], "grouped",
-        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, cin, hw, hw])],
-        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, cout, hw, hw])],
+        nodes, "model", [helper.make_tensor_value_info("x", TensorProto.FLOAT, x_shape)],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, y_shape)],
         initializer=[numpy_helper.from_array(v, k) for k, v in weights.items()])
     proto = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
     proto.ir_version = 8
@@ -200,6 +205,37 @@ def test_grouped_convolutions_of_wide_groups_become_one_per_group(cin, groups, c
     (ref,) = ort_run(proto, [x])
     for strategy in ("cpu", "equal"):
         _, outs = run_split(model, tmp_path / strategy, [x], strategy=strategy)
+        np.testing.assert_allclose(outs[0], ref, rtol=RTOL, atol=ATOL)
+
+
+def conv_bn(path, cin=8, cout=16, hw=9, shared=False, seed=0) -> onnx.ModelProto:
+    """A 3x3 convolution, then BatchNormalization and Relu (ResNet's); with ``shared``, the
+    convolution's output is also added to the result (it cannot be folded away)."""
+    rng = np.random.default_rng(seed)
+    weights = {"W": rng.standard_normal((cout, cin, 3, 3)).astype(np.float32) * 0.2,
+               "s": rng.uniform(0.5, 1.5, cout).astype(np.float32), "b": rng.standard_normal(cout).astype(np.float32),
+               "m": rng.standard_normal(cout).astype(np.float32), "v": rng.uniform(0.5, 2.0, cout).astype(np.float32)}
+    nodes = [helper.make_node("Conv", ["x", "W"], ["c"], kernel_shape=[3, 3], pads=[1, 1, 1, 1]),
+             helper.make_node("BatchNormalization", ["c", "s", "b", "m", "v"], ["n"], epsilon=1e-3),
+             helper.make_node("Relu", ["n"], ["r" if shared else "y"]),
+             *([helper.make_node("Add", ["r", "c"], ["y"])] if shared else [])]
+    return one_conv_model(path, nodes, weights, [1, cin, hw, hw], [1, cout, hw, hw])
+
+
+@pytest.mark.parametrize("shared", [False, True], ids=["folded", "conv-output-shared"])
+def test_a_batch_norm_after_a_convolution_is_folded_into_its_weights(shared, tmp_path):
+    """The batch norm's scale goes into the convolution's weights and its shift into a bias (both
+    computed from the weights alone: load time), so the kernel's epilogue is one add, not a
+    subtract, a divide, a multiply and an add per output; where the convolution's output has
+    another use it stays as it was. Whole and split, the model matches onnxruntime."""
+    path = tmp_path / "conv_bn.onnx"
+    proto = conv_bn(path, shared=shared)
+    text = frontend.load(str(path)).mod["main"].script()
+    assert ("R.subtract(" in text) == shared and text.count("R.nn.conv2d(") == 1
+    x = np.random.default_rng(5).standard_normal((1, 8, 9, 9)).astype(np.float32)
+    (ref,) = ort_run(proto, [x])
+    for strategy in ("cpu", "equal"):
+        _, outs = run_split(frontend.load(str(path)), tmp_path / strategy, [x], strategy=strategy)
         np.testing.assert_allclose(outs[0], ref, rtol=RTOL, atol=ATOL)
 
 

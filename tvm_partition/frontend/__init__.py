@@ -3,8 +3,9 @@
 Every source yields a :class:`Model`: a Relax module whose ``main`` takes the data inputs first
 (``num_input`` of them) and the weights after, the weights as numpy arrays, and seeded example
 inputs. Constants are lifted into weights, so every tensor a device needs reaches it through
-``main_transform_params`` once at load time; batch norm is decomposed for inference, dropout
-removed and grouped convolutions of wide groups taken apart (:mod:`.inference`).
+``main_transform_params`` once at load time; a batch norm after a convolution is folded into its
+weights, any other decomposed for inference, dropout removed and grouped convolutions of wide
+groups taken apart (:mod:`.inference`).
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ from ..errors import TvmPartitionError
 from ..inputs import random_input
 from .model import Model
 from ..ir.relax_utils import Constant, rebuilt
-from .inference import remove_dropout, ungroup_convolutions
+from .inference import fold_batch_norms, remove_dropout, ungroup_convolutions
 
 
 class ModelError(TvmPartitionError, ValueError):
@@ -210,10 +211,12 @@ def _from_torch(ep, seed) -> Model:
 
 
 def normalize(model: Model) -> Model:
-    """Inference form: batch norm decomposed, dropout removed, grouped convolutions of wide groups
-    one per group (:mod:`.inference`), constants lifted into weights, static shapes only."""
+    """Inference form: batch norms after convolutions folded into their weights, the others
+    decomposed, dropout removed, grouped convolutions of wide groups one per group
+    (:mod:`.inference`), constants lifted into weights, static shapes only."""
     mod = tvm.transform.Sequential(
         [
+            fold_batch_norms,
             relax.transform.DecomposeOpsForInference(),
             remove_dropout,
             ungroup_convolutions,

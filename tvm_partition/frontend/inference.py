@@ -1,7 +1,17 @@
 """Rewrites of an imported model into the inference form the CPU kernels are scheduled for.
 
-Both are Relax module passes that :func:`tvm_partition.frontend.normalize` runs on every model,
+All are Relax module passes that :func:`tvm_partition.frontend.normalize` runs on every model,
 so the planners, the profiler and the build see the same ops.
+
+* :func:`fold_batch_norms`: a batch norm of a convolution's output becomes the convolution's
+  weights times ``gamma / sqrt(var + eps)`` per output channel and a bias ``beta - mean * that``
+  (as onnxruntime folds it), both computed from the weights alone, so the build's
+  ``LiftTransformParams`` runs them once at load time. Unfolded (``DecomposeOpsForInference``),
+  every output of the convolution's kernel took a subtract, a divide, a multiply and an add in its
+  epilogue; folded, one add: ResNet-50 0.95-0.97x, Inception-v2 0.92x, DenseNet-121 0.93x, each
+  paired 5 rounds against the build before (amd-epyc-znver5-2c, 2026-11-26). TVM 0.27's own
+  ``FoldBatchnormToConv2D`` folds nothing here: it wants the weights bound as constants, and a
+  model's weights are parameters of ``main``.
 
 * :func:`remove_dropout`: ``dropout(x)[0]`` is ``x`` at inference, but ONNX exports keep the op
   (the onnx package's AlexNet, SqueezeNet, VGG-19, Inception-v1) and TVM 0.27's
@@ -38,6 +48,7 @@ MAX_UNGROUPED_GROUPS = 4
 
 _DROPOUT = tvm.ir.Op.get("relax.nn.dropout")
 _CONV2D = tvm.ir.Op.get("relax.nn.conv2d")
+_BATCH_NORM = tvm.ir.Op.get("relax.nn.batch_norm")
 
 
 def _static(expr) -> list[int] | None:
@@ -84,6 +95,54 @@ class _Ungrouped(relax.PyExprMutator):
         return relax.op.concat(parts, axis=1)
 
 
+def _uses(func: relax.Function) -> dict:
+    """``{var: number of uses}`` in ``func``."""
+    counts: dict = {}
+
+    def visit(expr):
+        if isinstance(expr, relax.Var):
+            counts[expr] = counts.get(expr, 0) + 1
+
+    relax.analysis.post_order_visit(func.body, visit)
+    return counts
+
+
+@relax.expr_functor.mutator
+class _Folded(relax.PyExprMutator):
+    """``batch_norm(conv2d(x, W))[0]`` -> ``conv2d(x, W * s) + (beta - mean * s)``, with
+    ``s = gamma / sqrt(var + eps)`` per output channel, where the convolution's output is used by
+    the batch norm alone."""
+
+    def __init__(self, mod, uses):
+        super().__init__(mod)
+        self.uses = uses
+
+    def visit_tuple_getitem_(self, op):
+        op = super().visit_tuple_getitem_(op)
+        bn = self.lookup_binding(op.tuple_value) if isinstance(op.tuple_value, relax.Var) else None
+        if op.index != 0 or not (isinstance(bn, relax.Call) and bn.op.same_as(_BATCH_NORM)) or int(bn.attrs.axis) != 1:
+            return op
+        data = bn.args[0]
+        conv = self.lookup_binding(data) if isinstance(data, relax.Var) else None
+        if not (isinstance(conv, relax.Call) and conv.op.same_as(_CONV2D)) or self.uses.get(data, 0) != 1:
+            return op
+        a = conv.attrs
+        if a.data_layout != "NCHW" or a.kernel_layout != "OIHW" or _static(conv.args[1]) is None:
+            return op
+        gamma, beta, mean, var = bn.args[1:5]
+        c = _static(conv.args[1])[0]
+        emit = self.builder_.emit
+        scale = emit(relax.op.divide(gamma if bn.attrs.scale else relax.op.ones_like(var),
+                                     relax.op.sqrt(relax.op.add(var, relax.const(float(bn.attrs.epsilon), "float32")))))
+        weight = emit(relax.op.multiply(conv.args[1], relax.op.reshape(scale, [c, 1, 1, 1])))
+        shift = relax.op.negative(relax.op.multiply(mean, scale))
+        bias = emit(relax.op.reshape(relax.op.add(beta, shift) if bn.attrs.center else shift, [1, c, 1, 1]))
+        out = emit(relax.op.nn.conv2d(conv.args[0], weight, strides=a.strides, padding=a.padding, dilation=a.dilation,
+                                      groups=a.groups, data_layout="NCHW", kernel_layout="OIHW",
+                                      out_layout=a.out_layout, out_dtype=a.out_dtype))
+        return relax.op.add(out, bias)
+
+
 def _each_function(mod: tvm.IRModule, mutator) -> tvm.IRModule:
     out = copy_module(mod)
     for gv, func in mod.functions_items():
@@ -97,6 +156,17 @@ def remove_dropout(mod: tvm.IRModule, _ctx) -> tvm.IRModule:
     """Every dropout's output replaced by its input (one whose mask is used stays;
     ``DeadCodeElimination`` drops the others)."""
     return _each_function(mod, _WithoutDropout)
+
+
+@tvm.transform.module_pass(opt_level=0, name="FoldBatchNorms")
+def fold_batch_norms(mod: tvm.IRModule, _ctx) -> tvm.IRModule:
+    """Every batch norm of a convolution's output (the only use of it) folded into the
+    convolution's weights and a bias; run before ``DecomposeOpsForInference``."""
+    out = copy_module(mod)
+    for gv, func in mod.functions_items():
+        if isinstance(func, relax.Function):
+            out[gv] = _Folded(mod, _uses(func)).visit_expr(func)
+    return out
 
 
 @tvm.transform.module_pass(opt_level=0, name="UngroupConvolutions")
