@@ -419,10 +419,20 @@ def local_accumulator(sch, name: str) -> bool:
     return True
 
 
+def _loop_vars(sch, main: Block) -> list:
+    """The loop variables around block ``main``, outermost first."""
+    return [sch.get(rv).loop_var for rv in sch.get_loops(sch.get_sblock(main.name, func_name="main"))]
+
+
+def _max_innermost(attrs) -> int | None:
+    """A ``SamplePerfectTile``'s cap on its innermost factor, None where it has none."""
+    return int(attrs[1]) if len(attrs) > 1 and int(attrs[1]) > 0 else None
+
+
 def _unvectorised_axes(sch, main: Block) -> list:
     """Loop variables of block ``main``'s spatial axes but its last (the one CPU schedules
     vectorise): the axes :func:`register_tile` tiles."""
-    loops = [sch.get(rv).loop_var for rv in sch.get_loops(sch.get_sblock(main.name, func_name="main"))]
+    loops = _loop_vars(sch, main)
     spatial = [i for i, kind in enumerate(main.iters) if kind == "S" and i < len(loops)]
     return [loops[i] for i in spatial[:-1]]
 
@@ -441,9 +451,8 @@ def _replayed(kmod: tvm.IRModule, trace, source_blocks: tuple[Block, ...], targe
                 loop = sch.get(inputs[0])
                 if not isinstance(loop.extent, tvm.tirx.IntImm):
                     raise TransferError("a loop of dynamic extent")
-                max_inner = int(attrs[1]) if len(attrs) > 1 and int(attrs[1]) > 0 else None
                 fit = register_tile if any(loop.loop_var.same_as(v) for v in unvectorised) else fit_tile
-                return fit([int(x) for x in decision], int(loop.extent), max_inner)
+                return fit([int(x) for x in decision], int(loop.extent), _max_innermost(attrs))
             return decision
 
         _apply(sch, rewritten, decide)
@@ -616,7 +625,7 @@ def innermost_tiles(kmod: tvm.IRModule, source: Source) -> dict[int, int]:
         sch, rewritten, main = _prepared(kmod, source.trace, source.blocks)
     except Exception:  # noqa: BLE001 - no replay (TransferError) or an epilogue that does not inline
         return {}
-    loops = [sch.get(rv).loop_var for rv in sch.get_loops(sch.get_sblock(main.name, func_name="main"))]
+    loops = _loop_vars(sch, main)
     spatial = {i: main.iters[:i].count("S") for i, kind in enumerate(main.iters) if kind == "S"}
     found: dict[int, int] = {}
 
@@ -624,8 +633,7 @@ def innermost_tiles(kmod: tvm.IRModule, source: Source) -> dict[int, int]:
         if inst.kind.name != "SamplePerfectTile":
             return decision
         loop = sch.get(inputs[0])
-        max_inner = int(attrs[1]) if len(attrs) > 1 and int(attrs[1]) > 0 else None
-        tiles = fit_tile([int(x) for x in decision], int(loop.extent), max_inner)
+        tiles = fit_tile([int(x) for x in decision], int(loop.extent), _max_innermost(attrs))
         for i, var in enumerate(loops):
             if var.same_as(loop.loop_var) and i in spatial:
                 found.setdefault(spatial[i], inner_tile(tiles))

@@ -317,10 +317,9 @@ class ProfiledCostModel(CostModel):
         fastest samples on this Zen 5 ran 500-511 GFLOP/s (amd-epyc-znver5-2c, 2026-11-26). 0
         where no sample computes."""
         if kind not in self._peak:
-            rates = [float(r["op_flops"]) * int(r["size"]) / int(r["full"]) / self.in_model_us(r)
-                     for r in self.log.ops(kind) if float(r.get("op_flops") or 0) * int(r["size"]) / int(r["full"])
-                     >= PEAK_MIN_FLOPS and float(r["mean_us"]) > 0]
-            self._peak[kind] = max(rates, default=0.0)
+            samples = ((float(r.get("op_flops") or 0) * int(r["size"]) / int(r["full"]), r) for r in self.log.ops(kind))
+            self._peak[kind] = max((flops / self.in_model_us(r) for flops, r in samples
+                                    if flops >= PEAK_MIN_FLOPS and float(r["mean_us"]) > 0), default=0.0)
         return flops / self._peak[kind] if self._peak[kind] > 0 and flops > 0 else 0.0
 
     def stream_floor(self, nbytes: float, kind: str) -> float:

@@ -37,6 +37,7 @@ import tvm
 from tvm import relax
 
 from ..ir.relax_utils import copy_module
+from ..ir.split_rules import IllegalSplit, shape_of
 
 #: Input channels a group needs for :func:`ungroup_convolutions` to take its convolution apart:
 #: one more than ``tvm_partition.build.templates.MAX_GROUP_CHANNELS`` (a test keeps them in step).
@@ -51,23 +52,34 @@ _CONV2D = tvm.ir.Op.get("relax.nn.conv2d")
 _BATCH_NORM = tvm.ir.Op.get("relax.nn.batch_norm")
 
 
-def _static(expr) -> list[int] | None:
-    shape = getattr(expr.ty, "shape", None)
+def _static(expr) -> tuple[int, ...] | None:
+    """``expr``'s static shape (:func:`~tvm_partition.ir.split_rules.shape_of`), None where it has none."""
     try:
-        return [int(v) for v in shape.values] if shape is not None else None
-    except (TypeError, ValueError, AttributeError):
+        return shape_of(expr)
+    except IllegalSplit:
         return None
+
+
+def _bound_call(mutator: relax.PyExprMutator, expr, op) -> relax.Call | None:
+    """``expr`` if it is a call of ``op``, or the call of ``op`` that variable ``expr`` is bound to in
+    what ``mutator`` emitted; else None."""
+    value = mutator.lookup_binding(expr) if isinstance(expr, relax.Var) else expr
+    return value if isinstance(value, relax.Call) and value.op.same_as(op) else None
+
+
+def _conv2d_like(conv: relax.Call, data, weight, groups: int):
+    """A convolution with ``conv``'s strides, padding, dilation and layouts on ``data`` and ``weight``."""
+    a = conv.attrs
+    return relax.op.nn.conv2d(data, weight, strides=a.strides, padding=a.padding, dilation=a.dilation, groups=groups,
+                              data_layout="NCHW", kernel_layout="OIHW", out_layout=a.out_layout, out_dtype=a.out_dtype)
 
 
 @relax.expr_functor.mutator
 class _WithoutDropout(relax.PyExprMutator):
     def visit_tuple_getitem_(self, op):
         op = super().visit_tuple_getitem_(op)
-        value = op.tuple_value
-        bound = self.lookup_binding(value) if isinstance(value, relax.Var) else value
-        if op.index == 0 and isinstance(bound, relax.Call) and bound.op.same_as(_DROPOUT):
-            return bound.args[0]
-        return op
+        dropout = _bound_call(self, op.tuple_value, _DROPOUT)
+        return dropout.args[0] if op.index == 0 and dropout is not None else op
 
 
 @relax.expr_functor.mutator
@@ -89,9 +101,7 @@ class _Ungrouped(relax.PyExprMutator):
         for g in range(groups):
             xg = self.builder_.emit(relax.op.strided_slice(x, [1], [g * cin], [(g + 1) * cin]))
             wg = self.builder_.emit(relax.op.strided_slice(w, [0], [g * cout], [(g + 1) * cout]))
-            parts.append(self.builder_.emit(relax.op.nn.conv2d(
-                xg, wg, strides=a.strides, padding=a.padding, dilation=a.dilation, groups=1,
-                data_layout="NCHW", kernel_layout="OIHW", out_layout=a.out_layout, out_dtype=a.out_dtype)))
+            parts.append(self.builder_.emit(_conv2d_like(call, xg, wg, groups=1)))
         return relax.op.concat(parts, axis=1)
 
 
@@ -113,41 +123,40 @@ class _Folded(relax.PyExprMutator):
     ``s = gamma / sqrt(var + eps)`` per output channel, where the convolution's output is used by
     the batch norm alone."""
 
-    def __init__(self, mod, uses):
+    def __init__(self, mod, func):
         super().__init__(mod)
-        self.uses = uses
+        self.uses = _uses(func)
 
     def visit_tuple_getitem_(self, op):
         op = super().visit_tuple_getitem_(op)
-        bn = self.lookup_binding(op.tuple_value) if isinstance(op.tuple_value, relax.Var) else None
-        if op.index != 0 or not (isinstance(bn, relax.Call) and bn.op.same_as(_BATCH_NORM)) or int(bn.attrs.axis) != 1:
+        bn = _bound_call(self, op.tuple_value, _BATCH_NORM)
+        if op.index != 0 or bn is None or int(bn.attrs.axis) != 1:
             return op
         data = bn.args[0]
-        conv = self.lookup_binding(data) if isinstance(data, relax.Var) else None
-        if not (isinstance(conv, relax.Call) and conv.op.same_as(_CONV2D)) or self.uses.get(data, 0) != 1:
+        conv = _bound_call(self, data, _CONV2D)
+        if conv is None or self.uses.get(data, 0) != 1:
             return op
-        a = conv.attrs
-        if a.data_layout != "NCHW" or a.kernel_layout != "OIHW" or _static(conv.args[1]) is None:
+        a, shape = conv.attrs, _static(conv.args[1])
+        if a.data_layout != "NCHW" or a.kernel_layout != "OIHW" or shape is None:
             return op
         gamma, beta, mean, var = bn.args[1:5]
-        c = _static(conv.args[1])[0]
+        c = shape[0]
         emit = self.builder_.emit
         scale = emit(relax.op.divide(gamma if bn.attrs.scale else relax.op.ones_like(var),
                                      relax.op.sqrt(relax.op.add(var, relax.const(float(bn.attrs.epsilon), "float32")))))
         weight = emit(relax.op.multiply(conv.args[1], relax.op.reshape(scale, [c, 1, 1, 1])))
         shift = relax.op.negative(relax.op.multiply(mean, scale))
         bias = emit(relax.op.reshape(relax.op.add(beta, shift) if bn.attrs.center else shift, [1, c, 1, 1]))
-        out = emit(relax.op.nn.conv2d(conv.args[0], weight, strides=a.strides, padding=a.padding, dilation=a.dilation,
-                                      groups=a.groups, data_layout="NCHW", kernel_layout="OIHW",
-                                      out_layout=a.out_layout, out_dtype=a.out_dtype))
+        out = emit(_conv2d_like(conv, conv.args[0], weight, groups=int(a.groups)))
         return relax.op.add(out, bias)
 
 
 def _each_function(mod: tvm.IRModule, mutator) -> tvm.IRModule:
+    """``mod`` with every relax function rewritten by ``mutator(mod, func)``."""
     out = copy_module(mod)
     for gv, func in mod.functions_items():
         if isinstance(func, relax.Function):
-            out[gv] = mutator(mod).visit_expr(func)
+            out[gv] = mutator(mod, func).visit_expr(func)
     return out
 
 
@@ -155,22 +164,18 @@ def _each_function(mod: tvm.IRModule, mutator) -> tvm.IRModule:
 def remove_dropout(mod: tvm.IRModule, _ctx) -> tvm.IRModule:
     """Every dropout's output replaced by its input (one whose mask is used stays;
     ``DeadCodeElimination`` drops the others)."""
-    return _each_function(mod, _WithoutDropout)
+    return _each_function(mod, lambda mod, _func: _WithoutDropout(mod))
 
 
 @tvm.transform.module_pass(opt_level=0, name="FoldBatchNorms")
 def fold_batch_norms(mod: tvm.IRModule, _ctx) -> tvm.IRModule:
     """Every batch norm of a convolution's output (the only use of it) folded into the
     convolution's weights and a bias; run before ``DecomposeOpsForInference``."""
-    out = copy_module(mod)
-    for gv, func in mod.functions_items():
-        if isinstance(func, relax.Function):
-            out[gv] = _Folded(mod, _uses(func)).visit_expr(func)
-    return out
+    return _each_function(mod, _Folded)
 
 
 @tvm.transform.module_pass(opt_level=0, name="UngroupConvolutions")
 def ungroup_convolutions(mod: tvm.IRModule, _ctx) -> tvm.IRModule:
     """Every NCHW grouped convolution of at most :data:`MAX_UNGROUPED_GROUPS` groups with at least
     :data:`MIN_UNGROUPED_CHANNELS` input channels a group as one convolution per group, concatenated."""
-    return _each_function(mod, _Ungrouped)
+    return _each_function(mod, lambda mod, _func: _Ungrouped(mod))
