@@ -13,8 +13,9 @@ Pipeline (DESIGN.md, "TVM facts"):
 5. :func:`attach_targets` — every PrimFunc gets the target of the device it runs on (FuseTIR
    drops the attribute, and a CUDA kernel without it silently compiles as host code);
 6. dlight GPU schedules for the CUDA kernels (a CUDA PrimFunc without a schedule has no CUDA module);
-7. ``tvm.compile`` with no target: each function compiles for its own device's target, through
-   TVM's default Relax pipeline with each device's buffers planned apart (:func:`vm_pipeline`).
+7. :func:`link` with no target: each function compiles for its own device's target, through
+   TVM's default Relax pipeline with each device's buffers planned apart (:func:`vm_pipeline`),
+   ``main`` compiled to native code beside a bytecode twin for the kernel instrument.
 """
 
 from __future__ import annotations
@@ -33,6 +34,7 @@ from ..ir.fastmath import legalize_ops
 from ..ir.relax_utils import copy_module
 from ..passes import ApplyPlan, FenceCopies, PropagateVDevice, keep_joins_apart
 from ..plan import Plan
+from ..runtime.artifact import KERNELS_MAIN
 from .tuning import apply_schedules, schedule_gpu, tuning_target
 
 
@@ -48,7 +50,7 @@ class BuildError(TvmPartitionError, RuntimeError):
 @dataclasses.dataclass
 class BuildResult:
     executable: object  # relax.VMExecutable
-    module: tvm.IRModule  # the lowered module (before tvm.compile's own pipeline)
+    module: tvm.IRModule  # the lowered module (before link's own pipeline)
     plan: Plan
     kernel_devices: dict[str, str]  # PrimFunc name -> device name
     compile_s: float
@@ -115,7 +117,7 @@ def attach_targets(mod: tvm.IRModule, devices: list[DeviceSpec]) -> tuple[tvm.IR
 
 
 def lower(mod: tvm.IRModule, plan: Plan, graph=None, schedules=None) -> tuple[tvm.IRModule, dict[str, str]]:
-    """Steps 1-6 of the pipeline: the module ``tvm.compile`` receives, and where each kernel runs.
+    """Steps 1-6 of the pipeline: the module :func:`link` receives, and where each kernel runs.
 
     ``graph``: the OpGraph of ``mod`` if the caller has it (saves analysing the model again).
     ``schedules``: a :class:`tvm_partition.build.tuning.Schedules`; kernels it has a record for get
@@ -277,6 +279,38 @@ def vm_pipeline(off_host: bool) -> tvm.transform.Pass:
     )
 
 
+def link(mod: tvm.IRModule, pipeline: tvm.transform.Pass):
+    """``relax.build(mod, relax_pipeline=pipeline, exec_mode="compiled")`` (no target: each
+    function has its own), plus a bytecode twin of ``main`` named
+    :data:`~tvm_partition.runtime.artifact.KERNELS_MAIN` that calls the same kernels in the same
+    order.
+
+    Why compiled: the bytecode VM interprets every instruction of ``main`` (an allocation, the call,
+    a register cleared after it), and models of many small kernels pay it at every launch. Paired 5
+    rounds of fresh processes (2026-11-26, amd-epyc-znver5-2c, LSTM seq 10 on ``cpu,cpu``): ``cpu``
+    148.3 -> 133.1 us (0.906x), ``equal`` 183.9 -> 153.6 us (0.835x), so a split costs 1.15x where it
+    cost 1.25x; ResNet-18 (64 px) the same within noise (2026-11-26 morning). Why the twin: compiled
+    code calls its kernels directly, past the VM's instrument, so ``run --kernels`` and
+    :mod:`tvm_partition.build.vm_order` (which reads ``as_text()``) read the twin. It costs the
+    bytecode only; the kernels are compiled once (an LSTM ``equal`` ``model.so`` 438 -> 479 KB).
+    TVM 0.27 exposes the two codegens as ``relax.vm_build._vmcodegen``'s ``VMCodeGen`` and
+    ``VMTIRCodeGen``, which one ``ExecBuilder`` can take in turn; ``_vmlink`` is ``relax.build``'s
+    own last step."""
+    from tvm.relax import vm_build
+
+    mod = pipeline(mod)
+    kernels = {gv: f for gv, f in mod.functions_items() if isinstance(f, tvm.tirx.PrimFunc)}
+    twin = tvm.IRModule(kernels, attrs=mod.attrs)
+    twin[KERNELS_MAIN] = mod["main"].with_attr("global_symbol", KERNELS_MAIN)
+    builder = relax.ExecBuilder()
+    vm_build._vmcodegen(builder, twin, "bytecode")
+    leftover = vm_build._vmcodegen(builder, mod, "compiled")
+    attrs = dict(mod.attrs) if mod.attrs else {}
+    return vm_build._vmlink(builder, None, vm_build._filter_tir(leftover),
+                            ext_libs=list(attrs.get("external_mods", [])),
+                            params=dict(attrs.get("const_name_to_constant", {})))
+
+
 def build(mod: tvm.IRModule, plan: Plan, graph=None, schedules=None) -> BuildResult:
     """Apply ``plan`` to ``mod`` (high-level Relax, ``main`` with ``num_input``) and compile it,
     with the schedules ``schedules`` (:class:`tvm_partition.build.tuning.Schedules`) has for its kernels."""
@@ -284,7 +318,7 @@ def build(mod: tvm.IRModule, plan: Plan, graph=None, schedules=None) -> BuildRes
     lowered, placed = lower(mod, plan, graph, schedules)
     off_host = any(placed.get(name, plan.host) != plan.host for name, _ in _call_sites(lowered))
     try:
-        ex = tvm.compile(lowered, relax_pipeline=vm_pipeline(off_host))
+        ex = link(lowered, vm_pipeline(off_host))
     except Exception as e:  # TVM raises its own error types; keep the message
         raise BuildError(f"TVM could not compile the partitioned module: {e}") from e
     return BuildResult(ex, lowered, plan, placed, time.perf_counter() - t0)

@@ -8,7 +8,8 @@ the CPU part runs, and only then does a copy bring the GPU part back (EOP Sec. 3
 simulator (:mod:`tvm_partition.planners.simulate`) prices exactly that order.
 
 This module reads the program the build really made, ``VMExecutable.as_text()`` (one
-``call NAME in: ... dst: ...`` line per instruction of ``@main``), as kernel launches per device
+``call NAME in: ... dst: ...`` line per instruction of ``main``'s bytecode twin: builds compile
+``main`` to native code, :func:`tvm_partition.build.executable.link`), as kernel launches per device
 and copies, and aligns it with the simulator's tasks: every copy, and every kernel of an op or a
 part, must appear in the same order on the same device. Slices and concats the pass emits may be
 missing, fused by TVM's ``FuseOps`` into a kernel next to them. Where they align, what the
@@ -22,6 +23,7 @@ import dataclasses
 import re
 
 from ..errors import TvmPartitionError
+from ..runtime.artifact import KERNELS_MAIN
 
 _CALL = re.compile(r"^\s*call\s+(\S+)\s+in:\s*(.*?)\s+dst:\s*(\S+)\s*$")
 #: DLPack device types ``vm.builtin.to_device`` takes: kDLCPU, kDLCUDA.
@@ -49,11 +51,15 @@ class Step:
 
 
 def main_instructions(text: str) -> list[tuple[str, list[str], str]]:
-    """``(callee, args, dst)`` of every ``call`` in the ``@main`` block of ``as_text()``."""
+    """``(callee, args, dst)`` of every ``call`` of ``main`` in ``as_text()``: the block of its
+    bytecode twin (:data:`~tvm_partition.runtime.artifact.KERNELS_MAIN`, the same calls in the same
+    order; ``main`` itself is compiled code, ``as_text()`` shows no instruction of it), or of
+    ``main`` in a bytecode-only executable."""
+    header = f"@{KERNELS_MAIN}:" if f"@{KERNELS_MAIN}:" in text else "@main:"
     out, inside = [], False
     for line in text.splitlines():
         if line.startswith("@"):
-            inside = line.strip() == "@main:"
+            inside = line.strip() == header
             continue
         m = _CALL.match(line) if inside else None
         if m:

@@ -62,9 +62,10 @@ def _op_record(s: Sample, op, stamp: str) -> dict:
 
 def _logged(log: ProfileLog | None, rec: dict) -> bool:
     """``rec``'s sample is in ``log``, an op's timed with the same databases (``schedules``): one
-    timed before a tuning run changed them may have run another schedule."""
+    timed before a tuning run changed them may have run another schedule; a launch chain's run
+    by the same kind of VM program (``vm``: builds compile ``main`` since 2026-11-26)."""
     old = log.get(sample_key(rec)) if log is not None else None
-    return old is not None and (rec["type"] != "op" or old.get("schedules") == rec["schedules"])
+    return old is not None and all(old.get(k) == rec[k] for k in ("schedules", "vm") if k in rec)
 
 
 def _level(index: int) -> int:
@@ -93,7 +94,8 @@ def pending_samples(graphs: list, devices: list, log: ProfileLog | None = None, 
             out.append(Pending(rec, kinds[s.device],
                                (lambda g=graph, o=op, s=s: sample_function(g, o, s.dim, s.size)), _level(pos[series])))
     if "cpu" in kinds:  # VM launch overhead (on a CPU the VM thread runs the kernels)
-        rec = {"type": "comm", "comm": "launch", "src": "cpu", "dst": "cpu", "bytes": 0, "kernels": LAUNCH_CHAIN}
+        rec = {"type": "comm", "comm": "launch", "src": "cpu", "dst": "cpu", "bytes": 0, "kernels": LAUNCH_CHAIN,
+               "vm": "compiled"}
         if sample_key(rec) not in seen and not _logged(log, rec):
             seen.add(sample_key(rec))
             out.append(Pending(rec, kinds["cpu"], None, 0))
@@ -132,11 +134,12 @@ def write_bundle(folder: str, pending: list[Pending], schedules=None, progress=N
     for i, p in enumerate(pending):
         sid = f"s{i}"
         if p.record.get("comm") == "launch":
-            import tvm
+            from tvm import relax
 
             file = f"launch-{p.device.kind}.so"
-            tvm.compile(launch_function(p.record["kernels"]), target=p.device.tvm_target()).export_library(
-                os.path.join(folder, file))
+            # compiled like a build's main (build.executable.link), so the chain costs what a build's launches do
+            relax.build(launch_function(p.record["kernels"]), target=p.device.tvm_target(),
+                        exec_mode="compiled").export_library(os.path.join(folder, file))
             spec["launches"].append({"id": sid, "file": file, "device": p.device.kind, "kernels": p.record["kernels"]})
             spec["records"][sid] = p.record
             continue

@@ -25,6 +25,10 @@ from ..errors import TvmPartitionError
 FILES = ("model.so", "params.npz", "plan.json")
 MANIFEST = "manifest.json"
 FORMAT_VERSION = 1
+#: The bytecode twin of ``main`` in every ``model.so`` (``main`` itself is compiled to native
+#: code, which calls its kernels past the VM's instrument): ``run --kernels`` times this one.
+#: Artifacts built before it have only ``main``, in bytecode.
+KERNELS_MAIN = "main_kernels"
 
 
 class ArtifactError(TvmPartitionError, ValueError):
