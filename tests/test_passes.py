@@ -203,3 +203,25 @@ def test_an_op_reading_another_devices_tuple_item_is_emitted_after_its_copy(tmp_
     away.save(tmp_path / "plan.json")
     _, err, tol = equal_check(model, "cpu,cpu", plan_file=str(tmp_path / "plan.json"))
     assert err <= tol
+
+
+def test_main_is_compiled_and_its_bytecode_twin_calls_the_same_kernels():
+    """A build's ``main`` runs as native code: the VM's instrument sees none of its calls, and
+    ``as_text()`` holds no instruction of it. Its twin (KERNELS_MAIN) is bytecode: the instrument
+    sees every kernel, and it returns what ``main`` returns."""
+    model = mlp_model()
+    compiled, err, tol = equal_check(model)
+    assert err <= tol
+    text = compiled.build.executable.as_text()
+    assert f"@{KERNELS_MAIN}:" in text and "@main:" not in text
+    vm = relax.VirtualMachine(compiled.build.executable, [d.tvm_device() for d in compiled.plan.devices])
+    weights = vm["main_transform_params"]([tvm.runtime.tensor(p) for p in model.params])
+    args = [tvm.runtime.tensor(v) for v in model.inputs.values()]
+    seen = []
+    vm.set_instrument(lambda _f, name, before, *_: seen.append(str(name)) if before else None)
+    out = vm["main"](*args, *weights).numpy()
+    assert seen == []
+    twin = vm[KERNELS_MAIN](*args, *weights).numpy()
+    kernels = [n for n in seen if not n.startswith("vm.builtin")]
+    assert len(kernels) >= 4 and len(set(kernels)) >= 2  # an equal plan: two parts of each op at least
+    np.testing.assert_array_equal(out, twin)
