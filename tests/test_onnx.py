@@ -208,6 +208,25 @@ def test_grouped_convolutions_of_wide_groups_become_one_per_group(cin, groups, c
         np.testing.assert_allclose(outs[0], ref, rtol=RTOL, atol=ATOL)
 
 
+@pytest.mark.parametrize("cout,padded", [(250, True), (24, False)], ids=["padded-to-256", "narrow-left-alone"])
+def test_output_channels_padded_to_whole_vectors(cout, padded, tmp_path):
+    """250 output channels compute 256 (6 zero channels: 2.4% more work) and a slice keeps 250;
+    24 would take a third more and stay. Whole and split, the model matches onnxruntime."""
+    from tvm_partition.frontend import inference
+
+    path = tmp_path / "conv.onnx"
+    proto = grouped_conv(path, 8, cout, 1)
+    model = frontend.load(str(path))
+    text = model.mod["main"].script()
+    wide = cout - cout % -inference.CHANNEL_MULTIPLE  # 256, 32
+    assert (f"R.Tensor((1, {wide}, 9, 9)" in text and "R.strided_slice(" in text) == padded
+    x = np.random.default_rng(3).standard_normal((1, 8, 9, 9)).astype(np.float32)
+    (ref,) = ort_run(proto, [x])
+    for strategy in ("cpu", "equal"):
+        _, outs = run_split(model, tmp_path / strategy, [x], strategy=strategy)
+        np.testing.assert_allclose(outs[0], ref, rtol=RTOL, atol=ATOL)
+
+
 def conv_bn(path, cin=8, cout=16, hw=9, shared=False, seed=0) -> onnx.ModelProto:
     """A 3x3 convolution, then BatchNormalization and Relu (ResNet's); with ``shared``, the
     convolution's output is also added to the result (it cannot be folded away)."""

@@ -4,8 +4,8 @@ Every source yields a :class:`Model`: a Relax module whose ``main`` takes the da
 (``num_input`` of them) and the weights after, the weights as numpy arrays, and seeded example
 inputs. Constants are lifted into weights, so every tensor a device needs reaches it through
 ``main_transform_params`` once at load time; a batch norm after a convolution is folded into its
-weights, any other decomposed for inference, dropout removed and grouped convolutions of wide
-groups taken apart (:mod:`.inference`).
+weights, any other decomposed for inference, dropout removed, grouped convolutions of wide
+groups taken apart and output channels padded to whole vectors (:mod:`.inference`).
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ from ..errors import TvmPartitionError
 from ..inputs import random_input
 from .model import Model
 from ..ir.relax_utils import Constant, rebuilt
-from .inference import fold_batch_norms, remove_dropout, ungroup_convolutions
+from .inference import fold_batch_norms, pad_output_channels, remove_dropout, ungroup_convolutions
 
 
 class ModelError(TvmPartitionError, ValueError):
@@ -212,14 +212,16 @@ def _from_torch(ep, seed) -> Model:
 
 def normalize(model: Model) -> Model:
     """Inference form: batch norms after convolutions folded into their weights, the others
-    decomposed, dropout removed, grouped convolutions of wide groups one per group
-    (:mod:`.inference`), constants lifted into weights, static shapes only."""
+    decomposed, dropout removed, grouped convolutions of wide groups one per group, output channels
+    of convolutions padded to whole vectors (:mod:`.inference`), constants lifted into weights,
+    static shapes only."""
     mod = tvm.transform.Sequential(
         [
             fold_batch_norms,
             relax.transform.DecomposeOpsForInference(),
             remove_dropout,
             ungroup_convolutions,
+            pad_output_channels,
             relax.transform.CanonicalizeBindings(),
             relax.transform.DeadCodeElimination(["main"]),
         ]
