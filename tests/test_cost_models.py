@@ -153,6 +153,35 @@ def test_profile_times_every_op_axis_and_copy_then_resumes(profiled):
     assert len(retuned) == len(log.ops())
 
 
+def test_points_of_an_older_size_grid_are_dropped_when_the_log_is_compacted(profiled, tmp_path):
+    """A size the grid no longer samples, timed under older schedules, goes; the same size timed
+    under the current ones, a default-schedule sample and another model's series stay."""
+    import shutil
+
+    from tvm_partition.cost_models.logs import sample_key
+    from tvm_partition.profiling import profiler
+
+    folder, graph, devices, _ = profiled
+    copy = str(tmp_path / "machine")
+    shutil.copytree(folder, copy)
+    log = ProfileLog(copy)
+    rec = next(r for r in log.ops("cpu") if r["size"] == 1 and r["dim"] == 0)
+    sizes = {r["size"] for r in log.ops("cpu") if r["sig"] == rec["sig"] and r["dim"] == 0}
+    odd = next(n for n in range(3, 1024) if n not in sizes)
+    stale = dict(rec, size=odd, schedules="older databases")
+    kept = [dict(rec, size=odd + 1 if odd + 1 not in sizes else odd + 2, schedules=""),
+            dict(rec, size=odd, schedules="older databases", transfer=False),
+            dict(rec, sig="another-model", size=odd, schedules="older databases")]
+    for r in [stale, *kept]:
+        log.append(r)
+    dropped = profiler.off_grid(log, [graph], devices, stamp="")
+    assert dropped == {sample_key(stale)}
+    n = len(log)
+    log.compact(drop=dropped)
+    again = ProfileLog(copy)
+    assert len(again) == n - 1 and all(sample_key(r) in again for r in kept) and sample_key(stale) not in again
+
+
 def test_profiled_cost_model_uses_patterns_where_profiled_and_xgboost_elsewhere(profiled):
     folder, graph, devices, _ = profiled
     cm = ProfiledCostModel(folder, devices)

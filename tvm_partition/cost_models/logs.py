@@ -129,11 +129,13 @@ class ProfileLog:
             os.fsync(f.fileno())
         self._add(rec)
 
-    def compact(self) -> tuple[int, int]:
+    def compact(self, drop=()) -> tuple[int, int]:
         """Rewrite the log with each sample's last record only (what every reader keeps anyway),
-        atomically: a crash leaves the old file. Returns the lines ``(before, after)``. A profile
-        timed again after a schedule change appends a record per sample: the Zen 5 log had grown
-        to 9,599 lines for 3,600-odd samples (2026-11-26)."""
+        less the samples whose keys are in ``drop``, atomically: a crash leaves the old file.
+        Returns the lines ``(before, after)``. A profile timed again after a schedule change appends
+        a record per sample: the Zen 5 log had grown to 9,599 lines for 3,600-odd samples (2026-11-26)."""
+        for key in drop:
+            self._by_key.pop(key, None)
         if not os.path.exists(self.path):
             return 0, 0
         with open(self.path, encoding="utf-8") as f:
