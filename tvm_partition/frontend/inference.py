@@ -175,11 +175,10 @@ class _Folded(relax.PyExprMutator):
             return op
         data = bn.args[0]
         conv = _bound_call(self, data, _CONV2D)
-        if conv is None or self.uses.get(data, 0) != 1:
+        found = _nchw_conv(conv) if conv is not None and self.uses.get(data, 0) == 1 else None
+        if found is None:
             return op
-        a, shape = conv.attrs, _static(conv.args[1])
-        if a.data_layout != "NCHW" or a.kernel_layout != "OIHW" or shape is None:
-            return op
+        groups, _, shape = found
         gamma, beta, mean, var = bn.args[1:5]
         c = shape[0]
         emit = self.builder_.emit
@@ -188,7 +187,7 @@ class _Folded(relax.PyExprMutator):
         weight = emit(relax.op.multiply(conv.args[1], relax.op.reshape(scale, [c, 1, 1, 1])))
         shift = relax.op.negative(relax.op.multiply(mean, scale))
         bias = emit(relax.op.reshape(relax.op.add(beta, shift) if bn.attrs.center else shift, [1, c, 1, 1]))
-        out = emit(_conv2d_like(conv, conv.args[0], weight, groups=int(a.groups)))
+        out = emit(_conv2d_like(conv, conv.args[0], weight, groups=groups))
         return relax.op.add(out, bias)
 
 

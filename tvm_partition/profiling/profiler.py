@@ -76,15 +76,16 @@ def _level(index: int) -> int:
 def off_grid(log: ProfileLog, graphs: list, devices: list, stamp: str) -> set:
     """Sample keys of op records left by an older size grid: of a series (signature, device, axis)
     ``graphs`` still sample, at a size they no longer sample, timed with the schedules builds give
-    (``transfer``) but other ones than ``stamp``'s. Sizes are rounded to the op's granule since builds cut parts there only; the raw cuts
-    timed before under older schedules stayed in the log and in every fit: ResNet-18's transferred
-    classifier matmul at N=562 ran 61.6 us between 9.9 at 560 and 14.2 at 624 (rules 7161bd80de1e, Zen 5)."""
+    (``transfer``) but under other ones than ``stamp``'s. Sizes are rounded to the op's granule
+    since builds cut parts there only; the raw cuts timed before under older schedules stayed in
+    the log and in every fit: ResNet-18's transferred classifier matmul at N=562 ran 61.6 us
+    between 9.9 at 560 and 14.2 at 624 (rules 7161bd80de1e, Zen 5)."""
     kinds = sorted({d.kind for d in devices})
     grid = {sample_key({"type": "op", "sig": s.sig, "device": s.device, "dim": s.dim, "size": s.size, "transfer": True})
             for graph in graphs for s in samples_of(graph, kinds)}
-    series = {k[1:4] for k in grid}
-    return {key for r in log.ops() if r.get("transfer") and ((key := sample_key(r))[1:4] in series
-                                                              and key not in grid and r.get("schedules") != stamp)}
+    series = {key[1:4] for key in grid}
+    stale = (sample_key(r) for r in log.ops() if r.get("transfer") and r.get("schedules") != stamp)
+    return {key for key in stale if key[1:4] in series and key not in grid}
 
 
 def pending_samples(graphs: list, devices: list, log: ProfileLog | None = None, stamp: str = "") -> list[Pending]:
@@ -153,7 +154,7 @@ def write_bundle(folder: str, pending: list[Pending], schedules=None, progress=N
             file = f"launch-{p.device.kind}.so"
             # compiled like a build's main (build.executable.link), so the chain costs what a build's launches do
             relax.build(launch_function(p.record["kernels"]), target=p.device.tvm_target(),
-                        exec_mode="compiled").export_library(os.path.join(folder, file))
+                        exec_mode=p.record["vm"]).export_library(os.path.join(folder, file))
             spec["launches"].append({"id": sid, "file": file, "device": p.device.kind, "kernels": p.record["kernels"]})
             spec["records"][sid] = p.record
             continue
