@@ -119,6 +119,8 @@ def test_the_steps_run_with_the_runtime_alone_and_write_every_result(packed, ran
     checks = json.loads((dirs[0] / "checks.json").read_text())
     assert [c["id"] for c in checks] == [c["id"] for c in kit["parts"]["checks"]["checks"]]
     assert all(c["ok"] and c["runtime_only"] and c["max_abs_err"] <= c["tol"] for c in checks), checks
+    # the bytecode twin ran too (what tells a compiled main's failure from a kernel's there)
+    assert all(c["twin_max_abs_err"] <= c["tol"] and "main_error" not in c for c in checks), checks
     for d, part in ((dirs[0], "quick"), (dirs[1], "split-ops"), (dirs[2], "crossover")):
         rows = json.loads((d / f"bench-{part}.json").read_text())
         assert [r["id"] for r in rows] == kit["parts"][part]["rows"]

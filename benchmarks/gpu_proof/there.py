@@ -398,11 +398,21 @@ def check(work: str, cid: str, probe: bool = False) -> dict:
     with np.load(os.path.join(work, entry["data"])) as z:
         inputs = {k[len("input:"):]: z[k] for k in z.files if k.startswith("input:")}
         refs = [z[f"output{i}"] for i in range(sum(k.startswith("output") for k in z.files))]
-    outs = runner.run(inputs)
-    err = max(float(np.max(np.abs(o - r))) if r.size else 0.0 for o, r in zip(outs, refs)) if len(outs) == len(refs) \
-        else float("inf")
+
+    def error(outs) -> float:
+        return max(float(np.max(np.abs(o - r))) if r.size else 0.0 for o, r in zip(outs, refs)) \
+            if len(outs) == len(refs) else float("inf")
+
+    # main runs compiled to native code; its bytecode twin (the same kernels, the VM's interpreter)
+    # runs too, so that a failure on this machine says which of the two it is
+    twin = error([o.numpy() for o in runner._outputs(runner.instrumented(*runner._args(inputs), *runner.params))])
+    try:
+        err, main_error = error(runner.run(inputs)), None
+    except Exception as e:  # noqa: BLE001  (TVM's errors: reported, the twin's result kept)
+        err, main_error = float("inf"), f"{type(e).__name__}: {str(e).strip().splitlines()[-1][:300]}"
     ok = err <= entry["tol"] and (not entry.get("needs_split") or entry["splits"] > 0)
-    res = {"ok": ok, "max_abs_err": err, "tol": entry["tol"], "splits": entry["splits"],
+    res = {"ok": ok, "max_abs_err": err, "tol": entry["tol"], "splits": entry["splits"], "twin_max_abs_err": twin,
+           **({"main_error": main_error} if main_error else {}),
            "devices": [d.kind for d in runner.devices], "runtime_only": bool(getattr(tvm, "_RUNTIME_ONLY", False)),
            "machine": fingerprint_id(hardware_fingerprint(kit["target_cpu"]))}
     if probe:
