@@ -123,12 +123,13 @@ GPU = Config(
     profile=(("lstm", {"seq_len": 10}), ("gru", {"seq_len": 10}), ("bert-tiny", {}), ("resnet18", {"image_size": 64})),
     profile_level=1,
     # The device tool lends 15 minutes of device time at present, the machine's start (1-3 min)
-    # and each call's transfers included: step 1 is the proof (correct on the GPU, the quick rows,
-    # split ops against their whole ops), step 2 what a warm machine has left after it (the GPU's
-    # profile samples first: the cost model's cpu,gpu predictions need them). Parts by what
-    # matters most first; a part's deadline is its share of what its step has left
+    # and each call's transfers included: both steps fit one 600 s call (step 2's results packed
+    # into one file: a call returns 8 files). Step 1 is the proof (correct on the GPU, the quick
+    # rows, split ops against their whole ops), step 2 what is left (the GPU's profile samples
+    # first: the cost model's cpu,gpu predictions need them). Parts by what matters most first; a
+    # part's deadline is its share of what its step has left
     steps=((420, (("checks", 100), ("quick", 160), ("split-ops", 160))),
-           (180, (("profile", 90), ("crossover", 90)))),
+           (150, (("profile", 80), ("crossover", 70)))),
     python="3.12",
 )
 
