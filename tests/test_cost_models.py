@@ -459,6 +459,34 @@ def test_cli_help_and_clear_errors(tmp_path):
         assert r.returncode == 2 and "--export-bundle" in r.stderr and "Traceback" not in r.stderr
 
 
+def test_a_bundle_is_timed_copies_first_then_its_order_across_libraries(tmp_path, monkeypatch):
+    """The timing script follows the bundle's order (each op's sizes on every device in turn, whole
+    ops first) across its per-device libraries, copies and launch chains first: it timed library
+    by library, and the H100 run cut short kept 401 CPU samples, no GPU kernel and no copy."""
+    from tvm_partition.cost_models import timing
+
+    class Dev:
+        exist = True
+
+    spec = {"libraries": [{"file": "cpu.so", "device": "cpu", "samples": {"s0": ["k0"], "s2": ["k2"]},
+                           "kernels": {"k0": {"args": []}, "k2": {"args": []}}},
+                          {"file": "gpu.so", "device": "gpu", "samples": {"s1": ["k1"], "s3": ["k3"]},
+                           "kernels": {"k1": {"args": []}, "k3": {"args": []}}}],
+            "launches": [{"id": "l0", "device": "cpu", "file": "launch.so", "kernels": 4}],
+            "copies": [{"id": "c0", "src": "cpu", "dst": "gpu", "bytes": 64}],
+            "records": {k: {} for k in ("s0", "s1", "s2", "s3", "l0", "c0")}}
+    (tmp_path / "bundle.json").write_text(json.dumps(spec))
+    monkeypatch.setattr(timing, "device", lambda *a, **k: Dev())
+    monkeypatch.setattr(timing, "load_cuda_runtime", lambda: {"loaded": True})
+    monkeypatch.setattr(timing, "_load_library", lambda bundle, lib_spec, session: (lib_spec["file"], Dev()))
+    monkeypatch.setattr(timing, "time_kernel", lambda lib, name, args, dev: (1.0, 0.0, 5))
+    monkeypatch.setattr(timing, "time_copy", lambda n, src, dst: (2.0, 0.0, 20))
+    monkeypatch.setattr(timing, "time_launches", lambda path, kernels, dev: (3.0, 0.0, 5))
+    order = []
+    assert timing.run_bundle(str(tmp_path), None, done={"s2"}, progress=order.append) == 5
+    assert order == ["c0", "l0", "s0", "s1", "s3"]
+
+
 def test_bundle_runs_with_the_runtime_only_and_imports_back(tmp_path):
     """Export, time with TVM_USE_RUNTIME_LIB=1 and no tvm_partition on the path, import."""
     from tvm_partition.profiling import profiler
