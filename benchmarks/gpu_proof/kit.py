@@ -1,8 +1,8 @@
-"""The GPU proof kit: everything a GPU machine lent for about 25 minutes is to run, compiled here;
-run there in three bounded commands; merged back here (issue 19, item 3).
+"""The GPU proof kit: everything a GPU machine lent for 15 minutes is to run, compiled here;
+run there in two bounded commands; merged back here (issue 19, item 3).
 
     python benchmarks/gpu_proof/kit.py pack            # here: compile, pack .gpu-kit/carry, print size and plan
-    python3 .gpu-kit/carry/run.py STEP --out $OUT      # there, STEP = 1, 2, 3 (device tool: carry .gpu-kit/carry)
+    python3 .gpu-kit/carry/run.py STEP --out $OUT      # there, STEP = 1, 2 (device tool: carry .gpu-kit/carry)
     python benchmarks/gpu_proof/kit.py import DIR...   # here: the folders the device tool brought back
     python benchmarks/gpu_proof/kit.py plan            # the time plan of the packed kit
 
@@ -18,7 +18,7 @@ own product on a lent machine (the device tool's limits, this checkout's ``bench
   with its inputs and the unpartitioned model's outputs computed here on the CPU: the GPU machine
   runs them with the runtime alone and compares (the checks that replace ``tests/test_gpu.py``,
   which needs the compiler the GPU machine lacks);
-* ``export/quick``: ``bench --quick --split-ops 3`` (parts ``quick`` and ``split-ops``);
+* ``export/quick``: ``bench --quick --split-ops 2`` (parts ``quick`` and ``split-ops``);
 * ``export/crossover``: ``bench --sweep`` over batch and sequence length (``cpu``, ``gpu``, ``eop``);
 * ``parts/profile``: ``profile --export-bundle`` of the ``bench --quick`` models (whole ops and halves);
 * ``site/``: the runtime-only TVM for the GPU machine's Python (``deploy``'s, for ``--python 3.12``).
@@ -79,8 +79,10 @@ CHECK_STRATEGIES = ("equal", "gpu", "fixed", "eop", "auto")
 #: EOP planned on a GPU only 1.5x the CPU on paper splits ops: the split executable must match too.
 COMPARABLE_GPU = "eop-comparable"
 #: Assumed costs behind the plan's estimates (the first run's log-STEP.txt says what they really are).
-START_S = {"cpu": 1.5, "gpu": 4.0}  # a fresh process: imports, load; with a GPU: CUDA context, NVRTC
-SAMPLE_S = 0.08  # a profile sample: warm-up and 5 repeats of >= 10 ms
+# Measured on the H100 machine (2026-11-26): a check 5-7 s in a fresh process (CUDA context, NVRTC of
+# the model's kernels, one run), a bench row of one process 6.5-7.4 s, a CPU profile sample 0.19 s
+START_S = {"cpu": 1.5, "gpu": 6.5}  # a fresh process: imports, load; with a GPU: CUDA context, NVRTC
+SAMPLE_S = 0.2  # a profile sample: warm-up and 5 repeats of >= 10 ms
 NVRTC_KERNEL_S = 0.03  # compiling one CUDA kernel at load time
 ASSUMPTIONS = (f"a fresh process costs {START_S['cpu']} s, {START_S['gpu']} s with the GPU (CUDA context, NVRTC); "
                f"a profile sample {SAMPLE_S} s, {NVRTC_KERNEL_S} s of NVRTC per GPU kernel; runs take their "
@@ -113,7 +115,7 @@ GPU = Config(
     exports={
         # 8 runs: one fresh process a row (a GPU process compiles its CUDA kernels at load), so that
         # the quick and split-op rows fit step 1 (three processes a row fit 25 minutes, not 15)
-        "quick": [["--quick", "--split-ops", "3", "--repeat", "8"]],
+        "quick": [["--quick", "--split-ops", "2", "--repeat", "8"]],
         "crossover": [["--models", "lstm", "--seq-len", "10", "--sweep", "batch=1,4,16,64,256",
                        "--strategies", "cpu,gpu,eop", "--repeat", "8"],
                       ["--models", "lstm,bert-tiny", "--sweep", "seq_len=16,32,64,128",
@@ -122,14 +124,15 @@ GPU = Config(
     views={"quick": ("quick", "models"), "split-ops": ("quick", "ops"), "crossover": ("crossover", "all")},
     profile=(("lstm", {"seq_len": 10}), ("gru", {"seq_len": 10}), ("bert-tiny", {}), ("resnet18", {"image_size": 64})),
     profile_level=1,
-    # The device tool lends 15 minutes of device time at present, the machine's start (1-3 min)
-    # and each call's transfers included: both steps fit one 600 s call (step 2's results packed
-    # into one file: a call returns 8 files). Step 1 is the proof (correct on the GPU, the quick
-    # rows, split ops against their whole ops), step 2 what is left (the GPU's profile samples
-    # first: the cost model's cpu,gpu predictions need them). Parts by what matters most first; a
-    # part's deadline is its share of what its step has left
-    steps=((420, (("checks", 100), ("quick", 160), ("split-ops", 160))),
-           (150, (("profile", 80), ("crossover", 70)))),
+    # The device tool lends 15 minutes of device time at present, the machine's start and each
+    # call's transfers included (the H100 started and took the 61 MiB in about 30 s, 2026-11-26):
+    # step 1 fills one 600 s call, step 2 a second call made at once, while the machine is warm
+    # (30 s). Step 1 is the proof (correct on the GPU, the quick rows, split ops against their
+    # whole ops), step 2 the GPU's profile (copies first: every cpu,gpu prediction needs them) and
+    # the crossover. Parts by what matters most first; a part's deadline is its share of what its
+    # step has left
+    steps=((560, (("checks", 170), ("quick", 210), ("split-ops", 180))),
+           (180, (("profile", 120), ("crossover", 60)))),
     python="3.12",
 )
 

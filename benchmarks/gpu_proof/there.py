@@ -3,7 +3,7 @@
 ``kit.py pack`` copies this file into the kit; the kit's ``run.py`` unpacks the kit and starts it::
 
     python3 run.py plan                  # the time plan
-    python3 run.py STEP --out DIR        # one step of it (1, 2, 3), results under DIR
+    python3 run.py STEP --out DIR        # one step of it (1, 2), results under DIR
 
 It needs Python, numpy and the kit's ``site/`` (a runtime-only TVM, ``libtvm_compiler.so`` left
 out, and the runtime half of ``tvm_partition``): no compiler, no package registry. A step first
