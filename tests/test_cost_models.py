@@ -153,6 +153,15 @@ def test_profile_times_every_op_axis_and_copy_then_resumes(profiled):
     assert len(retuned) == len(log.ops())
 
 
+def test_the_size_grid_samples_the_parts_builds_cut_and_no_smaller():
+    from tvm_partition.profiling.samples import size_grid
+
+    cut = size_grid(64, False, granule=8)
+    assert cut[0] == 64 and cut[1] == 32 and all(n % 8 == 0 for n in cut) and min(cut) == 8
+    assert {1, 2, 4} <= set(size_grid(64, False))  # granule 1: every power of two
+    assert max(size_grid(16, True)) > 16  # a batch axis: sizes above the model's too
+
+
 def test_points_of_an_older_size_grid_are_dropped_when_the_log_is_compacted(profiled, tmp_path):
     """A size the grid no longer samples, timed under older schedules, goes; the same size timed
     under the current ones, a default-schedule sample and another model's series stay."""

@@ -65,7 +65,7 @@ def annotate_root(sch):
     sch.annotate(root, "meta_schedule.vectorize", 64)
 
 
-def matmul_trace(kmod, ti=(4, 8), tj=(2, 2, 16), tk=(16, 4)):
+def matmul_trace(kmod, ti=(4, 8), tj=(2, 2, 16), tk=(16, 4), epilogue_at_root=False):
     sch = tvm.s_tir.Schedule(kmod)
     b = sch.get_sblock("matmul", func_name="main")
     i, j, k = sch.get_loops(b)
@@ -76,7 +76,8 @@ def matmul_trace(kmod, ti=(4, 8), tj=(2, 2, 16), tk=(16, 4)):
     jo, jm, ji = sch.split(j, vj)
     ko, ki = sch.split(k, vk)
     sch.reorder(io, jo, ko, ii, jm, ki, ji)
-    sch.reverse_compute_at(sch.get_sblock("T_add", func_name="main"), jo)
+    if not epilogue_at_root:  # else the postprocessors fuse and vectorise it alone (BERT's GELU)
+        sch.reverse_compute_at(sch.get_sblock("T_add", func_name="main"), jo)
     annotate_root(sch)
     return sch.trace
 
@@ -236,6 +237,25 @@ def test_a_matmul_trace_replays_onto_other_extents_and_computes_the_same(m, k, n
     func = replays_correctly(matmul(m, k, n), source(src_kmod, matmul_trace(src_kmod)), 1e-5)
     if n % 16 == 0:  # the inner tile of 16 is kept, and vectorised
         assert "T.vectorized" in func.script() and "T.int64(16)" in func.script()
+
+
+@pytest.mark.parametrize("n,lanes", [(128, 64), (96, 32), (80, 16), (192, 64)])
+def test_a_replayed_epilogue_vectorises_within_its_rows(n, lanes):
+    # the postprocessors fuse an epilogue at the root and split it by the vector extent (64 here):
+    # at N=96 the lanes of one vector would span two rows, (i * 64 + j) % 96, which LLVM gathers
+    src_kmod = matmul(32, 64, 128)
+    src = source(src_kmod, matmul_trace(src_kmod, tj=(2, 4, 16), epilogue_at_root=True))
+    script = replays_correctly(matmul(32, 64, n), src, 1e-5).script()
+    widths = {int(w) for w in __import__("re").findall(r"T\.vectorized\(T\.int64\((\d+)\)\)", script)}
+    assert lanes in widths and all(n % w == 0 for w in widths), widths
+
+
+def test_narrow_rows_keep_the_kernels_vector_width():
+    # rows of 40 would cap the vectors at 8 lanes, every block's (the main one's too): left alone
+    src_kmod = matmul(32, 64, 128)
+    src = source(src_kmod, matmul_trace(src_kmod, tj=(2, 4, 16), epilogue_at_root=True))
+    script = replays_correctly(matmul(32, 64, 40), src, 1e-5).script()
+    assert "T.vectorized(T.int64(64))" in script
 
 
 @pytest.mark.parametrize("m", [11, 13, 32])

@@ -326,10 +326,12 @@ def serial(kmod: tvm.IRModule, target) -> bool:
 def _postprocess(sch, target) -> None:
     import tvm.s_tir.meta_schedule as ms
 
+    root = sch.get_sblock("root", func_name="main")
     if serial(sch.mod, target):
-        root = sch.get_sblock("root", func_name="main")
         if "meta_schedule.parallel" in sch.get(root).annotations:
             sch.unannotate(root, "meta_schedule.parallel")
+    if target.kind.name == "llvm":
+        _vector_within_rows(sch, root)
     target = _with_limits(target)
 
     # MetaSchedule's TuneContext constructor imports every tensor intrinsic first (20 s on the
@@ -339,6 +341,38 @@ def _postprocess(sch, target) -> None:
         post._initialize_with_tune_context(ctx)  # noqa: SLF001 - MetaSchedule's own set-up call
         if not post.apply(sch):
             raise TransferError(f"postprocessor {type(post).__name__} rejected the replayed schedule")
+
+
+#: The narrowest vector :func:`_vector_within_rows` caps a kernel to: an AVX-512 register of fp32.
+#: Its cap applies to every block of the kernel, so on narrow rows it would cut the main block's
+#: vectors too: ResNet-18's 3x3 convolution at 28 x 28 px cut to 78 channels (transferred), capped
+#: at 4 lanes, ran 16.5 ms against 1.4 (2026-11-26).
+MIN_EPILOGUE_LANES = 16
+
+
+def _vector_within_rows(sch, root) -> None:
+    """Cap the replayed ``meta_schedule.vectorize`` extent at the largest power of two dividing
+    the innermost extent of the kernel's output. MetaSchedule's postprocessor fuses an element-wise
+    block's loops and splits the fused loop by that extent; where it does not divide the rows the
+    lanes' indices wrap (``(i * 64 + j) % 96``) and LLVM gathers them. BERT-tiny's FFN matmul +
+    GELU (a 64-lane epilogue) cut to N = 96, 160, 224... of 512 ran 1.8x slower a column than at
+    N = 128, 192, 256 (2026-11-26)."""
+    width = sch.get(root).annotations.get("meta_schedule.vectorize")
+    if width is None:
+        return
+    out = sch.mod["main"].params[-1]  # the kernel's output (TVM's destination-passing style)
+    if not out.shape or not isinstance(out.shape[-1], tvm.tirx.IntImm):
+        return
+    row, cap = int(out.shape[-1]), int(width)
+    if row % cap == 0 or cap % row == 0:  # whole rows a vector, or whole vectors a row
+        return
+    while row % cap:
+        cap //= 2
+    if cap < MIN_EPILOGUE_LANES:  # the cap binds every block's vector loops, the main one's too
+        return
+    if cap != int(width):
+        sch.unannotate(root, "meta_schedule.vectorize")
+        sch.annotate(root, "meta_schedule.vectorize", cap)
 
 
 def _prepared(kmod: tvm.IRModule, trace, source_blocks: tuple[Block, ...]):

@@ -584,8 +584,9 @@ class Schedules:
 #: 14 grows register tiles of at most :data:`tvm_partition.build.transfer.MAX_REGISTER_ROWS` rows only,
 #: 15 inlines the blocks of element-wise kernels too small for a parallel loop
 #: (:data:`tvm_partition.build.templates.INLINED_LABEL`), 16 gives convolutions whose output
-#: channels are a multiple of half the vector width the direct-convolution template.
-TRANSFER_RULES = 16
+#: channels are a multiple of half the vector width the direct-convolution template, 17 keeps a
+#: replayed kernel's vector loops within its output rows (:func:`tvm_partition.build.transfer._vector_within_rows`).
+TRANSFER_RULES = 17
 
 
 def open_schedules(path: str | None, transfer: bool = True) -> Schedules:

@@ -51,13 +51,19 @@ def size_grid(full: int, extend: bool, points: int = 16, granule: int = 1) -> li
     cut still leaves every op sampled at coarse resolution), up to ``points`` evenly spaced
     sizes, plus powers of two (tile boundaries, where steps appear). With ``extend`` (a batch
     axis), powers of two up to :data:`MAX_BATCH` are added after them. Sizes below ``full`` are
-    rounded to multiples of ``granule``: the only part sizes a build cuts (:mod:`tvm_partition.build.align`)."""
+    rounded to multiples of ``granule``: the only part sizes a build cuts (:mod:`tvm_partition.build.align`);
+    none is smaller than one granule. Sizes below it (the powers of two 1, 2, 4 of an axis cut
+    in 8s) were samples no build launches, and bent the fits of the sizes builds do launch: on
+    Zen 5 (2026-11-26) leaving them out took the held-out error of transferred kernels from 16.4%
+    to 12.5%."""
     order: list[int] = []
 
     def add(n):
         n = int(n)
-        if n != full and n > granule:
-            n = max(granule, round(n / granule) * granule)
+        if n != full:
+            if n < granule:
+                return
+            n = round(n / granule) * granule
         if n >= 1 and n not in order:
             order.append(n)
 
