@@ -79,7 +79,7 @@ CHECK_STRATEGIES = ("equal", "gpu", "fixed", "eop", "auto")
 #: EOP planned on a GPU only 1.5x the CPU on paper splits ops: the split executable must match too.
 COMPARABLE_GPU = "eop-comparable"
 #: Assumed costs behind the plan's estimates (the first run's log-STEP.txt says what they really are).
-# Measured on the H100 machine (2026-11-26): a check 5-7 s in a fresh process (CUDA context, NVRTC of
+# Measured on the H100 machine (2026-11-26): a check 5-9 s in a fresh process (CUDA context, NVRTC of
 # the model's kernels, one run), a bench row of one process 6.5-7.4 s, a CPU profile sample 0.19 s
 START_S = {"cpu": 1.5, "gpu": 6.5}  # a fresh process: imports, load; with a GPU: CUDA context, NVRTC
 SAMPLE_S = 0.2  # a profile sample: warm-up and 5 repeats of >= 10 ms

@@ -405,7 +405,7 @@ def check(work: str, cid: str, probe: bool = False) -> dict:
 
     # main runs compiled to native code; its bytecode twin (the same kernels, the VM's interpreter)
     # runs too, so that a failure on this machine says which of the two it is
-    twin = error([o.numpy() for o in runner._outputs(runner.instrumented(*runner._args(inputs), *runner.params))])
+    twin = error(runner.run(inputs, bytecode=True))
     try:
         err, main_error = error(runner.run(inputs)), None
     except Exception as e:  # noqa: BLE001  (TVM's errors: reported, the twin's result kept)

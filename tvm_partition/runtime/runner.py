@@ -100,9 +100,11 @@ class Runner:
         if self.governor is not None:
             self.governor.poll()
 
-    def run(self, inputs: dict[str, np.ndarray]) -> list[np.ndarray]:
+    def run(self, inputs: dict[str, np.ndarray], bytecode: bool = False) -> list[np.ndarray]:
+        """The outputs of one run; ``bytecode``: of ``main``'s bytecode twin (:attr:`instrumented`)."""
         self._ready()
-        return [o.numpy() for o in self._outputs(self.main(*self._args(inputs), *self.params))]
+        program = self.instrumented if bytecode else self.main
+        return [o.numpy() for o in self._outputs(program(*self._args(inputs), *self.params))]
 
     def _outputs(self, out) -> list:
         return list(out) if isinstance(out, tuple | list) or type(out).__name__ == "Array" else [out]
