@@ -370,9 +370,8 @@ def _vector_within_rows(sch, root) -> None:
         cap //= 2
     if cap < MIN_EPILOGUE_LANES:  # the cap binds every block's vector loops, the main one's too
         return
-    if cap != int(width):
-        sch.unannotate(root, "meta_schedule.vectorize")
-        sch.annotate(root, "meta_schedule.vectorize", cap)
+    sch.unannotate(root, "meta_schedule.vectorize")
+    sch.annotate(root, "meta_schedule.vectorize", cap)
 
 
 def _prepared(kmod: tvm.IRModule, trace, source_blocks: tuple[Block, ...]):
