@@ -187,3 +187,30 @@ def test_a_build_packs_the_weights_once_at_load_and_matches_the_unpartitioned_mo
     assert set(run_kernel_schedules(compiled.build.module)) == set(labels) - set(packing)  # what a run counts
     err, tol = check(compiled)
     assert err <= tol
+
+
+def pool(c, size, kind, k, stride, padding):
+    def build():
+        x = relax.Var("x", relax.TensorType((1, c, size, size), "float32"))
+        op = relax.op.nn.max_pool2d if kind == "max" else relax.op.nn.avg_pool2d
+        return [x], op(x, pool_size=k, strides=stride, padding=padding)
+
+    return kernel(build)
+
+
+@pytest.mark.parametrize("c,size,kind,k,stride,padding", [
+    (8, 30, "max", 3, 2, 1),  # ResNet's stem pool: padded, strided
+    (8, 14, "max", 2, 2, 0),  # VGG's: no padding block
+    (6, 13, "avg", 3, 1, 1),  # Inception's branch pool: the sum divided by an epilogue block
+    (8, 12, "avg", 2, 2, 0),  # DenseNet's transition
+])
+def test_the_pooling_template_computes_what_the_default_schedule_computes(c, size, kind, k, stride, padding):
+    kmod = pool(c, size, kind, k, stride, padding)
+    done = templates.templated(kmod, TARGET)
+    assert done is not None and done[1] == templates.POOL_LABEL
+    assert "T.parallel" in done[0].script() and templates.inner_tiles(kmod, TARGET) == {}
+    np.testing.assert_allclose(run(done[0]), run(kmod["main"]), rtol=1e-5, atol=1e-6)
+
+
+def test_a_global_pooling_keeps_the_default_schedule():
+    assert templates.templated(pool(16, 7, "avg", 7, 1, 0), TARGET) is None

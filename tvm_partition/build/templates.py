@@ -1,5 +1,5 @@
 """Hand-written CPU schedules: direct convolutions (NCHW, weights packed once at load time),
-softmax and element-wise kernels (parallel).
+softmax, pooling and element-wise kernels (parallel).
 
 Convolutions. Why: a convolution of a model nobody tuned ran a schedule transferred from a 32-trial MetaSchedule
 record, 40-130 GFLOP/s on the build machine where onnxruntime's kernels run 320-410 GFLOP/s
@@ -55,6 +55,11 @@ Softmax over the last axis (``topi.nn.fast_softmax``, :mod:`tvm_partition.ir.fas
 in parallel, its maximum and sum accumulated in vector lanes and combined, its exponentials and
 division vectorised (:func:`_schedule_softmax`: BERT-tiny's attention softmax 493 -> 75 us).
 
+Max and average pooling (TOPI's ``pool_max``, ``pool_sum`` + ``pool_avg``, NCHW), global ones
+excepted: the channels in parallel, each output row's padded input rows computed under it
+(:func:`_schedule_pool`: TVM gave an unpadded pool no parallel loop, and a padded one's replayed
+record ran its parts up to 3.3x their share).
+
 Element-wise kernels (every block spatial: an imported model's unfolded batch norm + ReLU, concats,
 transposes, an RNN's gates). Why: TVM 0.27 gives a CPU kernel no schedule of its own, so such a
 kernel ran serially, each of its blocks a loop nest of its own with its intermediate tensors
@@ -84,9 +89,12 @@ ELEMENTWISE_LABEL = "template (element-wise, parallel and vectorised)"
 INLINED_LABEL = "template (element-wise, inlined, serial)"
 GROUP_LABEL = "template (grouped convolution, vectorised along the rows)"
 SOFTMAX_LABEL = "template (softmax, rows in parallel, vectorised reductions)"
+POOL_LABEL = "template (pooling, channels in parallel, padding per row)"
 
 _CONV = "conv2d_nchw"
 _GROUP = "group_conv2d_nchw"
+#: TOPI's pooling blocks (``nn.pool2d``): a maximum, or a sum that an element-wise ``pool_avg`` divides
+_POOLS = ("pool_max", "pool_sum")
 
 #: Where the grouped-convolution template replaces a replayed dense record (see the module
 #: docstring for the measurements that set them).
@@ -176,9 +184,10 @@ class _Nest:
     padded: bool
 
 
-def _nest(kmod: tvm.IRModule, target, name: str) -> _Nest | None:
-    """The :class:`_Nest` of an llvm kernel made of one convolution block ``name`` (after its
-    padding, if any) and element-wise blocks, with constant extents; None for any other kernel."""
+def _nest(kmod: tvm.IRModule, target, name: str, iters: str = "SSSSRRR") -> _Nest | None:
+    """The :class:`_Nest` of an llvm kernel made of one convolution block ``name`` (a pooling
+    block with ``iters="SSSSRR"``) after its padding, if any, and element-wise blocks, with
+    constant extents; None for any other kernel."""
     if target.kind.name != "llvm":
         return None
     sch = tvm.s_tir.Schedule(kmod)
@@ -186,7 +195,7 @@ def _nest(kmod: tvm.IRModule, target, name: str) -> _Nest | None:
     if names.count(name) != 1 or names[0] not in (name, "pad_temp") or names.index(name) > 1:
         return None
     conv = sch.get(sch.get_sblock(name, func_name="main"))
-    if "".join({0: "S", 2: "R"}.get(int(v.iter_type), "O") for v in conv.iter_vars) != "SSSSRRR":
+    if "".join({0: "S", 2: "R"}.get(int(v.iter_type), "O") for v in conv.iter_vars) != iters:
         return None
     extents = [v.dom.extent for v in conv.iter_vars]
     if not all(isinstance(e, tvm.tirx.IntImm) for e in extents):
@@ -276,6 +285,8 @@ def templated(kmod: tvm.IRModule, target) -> tuple[tvm.tirx.PrimFunc, str] | Non
         func, name = _schedule_group(kmod, group), GROUP_LABEL
     elif (lanes := _softmax_lanes(kmod, target)) is not None:
         func, name = _schedule_softmax(kmod, lanes), SOFTMAX_LABEL
+    elif (pool := _pool_nest(kmod, target)) is not None:
+        func, name = _schedule_pool(kmod, pool), POOL_LABEL
     else:
         outputs, parallel = _elementwise_outputs(kmod, target)
         func = _schedule_elementwise(kmod, target, outputs, parallel) if outputs else None
@@ -325,6 +336,37 @@ def _schedule_group(kmod: tvm.IRModule, plan: _GroupPlan) -> tvm.tirx.PrimFunc:
     for loop in (y_i, rx, ry):
         sch.unroll(loop)
     _reduction_and_padding(sch, conv, rc, plan.padded)
+    return sch.mod["main"].with_attr("tirx.is_scheduled", True)
+
+
+def _pool_nest(kmod: tvm.IRModule, target) -> _Nest | None:
+    """The :class:`_Nest` of a pooling kernel (TOPI's max or average ``pool2d``, NCHW) with more
+    than one output pixel per channel, else None. A global pooling (a 7x7 window to 1x1) keeps
+    TVM's serial loop: each channel's 49 additions are too little for a parallel loop (ResNet-50's
+    2048 channels 20.5 us serial, 23.9 us with this schedule; Inception-v2's 1024 10.3 / 12.2)."""
+    nest = next((n for n in (_nest(kmod, target, name, "SSSSRR") for name in _POOLS) if n is not None), None)
+    return None if nest is None or nest.extents[2] * nest.extents[3] == 1 else nest
+
+
+def _schedule_pool(kmod: tvm.IRModule, nest: _Nest) -> tvm.tirx.PrimFunc:
+    """The pooling schedule: ``n c`` one parallel loop; under each output row ``y`` the input rows
+    its windows read padded (``pad_temp`` computed there, not as a whole tensor first); each output
+    pixel accumulated over its window in a ``local`` scalar and written out with its epilogue.
+
+    Why: TVM gives an unpadded pool (AlexNet's, VGG's, SqueezeNet's) no parallel loop, and a padded
+    one took a record tuned on ResNet-18's whole max pool, replayed: its parts along the width ran
+    up to 3.3x their share of the whole (14 of 56 columns: 112 us, the whole 64), and parts of fewer
+    than 36 channels ran serial (:data:`tvm_partition.build.transfer.SERIAL_FLOPS`), 2x their share.
+    This schedule is that record's loop nest with the channels' loop the parallel one, at any
+    extent: ResNet-18's max pool whole 61 us, its parts at 16, 32, 48 channels and 14, 28 rows
+    within 1.05x of their share (amd-epyc-znver5-2c, 2026-11-26; BENCHMARKS.md, "Pooling")."""
+    sch, pool = _opened(kmod["main"], nest.block.name_hint, nest.epilogue)
+    n, c, y, x, ry, rx = sch.get_loops(pool)
+    sch.parallel(sch.fuse(n, c))
+    if nest.padded:
+        sch.compute_at(sch.get_sblock("pad_temp"), y)
+    _per_tile(sch, sch.cache_write(pool, 0, "local"), x, nest.epilogue)
+    sch.decompose_reduction(pool, ry)
     return sch.mod["main"].with_attr("tirx.is_scheduled", True)
 
 

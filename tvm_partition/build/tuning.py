@@ -585,8 +585,9 @@ class Schedules:
 #: 15 inlines the blocks of element-wise kernels too small for a parallel loop
 #: (:data:`tvm_partition.build.templates.INLINED_LABEL`), 16 gives convolutions whose output
 #: channels are a multiple of half the vector width the direct-convolution template, 17 keeps a
-#: replayed kernel's vector loops within its output rows (:func:`tvm_partition.build.transfer._vector_within_rows`).
-TRANSFER_RULES = 17
+#: replayed kernel's vector loops within its output rows (:func:`tvm_partition.build.transfer._vector_within_rows`),
+#: 18 schedules max and average pooling by :mod:`tvm_partition.build.templates` (channels in parallel).
+TRANSFER_RULES = 18
 
 
 def open_schedules(path: str | None, transfer: bool = True) -> Schedules:
@@ -764,10 +765,18 @@ def transfer_search(kernels: list[Kernel], schedules: Schedules, db_path: str, d
 
 def time_kernel(func: tvm.tirx.PrimFunc, target, min_repeat_ms: int = 50, repeat: int = 5) -> float:
     """Median time of one PrimFunc (``kernel_module`` form) in microseconds, TVM's time evaluator,
-    on arguments drawn like the profiler's (:func:`tvm_partition.cost_models.timing.random_tensor`)."""
+    on arguments drawn like the profiler's (:func:`tvm_partition.cost_models.timing.random_tensor`),
+    with the thread pool a build's runner gets (:func:`tvm_partition.devices.use_cpu_threads`, unless
+    this process sized it already): TVM's own default on x86 is half the CPUs (1 of 2 here), so a
+    script or ``tune`` timing kernels before anything else had sized the pool timed them on one
+    thread (ResNet-18's max pool 125 us, on two 64)."""
     import numpy as np
 
     from ..cost_models.timing import random_tensor
+    from ..devices import use_cpu_threads
+
+    if "TVM_NUM_THREADS" not in os.environ:
+        use_cpu_threads()
 
     mod = templates.without_packing(tvm.IRModule({"main": func.with_attr("global_symbol", "main")}))
     func = mod["main"]  # its weights packed at load, not per call (its parameters in the packed layout)

@@ -1,0 +1,64 @@
+"""Every distinct kernel of some models whose fused name contains a pattern, timed alone with the
+schedule a build gives it (a hand-written template where one applies) and with the schedule it
+would get without the templates (its tuning record, a transferred record or TVM's default).
+
+    python benchmarks/template_ab.py pool resnet18 build/onnx_light/light_vgg19_seed0.onnx
+
+It is how a template earns its place (BENCHMARKS.md, "Pooling"): the kernels it takes over, each
+against what they ran before, on this machine's thread pool.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("pattern", help="a part of the kernels' fused names, e.g. pool")
+    ap.add_argument("models", nargs="+", help="zoo names (default settings) or .onnx paths")
+    args = ap.parse_args(argv)
+
+    from tvm_partition import frontend
+    from tvm_partition.build.align import kernel_of
+    from tvm_partition.build.transfer import blocks_of
+    from tvm_partition.build.tuning import open_schedules, time_kernel, tuning_target
+    from tvm_partition.devices import database_dir, parse_devices, use_cpu_threads
+    from tvm_partition.ir.graph import OpGraph
+
+    threads = use_cpu_threads()
+    target = tuning_target(parse_devices("cpu")[0])
+    print(f"{'model':26} {'kernel':16} {'main block extents':30} {'without':>9} {'with':>9}  "
+          f"schedules without / with ({threads} threads, us)")
+    seen, total = set(), [0.0, 0.0]
+    for model in args.models:
+        graph = OpGraph(frontend.load(model, seed=0).mod)
+        built, records = open_schedules(database_dir(None)), open_schedules(database_dir(None))
+        records.templates = False
+        for op in graph.ops.values():
+            if args.pattern not in op.fused_name or not op.split_dims:
+                continue
+            kmod = kernel_of(graph, op)
+            blocks = blocks_of(kmod)
+            if blocks in seen:
+                continue
+            seen.add(blocks)
+            times, labels = [], []
+            for schedules in (records, built):
+                func, label = schedules.schedule(kmod, target)
+                times.append(time_kernel(func or kmod["main"], target))
+                labels.append(label.split(" (")[0].split(" from")[0])
+            total = [total[0] + times[0], total[1] + times[1]]
+            extents = "x".join(str(e) for e in max(blocks, key=lambda b: len(b.extents)).extents)
+            print(f"{os.path.basename(model)[:26]:26} {op.fused_name[:16]:16} {extents:30} {times[0]:9.1f} "
+                  f"{times[1]:9.1f}  {labels[0]} / {labels[1]}", flush=True)
+    print(f"{'all':26} {'':16} {'':30} {total[0]:9.1f} {total[1]:9.1f}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
