@@ -255,7 +255,7 @@ def import_results(results: str, logs: str, bundle: str | None = None, log: Prof
 #: Why: this VM has phases of seconds to a minute in which every kernel runs 1.3-2.5x slower, and
 #: the samples of one op are timed within a second of each other, so a phase bent whole series: a
 #: ResNet-18 convolution's channel parts at 19:08:12 all read 26-40 us above the same samples an
-#: hour before (27-76 us against 75-115), and the held-out error of unchanged convolution templates
+#: hour before (64-115 us against 27-76), and the held-out error of unchanged convolution templates
 #: went from 3-10% to 14-35% between two profiles (amd-epyc-znver5-2c, 2026-11-26). A second pass,
 #: a whole pass after the first (the chunks in the same order), rarely meets the same phase.
 PASSES = 2
