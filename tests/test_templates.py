@@ -189,23 +189,27 @@ def test_a_build_packs_the_weights_once_at_load_and_matches_the_unpartitioned_mo
     assert err <= tol
 
 
-def pool(c, size, kind, k, stride, padding):
+def pool(c, size, kind, k, stride, padding, relu=False):
     def build():
         x = relax.Var("x", relax.TensorType((1, c, size, size), "float32"))
         op = relax.op.nn.max_pool2d if kind == "max" else relax.op.nn.avg_pool2d
-        return [x], op(x, pool_size=k, strides=stride, padding=padding)
+        y = op(x, pool_size=k, strides=stride, padding=padding)
+        return [x], relax.op.nn.relu(y) if relu else y
 
     return kernel(build)
 
 
-@pytest.mark.parametrize("c,size,kind,k,stride,padding", [
-    (8, 30, "max", 3, 2, 1),  # ResNet's stem pool: padded, strided
-    (8, 14, "max", 2, 2, 0),  # VGG's: no padding block
-    (6, 13, "avg", 3, 1, 1),  # Inception's branch pool: the sum divided by an epilogue block
-    (8, 12, "avg", 2, 2, 0),  # DenseNet's transition
+@pytest.mark.parametrize("c,size,kind,k,stride,padding,relu", [
+    (8, 30, "max", 3, 2, 1, False),  # ResNet's stem pool: padded, strided
+    (8, 14, "max", 2, 2, 0, False),  # VGG's: no padding block
+    (6, 13, "avg", 3, 1, 1, False),  # Inception's branch pool: the sum divided by an epilogue block
+    (8, 12, "avg", 2, 2, 0, False),  # DenseNet's transition
+    (8, 12, "avg", 3, 2, 1, True),  # two epilogue blocks: the division inlined into the ReLU
 ])
-def test_the_pooling_template_computes_what_the_default_schedule_computes(c, size, kind, k, stride, padding):
-    kmod = pool(c, size, kind, k, stride, padding)
+def test_the_pooling_template_computes_what_the_default_schedule_computes(c, size, kind, k, stride, padding, relu):
+    kmod = pool(c, size, kind, k, stride, padding, relu)
+    epilogue = templates._pool_nest(kmod, TARGET).epilogue
+    assert len(epilogue) == (kind == "avg") + relu  # pool_avg, then the fused ReLU
     done = templates.templated(kmod, TARGET)
     assert done is not None and done[1] == templates.POOL_LABEL
     assert "T.parallel" in done[0].script() and templates.inner_tiles(kmod, TARGET) == {}
