@@ -45,8 +45,9 @@ def main(argv=None) -> int:
     dim, full = dims[args.axis], op.output_shapes[-1][dims[args.axis]]
     target = tuning_target(parse_devices("cpu")[0])
     schedules = open_schedules(database_dir(None))
-    whole, label = schedules.schedule(kernel_of(graph, op), target)
-    whole_us = time_kernel(whole or kernel_of(graph, op)["main"], target)
+    kmod = kernel_of(graph, op)
+    whole, label = schedules.schedule(kmod, target)
+    whole_us = time_kernel(whole or kmod["main"], target)
     print(f"{args.model} {args.op} {args.axis} of {full}: whole {whole_us:.1f} us ({label})")
     print(f"{'size':>6} {'us':>9} {'ideal us':>9} {'/ideal':>7}  schedule")
     for size in range(args.step, full, args.step):

@@ -37,6 +37,8 @@ def main(argv=None) -> int:
     seen, total = set(), [0.0, 0.0]
     for model in args.models:
         graph = OpGraph(frontend.load(model, seed=0).mod)
+        # fresh per model, as a build's: a Schedules replays a kernel scheduled before that differs
+        # in one axis (a split's whole op), and another model's kernel would pass for one
         built, records = open_schedules(database_dir(None)), open_schedules(database_dir(None))
         records.templates = False
         for op in graph.ops.values():

@@ -184,15 +184,16 @@ class _Nest:
     padded: bool
 
 
-def _nest(kmod: tvm.IRModule, target, name: str, iters: str = "SSSSRRR") -> _Nest | None:
-    """The :class:`_Nest` of an llvm kernel made of one convolution block ``name`` (a pooling
-    block with ``iters="SSSSRR"``) after its padding, if any, and element-wise blocks, with
-    constant extents; None for any other kernel."""
+def _nest(kmod: tvm.IRModule, target, kinds: tuple[str, ...], iters: str = "SSSSRRR") -> _Nest | None:
+    """The :class:`_Nest` of an llvm kernel made of one block named one of ``kinds`` (a
+    convolution; a pooling with ``iters="SSSSRR"``) after its padding, if any, and element-wise
+    blocks, with constant extents; None for any other kernel."""
     if target.kind.name != "llvm":
         return None
     sch = tvm.s_tir.Schedule(kmod)
     names = [sch.get(b).name_hint for b in sch.get_child_blocks(sch.get_sblock("root", func_name="main"))]
-    if names.count(name) != 1 or names[0] not in (name, "pad_temp") or names.index(name) > 1:
+    name = next((n for n in kinds if n in names), None)
+    if name is None or names.count(name) != 1 or names[0] not in (name, "pad_temp") or names.index(name) > 1:
         return None
     conv = sch.get(sch.get_sblock(name, func_name="main"))
     if "".join({0: "S", 2: "R"}.get(int(v.iter_type), "O") for v in conv.iter_vars) != iters:
@@ -210,7 +211,7 @@ def _nest(kmod: tvm.IRModule, target, name: str, iters: str = "SSSSRRR") -> _Nes
 
 def _plan(kmod: tvm.IRModule, target) -> _Plan | None:
     """The :class:`_Plan` of a direct convolution kernel, or None where the template does not apply."""
-    nest = _nest(kmod, target, _CONV)
+    nest = _nest(kmod, target, (_CONV,))
     if nest is None:
         return None
     conv = nest.block
@@ -258,7 +259,7 @@ class _GroupPlan:
 def _group_plan(kmod: tvm.IRModule, target) -> _GroupPlan | None:
     """The :class:`_GroupPlan` of a grouped or depthwise convolution the template pays on (see
     :data:`MIN_GROUP_WIDTH`), or None."""
-    nest = _nest(kmod, target, _GROUP)
+    nest = _nest(kmod, target, (_GROUP,))
     if nest is None:
         return None
     _, _, oh, ow, group_channels, _, _ = nest.extents
@@ -344,7 +345,7 @@ def _pool_nest(kmod: tvm.IRModule, target) -> _Nest | None:
     than one output pixel per channel, else None. A global pooling (a 7x7 window to 1x1) keeps
     TVM's serial loop: each channel's 49 additions are too little for a parallel loop (ResNet-50's
     2048 channels 20.5 us serial, 23.9 us with this schedule; Inception-v2's 1024 10.3 / 12.2)."""
-    nest = next((n for n in (_nest(kmod, target, name, "SSSSRR") for name in _POOLS) if n is not None), None)
+    nest = _nest(kmod, target, _POOLS, "SSSSRR")
     return None if nest is None or nest.extents[2] * nest.extents[3] == 1 else nest
 
 

@@ -276,8 +276,7 @@ def profile(graphs: list, devices: list, folder: str, schedules=None, budget_s: 
     log = ProfileLog(folder)
     stamp = schedules.stamp if schedules is not None else ""
     todo = [p for p in pending_samples(graphs, devices, log, stamp) if session is None or p.make is not None]
-    if session is not None:  # a library uploaded again over the one TVM's RPC server has loaded kills the server
-        passes = 1
+    passes = _passes(session, passes)
     t0 = time.monotonic()
     deadline = None if budget_s is None else t0 + budget_s
     stats = {"measured": 0, "left": 0, "skipped": 0, "retimed": 0, "quicker": 0, "total": len(todo)}
@@ -310,6 +309,12 @@ def profile(graphs: list, devices: list, folder: str, schedules=None, budget_s: 
                                               _keep_quicker(log, result_record(spec["records"], res))))
         stats["quicker"] = sum(quicker)
     return stats
+
+
+def _passes(session, passes: int = PASSES) -> int:
+    """The passes a profile makes: one over RPC (a library uploaded again over the one TVM's RPC
+    server has loaded kills the server)."""
+    return 1 if session is not None else passes
 
 
 def _time(bundle: str, spec: dict, progress, deadline, session, fingerprint, on_result) -> int:
@@ -395,7 +400,7 @@ def profile_with_progress(graphs: list, devices: list, folder: str, schedules=No
     from ..cost_models.profiled import ProfiledCostModel
 
     t0 = time.monotonic()
-    passes = 1 if session is not None else PASSES  # as profile() times them
+    passes = _passes(session)  # as profile() times them
     with tqdm(unit="sample", dynamic_ncols=True) as bar:
         def progress(event, what, left):
             if event == "total":
