@@ -161,6 +161,20 @@ def test_profile_times_every_op_axis_and_copy_then_resumes(profiled):
     assert len(retuned) == len(log.ops())
 
 
+def test_a_sample_timed_again_keeps_the_quicker_time(tmp_path):
+    from tvm_partition.profiling.profiler import QUICKER, _keep_quicker
+
+    log = ProfileLog(str(tmp_path))
+    first = _op_rec(8, 10.0)
+    assert _keep_quicker(log, first) is False and log.get(sample_key(first))["mean_us"] == 10.0  # new: logged
+    assert _keep_quicker(log, _op_rec(8, 12.0)) is False  # slower: the first time stays
+    assert log.get(sample_key(first))["mean_us"] == 10.0
+    assert _keep_quicker(log, _op_rec(8, 9.5)) is False  # quicker, not by a tenth: kept, not counted
+    assert log.get(sample_key(first))["mean_us"] == 9.5
+    assert _keep_quicker(log, _op_rec(8, 9.5 * QUICKER - 0.1)) is True  # rescued from a slow phase
+    assert log.get(sample_key(first))["mean_us"] == pytest.approx(9.5 * QUICKER - 0.1)
+
+
 def test_the_size_grid_samples_the_parts_builds_cut_and_no_smaller():
     from tvm_partition.profiling.samples import size_grid
 

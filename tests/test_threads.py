@@ -78,3 +78,21 @@ def test_warm_up_runs_three_then_up_to_ten_within_its_time(monkeypatch):
     assert runner.warm_up(lambda: None) == 10  # quick runs: the most
     assert runner.warm_up(lambda: _time.sleep(0.03)) == 3  # past the time after the fewest
     assert runner.warm_up(lambda: _time.sleep(0.012)) in (4, 5)  # until the time is up
+
+
+def test_timing_a_kernel_alone_sizes_the_pool_as_a_runner_does():
+    # TVM's own default on x86 is half the CPUs: a script timing kernels before anything sized the
+    # pool timed them on one thread here (tuning.time_kernel)
+    code = ("import os; os.environ.pop('TVM_NUM_THREADS', None)\n"
+            "from test_transfer import TARGET, matmul\n"
+            "from tvm_partition.build.tuning import time_kernel\n"
+            "from tvm_partition.devices import usable_cpus\n"
+            "time_kernel(matmul(8, 8, 8)['main'], TARGET, 1, 1)\n"
+            "assert os.environ['TVM_NUM_THREADS'] == str(usable_cpus()), os.environ['TVM_NUM_THREADS']\n"
+            "os.environ['TVM_NUM_THREADS'] = '1'\n"  # a pool sized before (bench --threads 1) is kept
+            "time_kernel(matmul(8, 8, 8)['main'], TARGET, 1, 1)\n"
+            "assert os.environ['TVM_NUM_THREADS'] == '1'\n")
+    env = {k: v for k, v in os.environ.items() if k not in ("TVM_NUM_THREADS", "TVM_PARTITION_CHOSEN_THREADS")}
+    env["PYTHONPATH"] = os.path.dirname(os.path.abspath(__file__))
+    r = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr[-2000:]
