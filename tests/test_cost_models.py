@@ -518,12 +518,26 @@ def test_a_bundle_is_timed_copies_first_then_its_order_across_libraries(tmp_path
     assert order == ["c0", "l0", "s0", "s1", "s3"]
 
 
+def test_round_zero_holds_every_size_of_the_copies():
+    """A bundle cut at round 1 (the GPU kit's) still holds every copy size: latency and bandwidth
+    are fitted on all of them (rounds by index had kept 4-64 B copies only)."""
+    from tvm_partition.profiling import profiler
+    from tvm_partition.profiling.samples import COMM_BYTES
+
+    graph = OpGraph(mlp_model().mod)
+    first = [p.record for p in profiler.pending_samples([graph], parse_devices("cpu,cpu")) if p.level == 0]
+    for comm in ("copy", "slice", "concat"):
+        assert sorted(r["bytes"] for r in first if r.get("comm") == comm and r["src"] == "cpu") == \
+            sorted(COMM_BYTES), comm
+
+
 def test_bundle_runs_with_the_runtime_only_and_imports_back(tmp_path):
     """Export, time with TVM_USE_RUNTIME_LIB=1 and no tvm_partition on the path, import."""
     from tvm_partition.profiling import profiler
 
     graph = OpGraph(mlp_model().mod)
-    pending = [p for p in profiler.pending_samples([graph], parse_devices("cpu,cpu")) if p.level == 0]
+    pending = [p for p in profiler.pending_samples([graph], parse_devices("cpu,cpu"))  # copies up to 64 KiB: time
+               if p.level == 0 and p.record.get("bytes", 0) <= 1 << 16]
     bundle = tmp_path / "bundle"
     spec = profiler.write_bundle(str(bundle), pending)
     assert (bundle / "cpu.so").exists() and (bundle / "time_samples.py").exists()
@@ -589,6 +603,30 @@ def test_transfers_are_interpolated_between_measured_sizes():
     assert interpolate(pts, 7 << 20) == pytest.approx(340.0 + 290.0)  # past the largest: the last slope
 
 
+
+def test_copies_measured_only_small_take_the_fallbacks_bandwidth_past_them(tmp_path):
+    """A copy series that never reached BANDWIDTH_MIN_BYTES has no bandwidth in its slope: past its
+    largest size the fallback prices the extra bytes (the H100 machine's 4-64 B copies put 1 MB at
+    15 ms by their slope); a series that reached it keeps its own last slope."""
+    from tvm_partition.cost_models import AnalyticCostModel, DeviceRoofline
+    from tvm_partition.devices import parse_devices
+
+    devices = parse_devices("cpu,gpu")
+    fallback = AnalyticCostModel({d.name: DeviceRoofline(100.0, 20.0, 2.0) for d in devices},
+                                 default_link=(10.0, 10.0))  # 10 GB/s: 1e4 bytes a us
+    log = ProfileLog(str(tmp_path))
+    for nbytes, us in [(4, 6.6), (16, 6.7), (64, 7.5)]:
+        log.append({"type": "comm", "comm": "copy", "src": "cpu", "dst": "gpu", "bytes": nbytes, "mean_us": us,
+                    "std_us": 0.0, "repeats": 1})
+    cm = ProfiledCostModel(str(tmp_path), devices, fallback)
+    assert cm.comm_estimate(16, "cpu", "gpu").us == 6.7  # within the measured sizes: interpolated
+    mb = 1 << 20
+    assert cm.comm_estimate(mb, "cpu", "gpu").us == pytest.approx(7.5 + (mb - 64) / 1e4)
+    log.append({"type": "comm", "comm": "copy", "src": "cpu", "dst": "gpu", "bytes": mb, "mean_us": 60.0,
+                "std_us": 0.0, "repeats": 1})
+    cm = ProfiledCostModel(str(tmp_path), devices, fallback)
+    slope = (60.0 - 7.5) / (mb - 64)
+    assert cm.comm_estimate(4 * mb, "cpu", "gpu").us == pytest.approx(60.0 + slope * 3 * mb)
 
 def test_an_op_never_profiled_costs_at_least_streaming_its_bytes(tmp_path, monkeypatch):
     """XGBoost's answer for an op nobody profiled is floored at half a measured copy of the op's

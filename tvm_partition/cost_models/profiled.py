@@ -28,7 +28,9 @@ elsewhere (the issue's "composite"), each answer saying which it used.
   several times more once a transfer leaves the cache, and the fit that leave-one-out relative
   error picks follows the many small sizes (a linear copy fit put 4 MB at 118 us, measured 339,
   16 MB at 470 us, measured 1267; slices 10x under at 4-64 MB; intel, 2026-11-25), which priced
-  a BERT-tiny matmul run on the second virtual CPU 49% under its measurement.
+  a BERT-tiny matmul run on the second virtual CPU 49% under its measurement. A series measured
+  only below :data:`BANDWIDTH_MIN_BYTES` prices the bytes past its largest size with the fallback's
+  bandwidth: its slope there is a latency's noise, not a bandwidth.
 """
 
 from __future__ import annotations
@@ -72,6 +74,20 @@ def interpolate(points: list[tuple[int, float]], x: float) -> float:
         return ys[-1] + max(slope, 0.0) * (x - xs[-1])
     i = next(k for k in range(1, len(xs)) if xs[k] >= x)
     return ys[i - 1] + (ys[i] - ys[i - 1]) * (x - xs[i - 1]) / (xs[i] - xs[i - 1])
+
+
+#: A copy, slice or concat series measured up to fewer bytes than this has not seen its bandwidth:
+#: past its largest size the fallback's bandwidth prices the bytes, not the series' last slope.
+#: The H100 machine's first profile (2026-11-26) held copies of 4-64 B only (6.6-7.6 us), whose
+#: slope put a 1 MB copy at 15 ms (a BERT-tiny op on the GPU predicted 102 ms, measured 0.69).
+BANDWIDTH_MIN_BYTES = 1 << 20
+
+
+def _measured_span(points: list[tuple[int, float]]) -> float:
+    """The size up to which ``points`` price a transfer: any size where the series reaches
+    :data:`BANDWIDTH_MIN_BYTES` (its last slope is then a bandwidth), else its largest size."""
+    top = max(int(size) for size, _ in points)
+    return float("inf") if top >= BANDWIDTH_MIN_BYTES else float(top)
 
 
 def _fit_key(key: tuple) -> str:
@@ -338,8 +354,12 @@ class ProfiledCostModel(CostModel):
 
     def comm_estimate(self, nbytes: float, src: str, dst: str) -> Estimate:
         pts = self.comm.get(("copy", device_kind(src, self.devices), device_kind(dst, self.devices)))
-        if pts:
+        if pts and (self.fallback is None or nbytes <= _measured_span(pts)):
             return Estimate(interpolate(pts, nbytes), "interpolated")
+        if pts:  # the largest measured copy's time, and the fallback's bandwidth for the bytes past it
+            top = _measured_span(pts)
+            extra = self.fallback.comm_estimate(nbytes, src, dst).us - self.fallback.comm_estimate(top, src, dst).us
+            return Estimate(interpolate(pts, top) + max(extra, 0.0), "interpolated")
         if self.fallback is not None:
             return self.fallback.comm_estimate(nbytes, src, dst)
         raise CostModelError(f"no measured {src}->{dst} copies in {self.folder}: profile with both devices")
@@ -347,9 +367,13 @@ class ProfiledCostModel(CostModel):
     def _kernel_time(self, comm: str, nbytes: float, device: str) -> float:
         kind = device_kind(device, self.devices)
         pts = self.comm.get((comm, kind, kind))
-        if pts:
+        at = getattr(self.fallback, f"{comm}_time", None)
+        if pts and (at is None or nbytes <= _measured_span(pts)):
             return interpolate(pts, nbytes)
-        return getattr(self.fallback, f"{comm}_time")(nbytes, device) if self.fallback is not None else 0.0
+        if pts:
+            top = _measured_span(pts)
+            return interpolate(pts, top) + max(at(nbytes, device) - at(top, device), 0.0)
+        return at(nbytes, device) if at is not None else 0.0
 
     def slice_time(self, nbytes: float, device: str) -> float:
         return self._kernel_time("slice", nbytes, device) if nbytes > 0 else 0.0

@@ -114,8 +114,12 @@ def pending_samples(graphs: list, devices: list, log: ProfileLog | None = None, 
         if sample_key(rec) not in seen and not _logged(log, rec):
             seen.add(sample_key(rec))
             out.append(Pending(rec, kinds["cpu"], None, 0))
-    for i, nbytes in enumerate(COMM_BYTES):
-        lvl = _level(i)
+    # Every size of the communication ladder in round 0: a copy's cost is its size (latency and
+    # bandwidth are fitted on all of them), and the sizes cost milliseconds to time. Rounds by
+    # index had put the copies above 64 B past round 1: the GPU kit's bundle (rounds 0-1) took
+    # the H100 machine only 4-64 B copies, and its cost model knew no bandwidth (2026-11-26).
+    for nbytes in COMM_BYTES:
+        lvl = 0
         for kind, dev in kinds.items():
             for comm in ("slice", "concat"):
                 rec = {"type": "comm", "comm": comm, "src": kind, "dst": kind, "bytes": nbytes}
