@@ -127,12 +127,13 @@ GPU = Config(
     # The device tool lends 15 minutes of device time at present, the machine's start and each
     # call's transfers included (the H100 started and took the 61 MiB in about 30 s, 2026-11-26):
     # step 1 fills one 600 s call, step 2 a second call made at once, while the machine is warm
-    # (30 s). Step 1 is the proof (correct on the GPU, the quick rows, split ops against their
-    # whole ops), step 2 the GPU's profile (copies first: every cpu,gpu prediction needs them) and
-    # the crossover. Parts by what matters most first; a part's deadline is its share of what its
-    # step has left
-    steps=((560, (("checks", 170), ("quick", 210), ("split-ops", 180))),
-           (180, (("profile", 120), ("crossover", 60)))),
+    # (30 s). The GPU's profile comes first: the first run (2026-11-26, 16:24) proved the checks
+    # and the quick rows but left the profile's GPU samples and copies, and without them every
+    # cpu,gpu plan here prices the GPU by roofline (auto put the LSTM on the CPU, 1.43x the GPU).
+    # Then the proof again with this code (checks, quick rows), then split ops and the crossover.
+    # Parts by what matters most first; a part's deadline is its share of what its step has left
+    steps=((560, (("profile", 170), ("checks", 170), ("quick", 220))),
+           (180, (("split-ops", 120), ("crossover", 60)))),
     python="3.12",
 )
 
