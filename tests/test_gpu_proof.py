@@ -92,7 +92,7 @@ def test_pack_writes_the_carry_and_prints_its_size_and_the_plan(packed):
     assert f"kit {size:.1f} MiB" in text and "of the device tool's 64 MiB" in text
     assert there.plan_text(kit) in text and "timeout_s=" in text and 'carry=[".gpu-kit/carry"]' in text
     assert [[p["name"] for p in s["parts"]] for s in kit["plan"]["steps"]] == \
-        [["checks", "quick"], ["split-ops", "profile"], ["crossover"]]
+        [["checks", "quick"], ["split-ops", "profile"], ["variants", "crossover"]]
     assert all(s["budget_s"] <= 600 for s in kit["plan"]["steps"])
     with tarfile.open(out / "carry" / "kit.tar.gz") as tar:
         names = tar.getnames()
@@ -104,7 +104,7 @@ def test_pack_writes_the_carry_and_prints_its_size_and_the_plan(packed):
         len(kit["parts"][p]["rows"]) for p in ("quick", "split-ops", "crossover"))
     assert len(weights) < len(arts) and not any(weights)
     assert "site/tvm/lib/libtvm_runtime.so" in names and not [n for n in names if "libtvm_compiler" in n]
-    assert {"there.py", "kit.json", "weights.json", "parts/profile/time_samples.py",
+    assert {"there.py", "kit.json", "weights.json", "parts/profile/time_samples.py", "parts/variants/time_samples.py",
             "parts/quick/run_bench.py", "parts/split-ops/bench.json"} <= set(names)
 
 
@@ -115,7 +115,7 @@ def test_the_steps_run_with_the_runtime_alone_and_write_every_result(packed, ran
     files = [sorted(os.listdir(d)) for d in dirs]
     assert files == [["bench-quick.json", "checks.json", "facts-1.json", "facts-1.txt", "log-1.txt"],
                      ["bench-split-ops.json", "facts-2.json", "facts-2.txt", "log-2.txt", "profile.jsonl"],
-                     ["bench-crossover.json", "facts-3.json", "facts-3.txt", "log-3.txt"]]
+                     ["bench-crossover.json", "facts-3.json", "facts-3.txt", "log-3.txt", "variants.jsonl"]]
     checks = json.loads((dirs[0] / "checks.json").read_text())
     assert [c["id"] for c in checks] == [c["id"] for c in kit["parts"]["checks"]["checks"]]
     assert all(c["ok"] and c["runtime_only"] and c["max_abs_err"] <= c["tol"] for c in checks), checks
@@ -126,6 +126,9 @@ def test_the_steps_run_with_the_runtime_alone_and_write_every_result(packed, ran
         assert [r["id"] for r in rows] == kit["parts"][part]["rows"]
         assert all(r["measured_median_us"] > 0 for r in rows)
     assert sum(1 for _ in open(dirs[1] / "profile.jsonl")) == kit["parts"]["profile"]["samples"]
+    # every matmul of the LSTM, whole, once per distinct computation, as its build schedules it (a CPU)
+    variants = [json.loads(x) for x in open(dirs[2] / "variants.jsonl")]
+    assert len(variants) == kit["parts"]["variants"]["samples"] > 0 and all(v["mean_us"] > 0 for v in variants)
     log = (dirs[0] / "log-1.txt").read_text()
     assert "params.npz drawn again from 1 seeded recipes" in log and "part quick: done" in log
     facts = (dirs[0] / "facts-1.txt").read_text()
@@ -148,10 +151,12 @@ def test_import_merges_every_result_and_regenerates_benchmarks(packed, ran, tmp_
     assert len(open(tmp_path / "tuning_logs" / machine / "profile.jsonl").readlines()) == \
         kit["parts"]["profile"]["samples"]
     assert sorted(os.listdir(folder / "gpu_proof")) == sorted(
-        ["checks.json"] + [f"{k}-{s}.{e}" for s in STEPS for k, e in (("facts", "json"), ("facts", "txt"), ("log", "txt"))])
+        ["checks.json", "variants.json"] + [f"{k}-{s}.{e}" for s in STEPS for k, e in (("facts", "json"), ("facts", "txt"), ("log", "txt"))])
     md = (tmp_path / "BENCHMARKS.md").read_text()
     assert f"| lstm | batch=2 layers=2 seq_len=4 | equal | {rows[1]['measured_median_us'] / 1e3:.3f} |" in md
     assert "checks: 1 of 1 passed" in text
+    variants = json.loads((folder / "gpu_proof" / "variants.json").read_text())
+    assert {(v["kind"], v["rule"]) for v in variants} == {("matmul", "build")} and "variants lstm/" in text
 
 
 def test_a_damaged_artifact_and_a_missing_result_are_caught(packed, ran, tmp_path):

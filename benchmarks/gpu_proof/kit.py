@@ -21,6 +21,8 @@ own product on a lent machine (the device tool's limits, this checkout's ``bench
 * ``export/quick``: ``bench --quick --split-ops 2`` (parts ``quick`` and ``split-ops``);
 * ``export/crossover``: ``bench --sweep`` over batch and sequence length (``cpu``, ``gpu``, ``eop``);
 * ``parts/profile``: ``profile --export-bundle`` of the ``bench --quick`` models (whole ops and halves);
+* ``parts/variants``: a bundle in the profile's format of every convolution and matmul of
+  ``Config.variants``, whole, under each dlight rule that schedules it (:func:`variants_bundle`);
 * ``site/``: the runtime-only TVM for the GPU machine's Python (``deploy``'s, for ``--python 3.12``).
 
 CPU kernels are compiled for ``--target-cpu x86-64-v3`` (AVX2, FMA): every x86-64 server CPU
@@ -37,7 +39,7 @@ manifests' sha256; ResNet-18's 47 MB cost nothing). ``carry/kit.tar.gz`` holds t
 it: tracked and untracked files git does not ignore) are over the tool's 64 MiB.
 
 ``import`` merges the result folders (each step's files: ``checks.json``, ``bench-PART.json``,
-``profile.jsonl``, ``facts-STEP.*``, ``log-STEP.txt``) into ``benchmarks/results/<GPU machine>/``
+``profile.jsonl``, ``variants.jsonl``, ``facts-STEP.*``, ``log-STEP.txt``) into ``benchmarks/results/<GPU machine>/``
 (``bench --import``), ``tuning_logs/<GPU machine>/`` (``profile --import``) and
 ``benchmarks/results/<GPU machine>/gpu_proof/`` (checks, facts, logs), regenerates BENCHMARKS.md's
 end-to-end section, and exits 1 when a check failed or a result the plan expects is missing.
@@ -107,6 +109,8 @@ class Config:
     profile_level: int
     steps: tuple  # ((step budget s, ((part, budget s), ...)), ...)
     python: str | None  # the GPU machine's Python (None: this one)
+    variants: tuple = ()  # ((model, settings), ...): their ops timed whole under every dlight rule
+    variant_kinds: tuple = ("conv2d", "matmul")  # the op kinds of those
 
 
 GPU = Config(
@@ -133,8 +137,11 @@ GPU = Config(
     # Then the proof again with this code (checks, quick rows), then split ops and the crossover.
     # Parts by what matters most first; a part's deadline is its share of what its step has left
     steps=((560, (("profile", 170), ("checks", 170), ("quick", 220))),
-           (180, (("split-ops", 120), ("crossover", 60)))),
+           (180, (("split-ops", 90), ("variants", 40), ("crossover", 50)))),
     python="3.12",
+    # dlight's Matmul rule gave ResNet-18's convolutions 16.5-184 us for the same 18.9 MFLOP on the
+    # H100 (2026-11-26): every op of these kinds timed under each rule that schedules it
+    variants=(("resnet18", {"image_size": 64}), ("bert-tiny", {}), ("lstm", {"seq_len": 10})),
 )
 
 #: The dry run (tests/test_gpu_proof.py): the same kit on cpu,cpu, tiny, in a minute.
@@ -149,8 +156,9 @@ DRY = Config(
     profile=(("lstm", {"seq_len": 4, "batch": 2}),),
     profile_level=0,
     steps=((60, (("checks", 20), ("quick", 40))), (60, (("split-ops", 30), ("profile", 30))),
-           (60, (("crossover", 60),))),
+           (60, (("variants", 20), ("crossover", 40)))),
     python=None,
+    variants=(("lstm", {"seq_len": 4, "batch": 2}),),
 )
 CONFIGS = {"gpu": GPU, "dry": DRY}
 
@@ -479,6 +487,11 @@ def build_parts(stage: str, cfg: Config, devices: list, args, wanted: list[str])
         spec = profile_bundle(os.path.join(stage, "parts", "profile"), cfg, devices, args)
         parts["profile"] = {"kind": "profile", "dir": "parts/profile", "samples": len(spec["records"]),
                             "what": f"{len(spec['records'])} profile samples", "estimate_s": profile_estimate(spec)}
+    if "variants" in wanted:
+        spec = variants_bundle(os.path.join(stage, "parts", "variants"), cfg, devices, args)
+        parts["variants"] = {"kind": "variants", "dir": "parts/variants", "samples": len(spec["records"]),
+                             "results": "variants.jsonl", "estimate_s": profile_estimate(spec),
+                             "what": f"{len(spec['records'])} kernels x rules"}
     return parts
 
 
@@ -517,6 +530,93 @@ def profile_bundle(folder: str, cfg: Config, devices: list, args) -> dict:
         os.replace(folder + ".tmp", folder)
     with open(os.path.join(folder, "bundle.json"), encoding="utf-8") as f:
         return json.load(f)
+
+
+def variants_bundle(folder: str, cfg: Config, devices: list, args) -> dict:
+    """The variants part's bundle in ``folder``: every op of ``cfg.variant_kinds`` in the
+    ``cfg.variants`` models, whole, once per distinct computation, on each device kind; on a GPU
+    under each dlight rule that schedules it (a library per rule, each op's rules in turn in the
+    bundle's order), on a CPU as a build schedules it. A profile bundle in all but its records'
+    ``rule``, timed by the same script; built unless a finished one is there."""
+    if not os.path.exists(os.path.join(folder, "bundle.json")):
+        from tvm_partition import frontend
+        from tvm_partition.build.tuning import GPU_RULES, open_schedules
+        from tvm_partition.devices import database_dir
+        from tvm_partition.ir.graph import OpGraph
+        from tvm_partition.profiling import profiler
+        from tvm_partition.profiling.samples import build_library, sample_function, samples_of
+
+        schedules = open_schedules(database_dir(args.tuning_logs))
+        stamp = schedules.stamp if schedules is not None else ""
+        kinds = {d.kind: d for d in devices}
+        spec = {"format": profiler.BUNDLE_FORMAT, "libraries": [], "copies": [], "launches": [], "records": {},
+                "skipped": 0, "mcpu": kinds["cpu"].target.get("mcpu") if "cpu" in kinds else None}
+        funcs: dict = {}  # (device kind, rule) -> {sample id: function}
+        seen = set()
+        for name, opts in cfg.variants:
+            graph = OpGraph(frontend.load(name, seed=0, **opts).mod)
+            for s in samples_of(graph, list(kinds)):
+                if s.kind not in cfg.variant_kinds or s.size != s.full or (s.sig, s.device) in seen:
+                    continue
+                seen.add((s.sig, s.device))
+                op = graph.ops[s.op_id]
+                for rule in (GPU_RULES if s.device == "gpu" else ("build",)):
+                    func = sample_function(graph, op, s.dim, s.size)
+                    if s.device == "gpu" and not _rule_schedules(func, kinds["gpu"], rule):
+                        continue
+                    sid = f"v{len(spec['records'])}"
+                    spec["records"][sid] = dict(profiler._op_record(s, op, stamp), model=name, rule=rule)
+                    funcs.setdefault((s.device, rule), {})[sid] = func
+        shutil.rmtree(folder + ".tmp", ignore_errors=True)
+        os.makedirs(folder + ".tmp")
+        for (kind, rule), fs in funcs.items():
+            say(f"variants: building {len(fs)} {kind} kernels ({rule})")
+            lib = build_library(fs, kinds[kind], schedules, (rule,) if kind == "gpu" else None)
+            if kind == "gpu" and not _compiles(lib.module, args.gpu_arch, f"variants: {rule}"):
+                for sid in fs:  # a library NVRTC refuses would not load there: none of its kernels timed
+                    del spec["records"][sid]
+                continue
+            file = f"{kind}-{rule}.so"
+            lib.module.export_library(os.path.join(folder + ".tmp", file))
+            spec["libraries"].append({"file": file, "device": kind, "kernels": lib.kernels, "samples": lib.samples})
+        profiler.write_spec(folder + ".tmp", spec)
+        shutil.rmtree(folder, ignore_errors=True)
+        os.replace(folder + ".tmp", folder)
+    with open(os.path.join(folder, "bundle.json"), encoding="utf-8") as f:
+        return json.load(f)
+
+
+def _compiles(module, arch: str, what: str) -> bool:
+    """Whether NVRTC compiles ``module``'s CUDA for ``arch`` here and every kernel fits the
+    architecture (:mod:`tvm_partition.build.cuda_check`); True, unchecked, where NVRTC is missing."""
+    from tvm_partition.build.cuda_check import check_source
+    from tvm_partition.build.executable import cuda_sources
+    from tvm_partition.build.nvrtc import NvrtcMissing
+
+    try:
+        reports = [check_source(src, arch) for src in cuda_sources(module)]
+    except NvrtcMissing:
+        return True
+    bad = [r.error or "; ".join(r.problems) for r in reports if r.error or r.problems]
+    for line in bad:
+        say(f"{what}: left out, {line[:300]}")
+    return not bad
+
+
+def _rule_schedules(func, device, rule: str) -> bool:
+    """Whether dlight's ``rule`` schedules every kernel of the sample ``func`` on ``device``."""
+    import tvm
+
+    from tvm_partition.build.tuning import TuningError, schedule_gpu
+    from tvm_partition.profiling.samples import lower_sample
+
+    for callee, kmod in lower_sample(func):
+        prim = kmod["main"].with_attr("global_symbol", callee).with_attr("target", device.tvm_target())
+        try:
+            schedule_gpu(tvm.IRModule({tvm.ir.GlobalVar(callee): prim}), {callee: device.name}, [device], (rule,))
+        except TuningError:
+            return False
+    return True
 
 
 def plan(cfg: Config, parts: dict) -> dict:
@@ -693,7 +793,37 @@ def import_profile(stage: str, name: str, part: dict, files: dict, dest: Dest) -
         ([f"{name}: {missing} of {part['samples']} samples not timed"] if missing else [])
 
 
-IMPORTERS = {"checks": import_checks, "bench": import_bench, "profile": import_profile}
+def import_variants(stage: str, name: str, part: dict, files: dict, dest: Dest) -> list[str]:
+    """``variants.jsonl`` joined with the bundle's records into the machine's
+    ``gpu_proof/variants.json`` (op, shape, device, rule, time), each op's rules printed
+    quickest first; a problem where samples were not timed."""
+    key = part.get("results", "variants.jsonl")
+    if key not in files:
+        return [f"{name}: no {key}"]
+    with open(os.path.join(stage, part["dir"], "bundle.json"), encoding="utf-8") as f:
+        records = json.load(f)["records"]
+    times = {}
+    for path in files[key]:
+        with open(path, encoding="utf-8") as f:
+            for line in f:
+                with contextlib.suppress(ValueError, KeyError, TypeError):
+                    res = json.loads(line)
+                    times[res["id"]] = float(res["mean_us"])
+    rows = [{"model": r["model"], "fused": r["fused"], "kind": r["kind"], "shape": r["full_shape"],
+             "device": r["device"], "rule": r["rule"], "op_flops": r.get("op_flops"), "mean_us": times[sid]}
+            for sid, r in records.items() if sid in times]
+    there.write_json(os.path.join(dest.proof, "variants.json"), rows)
+    by_op: dict = {}
+    for r in rows:
+        by_op.setdefault((r["model"], r["fused"], r["device"]), []).append(r)
+    for (model, fused, device), rs in by_op.items():
+        print(f"variants {model}/{fused} on {device}: " +
+              ", ".join(f"{r['rule']} {r['mean_us']:.1f} us" for r in sorted(rs, key=lambda r: r["mean_us"])))
+    missing = part["samples"] - len(rows)
+    return [f"{name}: {missing} of {part['samples']} kernels not timed"] if missing else []
+
+
+IMPORTERS = {"checks": import_checks, "bench": import_bench, "profile": import_profile, "variants": import_variants}
 
 
 def parser():

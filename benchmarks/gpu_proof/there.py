@@ -14,7 +14,7 @@ works: :func:`probe_cuda`), then runs its parts, each in child processes in a pr
 own, killed at the part's deadline: a part's share of the step's time, in proportion to the
 plan's budgets of the parts left, so a hang costs one part and the time an early part leaves
 goes to the next. Every result is written to DIR as soon as it is measured (``checks.json``,
-``bench-PART.json``, ``profile.jsonl``, ``log-STEP.txt``), so a killed step loses nothing it had
+``bench-PART.json``, ``profile.jsonl``, ``variants.jsonl``, ``log-STEP.txt``), so a killed step loses nothing it had
 measured. ``kit.py import`` merges DIR back on the build machine.
 
 TVM 0.27 facts it relies on: under ``TVM_USE_RUNTIME_LIB=1`` no CUDA backend is loaded unless
@@ -334,15 +334,17 @@ def run_bench(work: str, kit: dict, part: dict, out: str, deadline: float, env: 
 
 
 def run_profile(work: str, kit: dict, part: dict, out: str, deadline: float, env: dict, say) -> None:
-    """The profile bundle timed by its own ``time_samples.py`` (``profile --export-bundle``)."""
-    folder = os.path.join(work, kit["parts"][part["name"]]["dir"])
-    results = os.path.join(out, "profile.jsonl")
+    """A bundle of samples timed by its own ``time_samples.py`` (``profile --export-bundle``; the
+    variants part's kernels under each dlight rule are such a bundle), results to the part's file."""
+    spec = kit["parts"][part["name"]]
+    folder = os.path.join(work, spec["dir"])
+    results = os.path.join(out, spec.get("results", "profile.jsonl"))
     rc, _ = bounded(python() + [os.path.join(folder, "time_samples.py"), folder, "--out", results], env, deadline, say)
     n = sum(1 for _ in open(results, encoding="utf-8")) if os.path.exists(results) else 0
-    say(f"profile: {n} samples timed" + (", stopped at its deadline" if rc is None else ""))
+    say(f"{part['name']}: {n} samples timed" + (", stopped at its deadline" if rc is None else ""))
 
 
-RUNNERS = {"checks": run_checks, "bench": run_bench, "profile": run_profile}
+RUNNERS = {"checks": run_checks, "bench": run_bench, "profile": run_profile, "variants": run_profile}
 
 
 def run_step(work: str, step: int, out: str) -> int:

@@ -408,18 +408,23 @@ def apply_schedules(mod: tvm.IRModule, kernel_devices: dict[str, str], devices: 
     return out, labels
 
 
-def schedule_gpu(mod: tvm.IRModule, kernel_devices: dict[str, str], devices: list[DeviceSpec]) -> tvm.IRModule:
+#: dlight's GPU rules, in dlight's order: the first that schedules a kernel gives its schedule.
+GPU_RULES = ("Matmul", "GEMV", "Reduction", "GeneralReduction", "Fallback")
+
+
+def schedule_gpu(mod: tvm.IRModule, kernel_devices: dict[str, str], devices: list[DeviceSpec],
+                 rules: tuple[str, ...] = GPU_RULES) -> tvm.IRModule:
     """dlight's default GPU schedules for every kernel placed on a GPU.
 
-    Rules are tried in dlight's order (Matmul, GEMV, Reduction, GeneralReduction, Fallback); a rule
-    that raises on a kernel (0.27's GEMV asserts on some reduction shapes) is skipped for that
-    kernel instead of failing the build. A kernel no rule schedules is an error: unscheduled CUDA
-    code would compile silently into host code.
+    ``rules`` (of :data:`GPU_RULES`) are tried in order; a rule that raises on a kernel (0.27's GEMV
+    asserts on some reduction shapes) is skipped for that kernel instead of failing the build. A
+    kernel no rule schedules is an error: unscheduled CUDA code would compile silently into host
+    code. The GPU proof kit times kernels under one rule each (``rules=(name,)``).
     """
     import tvm.s_tir.dlight as dl
 
     gpu_names = {d.name for d in devices if d.kind == "gpu"}
-    rules = [dl.gpu.Matmul(), dl.gpu.GEMV(), dl.gpu.Reduction(), dl.gpu.GeneralReduction(), dl.gpu.Fallback()]
+    rules = [getattr(dl.gpu, name)() for name in rules]
     out = copy_module(mod)
     for gv, func in mod.functions_items():
         if kernel_devices.get(gv.name_hint) not in gpu_names or (func.attrs and func.attrs.get("tirx.is_scheduled")):

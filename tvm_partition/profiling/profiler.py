@@ -188,6 +188,13 @@ def write_bundle(folder: str, pending: list[Pending], schedules=None, progress=N
                 kinds = {lib.kernels[n]["schedule"] for n in names}
                 rec["schedule"] = next((k for k in ("tuned", "template", "transferred") if k in kinds), "default")
                 rec["tuned"] = rec["schedule"] == "tuned"
+    write_spec(folder, spec)
+    return spec
+
+
+def write_spec(folder: str, spec: dict) -> None:
+    """``bundle.json`` and the runtime-only timing script (``time_samples.py``) of a bundle whose
+    libraries are in ``folder``."""
     with open(os.path.join(folder, "bundle.json"), "w", encoding="utf-8") as f:
         json.dump(spec, f)
     package = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -197,7 +204,6 @@ def write_bundle(folder: str, pending: list[Pending], schedules=None, progress=N
     os.makedirs(os.path.join(folder, "tvm_partition"), exist_ok=True)
     for name in BUNDLE_MODULES:
         shutil.copy(os.path.join(package, name), os.path.join(folder, "tvm_partition", name))
-    return spec
 
 
 def export_bundle(folder: str, graphs: list, devices: list, schedules=None, max_level: int | None = None,

@@ -271,17 +271,19 @@ def lower_sample(func) -> list:
     return [(n, kernel_module(lowered[n])) for n in names]
 
 
-def build_library(functions: dict[str, object], device, schedules=None) -> KernelLibrary:
+def build_library(functions: dict[str, object], device, schedules=None, gpu_rules: tuple[str, ...] | None = None
+                  ) -> KernelLibrary:
     """Lower each sample function (id -> Relax function) with TVM's fusion, give its kernels the
     schedules a build would (:class:`tvm_partition.build.tuning.Schedules`: tuned where this machine's
     database has a record, transferred where another record of the same computation replays;
     dlight on a GPU, TVM's default llvm pipeline otherwise), and compile all distinct kernels of
-    ``device`` into one library. Each kernel says its ``schedule``: tuned, transferred or default."""
+    ``device`` into one library. Each kernel says its ``schedule``: tuned, transferred or default.
+    ``gpu_rules``: the dlight rules a GPU kernel may take (default: a build's)."""
     import tvm
     import tvm_ffi
 
     from ..build.templates import without_packing
-    from ..build.tuning import apply_schedules, schedule_gpu
+    from ..build.tuning import GPU_RULES, apply_schedules, schedule_gpu
 
     target = device.tvm_target()
     prims, by_hash, samples = {}, {}, {}
@@ -298,7 +300,7 @@ def build_library(functions: dict[str, object], device, schedules=None) -> Kerne
     mod = tvm.IRModule({tvm.ir.GlobalVar(n): f for n, f in prims.items()})
     placed = {n: device.name for n in prims}
     mod, labels = apply_schedules(mod, placed, [device], schedules)
-    mod = schedule_gpu(mod, placed, [device])
+    mod = schedule_gpu(mod, placed, [device], gpu_rules or GPU_RULES)
     mod = without_packing(mod)  # a build packs weights once at load: time the kernel on packed ones
     kernels = {}
     for gv, f in mod.functions_items():
