@@ -560,12 +560,12 @@ def variants_bundle(folder: str, cfg: Config, devices: list, args) -> dict:
                     continue
                 seen.add((s.sig, s.device))
                 op = graph.ops[s.op_id]
+                func = sample_function(graph, op, s.dim, s.size)
                 for rule in (GPU_RULES if s.device == "gpu" else ("build",)):
-                    func = sample_function(graph, op, s.dim, s.size)
                     if s.device == "gpu" and not _rule_schedules(func, kinds["gpu"], rule):
                         continue
                     sid = f"v{len(spec['records'])}"
-                    spec["records"][sid] = dict(profiler._op_record(s, op, stamp), model=name, rule=rule)
+                    spec["records"][sid] = dict(profiler.op_record(s, op, stamp), model=name, rule=rule)
                     funcs.setdefault((s.device, rule), {})[sid] = func
         shutil.rmtree(folder + ".tmp", ignore_errors=True)
         os.makedirs(folder + ".tmp")

@@ -359,7 +359,7 @@ class ProfiledCostModel(CostModel):
         if pts:  # the largest measured copy's time, and the fallback's bandwidth for the bytes past it
             top = _measured_span(pts)
             extra = self.fallback.comm_estimate(nbytes, src, dst).us - self.fallback.comm_estimate(top, src, dst).us
-            return Estimate(interpolate(pts, top) + max(extra, 0.0), "interpolated")
+            return Estimate(interpolate(pts, top) + max(extra, 0.0), "interpolated, fallback bandwidth")
         if self.fallback is not None:
             return self.fallback.comm_estimate(nbytes, src, dst)
         raise CostModelError(f"no measured {src}->{dst} copies in {self.folder}: profile with both devices")

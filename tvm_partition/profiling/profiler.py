@@ -53,7 +53,9 @@ class Pending:
     level: int  # its round
 
 
-def _op_record(s: Sample, op, stamp: str) -> dict:
+def op_record(s: Sample, op, stamp: str) -> dict:
+    """The log record of sample ``s`` of ``op`` (before timing), its kernels scheduled by the
+    databases of digest ``stamp``."""
     return {"type": "op", "sig": s.sig, "kind": s.kind, "fused": op.fused_name, "dim": s.dim,
             "dim_name": s.dim_name, "size": s.size, "full": s.full, "shape": list(s.shape),
             "full_shape": list(op.output_shapes[-1]), "op_flops": op.flops, "op_bytes": op.bytes,
@@ -101,7 +103,7 @@ def pending_samples(graphs: list, devices: list, log: ProfileLog | None = None, 
             series = (s.sig, s.device, s.dim)
             pos[series] = pos.get(series, -1) + 1
             op = graph.ops[s.op_id]
-            rec = _op_record(s, op, stamp)
+            rec = op_record(s, op, stamp)
             key = sample_key(rec)
             if key in seen or _logged(log, rec):
                 continue
@@ -119,13 +121,12 @@ def pending_samples(graphs: list, devices: list, log: ProfileLog | None = None, 
     # index had put the copies above 64 B past round 1: the GPU kit's bundle (rounds 0-1) took
     # the H100 machine only 4-64 B copies, and its cost model knew no bandwidth (2026-11-26).
     for nbytes in COMM_BYTES:
-        lvl = 0
         for kind, dev in kinds.items():
             for comm in ("slice", "concat"):
                 rec = {"type": "comm", "comm": comm, "src": kind, "dst": kind, "bytes": nbytes}
                 if sample_key(rec) not in seen and not _logged(log, rec):
                     seen.add(sample_key(rec))
-                    out.append(Pending(rec, dev, (lambda c=comm, n=nbytes: comm_function(c, n)), lvl))
+                    out.append(Pending(rec, dev, (lambda c=comm, n=nbytes: comm_function(c, n)), 0))
         for a in devices:
             for b in devices:
                 if a is b:
@@ -134,7 +135,7 @@ def pending_samples(graphs: list, devices: list, log: ProfileLog | None = None, 
                        "src_index": a.index, "dst_index": b.index}
                 if sample_key(rec) not in seen and not _logged(log, rec):
                     seen.add(sample_key(rec))
-                    out.append(Pending(rec, None, None, lvl))
+                    out.append(Pending(rec, None, None, 0))
     return out
 
 
