@@ -194,3 +194,37 @@ def test_a_kit_over_the_limit_is_refused_and_nothing_is_written(packed, tmp_path
         "of the device tool's 1 MiB: over; leave parts out (--parts) or shrink the tree")
     assert {n: (copy / "carry" / n).read_bytes() for n in os.listdir(copy / "carry")} == before
     assert sorted(os.listdir(copy)) == ["carry", "stage"]
+
+
+def test_variants_hold_each_gpu_kernel_under_every_dlight_rule_that_schedules_it(tmp_path, monkeypatch):
+    """The variants part on cpu,gpu (built here, timed only on a GPU machine): each matmul of a
+    one-layer LSTM once on the CPU as built and once per dlight rule that schedules it, a library
+    per rule whose CUDA NVRTC compiles for sm_90; a rule NVRTC refuses is left out whole."""
+    import argparse
+    import dataclasses
+
+    from tvm_partition.build.tuning import GPU_RULES
+    from tvm_partition.devices import parse_devices
+
+    cfg = dataclasses.replace(gpu_kit.DRY, devices="cpu,gpu", variants=(("lstm", {"seq_len": 2, "batch": 2,
+                                                                                  "layers": 1}),))
+    devices = parse_devices("cpu,gpu", cpu_mcpu="x86-64-v3")
+    args = argparse.Namespace(tuning_logs=None, gpu_arch="sm_90")
+    checked = []
+    compiles = gpu_kit._compiles
+    monkeypatch.setattr(gpu_kit, "_compiles", lambda module, arch, what: checked.append(what) or compiles(
+        module, arch, what))
+    spec = gpu_kit.variants_bundle(str(tmp_path / "v"), cfg, devices, args)
+    records = spec["records"].values()
+    ops = {r["sig"] for r in records}
+    rules = {(r["sig"], r["device"], r["rule"]) for r in records}
+    assert ops and {(s, "cpu", "build") for s in ops} | {(s, "gpu", "Matmul") for s in ops} <= rules
+    assert {r["rule"] for r in records if r["device"] == "gpu"} <= set(GPU_RULES)
+    files = {lib["file"] for lib in spec["libraries"]}
+    assert files == {"cpu-build.so"} | {f"gpu-{r}.so" for _, d, r in rules if d == "gpu"}
+    assert len(checked) == len(files) - 1 and all((tmp_path / "v" / f).exists() for f in files)
+
+    monkeypatch.setattr(gpu_kit, "_compiles", lambda module, arch, what: "Matmul" not in what)
+    spec = gpu_kit.variants_bundle(str(tmp_path / "w"), cfg, devices, args)
+    assert not [r for r in spec["records"].values() if r["rule"] == "Matmul"]
+    assert "gpu-Matmul.so" not in {lib["file"] for lib in spec["libraries"]}
