@@ -90,6 +90,17 @@ def _measured_span(points: list[tuple[int, float]]) -> float:
     return float("inf") if top >= BANDWIDTH_MIN_BYTES else float(top)
 
 
+def _priced(points: list[tuple[int, float]], nbytes: float, fallback) -> tuple[float, bool]:
+    """``(us, past)``: a transfer of ``nbytes`` priced by its measured ``points``
+    (:func:`interpolate`) up to :func:`_measured_span`, past it the span's time plus what
+    ``fallback(bytes) -> us`` adds for the bytes beyond (``past`` True); ``fallback`` None: the
+    points alone, at any size."""
+    top = _measured_span(points)
+    if fallback is None or nbytes <= top:
+        return interpolate(points, nbytes), False
+    return interpolate(points, top) + max(fallback(nbytes) - fallback(top), 0.0), True
+
+
 def _fit_key(key: tuple) -> str:
     return "|".join(str(k) for k in key)
 
@@ -354,13 +365,11 @@ class ProfiledCostModel(CostModel):
 
     def comm_estimate(self, nbytes: float, src: str, dst: str) -> Estimate:
         pts = self.comm.get(("copy", device_kind(src, self.devices), device_kind(dst, self.devices)))
-        if pts and (self.fallback is None or nbytes <= _measured_span(pts)):
-            return Estimate(interpolate(pts, nbytes), "interpolated")
-        if pts:  # the largest measured copy's time, and the fallback's bandwidth for the bytes past it
-            top = _measured_span(pts)
-            extra = self.fallback.comm_estimate(nbytes, src, dst).us - self.fallback.comm_estimate(top, src, dst).us
-            return Estimate(interpolate(pts, top) + max(extra, 0.0), "interpolated, fallback bandwidth")
-        if self.fallback is not None:
+        fallback = None if self.fallback is None else (lambda n: self.fallback.comm_estimate(n, src, dst).us)
+        if pts:
+            us, past = _priced(pts, nbytes, fallback)
+            return Estimate(us, "interpolated, fallback bandwidth" if past else "interpolated")
+        if fallback is not None:
             return self.fallback.comm_estimate(nbytes, src, dst)
         raise CostModelError(f"no measured {src}->{dst} copies in {self.folder}: profile with both devices")
 
@@ -368,12 +377,10 @@ class ProfiledCostModel(CostModel):
         kind = device_kind(device, self.devices)
         pts = self.comm.get((comm, kind, kind))
         at = getattr(self.fallback, f"{comm}_time", None)
-        if pts and (at is None or nbytes <= _measured_span(pts)):
-            return interpolate(pts, nbytes)
+        fallback = None if at is None else (lambda n: at(n, device))
         if pts:
-            top = _measured_span(pts)
-            return interpolate(pts, top) + max(at(nbytes, device) - at(top, device), 0.0)
-        return at(nbytes, device) if at is not None else 0.0
+            return _priced(pts, nbytes, fallback)[0]
+        return fallback(nbytes) if fallback is not None else 0.0
 
     def slice_time(self, nbytes: float, device: str) -> float:
         return self._kernel_time("slice", nbytes, device) if nbytes > 0 else 0.0
