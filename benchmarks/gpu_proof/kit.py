@@ -508,11 +508,24 @@ def runtime(stage: str, python: tuple[int, int], find_links: str | None) -> None
         f.write("%d.%d" % python)
 
 
+def finished_bundle(folder: str, build) -> dict:
+    """The spec of the bundle in ``folder``, built first by ``build(tmp)`` into a folder beside it
+    unless a finished one is there (a build cut short leaves no ``bundle.json`` in ``folder``)."""
+    if not os.path.exists(os.path.join(folder, "bundle.json")):
+        shutil.rmtree(folder + ".tmp", ignore_errors=True)
+        build(folder + ".tmp")
+        shutil.rmtree(folder, ignore_errors=True)
+        os.replace(folder + ".tmp", folder)
+    with open(os.path.join(folder, "bundle.json"), encoding="utf-8") as f:
+        return json.load(f)
+
+
 def profile_bundle(folder: str, cfg: Config, devices: list, args) -> dict:
     """The profile part's bundle in ``folder`` (``profile --export-bundle``'s samples of the
     ``cfg.profile`` settings, each model at its own, which the command's shared flags cannot say;
     whole ops and halves first), built unless a finished one is there."""
-    if not os.path.exists(os.path.join(folder, "bundle.json")):
+
+    def build(tmp: str) -> None:
         from tvm_partition import frontend
         from tvm_partition.build.align import align_splits
         from tvm_partition.build.tuning import open_schedules
@@ -524,12 +537,9 @@ def profile_bundle(folder: str, cfg: Config, devices: list, args) -> dict:
         schedules = open_schedules(database_dir(args.tuning_logs))
         for g in graphs:  # the part sizes builds cut, as profile does
             align_splits(g, devices, schedules)
-        shutil.rmtree(folder + ".tmp", ignore_errors=True)
-        profiler.export_bundle(folder + ".tmp", graphs, devices, schedules, cfg.profile_level, say)
-        shutil.rmtree(folder, ignore_errors=True)
-        os.replace(folder + ".tmp", folder)
-    with open(os.path.join(folder, "bundle.json"), encoding="utf-8") as f:
-        return json.load(f)
+        profiler.export_bundle(tmp, graphs, devices, schedules, cfg.profile_level, say)
+
+    return finished_bundle(folder, build)
 
 
 def variants_bundle(folder: str, cfg: Config, devices: list, args) -> dict:
@@ -538,7 +548,8 @@ def variants_bundle(folder: str, cfg: Config, devices: list, args) -> dict:
     under each dlight rule that schedules it (a library per rule, each op's rules in turn in the
     bundle's order), on a CPU as a build schedules it. A profile bundle in all but its records'
     ``rule``, timed by the same script; built unless a finished one is there."""
-    if not os.path.exists(os.path.join(folder, "bundle.json")):
+
+    def build(tmp: str) -> None:
         from tvm_partition import frontend
         from tvm_partition.build.tuning import GPU_RULES, open_schedules
         from tvm_partition.devices import database_dir
@@ -567,8 +578,7 @@ def variants_bundle(folder: str, cfg: Config, devices: list, args) -> dict:
                     sid = f"v{len(spec['records'])}"
                     spec["records"][sid] = dict(profiler.op_record(s, op, stamp), model=name, rule=rule)
                     funcs.setdefault((s.device, rule), {})[sid] = func
-        shutil.rmtree(folder + ".tmp", ignore_errors=True)
-        os.makedirs(folder + ".tmp")
+        os.makedirs(tmp)
         for (kind, rule), fs in funcs.items():
             say(f"variants: building {len(fs)} {kind} kernels ({rule})")
             lib = build_library(fs, kinds[kind], schedules, (rule,) if kind == "gpu" else None)
@@ -577,13 +587,11 @@ def variants_bundle(folder: str, cfg: Config, devices: list, args) -> dict:
                     del spec["records"][sid]
                 continue
             file = f"{kind}-{rule}.so"
-            lib.module.export_library(os.path.join(folder + ".tmp", file))
+            lib.module.export_library(os.path.join(tmp, file))
             spec["libraries"].append({"file": file, "device": kind, "kernels": lib.kernels, "samples": lib.samples})
-        profiler.write_spec(folder + ".tmp", spec)
-        shutil.rmtree(folder, ignore_errors=True)
-        os.replace(folder + ".tmp", folder)
-    with open(os.path.join(folder, "bundle.json"), encoding="utf-8") as f:
-        return json.load(f)
+        profiler.write_spec(tmp, spec)
+
+    return finished_bundle(folder, build)
 
 
 def _compiles(module, arch: str, what: str) -> bool:
