@@ -111,6 +111,26 @@ def test_gpu_part_is_emitted_first():
     assert [m.var.ty.vdevice.target.kind.name for m in matmuls[:2]] == ["cuda", "llvm"]
 
 
+@pytest.mark.parametrize("ratios, views, slices", [((1 / 3, 2 / 3), 2, 0), ((0.5, 0.5), 1, 1)])
+def test_rows_of_a_tensor_are_taken_as_views_where_aligned(ratios, views, slices):
+    """The second dense reads a [6, 8] float32 (32 B a row), computed whole: the rows of a part
+    are one block of memory, a view where it starts at a multiple of 64 B (rows 0 and 2), a
+    strided_slice elsewhere (row 3). The model's input is sliced (split the first dense: one
+    slice a part, no view). All run and match the model."""
+    model = mlp_model(batch=6, d_hidden=8)
+    devices = parse_devices("cpu,cpu")
+    graph = OpGraph(model.mod)
+    first, second = [i for i, op in graph.ops.items() if op.kind == "matmul"]
+    split = {first: Split(0, (0.5, 0.5), ("cpu1", "cpu"))}
+    assert op_names(ApplyPlan(Plan(devices, split))(model.mod)["main"]).count("relax.strided_slice") == 2
+    plan = Plan(devices, {second: Split(0, ratios, ("cpu1", "cpu"))})
+    names = op_names(ApplyPlan(plan)(model.mod)["main"])
+    assert (names.count("relax.memory.view"), names.count("relax.strided_slice")) == (views, slices)
+    assert names.count("relax.memory.ensure_zero_offset") == views
+    ref = run_relax(model.mod, list(model.inputs.values()), model.params)
+    np.testing.assert_allclose(run_plan(model, plan), ref, rtol=1e-5, atol=1e-6)
+
+
 def test_same_split_consumers_stay_split():
     """dense -> reshape -> dense -> softmax, all batch-split the same way: one concat, at the end."""
     model = mlp_model(batch=8)

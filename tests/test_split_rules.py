@@ -198,3 +198,15 @@ def test_conv_h_split_slices_input_with_halo():
     convs = [b.value for b in out["main"].body.blocks[0].bindings
              if isinstance(b.value, relax.Call) and b.value.op.name == "relax.nn.conv2d"]
     assert sorted(tuple(int(p) for p in c.attrs.padding) for c in convs) == [(0, 1, 1, 1), (1, 1, 0, 1)]
+
+
+def test_a_region_is_a_view_where_it_is_one_aligned_block():
+    from tvm_partition.ir.split_rules import Region, view_offset
+
+    assert view_offset((16, 64), "float32", Region(0, 4, 16)) == 4 * 64 * 4  # rows: one block
+    assert view_offset((1, 6, 32), "float32", Region(1, 2, 6)) == 2 * 32 * 4  # axes before of extent 1
+    assert view_offset((2, 6, 32), "float32", Region(1, 2, 6)) is None  # one block per batch row
+    assert view_offset((16, 64), "float32", Region(1, 0, 32)) is None  # columns
+    assert view_offset((16, 8), "float32", Region(0, 3, 16)) is None  # 96 B: ensure_zero_offset would copy
+    assert view_offset((16, 8), "float16", Region(0, 4, 16)) == 64
+    assert view_offset((16, 8), "float32", Region(0, 0, 5)) == 0

@@ -26,6 +26,10 @@ from ..errors import TvmPartitionError
 from ..runtime.artifact import KERNELS_MAIN
 
 _CALL = re.compile(r"^\s*call\s+(\S+)\s+in:\s*(.*?)\s+dst:\s*(\S+)\s*$")
+#: The builtins that make a view: a reshape, and ``R.memory.view`` (a slice that is one block of
+#: memory, :func:`tvm_partition.ir.split_rules.view_offset`; its ``vm.builtin.ensure_zero_offset``
+#: that follows moves the data pointer and is not a step of its own).
+_VIEWS = ("vm.builtin.reshape", "runtime.TVMTensorCreateView")
 #: DLPack device types ``vm.builtin.to_device`` takes: kDLCPU, kDLCUDA.
 _DL_KIND = {1: "cpu", 2: "gpu"}
 
@@ -86,7 +90,7 @@ def program_steps(executable, kernel_devices: dict[str, str], devices) -> list[S
             dst_dev = by_dl[(_DL_KIND[int(args[1][1:])], int(args[2][1:]))]
             steps.append(Step("copy", f"{device_of(args[0])}->{dst_dev}", args[0]))
             where[dst] = dst_dev
-        elif callee == "vm.builtin.reshape":  # a kernel TVM found to be a mere reshape (a view)
+        elif callee in _VIEWS:  # a kernel TVM found to be a mere reshape, or a slice the pass made a view
             steps.append(Step("view", device_of(args[0]), callee))
             where[dst] = device_of(args[0])
         elif callee == "vm.builtin.alloc_storage":
@@ -119,10 +123,10 @@ _MOVEMENT = re.compile(r"^(strided_slice|concatenate)\d*_(llvm|cuda)(_join)?$")
 
 def _runs(simulated: Step, program: Step) -> bool:
     """Can the program's kernel (or view) be the simulated one? A slice or concat the pass emits
-    is a lone ``strided_slice``/``concatenate`` kernel; an op's kernel is any other (or a lone
-    one, for an op that is a slice or concat of the model; or a view TVM made of it)."""
+    is a lone ``strided_slice``/``concatenate`` kernel, or the slice a view; an op's kernel is any
+    other (or a lone one, for an op that is a slice or concat of the model; or a view TVM made of it)."""
     if program.kind == "view":
-        return not _fusable(simulated)
+        return not _fusable(simulated) or (simulated.task == "slice" and program.label == _VIEWS[1])
     movement = _MOVEMENT.match(program.label)
     if _fusable(simulated):
         return bool(movement) and movement.group(1).startswith("strided" if simulated.task == "slice" else "concat")

@@ -52,6 +52,27 @@ class Region:
         return self.hi - self.lo
 
 
+#: TVM's ``kAllocAlignment`` (bytes): ``vm.builtin.ensure_zero_offset`` turns a view at a multiple
+#: of it into a tensor by moving the data pointer (CPU and CUDA), at any other offset it copies;
+#: and every allocation, so every kernel argument, starts at a multiple of it.
+VIEW_ALIGNMENT = 64
+
+
+def view_offset(shape, dtype: str, region: Region) -> int | None:
+    """The byte offset of ``region`` of a tensor of ``shape`` and ``dtype`` where the region is one
+    block of memory (every axis before the cut has extent 1) starting at a multiple of
+    :data:`VIEW_ALIGNMENT`: a view of the tensor (``R.memory.view``), which launches no kernel.
+    None where it must be sliced. Why: FuseOps fuses no slice into a matmul or a convolution
+    reading it, so each slice was a kernel copying its rows: BERT-tiny's output matmul split at
+    its sequence axis ran 4 slice kernels, 194 us of 1.58 ms (``run --kernels``,
+    amd-epyc-znver4-2c, 2026-11-27; BENCHMARKS.md, "Rows of a tensor as views")."""
+    bits = tvm.runtime.DataType(dtype).bits
+    if bits % 8 or math.prod(shape[: region.axis]) != 1:
+        return None
+    offset = region.lo * math.prod(shape[region.axis + 1:]) * (bits // 8)
+    return offset if offset % VIEW_ALIGNMENT == 0 else None
+
+
 Rebuild = Callable[[list], relax.Expr]
 
 

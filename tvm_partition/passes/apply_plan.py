@@ -13,9 +13,13 @@ where a consumer needs the whole tensor. The rewrite follows these rules (founda
   runs while the VM executes the CPU part (EOP Sec. 3.1, Eq. 2: T = max(cpu, gpu) + copies);
   the inputs of all parts are copied before the first part is launched, so a copy back from the
   GPU (which waits for the GPU's stream) never waits for this op's own GPU part, and only then
-  sliced on the parts' devices (TVM's ``FuseOps`` fuses such a slice into the part and launches
-  the part where the slice stood), and the concats joining parts stay kernels of their own
-  (:mod:`tvm_partition.passes.joins`): ``tests/test_vm_order.py`` reads the compiled program;
+  sliced on the parts' devices (TVM's ``FuseOps`` fuses such a slice into an elementwise part
+  and launches the part where the slice stood), and the concats joining parts stay kernels of
+  their own (:mod:`tvm_partition.passes.joins`): ``tests/test_vm_order.py`` reads the compiled
+  program;
+* a region that is one aligned block of memory (rows of a row-major tensor) is taken as a view,
+  not sliced (:func:`tvm_partition.ir.split_rules.view_offset`): FuseOps fuses no slice into a
+  matmul or convolution, so each was a kernel copying the rows;
 * consecutive ops split the same way stay split: a consumer whose part needs exactly (or a slice
   of) a producer part on the same device reads it directly, with no concat + split round trip.
 """
@@ -29,7 +33,8 @@ from ..ir.emission import units, whole_device
 from ..ir.graph import OpGraph
 from ..plan import OnDevice, Plan, Split
 from ..ir.relax_utils import Constant, copy_module, substitute
-from ..ir.split_rules import IllegalSplit, Region, is_tensor, shape_of, substitute_operands, tensor_operands
+from ..ir.split_rules import (IllegalSplit, Region, is_tensor, shape_of, substitute_operands, tensor_operands,
+                              view_offset)
 
 
 @tvm.transform.module_pass(opt_level=0, name="ApplyPlan")
@@ -74,6 +79,8 @@ class _Emitter:
         self.whole: dict = {}  # original expr -> {device: new expr}
         self.parts: dict = {}  # original var -> [(Region, device, new expr)]
         self.cache: dict = {}  # (original expr, Region | None, device) -> new expr
+        self.static_vars = set(graph.weight_params) | {graph.bindings[i].var for i in graph.static}
+        self.params: set = set()  # main's new parameters (run)
 
     # ------------------------------------------------------------------ placement state
     def emit(self, expr):
@@ -86,8 +93,25 @@ class _Emitter:
             return self.emit(relax.Tuple(fields))
         return self.emit(relax.op.to_vdevice(expr, self.vdev[dev]))
 
-    def slice(self, expr, region: Region, offset: int = 0):
-        return self.emit(relax.op.strided_slice(expr, [region.axis], [region.lo - offset], [region.hi - offset]))
+    def slice(self, expr, region: Region, offset: int = 0, view: bool = True):
+        """``region`` of ``expr`` (whose first element is ``offset`` along the axis): a view where
+        the region is one aligned block of memory (:func:`~tvm_partition.ir.split_rules.view_offset`)
+        and ``view``, else a ``strided_slice``. Weights are sliced (``view=False``): their slices
+        run once, at load time, and a view would keep the whole weight alive beside its parts. So
+        are ``main``'s arguments: an RPC server passes them as ``DLTensor*``, which
+        ``runtime.TVMTensorCreateView`` refuses (``tests/test_deploy.py``'s RPC run)."""
+        local = Region(region.axis, region.lo - offset, region.hi - offset)
+        view = view and expr not in self.params  # over RPC, main's arguments are no Tensors to view
+        at = view_offset(shape_of(expr), expr.ty.dtype, local) if view else None
+        if at is None:
+            return self.emit(relax.op.strided_slice(expr, [local.axis], [local.lo], [local.hi]))
+        shape = list(shape_of(expr))
+        shape[local.axis] = local.size
+        return self.emit(relax.op.memory.ensure_zero_offset(self.emit(relax.op.memory.view(expr, shape, None, at))))
+
+    def is_static(self, orig) -> bool:
+        """A weight, or a value computed from weights only (moved to load time)."""
+        return orig in self.static_vars
 
     def concat(self, pieces: list, axis: int):
         return self.emit(relax.op.concat(pieces, axis=axis))  # kept a kernel of its own: joins.py
@@ -107,7 +131,7 @@ class _Emitter:
 
     def _get(self, orig, dev, region):
         if isinstance(orig, Constant):
-            val = orig if region is None else self.slice(orig, region)
+            val = orig if region is None else self.slice(orig, region, view=False)
             return val if dev == self.host else self.move(val, dev)
         whole = self.whole.get(orig, {})
         parts = self.parts.get(orig, [])
@@ -126,14 +150,15 @@ class _Emitter:
             raise IllegalSplit(f"value {getattr(orig, 'name', orig)} was used before it was computed")
         for r, pdev, e in parts:
             if r.axis == region.axis and r.lo <= region.lo and region.hi <= r.hi:
-                piece = e if r == region else self.slice(e, region, offset=r.lo)
+                piece = e if r == region else self.slice(e, region, offset=r.lo, view=not self.is_static(orig))
                 return piece if pdev == dev else self.move(piece, dev)
+        view = not self.is_static(orig)
         if dev in whole:
-            return self.slice(whole[dev], region)
+            return self.slice(whole[dev], region, view=view)
         if whole:  # slice where the tensor is, then copy only the slice
             src = self.device_of_whole(orig, self.host)
-            return self.move(self.slice(whole[src], region), dev)
-        return self.slice(self.get(orig, dev, None), region)
+            return self.move(self.slice(whole[src], region, view=view), dev)
+        return self.slice(self.get(orig, dev, None), region, view=view)
 
     def prefetch(self, orig, dev: str, region: Region | None) -> None:
         """The copies and joins ``get(orig, dev, region)`` needs, without the slice it then takes
@@ -274,6 +299,7 @@ class _Emitter:
             if isinstance(ty, relax.TensorType):
                 ty = relax.TensorType(ty.shape, ty.dtype, vdevice=host_vdev)
             params.append(relax.Var(p.name, ty))
+        self.params = set(params)
         for old, new in zip(g.func.params, params):
             self.whole[old] = {self.host: new}
         attrs = dict(g.func.attrs) if g.func.attrs else {}

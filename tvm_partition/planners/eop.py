@@ -148,7 +148,7 @@ class EOP:
             for x, nbytes in self._inputs(op_id):
                 r = needs.get(x)
                 b = nbytes if r is None else nbytes * r.size / max(1, self.sim.extent(x, r.axis))
-                cost = self._kernel("slice", b, self.host) if r is not None else 0.0
+                cost = (self.sim.slice_us(self.sim.source(x), r, self.host) or 0.0) if r is not None else 0.0
                 if dev == self.acc:
                     pre_gpu += cost + self._copy(b, self.host, self.acc)
                 else:

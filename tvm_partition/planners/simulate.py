@@ -18,7 +18,8 @@ The execution model is TVM's Relax VM, which runs ``main`` on one host thread:
   CPU part;
 * a copy between devices (``to_vdevice``) blocks the VM and waits for the streams of the GPUs
   it touches (``cudaMemcpy`` orders after earlier work on the stream);
-* slices and concats are kernels on the device holding the data;
+* slices and concats are kernels on the device holding the data, but a slice that is one aligned
+  block of memory is a view (:func:`tvm_partition.ir.split_rules.view_offset`) and costs nothing;
 * launching any kernel costs the VM thread the cost model's ``launch_time`` (dispatch, output
   allocation, the call; the profiler measures it on a chain of one-element kernels: 0.18 us
   on the build machine's CPU). Views launch nothing.
@@ -43,7 +44,7 @@ from tvm import relax
 from ..ir.emission import units, whole_device
 from ..ir.graph import OpGraph, tensor_bytes
 from ..plan import OnDevice, Plan, Split
-from ..ir.split_rules import IllegalSplit, Region, is_tensor, shape_of
+from ..ir.split_rules import IllegalSplit, Region, is_tensor, shape_of, view_offset
 
 
 @dataclasses.dataclass(frozen=True)
@@ -171,6 +172,20 @@ class Simulator:
             else:
                 self._comm[key] = getattr(self.cm, f"{kind}_time")(nbytes, src)
         return self._comm[key]
+
+    def slice_us(self, x, region: Region, dev: str, within: Region | None = None) -> float | None:
+        """The time of the slice kernel taking ``region`` of ``x`` (or of its part ``within``) on
+        ``dev``; None where the pass takes a view instead (:func:`tvm_partition.ir.split_rules.view_offset`),
+        which costs nothing here; the model's inputs are sliced (an RPC server passes them as
+        ``DLTensor*``, of which TVM makes no view)."""
+        shape = list(shape_of(x))
+        lo = region.lo
+        if within is not None:
+            shape[within.axis], lo = within.size, region.lo - within.lo
+        if x not in self.data and view_offset(shape, x.ty.dtype, Region(region.axis, lo, lo + region.size)) is not None:
+            return None
+        rbytes = self.nbytes(x) * region.size / max(1, self.extent(x, region.axis))
+        return self.comm_time("slice", rbytes, dev)
 
     def needs(self, op_id: str, region: Region) -> dict:
         """Input expr -> Region (None: whole) that the part ``region`` of the op reads."""
@@ -337,20 +352,26 @@ class Run:
         for r, pdev in parts:
             if r.axis == region.axis and r.lo <= region.lo and region.hi <= r.hi:
                 if r != region:
-                    self.clock.kernel(pdev, self.s.comm_time("slice", rbytes, pdev), "slice", name)
+                    self._slice(pdev, x, region, r)
                 if pdev != dev:
                     self.clock.copy(self.s.comm_time("copy", rbytes, pdev, dev), pdev, dev, name)
                 return
         if dev in whole:
-            self.clock.kernel(dev, self.s.comm_time("slice", rbytes, dev), "slice", name)
+            self._slice(dev, x, region)
             return
         if whole:
             src = self.host if self.host in whole else whole[0]
-            self.clock.kernel(src, self.s.comm_time("slice", rbytes, src), "slice", name)
+            self._slice(src, x, region)
             self.clock.copy(self.s.comm_time("copy", rbytes, src, dev), src, dev, name)
             return
         self.get(x, dev, None)
-        self.clock.kernel(dev, self.s.comm_time("slice", rbytes, dev), "slice", name)
+        self._slice(dev, x, region)
+
+    def _slice(self, dev: str, x, region: Region, within: Region | None = None) -> None:
+        """``region`` of ``x`` (of its part ``within``) taken on ``dev``: a kernel, or a view that
+        launches nothing (:meth:`Simulator.slice_us`)."""
+        us = self.s.slice_us(x, region, dev, within)
+        self.clock.kernel(dev, us or 0.0, "slice", getattr(x, "name_hint", "value"), launch=us is not None)
 
     def prefetch(self, x, dev: str, region: Region | None) -> None:
         """The copies and concats :meth:`get` needs, without its last slice on ``dev``
