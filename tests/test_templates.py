@@ -66,6 +66,20 @@ def test_narrow_outputs_take_several_vectors_of_output_channels_a_tile():
     assert blocks > 1 and templates.inner_tiles(kmod, TARGET) == {1: blocks * lanes}
 
 
+@pytest.mark.parametrize("c_in,c_out,size,k,stride,rows_first", [
+    (3, 16, 32, 7, 2, True),  # a stem: the padded input (3 x 38 x 38) outweighs the weights (16 x 3 x 7 x 7)
+    (8, 16, 32, 1, 1, True),  # a 1x1 at a large size
+    (16, 128, 4, 3, 1, False),  # a narrow deep layer: the weights outweigh the input
+])
+def test_the_parallel_loop_splits_the_larger_operand_between_the_threads(c_in, c_out, size, k, stride, rows_first):
+    kmod = conv(c_in, c_out, size, k, stride)
+    assert templates._plan(kmod, TARGET).rows_outer is rows_first
+    func = templates.schedule(kmod, TARGET)
+    loops = [m.group(1) for m in re.finditer(r"for (\w+) in T\.parallel", func.script())]
+    assert any(("yy_ff_0" if rows_first else "ff_0_yy") in name for name in loops), loops
+    np.testing.assert_allclose(run(func), run(kmod["main"]), rtol=1e-4, atol=1e-4)
+
+
 def test_timing_alone_runs_the_kernel_on_packed_weights():
     kmod = conv(8, 32, 8)
     packed = templates.without_packing(tvm.IRModule({"main": templates.schedule(kmod, TARGET)}))["main"]

@@ -591,8 +591,10 @@ class Schedules:
 #: (:data:`tvm_partition.build.templates.INLINED_LABEL`), 16 gives convolutions whose output
 #: channels are a multiple of half the vector width the direct-convolution template, 17 keeps a
 #: replayed kernel's vector loops within its output rows (:func:`tvm_partition.build.transfer._vector_within_rows`),
-#: 18 schedules max and average pooling by :mod:`tvm_partition.build.templates` (channels in parallel).
-TRANSFER_RULES = 18
+#: 18 schedules max and average pooling by :mod:`tvm_partition.build.templates` (channels in parallel),
+#: 19 runs a direct convolution whose input outweighs its weights rows first in its parallel loop
+#: (:func:`tvm_partition.build.templates._rows_outer`).
+TRANSFER_RULES = 19
 
 
 def open_schedules(path: str | None, transfer: bool = True) -> Schedules:
