@@ -29,7 +29,8 @@ _CALL = re.compile(r"^\s*call\s+(\S+)\s+in:\s*(.*?)\s+dst:\s*(\S+)\s*$")
 #: The builtins that make a view: a reshape, and ``R.memory.view`` (a slice that is one block of
 #: memory, :func:`tvm_partition.ir.split_rules.view_offset`; its ``vm.builtin.ensure_zero_offset``
 #: that follows moves the data pointer and is not a step of its own).
-_VIEWS = ("vm.builtin.reshape", "runtime.TVMTensorCreateView")
+_CREATE_VIEW = "runtime.TVMTensorCreateView"
+_VIEWS = ("vm.builtin.reshape", _CREATE_VIEW)
 #: DLPack device types ``vm.builtin.to_device`` takes: kDLCPU, kDLCUDA.
 _DL_KIND = {1: "cpu", 2: "gpu"}
 
@@ -126,7 +127,7 @@ def _runs(simulated: Step, program: Step) -> bool:
     is a lone ``strided_slice``/``concatenate`` kernel, or the slice a view; an op's kernel is any
     other (or a lone one, for an op that is a slice or concat of the model; or a view TVM made of it)."""
     if program.kind == "view":
-        return not _fusable(simulated) or (simulated.task == "slice" and program.label == _VIEWS[1])
+        return not _fusable(simulated) or (simulated.task == "slice" and program.label == _CREATE_VIEW)
     movement = _MOVEMENT.match(program.label)
     if _fusable(simulated):
         return bool(movement) and movement.group(1).startswith("strided" if simulated.task == "slice" else "concat")

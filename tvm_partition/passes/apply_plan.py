@@ -79,6 +79,7 @@ class _Emitter:
         self.whole: dict = {}  # original expr -> {device: new expr}
         self.parts: dict = {}  # original var -> [(Region, device, new expr)]
         self.cache: dict = {}  # (original expr, Region | None, device) -> new expr
+        # weights and the values computed from weights only (moved to load time)
         self.static_vars = set(graph.weight_params) | {graph.bindings[i].var for i in graph.static}
         self.params: set = set()  # main's new parameters (run)
 
@@ -108,10 +109,6 @@ class _Emitter:
         shape = list(shape_of(expr))
         shape[local.axis] = local.size
         return self.emit(relax.op.memory.ensure_zero_offset(self.emit(relax.op.memory.view(expr, shape, None, at))))
-
-    def is_static(self, orig) -> bool:
-        """A weight, or a value computed from weights only (moved to load time)."""
-        return orig in self.static_vars
 
     def concat(self, pieces: list, axis: int):
         return self.emit(relax.op.concat(pieces, axis=axis))  # kept a kernel of its own: joins.py
@@ -148,11 +145,11 @@ class _Emitter:
                 self.whole.setdefault(orig, {})[dev] = full
                 return full
             raise IllegalSplit(f"value {getattr(orig, 'name', orig)} was used before it was computed")
+        view = orig not in self.static_vars  # a weight's slices run at load time: sliced
         for r, pdev, e in parts:
             if r.axis == region.axis and r.lo <= region.lo and region.hi <= r.hi:
-                piece = e if r == region else self.slice(e, region, offset=r.lo, view=not self.is_static(orig))
+                piece = e if r == region else self.slice(e, region, offset=r.lo, view=view)
                 return piece if pdev == dev else self.move(piece, dev)
-        view = not self.is_static(orig)
         if dev in whole:
             return self.slice(whole[dev], region, view=view)
         if whole:  # slice where the tensor is, then copy only the slice

@@ -178,7 +178,8 @@ class Simulator:
         ``dev``; None where the pass takes a view instead (:func:`tvm_partition.ir.split_rules.view_offset`),
         which costs nothing here; the model's inputs are sliced (an RPC server passes them as
         ``DLTensor*``, of which TVM makes no view)."""
-        shape = list(shape_of(x))
+        self.nbytes(x)  # caches the shape
+        shape = list(self._bytes[x][1])
         lo = region.lo
         if within is not None:
             shape[within.axis], lo = within.size, region.lo - within.lo
