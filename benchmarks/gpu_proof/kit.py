@@ -120,12 +120,16 @@ GPU = Config(
         # 8 runs: one fresh process a row (a GPU process compiles its CUDA kernels at load), so that
         # the quick and split-op rows fit step 1 (three processes a row fit 25 minutes, not 15)
         "quick": [["--quick", "--split-ops", "2", "--repeat", "8"]],
+        # the README's first command (compile lstm: the zoo's default settings, auto) against both
+        # devices: its plan on the shipped H100 profile splits 896 ops, never run on a GPU yet
+        "default": [["--models", "lstm", "--strategies", "cpu,gpu,auto", "--repeat", "8"]],
         "crossover": [["--models", "lstm", "--seq-len", "10", "--sweep", "batch=1,4,16,64,256",
                        "--strategies", "cpu,gpu,eop", "--repeat", "8"],
                       ["--models", "lstm,bert-tiny", "--sweep", "seq_len=16,32,64,128",
                        "--strategies", "cpu,gpu,eop", "--repeat", "8"]],
     },
-    views={"quick": ("quick", "models"), "split-ops": ("quick", "ops"), "crossover": ("crossover", "all")},
+    views={"quick": ("quick", "models"), "split-ops": ("quick", "ops"), "crossover": ("crossover", "all"),
+           "default": ("default", "all")},
     profile=(("lstm", {"seq_len": 10}), ("gru", {"seq_len": 10}), ("bert-tiny", {}), ("resnet18", {"image_size": 64})),
     profile_level=1,
     # The device tool lends 15 minutes of device time at present, the machine's start and each
@@ -134,10 +138,14 @@ GPU = Config(
     # (30 s). The GPU's profile comes first: the first run (2026-11-26, 16:24) proved the checks
     # and the quick rows but left the profile's GPU samples and copies, and without them every
     # cpu,gpu plan here prices the GPU by roofline (auto put the LSTM on the CPU, 1.43x the GPU).
-    # Then the proof again with this code (checks, quick rows), then split ops and the crossover.
+    # The third run (2026-11-27) has that profile: the proof again with this code first (checks:
+    # rows of a tensor are now views, never run on a GPU), dlight's rules on every convolution
+    # (variants, never reached), the README's first command, the quick rows and split ops; then the
+    # profile again (copies of every size, which the second run's order left out). The crossover
+    # (measured twice, to batch 16) is left out: with it the kit and the tree were 66 MiB of 64.
     # Parts by what matters most first; a part's deadline is its share of what its step has left
-    steps=((560, (("profile", 170), ("checks", 170), ("quick", 220))),
-           (180, (("split-ops", 90), ("variants", 40), ("crossover", 50)))),
+    steps=((560, (("checks", 150), ("variants", 40), ("default", 70), ("quick", 200), ("split-ops", 100))),
+           (200, (("profile", 200),))),
     python="3.12",
     # dlight's Matmul rule gave ResNet-18's convolutions 16.5-184 us for the same 18.9 MFLOP on the
     # H100 (2026-11-26): every op of these kinds timed under each rule that schedules it
@@ -250,7 +258,24 @@ def _array_digest(a) -> str:
     return hashlib.sha256(f"{a.dtype.str}{a.shape}".encode() + a.tobytes()).hexdigest()
 
 
-def compact_weights(stage: str) -> set[str]:
+def carried(cfg: Config, parts: dict) -> tuple[str, ...]:
+    """The stage's paths a kit of ``parts`` reads: the runtime, the GPU machine's half, the weights,
+    each part's folder and the export its rows' artifacts lie in. A part the kit does not run stays
+    out of its tar even where an earlier pack compiled it into the stage (2026-11-27: the left-out
+    crossover's 24 MB of artifacts put the kit 2.5 MiB over the device tool's limit)."""
+    paths = {"site", "there.py", there.WEIGHTS_JSON, there.WEIGHTS_NPZ}
+    for name, part in parts.items():
+        paths |= {part["dir"]} if "dir" in part else set()
+        paths |= {"export/checks"} if part["kind"] == "checks" else set()
+        paths |= {f"export/{cfg.views[name][0]}"} if name in cfg.views else set()
+    return tuple(sorted(paths))
+
+
+def _under(rel: str, keep: tuple[str, ...]) -> bool:
+    return any(rel == k or rel.startswith(k + "/") for k in keep)
+
+
+def compact_weights(stage: str, exports: list[str]) -> set[str]:
     """Leave out every ``params.npz`` that can be drawn again there: ``weights.json`` says, per file
     (by sha256), which array of which seeded recipe (the manifests' ``weights``) each weight is,
     and ``weights.npz`` stores the few that are none (lifted constants). Only files that rebuild to
@@ -262,7 +287,8 @@ def compact_weights(stage: str) -> set[str]:
     from tvm_partition.runtime.artifact import read_manifest, sha256, write_params
 
     files, recipes = {}, {}
-    for dirpath, _, names in sorted(os.walk(os.path.join(stage, "export"))):
+    walks = [os.walk(os.path.join(stage, e)) for e in exports]
+    for dirpath, _, names in sorted(w for walk in walks for w in walk):
         if "manifest.json" in names:
             manifest = read_manifest(dirpath)
             files.setdefault(manifest["sha256"]["params.npz"], []).append(
@@ -337,8 +363,8 @@ def tree_bytes(folder: str) -> tuple[int, str]:
     return total, f"the tree of {top} (tracked and untracked files git does not ignore)"
 
 
-def write_tar(stage: str, path: str, leave_out: set[str], kit: dict) -> None:
-    """The stage as a gzip tar, less ``leave_out`` (paths in the stage), with ``kit`` as its
+def write_tar(stage: str, path: str, leave_out: set[str], kit: dict, keep: tuple[str, ...]) -> None:
+    """The stage's ``keep`` paths as a gzip tar, less ``leave_out`` (paths in the stage), with ``kit`` as its
     ``kit.json``. A file the same as one before it is a hard link to it: strategies that plan the
     same program build the same ``model.so`` (the GPU kit: 42 of them, 48 MiB before compression)."""
     from tvm_partition.runtime.artifact import sha256
@@ -349,7 +375,8 @@ def write_tar(stage: str, path: str, leave_out: set[str], kit: dict) -> None:
             dirs[:] = sorted(d for d in dirs if d != "__pycache__")
             for name in sorted(names):
                 full, rel = os.path.join(dirpath, name), os.path.relpath(os.path.join(dirpath, name), stage)
-                if rel in leave_out | {there.KIT_JSON} or name.endswith(".tmp") or rel.startswith("."):
+                if (rel in leave_out | {there.KIT_JSON} or name.endswith(".tmp") or rel.startswith(".")
+                        or not _under(rel, keep)):
                     continue
                 info = tar.gettarinfo(full, arcname=rel)
                 if info.isreg() and info.size >= 1 << 16:
@@ -433,7 +460,8 @@ def pack(args) -> int:
     parts = build_parts(stage, cfg, devices, args, wanted)
     runtime(stage, python, args.find_links)
     shutil.copy(os.path.join(HERE, "there.py"), os.path.join(stage, "there.py"))
-    leave_out = compact_weights(stage)
+    keep = carried(cfg, parts)
+    leave_out = compact_weights(stage, [k for k in keep if k.startswith("export/")])
     kit = {"format": 1, "config": args.config, "devices": cfg.devices, "target_cpu": args.target_cpu,
            "gpu_arch": args.gpu_arch, "threads": args.threads, "python": "%d.%d" % python,
            "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
@@ -442,7 +470,7 @@ def pack(args) -> int:
            "probe": next((c["id"] for c in parts.get("checks", {}).get("checks", []) if c["strategy"] == "gpu"), None)
            if "gpu" in cfg.devices else None,
            "plan": plan(cfg, parts)}
-    size_line = write_carry(stage, carry, leave_out, kit, args.limit_mib)
+    size_line = write_carry(stage, carry, leave_out, kit, args.limit_mib, keep)
     there.write_json(os.path.join(stage, there.KIT_JSON), kit)  # what import reads: the kit that was carried
     print(f"packed in {time.monotonic() - t0:.0f} s: {size_line}")
     print(there.plan_text(kit))
@@ -640,14 +668,15 @@ def plan(cfg: Config, parts: dict) -> dict:
     return {"steps": steps, "call_timeout_s": min(600, longest + 60), "assumptions": ASSUMPTIONS}
 
 
-def write_carry(stage: str, carry: str, leave_out: set[str], kit: dict, limit_mib: float) -> str:
+def write_carry(stage: str, carry: str, leave_out: set[str], kit: dict, limit_mib: float,
+                keep: tuple[str, ...]) -> str:
     """``carry/kit.tar.gz`` and ``carry/run.py``, or nothing and a :class:`KitError` when they and
     the tree the device tool sends with them are over ``limit_mib``."""
     tmp = carry + ".tmp"
     shutil.rmtree(tmp, ignore_errors=True)
     os.makedirs(tmp)
     try:
-        write_tar(stage, os.path.join(tmp, "kit.tar.gz"), leave_out, kit)
+        write_tar(stage, os.path.join(tmp, "kit.tar.gz"), leave_out, kit, keep)
         major, minor = map(int, kit["python"].split("."))
         with open(os.path.join(tmp, "run.py"), "w", encoding="utf-8") as f:
             f.write(LAUNCHER.format(created=kit["created"], commit=kit["commit"], python=kit["python"],
