@@ -692,3 +692,42 @@ def test_a_sample_is_the_median_of_its_repeats_so_one_preempted_repeat_does_not_
 
     us, _, n = timing.time_kernel(Lib(), "k", [[[4], "float32"]], tvm.cpu())
     assert n == 6 and us == pytest.approx(4.0)
+
+
+def test_a_gpu_launch_costs_the_vm_thread_its_launch_chain_or_its_quickest_sample(tmp_path):
+    """A GPU launch is asynchronous but the VM thread spends its call: the profile's launch chain
+    on the GPU says how long; a profile without one (the H100 machine's, 2026-11-26) prices it at
+    its quickest GPU sample, a kernel that does next to nothing timed back to back. Priced at
+    nothing, ~900 launches overlapped the CPU's half of a batch: `fixed` planned at 3.24 ms ran 9.14,
+    the GPU alone 5.01 (the README's first command, H100 machine)."""
+    devices = parse_devices("cpu,gpu")
+    fallback = AnalyticCostModel({d.name: DeviceRoofline(100.0, 20.0, 2.0) for d in devices})
+    log = ProfileLog(str(tmp_path))
+    for size, us in [(16, 9.0), (32, 4.1), (64, 5.0)]:
+        log.append(_op_rec(size, us, device="gpu"))
+    log.append(_op_rec(64, 1.5))  # a CPU sample: not the GPU's floor
+    log.append({"type": "comm", "comm": "slice", "src": "gpu", "dst": "gpu", "bytes": 4, "mean_us": 3.2,
+                "std_us": 0.0, "repeats": 1})
+    log.append({"type": "comm", "comm": "copy", "src": "cpu", "dst": "gpu", "bytes": 4, "mean_us": 2.0,
+                "std_us": 0.0, "repeats": 1})  # a copy blocks the thread anyway: not a launch
+    cm = ProfiledCostModel(str(tmp_path), devices, fallback)
+    assert cm.launch_time("gpu") == 3.2 and cm.launch_time("cpu") == fallback.launch_time("cpu")
+    log.append({"type": "comm", "comm": "launch", "src": "gpu", "dst": "gpu", "bytes": 0, "kernels": 256,
+                "mean_us": 4.4, "std_us": 0.0, "repeats": 1, "vm": "compiled"})
+    assert ProfiledCostModel(str(tmp_path), devices, fallback).launch_time("gpu") == 4.4
+
+
+def test_the_profile_times_a_launch_chain_on_every_kind_of_device_and_the_gpus_builds():
+    """A launch chain per device kind; the GPU's is given dlight's schedules, so it builds for CUDA
+    (an unscheduled one does not)."""
+    from tvm import relax
+
+    from tvm_partition.profiling import profiler
+    from tvm_partition.profiling.samples import launch_module
+
+    devices = parse_devices("cpu,gpu")
+    graph = OpGraph(mlp_model().mod)
+    chains = [p for p in profiler.pending_samples([graph], devices) if p.record.get("comm") == "launch"]
+    assert sorted(p.record["src"] for p in chains) == ["cpu", "gpu"] and all(p.level == 0 for p in chains)
+    gpu = next(d for d in devices if d.kind == "gpu")
+    relax.build(launch_module(4, gpu), target=gpu.tvm_target(), exec_mode="compiled")

@@ -30,7 +30,7 @@ from .samples import (
     Sample,
     build_library,
     comm_function,
-    launch_function,
+    launch_module,
     sample_function,
     samples_of,
 )
@@ -110,12 +110,14 @@ def pending_samples(graphs: list, devices: list, log: ProfileLog | None = None, 
             seen.add(key)
             out.append(Pending(rec, kinds[s.device],
                                (lambda g=graph, o=op, s=s: sample_function(g, o, s.dim, s.size)), _level(pos[series])))
-    if "cpu" in kinds:  # VM launch overhead (on a CPU the VM thread runs the kernels)
-        rec = {"type": "comm", "comm": "launch", "src": "cpu", "dst": "cpu", "bytes": 0, "kernels": LAUNCH_CHAIN,
+    # VM launch overhead: on a CPU the VM thread runs the kernels; a GPU's launches are asynchronous
+    # but each costs that thread its call (the chain of one-element kernels runs at that rate)
+    for kind in sorted(kinds):
+        rec = {"type": "comm", "comm": "launch", "src": kind, "dst": kind, "bytes": 0, "kernels": LAUNCH_CHAIN,
                "vm": "compiled"}
         if sample_key(rec) not in seen and not _logged(log, rec):
             seen.add(sample_key(rec))
-            out.append(Pending(rec, kinds["cpu"], None, 0))
+            out.append(Pending(rec, kinds[kind], None, 0))
     # Every size of the communication ladder in round 0: a copy's cost is its size (latency and
     # bandwidth are fitted on all of them), and the sizes cost milliseconds to time. Rounds by
     # index had put the copies above 64 B past round 1: the GPU kit's bundle (rounds 0-1) took
@@ -158,7 +160,7 @@ def write_bundle(folder: str, pending: list[Pending], schedules=None, progress=N
 
             file = f"launch-{p.device.kind}.so"
             # compiled like a build's main (build.executable.link), so the chain costs what a build's launches do
-            relax.build(launch_function(p.record["kernels"]), target=p.device.tvm_target(),
+            relax.build(launch_module(p.record["kernels"], p.device), target=p.device.tvm_target(),
                         exec_mode=p.record["vm"]).export_library(os.path.join(folder, file))
             spec["launches"].append({"id": sid, "file": file, "device": p.device.kind, "kernels": p.record["kernels"]})
             spec["records"][sid] = p.record

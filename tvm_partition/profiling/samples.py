@@ -204,6 +204,27 @@ def launch_function(k: int = LAUNCH_CHAIN):
     return bb.get()
 
 
+def launch_module(k: int, device):
+    """:func:`launch_function` for ``device``: on a GPU legalized and given dlight's schedules first
+    (:func:`tvm_partition.build.tuning.schedule_gpu`; unscheduled TIR does not build for CUDA)."""
+    import tvm
+
+    from ..build.tuning import schedule_gpu
+    from ..ir.fastmath import legalize_ops
+
+    mod = launch_function(k)
+    if device.kind != "gpu":
+        return mod
+    mod = legalize_ops()(mod)
+    target = device.tvm_target()
+    placed = {}
+    for gv, f in mod.functions_items():
+        if isinstance(f, tvm.tirx.PrimFunc):
+            mod[gv] = f.with_attr("target", target)
+            placed[gv.name_hint] = device.name
+    return schedule_gpu(mod, placed, [device])
+
+
 def comm_function(kind: str, nbytes: int):
     """The Relax function of a communication op on a float32 tensor of ``nbytes`` (>= 8 bytes):
     ``slice`` takes the first half of it, ``concat`` joins two halves into it."""
