@@ -73,10 +73,12 @@ from tvm_partition.errors import TvmPartitionError  # noqa: E402
 LIMIT_MIB = 64
 #: The GPU machine's cores (the device tool's description of nvidia-h100-x1 and nvidia-h200).
 GPU_MACHINE_THREADS = 16
-#: Zoo models whose outputs the checks compare, at settings that compile and run in seconds.
-CHECK_MODELS = {"lstm": {"seq_len": 4, "batch": 2}, "gru": {"seq_len": 4, "batch": 2},
-                "bert-tiny": {"seq_len": 16, "batch": 2}, "resnet18": {"image_size": 32},
-                "mobilenetv2": {"image_size": 32}}
+#: Zoo models whose outputs the checks compare, at settings that compile and run in seconds; the
+#: convolution models first: their GPU kernels take dlight's GeneralReduction since 2026-11-27
+#: (never run on a GPU yet), and the second and third runs' checks stopped before them.
+CHECK_MODELS = {"resnet18": {"image_size": 32}, "mobilenetv2": {"image_size": 32},
+                "lstm": {"seq_len": 4, "batch": 2}, "gru": {"seq_len": 4, "batch": 2},
+                "bert-tiny": {"seq_len": 16, "batch": 2}}
 CHECK_STRATEGIES = ("equal", "gpu", "fixed", "eop", "auto")
 #: EOP planned on a GPU only 1.5x the CPU on paper splits ops: the split executable must match too.
 COMPARABLE_GPU = "eop-comparable"

@@ -53,13 +53,23 @@ class Pending:
     level: int  # its round
 
 
+def sample_stamp(stamp: str, device_kind: str) -> str:
+    """What a sample on a device of ``device_kind`` ran: the databases' digest ``stamp``, and on a
+    GPU the version of ``schedule_gpu``'s choice among dlight's rules (:data:`tuning.GPU_RULE_CHOICE`),
+    so a change of that choice times the GPU's samples again and not the CPU's."""
+    from ..build.tuning import GPU_RULE_CHOICE
+
+    return f"{stamp}+gpu{GPU_RULE_CHOICE}" if device_kind == "gpu" else stamp
+
+
 def op_record(s: Sample, op, stamp: str) -> dict:
     """The log record of sample ``s`` of ``op`` (before timing), its kernels scheduled by the
     databases of digest ``stamp``."""
     return {"type": "op", "sig": s.sig, "kind": s.kind, "fused": op.fused_name, "dim": s.dim,
             "dim_name": s.dim_name, "size": s.size, "full": s.full, "shape": list(s.shape),
             "full_shape": list(op.output_shapes[-1]), "op_flops": op.flops, "op_bytes": op.bytes,
-            "n_inputs": len(op.input_shapes), "device": s.device, "transfer": True, "schedules": stamp}
+            "n_inputs": len(op.input_shapes), "device": s.device, "transfer": True,
+            "schedules": sample_stamp(stamp, s.device)}
 
 
 def _logged(log: ProfileLog | None, rec: dict) -> bool:
@@ -86,7 +96,8 @@ def off_grid(log: ProfileLog, graphs: list, devices: list, stamp: str) -> set:
     grid = {sample_key({"type": "op", "sig": s.sig, "device": s.device, "dim": s.dim, "size": s.size, "transfer": True})
             for graph in graphs for s in samples_of(graph, kinds)}
     series = {key[1:4] for key in grid}
-    stale = (sample_key(r) for r in log.ops() if r.get("transfer") and r.get("schedules") != stamp)
+    stale = (sample_key(r) for r in log.ops()
+             if r.get("transfer") and r.get("schedules") != sample_stamp(stamp, r["device"]))
     return {key for key in stale if key[1:4] in series and key not in grid}
 
 
