@@ -78,7 +78,7 @@ def ran(packed, tmp_path_factory):
     tmp = tmp_path_factory.mktemp("there")
     results = []
     for step in STEPS:
-        proc = run_step(out / "carry", step, tmp / f"out{step}", tmp)
+        proc = run_step(out / "carry" / str(step), step, tmp / f"out{step}", tmp)
         assert proc.returncode == 0, proc.stderr[-3000:] + proc.stdout[-3000:]
         results.append(tmp / f"out{step}")
     return tmp, results
@@ -87,19 +87,30 @@ def ran(packed, tmp_path_factory):
 def test_pack_writes_the_carry_and_prints_its_size_and_the_plan(packed):
     out, text = packed
     kit = there.load_kit(str(out / "stage"))
-    assert sorted(os.listdir(out / "carry")) == ["kit.tar.gz", "run.py"]
-    size = sum(os.path.getsize(out / "carry" / n) for n in os.listdir(out / "carry")) / 2**20
-    assert f"kit {size:.1f} MiB" in text and "of the device tool's 64 MiB" in text
-    assert there.plan_text(kit) in text and "timeout_s=" in text and 'carry=[".gpu-kit/carry"]' in text
+    assert sorted(os.listdir(out / "carry")) == [str(s) for s in STEPS]  # a folder a step: one call carries one
+    assert there.plan_text(kit) in text and "of the device tool's 64 MiB" in text
     assert [[p["name"] for p in s["parts"]] for s in kit["plan"]["steps"]] == \
         [["checks", "quick"], ["split-ops", "profile"], ["variants", "crossover"]]
-    assert all(s["budget_s"] <= 600 for s in kit["plan"]["steps"])
-    with tarfile.open(out / "carry" / "kit.tar.gz") as tar:
-        names = tar.getnames()
-        # every artifact is a zoo model or one of its ops: no weights travel, they are drawn again
-        # there; a params.npz travels only where it holds none (an op that reads no weight)
-        weights = [len(np.load(io.BytesIO(tar.extractfile(n).read())).files) for n in names if n.endswith("params.npz")]
-    arts = [n for n in names if n.endswith("/manifest.json")]
+    assert all(s["budget_s"] < s["timeout_s"] <= 600 for s in kit["plan"]["steps"])
+    names, weights = [], []
+    for s in kit["plan"]["steps"]:
+        folder = out / "carry" / str(s["step"])
+        assert sorted(os.listdir(folder)) == ["kit.tar.gz", "run.py"]
+        size = sum(os.path.getsize(folder / n) for n in os.listdir(folder)) / 2**20
+        assert f"step {s['step']}: kit {size:.1f} MiB" in text
+        assert f'carry=[".gpu-kit/carry/{s["step"]}"], timeout_s={s["timeout_s"]}' in text
+        with tarfile.open(folder / "kit.tar.gz") as tar:
+            mine = tar.getnames()
+            # every artifact is a zoo model or one of its ops: no weights travel, they are drawn again
+            # there; a params.npz travels only where it holds none (an op that reads no weight)
+            weights += [len(np.load(io.BytesIO(tar.extractfile(n).read())).files) for n in mine
+                        if n.endswith("params.npz")]
+        # a step's kit holds its own parts and no other's
+        steps_parts = {p["name"] for p in s["parts"]}
+        assert {n.split("/")[1] for n in mine if n.startswith("parts/")} == steps_parts - {"checks"}
+        assert ("export/checks/checks.json" in mine) == ("checks" in steps_parts)
+        names += mine
+    arts = {n for n in names if n.endswith("/manifest.json")}  # quick and split-ops share an export
     assert len(arts) == len(kit["parts"]["checks"]["checks"]) + sum(
         len(kit["parts"][p]["rows"]) for p in ("quick", "split-ops", "crossover"))
     assert len(weights) < len(arts) and not any(weights)
@@ -163,14 +174,14 @@ def test_a_damaged_artifact_and_a_missing_result_are_caught(packed, ran, tmp_pat
     out, _ = packed
     _, dirs = ran
     work = tmp_path / "work"
-    proc = run_step(out / "carry", 3, tmp_path / "warm", work)  # unpacks the kit into TMPDIR=work
+    proc = run_step(out / "carry" / "1", 1, tmp_path / "warm", work)  # unpacks step 1's kit into TMPDIR=work
     assert proc.returncode == 0, proc.stderr[-2000:]
     (unpacked,) = [p for p in work.iterdir() if p.name.startswith("tvmp-gpu-kit-")]
     model = unpacked / "export" / "checks" / "lstm-equal" / "model.so"
     data = bytearray(model.read_bytes())
     data[len(data) // 2] ^= 0xFF
     model.write_bytes(bytes(data))
-    proc = run_step(out / "carry", 1, tmp_path / "bad1", work)
+    proc = run_step(out / "carry" / "1", 1, tmp_path / "bad1", work)
     assert proc.returncode == 0, proc.stderr[-2000:]
     (check,) = json.loads((tmp_path / "bad1" / "checks.json").read_text())
     assert not check["ok"] and "model.so: checksum mismatch" in check["error"]
@@ -187,12 +198,12 @@ def test_a_kit_over_the_limit_is_refused_and_nothing_is_written(packed, tmp_path
     out, _ = packed
     copy = tmp_path / ".gpu-kit"
     shutil.copytree(out, copy, symlinks=True)
-    before = {n: (copy / "carry" / n).read_bytes() for n in os.listdir(copy / "carry")}
+    before = {p: p.read_bytes() for p in (copy / "carry").rglob("*") if p.is_file()}
     rc, _, err = pack(copy, "--limit-mib", "1")
     lines = err.strip().splitlines()
-    assert rc == 2 and lines[-1].startswith("error: kit ") and lines[-1].endswith(
+    assert rc == 2 and lines[-1].startswith("error: step 1: kit ") and lines[-1].endswith(
         "of the device tool's 1 MiB: over; leave parts out (--parts) or shrink the tree")
-    assert {n: (copy / "carry" / n).read_bytes() for n in os.listdir(copy / "carry")} == before
+    assert {p: p.read_bytes() for p in (copy / "carry").rglob("*") if p.is_file()} == before
     assert sorted(os.listdir(copy)) == ["carry", "stage"]
 
 

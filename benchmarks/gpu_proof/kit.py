@@ -2,7 +2,7 @@
 run there in two bounded commands; merged back here (issue 19, item 3).
 
     python benchmarks/gpu_proof/kit.py pack            # here: compile, pack .gpu-kit/carry, print size and plan
-    python3 .gpu-kit/carry/run.py STEP --out $OUT      # there, STEP = 1, 2 (device tool: carry .gpu-kit/carry)
+    python3 .gpu-kit/carry/STEP/run.py STEP --out $OUT # there, STEP = 1, 2 (device tool: carry .gpu-kit/carry/STEP)
     python benchmarks/gpu_proof/kit.py import DIR...   # here: the folders the device tool brought back
     python benchmarks/gpu_proof/kit.py plan            # the time plan of the packed kit
 
@@ -34,9 +34,11 @@ records for that target, so every CPU kernel runs a shipped schedule transferred
 
 Zoo weights do not travel: each artifact's manifest has the seeded recipe that drew them, so the
 kit keeps only which drawn array each weight is and draws them again there (checked against the
-manifests' sha256; ResNet-18's 47 MB cost nothing). ``carry/kit.tar.gz`` holds the rest, and
-``pack`` refuses, writing nothing, when it and the checkout's tree (what the device tool sends with
-it: tracked and untracked files git does not ignore) are over the tool's 64 MiB.
+manifests' sha256; ResNet-18's 47 MB cost nothing). ``carry/STEP/kit.tar.gz`` holds the rest of
+what that step's parts read (a call carries one step: 2026-11-27 the whole kit and the checkout's
+tree were 67.6 MiB), and ``pack`` refuses, writing nothing, when one of them and the checkout's
+tree (what the device tool sends with it: tracked and untracked files git does not ignore) are
+over the tool's 64 MiB.
 
 ``import`` merges the result folders (each step's files: ``checks.json``, ``bench-PART.json``,
 ``profile.jsonl``, ``variants.jsonl``, ``facts-STEP.*``, ``log-STEP.txt``) into ``benchmarks/results/<GPU machine>/``
@@ -462,8 +464,9 @@ def pack(args) -> int:
     parts = build_parts(stage, cfg, devices, args, wanted)
     runtime(stage, python, args.find_links)
     shutil.copy(os.path.join(HERE, "there.py"), os.path.join(stage, "there.py"))
-    keep = carried(cfg, parts)
-    leave_out = compact_weights(stage, [k for k in keep if k.startswith("export/")])
+    plan_ = plan(cfg, parts)
+    keep = {s["step"]: carried(cfg, {p["name"]: parts[p["name"]] for p in s["parts"]}) for s in plan_["steps"]}
+    leave_out = compact_weights(stage, sorted({k for paths in keep.values() for k in paths if k.startswith("export/")}))
     kit = {"format": 1, "config": args.config, "devices": cfg.devices, "target_cpu": args.target_cpu,
            "gpu_arch": args.gpu_arch, "threads": args.threads, "python": "%d.%d" % python,
            "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
@@ -471,16 +474,18 @@ def pack(args) -> int:
            # the CUDA probe runs the first whole-GPU check (none on cpu,cpu)
            "probe": next((c["id"] for c in parts.get("checks", {}).get("checks", []) if c["strategy"] == "gpu"), None)
            if "gpu" in cfg.devices else None,
-           "plan": plan(cfg, parts)}
-    size_line = write_carry(stage, carry, leave_out, kit, args.limit_mib, keep)
+           "plan": plan_}
+    size_lines = write_carry(stage, carry, leave_out, kit, args.limit_mib, keep)
     there.write_json(os.path.join(stage, there.KIT_JSON), kit)  # what import reads: the kit that was carried
-    print(f"packed in {time.monotonic() - t0:.0f} s: {size_line}")
+    print(f"packed in {time.monotonic() - t0:.0f} s ({len(leave_out)} params.npz left out, drawn again there):")
+    print("\n".join(size_lines))
     print(there.plan_text(kit))
     rel = os.path.relpath(carry, os.path.dirname(out)) if os.path.basename(out) == ".gpu-kit" else carry
-    print(f"device tool, from the checkout holding {os.path.dirname(out)}: run(command=\"python3 {rel}/run.py STEP "
-          f"--out $OUT\", carry=[\"{rel}\"], timeout_s={kit['plan']['call_timeout_s']}) for STEP = "
-          f"{', '.join(str(s['step']) for s in kit['plan']['steps'])}; then here: python benchmarks/gpu_proof/kit.py "
-          "import DIR... (the files_at folders)")
+    print(f"device tool, from the checkout holding {os.path.dirname(out)}, one call per step, the next made at once:")
+    for s in kit["plan"]["steps"]:
+        print(f"  run(command=\"python3 {rel}/{s['step']}/run.py {s['step']} --out $OUT\", carry=[\"{rel}/{s['step']}\"], "
+              f"timeout_s={s['timeout_s']})")
+    print("then here: python benchmarks/gpu_proof/kit.py import DIR... (the files_at folders)")
     return 0
 
 
@@ -658,42 +663,48 @@ def _rule_schedules(func, device, rule: str) -> bool:
 
 
 def plan(cfg: Config, parts: dict) -> dict:
-    """The steps of ``cfg`` with the parts the kit has, their budgets and estimates; the device
-    tool's ``timeout_s`` leaves a minute above the longest step for unpacking and drawing weights."""
+    """The steps of ``cfg`` with the parts the kit has, their budgets and estimates; each step's
+    device-tool ``timeout_s`` leaves a minute above its budget for unpacking and drawing weights."""
     steps = []
     for budget, entries in cfg.steps:
         kept = [{"name": p, "budget_s": b, "estimate_s": round(parts[p]["estimate_s"], 1), "what": parts[p]["what"]}
                 for p, b in entries if p in parts]
         if kept:
-            steps.append({"step": len(steps) + 1, "budget_s": budget, "parts": kept})
-    longest = max((s["budget_s"] for s in steps), default=540)
-    return {"steps": steps, "call_timeout_s": min(600, longest + 60), "assumptions": ASSUMPTIONS}
+            steps.append({"step": len(steps) + 1, "budget_s": budget, "parts": kept,
+                          "timeout_s": min(600, budget + 60)})
+    return {"steps": steps, "assumptions": ASSUMPTIONS}
 
 
 def write_carry(stage: str, carry: str, leave_out: set[str], kit: dict, limit_mib: float,
-                keep: tuple[str, ...]) -> str:
-    """``carry/kit.tar.gz`` and ``carry/run.py``, or nothing and a :class:`KitError` when they and
-    the tree the device tool sends with them are over ``limit_mib``."""
+                keep: dict[int, tuple[str, ...]]) -> list[str]:
+    """``carry/STEP/kit.tar.gz`` and ``carry/STEP/run.py`` for every step of the plan, each holding
+    the stage's ``keep[STEP]`` paths (what that step's parts read): a device-tool call sends the
+    checkout's tree and one step's folder, so each step has the whole limit to itself. Nothing is
+    written and a :class:`KitError` says which step is over when one and the tree are over
+    ``limit_mib``. Returns a line per step: its size beside the tree's."""
     tmp = carry + ".tmp"
     shutil.rmtree(tmp, ignore_errors=True)
-    os.makedirs(tmp)
     try:
-        write_tar(stage, os.path.join(tmp, "kit.tar.gz"), leave_out, kit, keep)
-        major, minor = map(int, kit["python"].split("."))
-        with open(os.path.join(tmp, "run.py"), "w", encoding="utf-8") as f:
-            f.write(LAUNCHER.format(created=kit["created"], commit=kit["commit"], python=kit["python"],
-                                    python_tuple=f"{major}, {minor}"))
-        kit_bytes = sum(os.path.getsize(os.path.join(tmp, n)) for n in os.listdir(tmp))
         tree, where = tree_bytes(os.path.dirname(carry))
-        total = (kit_bytes + tree) / 2**20
-        line = (f"kit {kit_bytes / 2**20:.1f} MiB (carry/kit.tar.gz + run.py; {len(leave_out)} params.npz left out, "
-                f"drawn again there) + {tree / 2**20:.1f} MiB of {where} = {total:.1f} MiB of the device tool's "
-                f"{limit_mib:g} MiB")
-        if total > limit_mib:
-            raise KitError(f"{line}: over; leave parts out (--parts) or shrink the tree")
+        major, minor = map(int, kit["python"].split("."))
+        lines = []
+        for step, paths in sorted(keep.items()):
+            folder = os.path.join(tmp, str(step))
+            os.makedirs(folder)
+            write_tar(stage, os.path.join(folder, "kit.tar.gz"), leave_out, kit, paths)
+            with open(os.path.join(folder, "run.py"), "w", encoding="utf-8") as f:
+                f.write(LAUNCHER.format(created=kit["created"], commit=kit["commit"], python=kit["python"],
+                                        python_tuple=f"{major}, {minor}"))
+            kit_bytes = sum(os.path.getsize(os.path.join(folder, n)) for n in os.listdir(folder))
+            total = (kit_bytes + tree) / 2**20
+            line = (f"step {step}: kit {kit_bytes / 2**20:.1f} MiB (carry/{step}/kit.tar.gz + run.py) + "
+                    f"{tree / 2**20:.1f} MiB of {where} = {total:.1f} MiB of the device tool's {limit_mib:g} MiB")
+            if total > limit_mib:
+                raise KitError(f"{line}: over; leave parts out (--parts) or shrink the tree")
+            lines.append(line)
         shutil.rmtree(carry, ignore_errors=True)
         os.replace(tmp, carry)
-        return line
+        return lines
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
 

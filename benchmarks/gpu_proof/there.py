@@ -64,9 +64,10 @@ def plan_text(kit: dict) -> str:
     plan = kit["plan"]
     lines = [f"time plan: {len(plan['steps'])} commands on the GPU machine, "
              f"{sum(s['budget_s'] for s in plan['steps']) / 60:.1f} min of them "
-             f"(each stops its parts by its budget; give the device tool timeout_s {plan['call_timeout_s']})"]
+             f"(each stops its parts by its budget; one device-tool call a step, carrying .gpu-kit/carry/STEP)"]
     for s in plan["steps"]:
-        lines.append(f"  step {s['step']} ({s['budget_s']} s): python3 .gpu-kit/carry/run.py {s['step']} --out $OUT")
+        lines.append(f"  step {s['step']} ({s['budget_s']} s, timeout_s {s.get('timeout_s', 600)}): "
+                     f"python3 .gpu-kit/carry/{s['step']}/run.py {s['step']} --out $OUT")
         for p in s["parts"]:
             est = p.get("estimate_s")
             lines.append(f"    {p['name']:<10} {p['what']:<44} budget {p['budget_s']:>4} s"
@@ -97,8 +98,12 @@ def prepare(work: str, say) -> None:
         spec = json.load(f)
     literals = np.load(os.path.join(work, WEIGHTS_NPZ)) if os.path.exists(os.path.join(work, WEIGHTS_NPZ)) else {}
     drawn: dict = {}
-    bad = 0
+    bad = written = 0
     for digest, entry in spec["files"].items():
+        # a step's kit holds its own parts' artifacts: the others' weights are not drawn here
+        entry = dict(entry, paths=[p for p in entry["paths"] if os.path.isdir(os.path.dirname(os.path.join(work, p)))])
+        if not entry["paths"]:
+            continue
         arrays = []
         for source, i in entry["arrays"]:
             if source == "stored":
@@ -116,11 +121,12 @@ def prepare(work: str, say) -> None:
                 f"compiled ones: the {len(entry['paths'])} artifacts that use them will fail their checksum")
             continue
         os.replace(first + ".tmp", first)
+        written += 1
         for other in entry["paths"][1:]:
             os.link(first, os.path.join(work, other))
     if not bad:
         open(marker, "w").close()
-    say(f"weights: {len(spec['files'])} params.npz drawn again from {len(drawn)} seeded recipes in "
+    say(f"weights: {written} params.npz drawn again from {len(drawn)} seeded recipes in "
         f"{time.monotonic() - t0:.1f} s" + (f", {bad} wrong" if bad else ""))
 
 
