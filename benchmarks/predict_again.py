@@ -52,10 +52,10 @@ def main(argv=None) -> int:
     ap.add_argument("--results", help="a bench results.json holding these rows' measurements")
     args = ap.parse_args(argv)
     runs = measured(args.results)
+    manifests = [read_manifest(art) for art in args.artifacts]  # every one there before a line is printed
     graphs, models = {}, {}
     print(f"{'artifact':58s} {'built':>9s} {'now':>9s} {'measured':>9s} {'now err':>8s}")
-    for art in args.artifacts:
-        m = read_manifest(art)
+    for art, m in zip(args.artifacts, manifests):
         if m["strategy"] not in {"tvm-cpu"} and os.path.exists(os.path.join(art, "plan.json")):
             opts = {k: v for k, v in m["config"].items() if k in model_options(m["model"])}
             key = (m["model"], json.dumps(opts, sort_keys=True))
@@ -74,4 +74,10 @@ def main(argv=None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    from tvm_partition.errors import TvmPartitionError
+
+    try:
+        sys.exit(main())
+    except (TvmPartitionError, OSError, ValueError) as e:  # a missing artifact or results file: one line
+        print(f"error: {e}", file=sys.stderr)
+        sys.exit(2)
