@@ -20,7 +20,8 @@ own product on a lent machine (the device tool's limits, this checkout's ``bench
   which needs the compiler the GPU machine lacks);
 * ``export/quick``: ``bench --quick --split-ops 2`` (parts ``quick`` and ``split-ops``);
 * ``export/crossover``: ``bench --sweep`` over batch and sequence length (``cpu``, ``gpu``, ``eop``);
-* ``parts/profile``: ``profile --export-bundle`` of the ``bench --quick`` models (whole ops and halves);
+* ``parts/profile``: ``profile --export-bundle`` of the ``bench --quick`` models (whole ops and halves;
+  what the profiles of the GPU machines earlier kits ran on hold goes last: :func:`gpu_proof_logs`);
 * ``parts/variants``: a bundle in the profile's format of every convolution and matmul of
   ``Config.variants``, whole, under each dlight rule that schedules it (:func:`variants_bundle`);
 * ``site/``: the runtime-only TVM for the GPU machine's Python (``deploy``'s, for ``--python 3.12``).
@@ -572,9 +573,26 @@ def profile_bundle(folder: str, cfg: Config, devices: list, args) -> dict:
         schedules = open_schedules(database_dir(args.tuning_logs))
         for g in graphs:  # the part sizes builds cut, as profile does
             align_splits(g, devices, schedules)
-        profiler.export_bundle(tmp, graphs, devices, schedules, cfg.profile_level, say)
+        timed = gpu_proof_logs(args.tuning_logs)
+        if timed:
+            say(f"profile: samples the profiles of {', '.join(os.path.basename(t.folder) for t in timed)} hold go last")
+        profiler.export_bundle(tmp, graphs, devices, schedules, cfg.profile_level, say, timed)
 
     return finished_bundle(folder, build)
+
+
+def gpu_proof_logs(tuning_logs: str | None, root: str = REPO) -> tuple:
+    """The profile logs of the GPU machines earlier kits ran on (``benchmarks/results/<machine>/
+    gpu_proof`` beside a ``tuning_logs/<machine>/profile.jsonl``): what a kit's profile may skip
+    to the end of its bundle (:func:`tvm_partition.profiling.profiler.export_bundle`)."""
+    from tvm_partition.cost_models.logs import PROFILE_FILE, ProfileLog
+    from tvm_partition.devices import DEFAULT_LOGS
+
+    results = os.path.join(root, "benchmarks", "results")
+    machines = sorted(m for m in (os.listdir(results) if os.path.isdir(results) else ())
+                      if os.path.isdir(os.path.join(results, m, "gpu_proof")))
+    folders = [os.path.join(tuning_logs or DEFAULT_LOGS, m) for m in machines]
+    return tuple(ProfileLog(f) for f in folders if os.path.exists(os.path.join(f, PROFILE_FILE)))
 
 
 def variants_bundle(folder: str, cfg: Config, devices: list, args) -> dict:

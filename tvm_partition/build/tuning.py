@@ -474,8 +474,11 @@ def _dlight(gv, func, rule: str):
 def _few_long(func, by_matmul) -> bool:
     """Whether ``by_matmul`` (``func`` under dlight's ``Matmul``) runs in fewer than
     :data:`FEW_BLOCKS` thread blocks while ``func`` reduces :data:`LONG_REDUCTION` elements or more
-    into each output."""
-    return grid_blocks(by_matmul) < FEW_BLOCKS and reduction_extent(func) >= LONG_REDUCTION
+    into each output (False where either cannot be read: dlight's order stands)."""
+    try:
+        return grid_blocks(by_matmul) < FEW_BLOCKS and reduction_extent(func) >= LONG_REDUCTION
+    except Exception:  # noqa: BLE001 - a kernel without a root block or with symbolic extents
+        return False
 
 
 def _sblocks(func):
