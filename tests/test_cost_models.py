@@ -715,6 +715,9 @@ def test_a_gpu_launch_costs_the_vm_thread_its_launch_chain_or_its_quickest_sampl
     log.append({"type": "comm", "comm": "launch", "src": "gpu", "dst": "gpu", "bytes": 0, "kernels": 256,
                 "mean_us": 4.4, "std_us": 0.0, "repeats": 1, "vm": "compiled"})
     assert ProfiledCostModel(str(tmp_path), devices, fallback).launch_time("gpu") == 4.4
+    # a machine never profiled: the roofline's GPU launch costs the thread too, a CPU's is in its kernels
+    assert (fallback.launch_time("gpu"), fallback.launch_time("cpu")) == (2.0, 0.0)
+    assert ProfiledCostModel(str(tmp_path / "none"), devices, fallback).launch_time("gpu") == 2.0
 
 
 def test_the_profile_times_a_launch_chain_on_every_kind_of_device_and_the_gpus_builds():
