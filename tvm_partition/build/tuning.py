@@ -512,7 +512,6 @@ def grid_blocks(func) -> int:
                 for b in blocks], default=1)
 
 
-
 # ----------------------------------------------------------------------------- transfer
 def _mean_secs(record) -> float:
     return sum(float(x) for x in record.run_secs) / len(record.run_secs)

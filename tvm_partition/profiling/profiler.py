@@ -231,9 +231,8 @@ def export_bundle(folder: str, graphs: list, devices: list, schedules=None, max_
     (the GPU kit's bundle: 381 and 464 of 869 in two runs, the same ones first)."""
     stamp = schedules.stamp if schedules is not None else ""
     pending = pending_samples(graphs, devices, stamp=stamp)
-    new = set().union(*(({sample_key(p.record) for p in pending_samples(graphs, devices, log, stamp)}
-                         for log in timed))) if timed else None
-    pending.sort(key=lambda p: (new is not None and sample_key(p.record) not in new, p.level))
+    # the predicate pending_samples skips a log's samples by (_logged), not the samples enumerated again
+    pending.sort(key=lambda p: (bool(timed) and all(_logged(log, p.record) for log in timed), p.level))
     return write_bundle(folder, [p for p in pending if max_level is None or p.level <= max_level], schedules, progress)
 
 
