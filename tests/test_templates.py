@@ -93,8 +93,8 @@ def test_timing_alone_runs_the_kernel_on_packed_weights():
     conv(8, 10, 8),  # output channels not a whole number of vectors
     conv(16, 16, 8, groups=4),  # grouped, 8 wide: the replayed dense record was as fast
     conv(68, 68, 28, k=1, groups=2),  # grouped, 28 wide but 34 input channels a group (ShuffleNet's): likewise
-    matmul(16, 32, 48),
-], ids=["10-channels", "grouped-narrow", "grouped-deep", "matmul"])
+    matmul(1, 32, 48),  # a matrix-vector product (the matmul template's rows: MATMUL_ROWS)
+], ids=["10-channels", "grouped-narrow", "grouped-deep", "matrix-vector"])
 def test_the_template_leaves_other_kernels_alone(kmod):
     assert templates.schedule(kmod, TARGET) is None and not templates.applies(kmod, TARGET)
     assert templates.schedule(conv(8, 32, 8), tvm.target.Target({"kind": "cuda", "arch": "sm_90"})) is None
@@ -232,3 +232,39 @@ def test_the_pooling_template_computes_what_the_default_schedule_computes(c, siz
 
 def test_a_global_pooling_keeps_the_default_schedule():
     assert templates.templated(pool(16, 7, "avg", 7, 1, 0), TARGET) is None
+
+
+def batched_matmul(b, m, k, n, epilogue="bias_gelu"):
+    def build():
+        x = relax.Var("x", relax.TensorType((b, m, k), "float32"))
+        w = relax.Var("w", relax.TensorType((k, n), "float32"))
+        c = relax.Var("c", relax.TensorType((n,), "float32"))
+        y = relax.op.matmul(x, w)
+        if epilogue is None:
+            return [x, w], y
+        return [x, w, c], relax.op.nn.gelu(relax.op.add(y, c))
+
+    return kernel(build)
+
+
+@pytest.mark.parametrize("kmod", [
+    batched_matmul(2, 8, 24, 32),  # BERT's FFN: bias and GELU inlined into the tile's epilogue
+    batched_matmul(3, 12, 40, 20, epilogue=None),  # columns of half a vector: one vector a tile
+    matmul(16, 64, 48),  # an RNN's gate matmul, rank 2: serial (below SERIAL_FLOPS)
+    matmul(64, 256, 64),  # parallel
+], ids=["ffn", "half-vector", "rnn", "parallel"])
+def test_the_matmul_template_computes_what_the_default_schedule_computes(kmod):
+    done = templates.templated(kmod, TARGET)
+    assert done is not None and done[1] == templates.MATMUL_LABEL
+    text = done[0].script()
+    assert "T.vectorized" in text and "layout_rewrite_preproc" in text
+    np.testing.assert_allclose(run(done[0]), run(kmod["main"]), rtol=1e-4, atol=1e-4)
+
+
+def test_the_matmul_template_leaves_matrix_vector_products_and_odd_rows_to_records():
+    assert templates.templated(matmul(1, 64, 48), TARGET) is None  # ResNet's classifier at batch 1
+    assert templates.templated(matmul(6, 64, 48), TARGET) is None  # rows not a multiple of MATMUL_ROWS
+    kmod = batched_matmul(2, 8, 24, 32)
+    lanes = templates.vector_lanes(TARGET)[0]
+    # planners cut rows at multiples of the tile's rows, columns at its vectors
+    assert templates.inner_tiles(kmod, TARGET) == {1: templates.MATMUL_ROWS, 2: 2 * lanes}

@@ -16,7 +16,7 @@ import pytest
 import tvm
 from tvm import relax
 
-from tvm_partition.build import transfer
+from tvm_partition.build import templates, transfer
 from tvm_partition.profiling.samples import lower_sample
 from tvm_partition.build.transfer import (Source, TransferIndex, blocks_of, fit_tile, inner_tile, innermost_tiles,
                                           replay, signature)
@@ -416,7 +416,8 @@ def dense_schedules():
     from tvm_partition.build.tuning import Schedules
 
     mm = matmul(32, 64, 64)
-    return Schedules(None, None, TransferIndex([source(mm, matmul_trace(mm), label="hand: matmul")]))
+    # records alone: the matmul template (tvm_partition.build.templates) would schedule these kernels
+    return Schedules(None, None, TransferIndex([source(mm, matmul_trace(mm), label="hand: matmul")]), templates=False)
 
 
 def test_splits_cut_at_multiples_of_the_inner_tiles(dense_schedules):
@@ -509,9 +510,12 @@ def test_transfer_search_records_the_fastest_candidate_as_the_kernels_own(dense_
     record = best_record(db, kmod, tuning_target(cpu))
     assert transfer.provenance(record.trace) == "hand: matmul" and not is_tuned(db, k)  # tuning still searches it
     assert transfer_search([k], dense_schedules, str(tmp_path)) == 0  # a kernel with a record is left alone
-    here = Schedules(str(tmp_path), open_best(str(tmp_path)), None)  # no index: the record alone schedules it
+    here = Schedules(str(tmp_path), open_best(str(tmp_path)), None, templates=False)  # no index: the record alone
     func, label = here.schedule(kmod, tuning_target(cpu))
     assert label == "transferred from hand: matmul (measured)"
+    # a transferred record gives way to the matmul template; only one tuned here outranks it
+    templated = Schedules(str(tmp_path), open_best(str(tmp_path)), None)
+    assert templated.schedule(kmod, tuning_target(cpu))[1] == templates.MATMUL_LABEL
     np.testing.assert_allclose(run(func), run(kmod["main"]), rtol=1e-5, atol=1e-5)
 
 
@@ -524,9 +528,9 @@ def test_a_part_runs_the_schedule_its_whole_op_got():
     whole, part = matmul(64, 64, 256), matmul(64, 64, 96)
     index = TransferIndex([a, b])
     assert index.candidates(whole, TARGET)[0] is a and index.candidates(part, TARGET)[0] is b
-    alone = Schedules(None, None, index)
+    alone = Schedules(None, None, index, templates=False)  # records alone (no matmul template)
     assert alone.schedule(part, TARGET)[1] == "transferred from B"  # nothing scheduled before it
-    built = Schedules(None, None, index)
+    built = Schedules(None, None, index, templates=False)
     assert built.schedule(whole, TARGET)[1] == "transferred from A"
     cuda = tvm.target.Target({"kind": "cuda", "arch": "sm_90"}, host={"kind": "llvm"})
     assert built.schedule(part, cuda) == (None, "default")  # a GPU part never takes its CPU whole op's trace

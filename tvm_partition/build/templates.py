@@ -1,4 +1,4 @@
-"""Hand-written CPU schedules: direct convolutions (NCHW, weights packed once at load time),
+"""Hand-written CPU schedules: direct convolutions and matmuls (weights packed once at load time),
 softmax, pooling and element-wise kernels (parallel).
 
 Convolutions. Why: a convolution of a model nobody tuned ran a schedule transferred from a 32-trial MetaSchedule
@@ -36,6 +36,22 @@ vector width, or of half of it (then half-width vectors: SqueezeNet's 1x1 classi
 to 1000 channels, 1000 = 62.5 x 16, ran a replayed record in 7.7 ms of the model's 10.9 and the
 template on 8-lane vectors in 1.3-1.9 ms, the model 0.40x paired; amd-epyc-znver5-2c,
 2026-11-26); anything else keeps the transferred or default schedule.
+
+Matmuls with constant weights (TOPI's ``matmul`` of ``x[..., m, k]`` by ``w[k, n]``, element-wise
+epilogue: BERT's projections and FFN, the RNNs' gates, imported models' ``MatMul`` and ``Gemm``).
+Why: their schedules were MetaSchedule records tuned for BERT-tiny's and the RNNs' shapes,
+replayed onto every other; on BERT-base's FFN matmul + GELU (2048 x 768 x 3072) the replay ran
+99-120 ms where onnxruntime's MatMul alone takes ~50 (2 Zen 4 threads), and the cost model,
+which had only the records' own shapes to learn from, predicted BERT-base at half its measured
+latency. The schedule is :func:`_schedule_matmul`: the register-tiled GEMM micro-kernel of CPU
+libraries (a tile of :data:`MATMUL_ROWS` rows x one or two vectors of columns over the whole
+reduction, the weights packed so each step reads contiguous vectors), with the element-wise
+epilogue per tile as the convolution's. On the 13 distinct matmul kernels of LSTM, GRU,
+BERT-tiny and BERT-base, each alone against the records the builds replayed (``python
+benchmarks/template_ab.py matmul lstm gru bert-tiny bert``, 2 Zen 4 threads, 2026-11-27): BERT-base's
+271 -> 143 ms of kernels (0.39-0.97x each), BERT-tiny's 0.84-1.01x but its FFN + GELU at K = 128
+1.14x (a record tuned at exactly that shape), the RNNs' 0.81-0.94x. Matrix-vector products (one row)
+keep their records.
 
 Grouped and depthwise convolutions (TOPI's ``group_conv2d_nchw``: MobileNet-V2's depthwise 3x3s,
 ShuffleNet's grouped 1x1s). Why: no record of them exists, so they ran a dense convolution's record
@@ -91,11 +107,23 @@ INLINED_LABEL = "template (element-wise, inlined, serial)"
 GROUP_LABEL = "template (grouped convolution, vectorised along the rows)"
 SOFTMAX_LABEL = "template (softmax, rows in parallel, vectorised reductions)"
 POOL_LABEL = "template (pooling, channels in parallel, padding per row)"
+MATMUL_LABEL = "template (matmul, packed weights)"
 
 _CONV = "conv2d_nchw"
 _GROUP = "group_conv2d_nchw"
 #: TOPI's pooling blocks (``nn.pool2d``): a maximum, or a sum that an element-wise ``pool_avg`` divides
 _POOLS = ("pool_max", "pool_sum")
+#: TOPI's block of ``relax.matmul`` (``topi.matmul``: ``x[..., m, k] * w[k, n]``)
+_MATMUL = "matmul"
+#: Rows of a matmul's register tile; the template applies where the rows are a multiple of it (a
+#: matrix-vector product keeps its record: ResNet-18's classifier, 1 x 512 x 1000, ran 1.4-2.4x
+#: slower as one-row tiles) and the planners cut rows at its multiples (:func:`inner_tiles`). Each
+#: kernel alone against the record builds replayed, 5 alternating rounds, 2 Zen 4 threads
+#: (amd-epyc-znver4-2c, 2026-11-27; ``x`` rows x ``k`` x ``n`` columns): 4 rows x 2 vectors
+#: (8 accumulators) ran BERT-base's FFN + GELU (2048 x 768 x 3072) 0.43x, its 768 x 768 0.64x, BERT-tiny's
+#: K = 512 0.68x and K = 128 + GELU 1.01x, the GRU's 0.93-0.97x; 4 x 4 within 0.08 of it either way;
+#: 8 x 2 0.75-1.58x where 4 x 2 ran 0.68-1.01x.
+MATMUL_ROWS = 4
 
 #: Where the grouped-convolution template replaces a replayed dense record (see the module
 #: docstring for the measurements that set them).
@@ -156,10 +184,17 @@ def label(kmod: tvm.IRModule, target) -> str | None:
 def inner_tiles(kmod: tvm.IRModule, target) -> dict[int, int]:
     """``{spatial axis: innermost tile}`` of the schedule (as
     :func:`tvm_partition.build.transfer.innermost_tiles`): a convolution's output channels (axis 1)
-    in whole vectors (its row tile fits any width: a divisor of it); none for an element-wise
-    kernel (any cut keeps its loops: the outer ones parallel, the innermost LLVM's)."""
+    in whole vectors (its row tile fits any width: a divisor of it); a matmul's rows in
+    :data:`MATMUL_ROWS` and its columns in whole vectors; none for an element-wise kernel (any cut
+    keeps its loops: the outer ones parallel, the innermost LLVM's)."""
     plan = _plan(kmod, target)
-    return {} if plan is None else {1: plan.lanes * plan.blocks}
+    if plan is not None:
+        return {1: plan.lanes * plan.blocks}
+    mm = _matmul_plan(kmod, target)
+    if mm is None:
+        return {}
+    rank = len(kmod["main"].params[-1].shape)  # the output's (kernel_module form: outputs last)
+    return {rank - 2: MATMUL_ROWS, rank - 1: mm.lanes * mm.blocks}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -287,6 +322,80 @@ def _group_plan(kmod: tvm.IRModule, target) -> _GroupPlan | None:
     return _GroupPlan(nest.epilogue, _row(ow, lanes), next(r for r in GROUP_ROWS if oh % r == 0), nest.padded)
 
 
+@dataclasses.dataclass(frozen=True)
+class _MatmulPlan:
+    """What :func:`_schedule_matmul` needs of a matmul kernel it applies to."""
+
+    epilogue: tuple[str, ...]
+    weight: int  # the kernel parameter holding ``w[k, n]``
+    lanes: int  # output columns per vector
+    blocks: int  # vectors of output columns per register tile
+    parallel: bool  # a parallel loop (not below :data:`tvm_partition.build.transfer.SERIAL_FLOPS`)
+
+
+def _matmul_plan(kmod: tvm.IRModule, target) -> _MatmulPlan | None:
+    """The :class:`_MatmulPlan` of an llvm kernel made of TOPI's ``matmul`` block (first) and
+    element-wise blocks, whose right operand is a kernel parameter of rank 2 (a model's weights,
+    packed once at load time; a computed one would be packed per call, a copy of it), its rows a
+    multiple of :data:`MATMUL_ROWS` and its columns of a vector (or half of one); None for any
+    other kernel."""
+    if target.kind.name != "llvm":
+        return None
+    sch = tvm.s_tir.Schedule(kmod)
+    blocks = [sch.get(b) for b in sch.get_child_blocks(sch.get_sblock("root", func_name="main"))]
+    if not blocks or blocks[0].name_hint != _MATMUL or any(b.name_hint == _MATMUL for b in blocks[1:]):
+        return None
+    mm, rank = blocks[0], len(blocks[0].iter_vars) - 1
+    if rank < 2 or "".join({0: "S", 2: "R"}.get(int(v.iter_type), "O") for v in mm.iter_vars) != "S" * rank + "R":
+        return None
+    extents = [v.dom.extent for v in mm.iter_vars]
+    if not all(isinstance(e, tvm.tirx.IntImm) for e in extents) or len(mm.reads) != 2:
+        return None
+    weight = [n for n, buf in enumerate(kmod["main"].params) if buf.same_as(mm.reads[1].source)]
+    if not weight or len(mm.reads[1].source.shape) != 2:
+        return None
+    for other in blocks[1:]:  # element-wise only, over the matmul's output
+        if any(int(v.iter_type) != 0 for v in other.iter_vars) or len(other.iter_vars) != rank:
+            return None
+    widest, _ = vector_lanes(target)
+    rows, cols = int(extents[rank - 2]), int(extents[rank - 1])
+    lanes = next((n for n in (widest, widest // 2) if n >= 4 and cols % n == 0), None)
+    if lanes is None or rows % MATMUL_ROWS:
+        return None
+    from .transfer import serial
+
+    return _MatmulPlan(tuple(b.name_hint for b in blocks[1:]), weight[0], lanes, 2 if cols % (2 * lanes) == 0 else 1,
+                       not serial(kmod, target))
+
+
+def _schedule_matmul(kmod: tvm.IRModule, target, plan: _MatmulPlan) -> tvm.tirx.PrimFunc | None:
+    """The matmul schedule: ``lead m_o n_o | k | m_i n_b n_i``, a register tile of
+    :data:`MATMUL_ROWS` rows x ``blocks`` vectors of columns accumulated in a ``local`` tile over the
+    whole reduction, each ``x`` element broadcast, the weights read as contiguous vectors (packed
+    ``[n_o, k, n_b, n_i]`` at load time, as the convolution's); the loops above the tile one parallel
+    loop, rows outer (a tile's rows of ``x`` stay in L1 while it sweeps the columns, as the tuned
+    records of BERT-tiny's matmuls do); the epilogue computed per tile. The leading axes are not
+    fused with the rows: fused, the tile's rows were a division of the fused index and LLVM kept
+    an 8-row tile's accumulators in memory.
+    """
+    func = kmod["main"].with_attr("layout_free_buffers", [plan.weight])
+    sch, mm = _opened(func, _MATMUL, plan.epilogue)
+    *lead, m, n, k = sch.get_loops(mm)
+    m_o, m_i = sch.split(m, [None, MATMUL_ROWS])
+    n_o, n_b, n_i = sch.split(n, [None, plan.blocks, plan.lanes])
+    outer = (*lead, m_o, n_o)
+    sch.reorder(*outer, k, m_i, n_b, n_i)
+    _per_tile(sch, sch.cache_write(mm, 0, "local"), outer[-1], plan.epilogue)
+    tile = sch.fuse(*outer)
+    if plan.parallel:
+        sch.parallel(tile)
+    sch.vectorize(n_i)
+    sch.unroll(n_b)
+    sch.unroll(m_i)
+    sch.decompose_reduction(mm, k)
+    return _packed(sch, target)
+
+
 def schedule(kmod: tvm.IRModule, target) -> tvm.tirx.PrimFunc | None:
     """``kmod``'s ``main`` (a :func:`tvm_partition.build.tuning.kernel_module`) with the template
     that applies to it, None where none does."""
@@ -300,6 +409,8 @@ def templated(kmod: tvm.IRModule, target) -> tuple[tvm.tirx.PrimFunc, str] | Non
     plan = _plan(kmod, target)
     if plan is not None:
         func, name = _schedule_conv(kmod, target, plan), CONV_LABEL
+    elif (mm := _matmul_plan(kmod, target)) is not None:
+        func, name = _schedule_matmul(kmod, target, mm), MATMUL_LABEL
     elif (group := _group_plan(kmod, target)) is not None:
         func, name = _schedule_group(kmod, group), GROUP_LABEL
     elif (lanes := _softmax_lanes(kmod, target)) is not None:
@@ -316,8 +427,6 @@ def templated(kmod: tvm.IRModule, target) -> tuple[tvm.tirx.PrimFunc, str] | Non
 def _schedule_conv(kmod: tvm.IRModule, target, plan: _Plan) -> tvm.tirx.PrimFunc | None:
     """The direct convolution schedule, its weights marked layout-free and packed by a
     preprocessing block that the build lifts to load time."""
-    import tvm.s_tir.meta_schedule as ms
-
     func = kmod["main"].with_attr("layout_free_buffers", [plan.weight])
     sch, conv = _opened(func, _CONV, plan.epilogue)
     n, f, y, x, rc, ry, rx = sch.get_loops(conv)
@@ -333,6 +442,14 @@ def _schedule_conv(kmod: tvm.IRModule, target, plan: _Plan) -> tvm.tirx.PrimFunc
     sch.unroll(f_b)
     sch.unroll(x_i)
     _reduction_and_padding(sch, conv, rc, plan.padded)
+    return _packed(sch, target)
+
+
+def _packed(sch, target) -> tvm.tirx.PrimFunc | None:
+    """The scheduled kernel with its layout-free weights packed by MetaSchedule's ``RewriteLayout``
+    (a preprocessing block the build lifts to load time), None where it cannot pack them."""
+    import tvm.s_tir.meta_schedule as ms
+
     ctx = ms._ffi_api.TuneContext(sch.mod, target, None, None, "template", 1, -1, None)  # noqa: SLF001
     pack = ms.postproc.RewriteLayout()
     pack._initialize_with_tune_context(ctx)  # noqa: SLF001 - MetaSchedule's own set-up call

@@ -599,7 +599,7 @@ class Schedules:
         from .transfer import blocks_of, main_block, provenance, signature, source_of, transfer
 
         done = templates.templated(kmod, target) if self.templates else None
-        if done is not None:
+        if done is not None and not (done[1] == templates.MATMUL_LABEL and self._tuned_here(kmod, target)):
             return (*done, None)
         blocks = blocks_of(kmod)
         # siblings are looked up per target kind: a CPU trace never lands on a GPU kernel
@@ -620,6 +620,18 @@ class Schedules:
             return None, "default", None
         self.chosen.setdefault(sig, []).append((extents, moved.source))
         return moved.func, f"transferred from {moved.source.label}", moved.source
+
+    def _tuned_here(self, kmod, target) -> bool:
+        """Whether tuning on this machine measured exactly ``kmod``: its database's best record of it
+        is MetaSchedule's (or TVM's default schedule, where tuning found nothing faster), not a
+        transferred one picked by measurement. Such a record outranks the matmul template: a user
+        who tuned a kernel gets what tuning found (BERT-tiny's records, tuned at their shapes, ran
+        its K = 128 matmuls 0.86-1.0x of the template); every record replayed from other shapes or
+        machines gives way to it."""
+        from .transfer import provenance
+
+        record = best_record(self.db, kmod, target)
+        return record is not None and provenance(record.trace) is None
 
     def _from_sibling(self, kmod, target, sig: str, extents: tuple):
         """The schedule of a kernel scheduled before that differs from ``kmod`` in one axis only (a
@@ -663,8 +675,9 @@ class Schedules:
 #: replayed kernel's vector loops within its output rows (:func:`tvm_partition.build.transfer._vector_within_rows`),
 #: 18 schedules max and average pooling by :mod:`tvm_partition.build.templates` (channels in parallel),
 #: 19 runs a direct convolution whose input outweighs its weights rows first in its parallel loop
-#: (:func:`tvm_partition.build.templates._rows_outer`).
-TRANSFER_RULES = 19
+#: (:func:`tvm_partition.build.templates._rows_outer`), 20 schedules matmuls with constant weights by
+#: :mod:`tvm_partition.build.templates` (packed weights, register tiles of 4 rows).
+TRANSFER_RULES = 20
 
 
 def open_schedules(path: str | None, transfer: bool = True) -> Schedules:
@@ -916,13 +929,14 @@ def tune_with_progress(kernels: list[Kernel], db_path: str, trials: int, budget_
     its transferred schedules by measurement (:func:`transfer_search`: seconds a kernel), then
     MetaSchedule tunes them in that order with what is left (minutes a kernel). Returns
     :func:`tune`'s counts plus ``searched`` (kernels given a measured transferred schedule) and
-    ``template`` (direct convolutions left to :mod:`tvm_partition.build.templates`, not tuned)."""
+    ``template`` (kernels left to :mod:`tvm_partition.build.templates`, not tuned: all but matmuls)."""
     from tqdm import tqdm
 
     t0 = time.perf_counter()
     deadline = None if budget_s is None else t0 + budget_s
-    # builds give direct convolutions the hand-written schedule whatever the database holds
-    templated = [k for k in kernels if templates.applies(k.mod, tuning_target(k.device))]
+    # builds give direct convolutions the hand-written schedule whatever the database holds; a
+    # matmul the template schedules runs a record tuned here instead (Schedules._tuned_here)
+    templated = [k for k in kernels if templates.label(k.mod, tuning_target(k.device)) not in (None, templates.MATMUL_LABEL)]
     kernels = [k for k in kernels if k not in templated]
     db = open_database(db_path)
     untuned = [k for k in kernels if not is_tuned(db, k)]
