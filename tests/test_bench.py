@@ -201,12 +201,12 @@ def test_an_op_row_runs_its_kernel_on_the_schedule_the_model_gave_it(monkeypatch
     from tvm_partition import frontend
     from tvm_partition.bench import ops as bench_ops
     from tvm_partition.build import templates
-
-    monkeypatch.setattr(templates, "_matmul_plan", lambda kmod, target: None)
     from tvm_partition.build.tuning import local_database
     from tvm_partition.cli.compile import compile_model
     from tvm_partition.devices import parse_devices
     from tvm_partition.ir.graph import OpGraph
+
+    monkeypatch.setattr(templates, "_matmul_plan", lambda kmod, target: None)
 
     devices, db = parse_devices("cpu,cpu"), local_database(None)
     model = frontend.load("bert-tiny", batch=16, seq_len=128, layers=2)

@@ -227,23 +227,32 @@ def _nest(kmod: tvm.IRModule, target, kinds: tuple[str, ...], iters: str = "SSSS
     blocks, with constant extents; None for any other kernel."""
     if target.kind.name != "llvm":
         return None
-    sch = tvm.s_tir.Schedule(kmod)
-    names = [sch.get(b).name_hint for b in sch.get_child_blocks(sch.get_sblock("root", func_name="main"))]
+    blocks = _root_blocks(kmod)
+    names = [b.name_hint for b in blocks]
     name = next((n for n in kinds if n in names), None)
     if name is None or names.count(name) != 1 or names[0] not in (name, "pad_temp") or names.index(name) > 1:
         return None
-    conv = sch.get(sch.get_sblock(name, func_name="main"))
-    if "".join({0: "S", 2: "R"}.get(int(v.iter_type), "O") for v in conv.iter_vars) != iters:
+    conv = blocks[names.index(name)]
+    if _iter_kinds(conv) != iters:
         return None
     extents = [v.dom.extent for v in conv.iter_vars]
     if not all(isinstance(e, tvm.tirx.IntImm) for e in extents):
         return None
-    epilogue = names[names.index(name) + 1:]
-    for other in epilogue:  # element-wise only: every iterator spatial
-        b = sch.get(sch.get_sblock(other, func_name="main"))
-        if any(int(v.iter_type) != 0 for v in b.iter_vars) or len(b.iter_vars) != 4:
-            return None
-    return _Nest(conv, tuple(int(e) for e in extents), tuple(epilogue), names[0] == "pad_temp")
+    epilogue = blocks[names.index(name) + 1:]
+    if any(_iter_kinds(b) != "SSSS" for b in epilogue):  # element-wise only: every iterator spatial
+        return None
+    return _Nest(conv, tuple(int(e) for e in extents), tuple(b.name_hint for b in epilogue), names[0] == "pad_temp")
+
+
+def _root_blocks(kmod: tvm.IRModule) -> list:
+    """The blocks directly under ``main``'s root block, in order."""
+    sch = tvm.s_tir.Schedule(kmod)
+    return [sch.get(b) for b in sch.get_child_blocks(sch.get_sblock("root", func_name="main"))]
+
+
+def _iter_kinds(block) -> str:
+    """``block``'s iterators in order: ``S`` spatial, ``R`` reduction, ``O`` any other kind."""
+    return "".join({0: "S", 2: "R"}.get(int(v.iter_type), "O") for v in block.iter_vars)
 
 
 def _plan(kmod: tvm.IRModule, target) -> _Plan | None:
@@ -341,12 +350,11 @@ def _matmul_plan(kmod: tvm.IRModule, target) -> _MatmulPlan | None:
     other kernel."""
     if target.kind.name != "llvm":
         return None
-    sch = tvm.s_tir.Schedule(kmod)
-    blocks = [sch.get(b) for b in sch.get_child_blocks(sch.get_sblock("root", func_name="main"))]
+    blocks = _root_blocks(kmod)
     if not blocks or blocks[0].name_hint != _MATMUL or any(b.name_hint == _MATMUL for b in blocks[1:]):
         return None
     mm, rank = blocks[0], len(blocks[0].iter_vars) - 1
-    if rank < 2 or "".join({0: "S", 2: "R"}.get(int(v.iter_type), "O") for v in mm.iter_vars) != "S" * rank + "R":
+    if rank < 2 or _iter_kinds(mm) != "S" * rank + "R":
         return None
     extents = [v.dom.extent for v in mm.iter_vars]
     if not all(isinstance(e, tvm.tirx.IntImm) for e in extents) or len(mm.reads) != 2:
@@ -354,9 +362,8 @@ def _matmul_plan(kmod: tvm.IRModule, target) -> _MatmulPlan | None:
     weight = [n for n, buf in enumerate(kmod["main"].params) if buf.same_as(mm.reads[1].source)]
     if not weight or len(mm.reads[1].source.shape) != 2:
         return None
-    for other in blocks[1:]:  # element-wise only, over the matmul's output
-        if any(int(v.iter_type) != 0 for v in other.iter_vars) or len(other.iter_vars) != rank:
-            return None
+    if any(_iter_kinds(b) != "S" * rank for b in blocks[1:]):  # element-wise only, over the matmul's output
+        return None
     widest, _ = vector_lanes(target)
     rows, cols = int(extents[rank - 2]), int(extents[rank - 1])
     lanes = next((n for n in (widest, widest // 2) if n >= 4 and cols % n == 0), None)
@@ -539,8 +546,7 @@ def _elementwise_outputs(kmod: tvm.IRModule, target) -> tuple[tuple[str, ...], b
     if target.kind.name != "llvm":
         return (), False
     func = kmod["main"]
-    sch = tvm.s_tir.Schedule(kmod)
-    blocks = [sch.get(b) for b in sch.get_child_blocks(sch.get_sblock("root", func_name="main"))]
+    blocks = _root_blocks(kmod)
     if not blocks or any(int(v.iter_type) != 0 for b in blocks for v in b.iter_vars):
         return (), False
     outputs = [b for b in blocks if any(w.source.same_as(p) for w in b.writes for p in func.params)]
@@ -595,8 +601,7 @@ def _softmax_lanes(kmod: tvm.IRModule, target) -> int | None:
     else None."""
     if target.kind.name != "llvm":
         return None
-    sch = tvm.s_tir.Schedule(kmod)
-    blocks = [sch.get(b) for b in sch.get_child_blocks(sch.get_sblock("root", func_name="main"))]
+    blocks = _root_blocks(kmod)
     if tuple(b.name_hint for b in blocks) != SOFTMAX_BLOCKS:
         return None
     row = blocks[-1].iter_vars[-1].dom.extent

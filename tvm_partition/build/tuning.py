@@ -599,12 +599,18 @@ class Schedules:
         from .transfer import blocks_of, main_block, provenance, signature, source_of, transfer
 
         done = templates.templated(kmod, target) if self.templates else None
-        if done is not None and not (done[1] == templates.MATMUL_LABEL and self._tuned_here(kmod, target)):
+        if done is not None and done[1] != templates.MATMUL_LABEL:
+            return (*done, None)
+        record = best_record(self.db, kmod, target)
+        # the matmul template outranks every record but one tuning measured here for exactly this
+        # kernel (MetaSchedule's, or the default it kept): a user who tuned a kernel gets what
+        # tuning found (BERT-tiny's records, tuned at their shapes, ran its K = 128 matmuls
+        # 0.86-1.0x of the template); records replayed from other shapes or machines give way
+        if done is not None and (record is None or provenance(record.trace) is not None):
             return (*done, None)
         blocks = blocks_of(kmod)
         # siblings are looked up per target kind: a CPU trace never lands on a GPU kernel
         extents, sig = blocks[main_block(blocks)].extents, f"{target.kind.name}|{signature(blocks)}"
-        record = best_record(self.db, kmod, target)
         if record is not None:
             if is_default(record):
                 return None, "default", None
@@ -620,18 +626,6 @@ class Schedules:
             return None, "default", None
         self.chosen.setdefault(sig, []).append((extents, moved.source))
         return moved.func, f"transferred from {moved.source.label}", moved.source
-
-    def _tuned_here(self, kmod, target) -> bool:
-        """Whether tuning on this machine measured exactly ``kmod``: its database's best record of it
-        is MetaSchedule's (or TVM's default schedule, where tuning found nothing faster), not a
-        transferred one picked by measurement. Such a record outranks the matmul template: a user
-        who tuned a kernel gets what tuning found (BERT-tiny's records, tuned at their shapes, ran
-        its K = 128 matmuls 0.86-1.0x of the template); every record replayed from other shapes or
-        machines gives way to it."""
-        from .transfer import provenance
-
-        record = best_record(self.db, kmod, target)
-        return record is not None and provenance(record.trace) is None
 
     def _from_sibling(self, kmod, target, sig: str, extents: tuple):
         """The schedule of a kernel scheduled before that differs from ``kmod`` in one axis only (a
@@ -935,7 +929,7 @@ def tune_with_progress(kernels: list[Kernel], db_path: str, trials: int, budget_
     t0 = time.perf_counter()
     deadline = None if budget_s is None else t0 + budget_s
     # builds give direct convolutions the hand-written schedule whatever the database holds; a
-    # matmul the template schedules runs a record tuned here instead (Schedules._tuned_here)
+    # matmul the template schedules runs a record tuned here instead (Schedules._choose)
     templated = [k for k in kernels if templates.label(k.mod, tuning_target(k.device)) not in (None, templates.MATMUL_LABEL)]
     kernels = [k for k in kernels if k not in templated]
     db = open_database(db_path)
