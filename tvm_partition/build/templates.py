@@ -41,7 +41,7 @@ Matmuls with constant weights (TOPI's ``matmul`` of ``x[..., m, k]`` by ``w[k, n
 epilogue: BERT's projections and FFN, the RNNs' gates, imported models' ``MatMul`` and ``Gemm``).
 Why: their schedules were MetaSchedule records tuned for BERT-tiny's and the RNNs' shapes,
 replayed onto every other; on BERT-base's FFN matmul + GELU (2048 x 768 x 3072) the replay ran
-99-120 ms where onnxruntime's MatMul alone takes ~50 (2 Zen 4 threads), and the cost model,
+99-120 ms where onnxruntime's MatMul alone took 49-62 (2 Zen 4 threads), and the cost model,
 which had only the records' own shapes to learn from, predicted BERT-base at half its measured
 latency. The schedule is :func:`_schedule_matmul`: the register-tiled GEMM micro-kernel of CPU
 libraries (a tile of :data:`MATMUL_ROWS` rows x one or two vectors of columns over the whole
