@@ -135,10 +135,14 @@ GROUP_ROWS = (4, 2, 1)
 
 #: Output elements from which an element-wise kernel runs in parallel (smaller ones are inlined
 #: and stay serial): one that computes gained 1.8-2.6x at 2,048 elements (an LSTM's gates at
-#: batch 16, a batch norm + ReLU), one that only moves data (a concat) lost 5-7% up to 131,072 and
-#: gained 1.5-3.2x from 262,144 (2 threads, each kernel timed alone, 2026-11-25).
+#: batch 16, a batch norm + ReLU; 2 threads, each kernel timed alone, 2026-11-25). One that only
+#: moves data: BERT-tiny's attention transposes and a concat, parallel over serial, 0.62-0.67x at
+#: 262,144 elements, 0.59-0.64x at 131,072, 0.75-0.90x at 65,536, 0.80-1.15x at 32,768 and
+#: 0.98-1.37x at 16,384 (medians of 3 rounds, amd-epyc-znver4-2c, 2026-11-27). It was 262,144 after
+#: a concat on the Rocket Lake VM lost 5-7% up to 131,072 (2026-11-25): the halves of BERT-tiny's
+#: transposes in its ``equal`` build (131,072 elements) then ran serial, 2.5x the whole one's time.
 MIN_ELEMENTS = 1 << 11
-MIN_MOVED_ELEMENTS = 1 << 18
+MIN_MOVED_ELEMENTS = 1 << 16
 
 #: Output pixels a register tile may hold, by vector registers: 14 of 32 measured best on AVX-512
 #: (7: 1366 us, 14: 1108 us, 2x7 rows: 1106 us, 2x14 (spilling): 2483 us on the 3x3 convolution

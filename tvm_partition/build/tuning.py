@@ -670,8 +670,9 @@ class Schedules:
 #: 18 schedules max and average pooling by :mod:`tvm_partition.build.templates` (channels in parallel),
 #: 19 runs a direct convolution whose input outweighs its weights rows first in its parallel loop
 #: (:func:`tvm_partition.build.templates._rows_outer`), 20 schedules matmuls with constant weights by
-#: :mod:`tvm_partition.build.templates` (packed weights, register tiles of 4 rows).
-TRANSFER_RULES = 20
+#: :mod:`tvm_partition.build.templates` (packed weights, register tiles of 4 rows), 21 runs element-wise
+#: kernels that only move data in parallel from 65,536 elements (:data:`tvm_partition.build.templates.MIN_MOVED_ELEMENTS`, was 262,144).
+TRANSFER_RULES = 21
 
 
 def open_schedules(path: str | None, transfer: bool = True) -> Schedules:
