@@ -131,6 +131,24 @@ def test_damaged_artifact_refused(compiled, tmp_path, damage, pattern):
         Runner(str(bad))
 
 
+@pytest.mark.parametrize("version,kinds,ok", [
+    (artifact.FORMAT_VERSION, ["cpu", "cpu"], True),
+    (1, ["cpu", "gpu"], True),  # one CPU: its program is the same under format 2
+    (1, ["cpu", "cpu"], False),  # copies to cpu(1), which a run now never allocates on
+    (0, ["cpu"], False),
+])
+def test_artifact_formats_read(tmp_path, version, kinds, ok):
+    devices = [{"name": k, "kind": k, "index": 0} for k in kinds]
+    manifest = {"format_version": version, "inputs": [], "outputs": [], "devices": devices, "num_params": 0,
+                "sha256": {}}
+    (tmp_path / artifact.MANIFEST).write_text(json.dumps(manifest))
+    if ok:
+        assert artifact.read_manifest(str(tmp_path))["devices"] == devices
+    else:
+        with pytest.raises(artifact.ArtifactError, match="recompile the artifact"):
+            artifact.read_manifest(str(tmp_path))
+
+
 def runtime_only(code: str) -> subprocess.CompletedProcess:
     """``code`` run by a fresh Python with the runtime-only TVM (``TVM_USE_RUNTIME_LIB=1``); it must succeed."""
     env = dict(os.environ, TVM_USE_RUNTIME_LIB="1", PYTHONPATH=REPO)

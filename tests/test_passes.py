@@ -99,6 +99,24 @@ def test_copies_only_where_devices_differ():
     assert op_names(lowered["main_transform_params"]).count("relax.to_vdevice") == 4
 
 
+def test_copies_between_two_cpus_are_bound_to_their_source_and_copies_to_a_gpu_kept():
+    """Everything on the second device: the lowered module copies in and out either way (the
+    plan's data flow); the linked program of cpu,cpu copies nothing (one memory: its second CPU's
+    kernels read the first's buffers, both cpu(0)) and matches the model, cpu,gpu's still copies."""
+    from tvm_partition.build.executable import build
+
+    model = mlp_model(batch=4)
+    graph = OpGraph(model.mod)
+    for text, copies in (("cpu,cpu", False), ("cpu,gpu", True)):
+        devices = parse_devices(text)
+        plan = Plan(devices, {i: OnDevice(devices[1].name) for i in graph.ops})
+        program = build(model.mod, plan).executable.as_text()
+        assert ("vm.builtin.to_device" in program) == copies, text
+    out = run_plan(model, Plan(parse_devices("cpu,cpu"), {i: OnDevice("cpu1") for i in graph.ops}))
+    np.testing.assert_allclose(out, run_relax(model.mod, list(model.inputs.values()), model.params), rtol=1e-5,
+                               atol=1e-6)
+
+
 def test_gpu_part_is_emitted_first():
     """CUDA launches are asynchronous: the GPU part must be launched before the CPU part runs."""
     model = mlp_model(batch=4)

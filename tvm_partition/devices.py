@@ -2,7 +2,8 @@
 
 A *device set* is written the way users type it: ``cpu,gpu`` (the edge server's CPU and its
 CUDA GPU) or ``cpu,cpu`` (two CPU virtual devices, for machines without a GPU and for CI: the
-split / copy / concat machinery is the same, only the second device is a CPU).
+split / concat machinery is the same, only the second device is a CPU, and the copies between the
+two are bound to their source at link time: one memory, :mod:`tvm_partition.passes.host_copies`).
 
 TVM 0.27 facts used here (see DESIGN.md): targets are built from JSON dicts (the CLI string form
 ``"llvm -mcpu=x"`` is refused by 0.27), a relax ``VDevice``'s id must equal the real device id, and
@@ -69,10 +70,19 @@ class DeviceSpec:
             return tvm.target.Target(self.target, host=host_target())
         return tvm.target.Target(self.target)
 
+    @property
+    def device_id(self) -> int:
+        """The TVM runtime's device id: a GPU's index; 0 for every CPU. The CPU virtual devices of
+        one process are one memory: builds bind a copy between two of them to its source
+        (:mod:`tvm_partition.passes.host_copies`), so a kernel of ``cpu1`` reads tensors of
+        ``cpu``, and a kernel's tensors must agree on their ``device_id`` (TVM's ``MakePackedAPI``
+        asserts it)."""
+        return self.index if self.kind == "gpu" else 0
+
     def tvm_device(self):
         import tvm
 
-        return tvm.cuda(self.index) if self.kind == "gpu" else tvm.cpu(self.index)
+        return tvm.cuda(self.device_id) if self.kind == "gpu" else tvm.cpu(self.device_id)
 
 
 @functools.lru_cache(maxsize=None)

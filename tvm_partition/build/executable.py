@@ -32,7 +32,7 @@ from ..devices import DeviceSpec
 from ..errors import TvmPartitionError
 from ..ir.fastmath import legalize_ops
 from ..ir.relax_utils import copy_module
-from ..passes import ApplyPlan, FenceCopies, PropagateVDevice, keep_joins_apart
+from ..passes import ApplyPlan, FenceCopies, PropagateVDevice, elide_host_copies, keep_joins_apart
 from ..plan import Plan
 from ..runtime.artifact import KERNELS_MAIN
 from .tuning import apply_schedules, schedule_gpu, tuning_target
@@ -264,15 +264,21 @@ def vm_pipeline(off_host: bool) -> tvm.transform.Pass:
     on cpu,cpu). Builds used to leave the planning out instead, and every intermediate tensor was
     allocated at every run: an LSTM split on cpu,cpu made 174 storage allocations per inference
     where its one-device build made 14 (27 now), about a third of its time (``run --kernels``,
-    2026-11-23)."""
-    if not off_host:
-        return relax.get_pipeline("default")
+    2026-11-23).
+
+    Every build, ``off_host`` or not, binds the copies between two CPU virtual devices to their
+    source (:func:`~tvm_partition.passes.elide_host_copies`, after ``ToNonDataflow``: a block output
+    bound to a dataflow variable would be read outside its block): a split whose two parts are the
+    same kernel on ``cpu`` and ``cpu1`` compiles it once, placed on ``cpu``, so a build that copies
+    to ``cpu1`` may launch nothing there."""
     t = relax.transform
-    return tvm.transform.Sequential(
+    planned = [scope_storage_by_device, t.StaticPlanBlockMemory(), unscope_storage] if off_host else [
+        t.StaticPlanBlockMemory()]
+    return tvm.transform.Sequential(  # relax.get_pipeline("default") of TVM 0.27, plus the passes above
         [
             relax.backend.DispatchSampling(), relax.backend.DispatchSortScan(), t.LegalizeOps(),
             t.RewriteDataflowReshape(), t.ToNonDataflow(), t.RemovePurityChecking(), t.CallTIRRewrite(),
-            scope_storage_by_device, t.StaticPlanBlockMemory(), unscope_storage,
+            elide_host_copies, *planned,
             t.RewriteCUDAGraph(), t.LowerAllocTensor(), t.KillAfterLastUse(), t.LowerRuntimeBuiltin(),
             t.ComputePrimValue(), t.VMShapeLower(), t.AttachGlobalSymbol(),
         ]

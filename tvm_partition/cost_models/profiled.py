@@ -368,7 +368,13 @@ class ProfiledCostModel(CostModel):
         return max(0.0, interpolate(pts, nbytes) - interpolate(pts, 0)) / 2
 
     def comm_estimate(self, nbytes: float, src: str, dst: str) -> Estimate:
-        pts = self.comm.get(("copy", device_kind(src, self.devices), device_kind(dst, self.devices)))
+        """A copy between two devices of the profile's copy series; none between two CPUs: builds
+        bind it to its source (:mod:`tvm_partition.passes.host_copies`). Their measured copies
+        still give the CPU's memory bandwidth (:meth:`stream_floor`)."""
+        kinds = (device_kind(src, self.devices), device_kind(dst, self.devices))
+        if kinds == ("cpu", "cpu"):
+            return Estimate(0.0, "one memory")
+        pts = self.comm.get(("copy", *kinds))
         fallback = None if self.fallback is None else (lambda n: self.fallback.comm_estimate(n, src, dst).us)
         if pts:
             us, past = _priced(pts, nbytes, fallback)

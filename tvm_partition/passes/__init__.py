@@ -2,12 +2,14 @@
 :class:`PartitionPass` plans (any strategy, on a cost model) and applies in one pass;
 :class:`PropagateVDevice` keeps legalized kernels on their inputs' device; :func:`keep_joins_apart`
 keeps the concats joining a split op's parts out of TVM's fused groups; :class:`FenceCopies` keeps
-every kernel on its side of each cross-device copy through TVM's fusion."""
+every kernel on its side of each cross-device copy through TVM's fusion; :func:`elide_host_copies`
+drops the copies between two CPU virtual devices (one memory) before memory planning."""
 
 from .apply_plan import ApplyPlan
 from .fences import FenceCopies
+from .host_copies import elide_host_copies
 from .joins import keep_joins_apart
 from .partition import PartitionPass
 from .propagate_vdevice import PropagateVDevice
 
-__all__ = ["ApplyPlan", "FenceCopies", "PartitionPass", "PropagateVDevice", "keep_joins_apart"]
+__all__ = ["ApplyPlan", "FenceCopies", "PartitionPass", "PropagateVDevice", "elide_host_copies", "keep_joins_apart"]

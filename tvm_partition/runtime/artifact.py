@@ -24,7 +24,10 @@ from ..errors import TvmPartitionError
 
 FILES = ("model.so", "params.npz", "plan.json")
 MANIFEST = "manifest.json"
-FORMAT_VERSION = 1
+#: 2: the CPU virtual devices of a build share one memory (no copies between them; every CPU is
+#: the runtime's ``cpu(0)``: :attr:`tvm_partition.devices.DeviceSpec.device_id`). A format-1
+#: artifact with one CPU runs the same way; one with two CPUs copies to ``cpu(1)`` and is refused.
+FORMAT_VERSION = 2
 #: The bytecode twin of ``main`` in every ``model.so`` (``main`` itself is compiled to native
 #: code, which calls its kernels past the VM's instrument): ``run --kernels`` times this one.
 #: Artifacts built before it have only ``main``, in bytecode.
@@ -117,12 +120,18 @@ def read_manifest(art_dir: str) -> dict:
         raise ArtifactError(f"{path}: unreadable manifest ({e})") from None
     if not isinstance(manifest, dict):
         raise ArtifactError(f"{path}: not a manifest (expected a JSON object)")
-    if manifest.get("format_version") != FORMAT_VERSION:
-        raise ArtifactError(f"{path}: artifact format {manifest.get('format_version')!r} is not supported")
+    version = manifest.get("format_version")
+    if version != FORMAT_VERSION and not (version == 1 and _cpus(manifest) <= 1):
+        raise ArtifactError(f"{path}: artifact format {version!r} is not supported (recompile the artifact)")
     missing = [k for k in ("inputs", "outputs", "devices", "num_params", "sha256") if k not in manifest]
     if missing:
         raise ArtifactError(f"{path}: manifest lacks {', '.join(missing)} (recompile the artifact)")
     return manifest
+
+
+def _cpus(manifest: dict) -> int:
+    devices = manifest.get("devices")
+    return sum(1 for d in devices if isinstance(d, dict) and d.get("kind") == "cpu") if isinstance(devices, list) else 0
 
 
 def verify(art_dir: str, manifest: dict) -> None:

@@ -168,7 +168,7 @@ class RemoteRunner(Runner):
         if self.sess is None:
             self.sess = connect(self.endpoint, self.retries)
         try:
-            devs = [remote_device(self.sess, d.kind, d.index) for d in self.devices]
+            devs = [remote_device(self.sess, d.kind, d.device_id) for d in self.devices]
             self.host = devs[0]
             self.lib = load_library(self.sess, os.path.join(self.art_dir, "model.so"))
             self.vm = rvm.VirtualMachine(self.lib, devs)
