@@ -26,6 +26,8 @@ from __future__ import annotations
 import tvm
 from tvm import relax
 
+from ..ir.relax_utils import copy_module
+
 _TO_VDEVICE = tvm.ir.Op.get("relax.to_vdevice")
 
 
@@ -59,7 +61,7 @@ def elide_host_copies(mod: tvm.IRModule, _ctx) -> tvm.IRModule:
              if isinstance(f, relax.Function) and any(host_copy(b.value) for b in _bindings(f))]
     if not found:
         return mod
-    out = tvm.IRModule(dict(mod.functions), attrs=mod.attrs, global_infos=mod.global_infos)
+    out = copy_module(mod)
     for gv in found:
         out[gv] = _Elide().visit_expr(mod[gv])
     return out
