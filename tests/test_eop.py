@@ -465,7 +465,8 @@ def test_eop_through_plan_with():
 
 
 def test_planning_a_gpu_here_uses_a_gpu_machine_profile(tmp_path):
-    """Without a GPU profile of its own, planning cpu,gpu takes the logs of a machine that has one."""
+    """Without a GPU profile of its own, planning cpu,gpu takes the logs of a machine that has one,
+    of several the one timed last."""
     import json
     import os
 
@@ -480,6 +481,15 @@ def test_planning_a_gpu_here_uses_a_gpu_machine_profile(tmp_path):
     cm, note = default_cost_model(CPU_GPU, str(tmp_path))
     assert "GPU-machine profile" in note and cm.folder == str(box), note
     assert [r["mean_us"] for r in cm.log.ops("gpu")] == [rec["mean_us"]]
+    # of two GPU machines' profiles, the one that timed a GPU sample last, whatever the names' order
+    (box / "profile.jsonl").write_text("".join(json.dumps(dict(rec, device=d, time="2026-11-27T04:06:32")) + "\n"
+                                               for d in ("cpu", "gpu")))
+    other = tmp_path / "a-h200-box"
+    other.mkdir()
+    for when, chosen in (("2026-11-26T16:30:00", box), ("2026-11-27T12:34:21", other)):
+        (other / "profile.jsonl").write_text(json.dumps(dict(rec, device="gpu", time=when)) + "\n")
+        assert default_cost_model(CPU_GPU, str(tmp_path))[0].folder == str(chosen), when
+    other.joinpath("profile.jsonl").unlink()
     (box / "profile.jsonl").write_text(json.dumps(rec) + "\n")  # CPU samples only: no GPU profile anywhere
     cm, note = default_cost_model(CPU_GPU, str(tmp_path))
     assert "roofline" in note, note

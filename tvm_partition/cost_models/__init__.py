@@ -26,28 +26,44 @@ def open_cost_model(devices, logs: str | None = None, fallback: CostModel | None
 ROOFLINE = {"cpu": DeviceRoofline(100.0, 20.0, 2.0), "gpu": DeviceRoofline(20000.0, 1500.0, 5.0)}
 
 
-def _has_gpu_profile(folder: str) -> bool:
+def _gpu_profile_time(folder: str) -> str | None:
+    """When ``folder``'s profile last timed a GPU sample (ISO time), None where it has none."""
+    import json
     import os
 
     path = os.path.join(folder, "profile.jsonl")
     if not os.path.exists(path):
-        return False
+        return None
+    latest = None
     with open(path, encoding="utf-8", errors="replace") as f:
-        return any('"device": "gpu"' in line for line in f)
+        for line in f:
+            if '"device": "gpu"' in line:
+                try:
+                    stamp = json.loads(line).get("time") or ""
+                except ValueError:
+                    continue
+                latest = max(latest or "", stamp)
+    return latest
 
 
 def gpu_logs(logs: str | None = None) -> str | None:
     """A fingerprint folder under ``logs`` (default: the shipped ``tuning_logs/``) whose profile
-    has GPU samples: what a machine without a GPU plans ``cpu,gpu`` with."""
+    has GPU samples: what a machine without a GPU plans ``cpu,gpu`` with. Of several, the one that
+    timed a GPU sample last: a change of the GPU's kernels (``tuning.GPU_RULE_CHOICE``) times a
+    GPU's samples again, so the newest profile ran the kernels builds emit today. Why: the H100's
+    profile (first by name) priced ResNet-18 at 64 px on the GPU at 2.5 ms from convolutions timed
+    under dlight's ``Matmul``; the H200's, timed after the rule choice changed, at 0.40 ms, and it
+    ran 0.485 there (2026-11-27), so ``auto`` planned the CPU (1.05 ms) with the first."""
     import os
 
     from ..devices import DEFAULT_LOGS
 
     logs = logs or DEFAULT_LOGS
-    if _has_gpu_profile(logs):
+    if _gpu_profile_time(logs) is not None:
         return logs
     folders = sorted(os.path.join(logs, d) for d in os.listdir(logs)) if os.path.isdir(logs) else []
-    return next((f for f in folders if _has_gpu_profile(f)), None)
+    timed = [(t, f) for f in folders if (t := _gpu_profile_time(f)) is not None]
+    return max(timed)[1] if timed else None
 
 
 def default_cost_model(devices, logs: str | None = None) -> tuple[CostModel, str]:
