@@ -216,6 +216,13 @@ def probe_cuda(work: str, kit: dict, env: dict, out: str, step: int, deadline: f
     probe = kit.get("probe")
     if probe is None:
         return None
+    entry = next(c for p in kit["parts"].values() for c in p.get("checks", []) if c["id"] == probe)
+    if not os.path.isdir(os.path.join(work, entry["artifact"])):
+        # a step whose kit carries no check artifacts (the profile's, since the kit was packed in
+        # two): its children compile with TVM's default, NVRTC; the H200 run of 2026-11-27 printed
+        # a false "no way of compiling" here and then timed all 870 samples, GPU ones included
+        say("CUDA kernels compile at load time with TVM's default (NVRTC): this step carries no check to probe")
+        return None
     cached = os.path.join(work, CUDA_JSON)
     if os.path.exists(cached):  # probed by an earlier step on this machine
         with open(cached, encoding="utf-8") as f:
