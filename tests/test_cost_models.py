@@ -555,6 +555,10 @@ def test_bundle_runs_with_the_runtime_only_and_imports_back(tmp_path):
     assert r.returncode == 0 and f"imported {len(lines)} samples" in r.stdout, r.stderr
     folder = r.stdout.strip().split(" into ")[-1]
     assert len(ProfileLog(folder)) == len(lines)
+    logged = open(os.path.join(folder, "profile.jsonl")).read()
+    r = _cli("-m", "tvm_partition", "profile", "--import", str(bundle), "--tuning-logs", str(tmp_path / "logs"))
+    assert r.returncode == 0 and "imported 0 samples" in r.stdout, r.stdout + r.stderr  # again: nothing added
+    assert open(os.path.join(folder, "profile.jsonl")).read() == logged
     assert probe.returncode == 0
     # a runtime-only TVM cannot ask LLVM for the microarchitecture: the bundle's -mcpu names it, so
     # the samples land in the folder this machine's compiles read

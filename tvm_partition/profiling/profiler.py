@@ -251,7 +251,7 @@ def import_results(results: str, logs: str, bundle: str | None = None, log: Prof
     (into ``log`` itself when given: the profiler merging what it just measured here).
 
     Returns ``(records added, folder)``. Lines for unknown samples, or corrupt lines, are reported
-    and skipped."""
+    and skipped; a timing already in the log (the same results imported again) is not added twice."""
     from ..devices import fingerprint_id
 
     if os.path.isdir(results):
@@ -275,7 +275,11 @@ def import_results(results: str, logs: str, bundle: str | None = None, log: Prof
                 continue
             fp = res.get("fingerprint")
             folder = log.folder if log is not None else os.path.join(logs, fingerprint_id(fp) if fp else fingerprint_id())
-            (log or logs_by_fp.setdefault(folder, ProfileLog(folder))).append(rec)
+            target = log or logs_by_fp.setdefault(folder, ProfileLog(folder))
+            old = target.get(sample_key(rec))
+            if old is not None and all(old.get(k) == rec[k] for k in ("mean_us", "std_us", "repeats")):
+                continue  # this very timing is logged: importing the results again doubled the log (870 -> 1,740 lines)
+            target.append(rec)
             added += 1
     return added, folder or logs
 
