@@ -27,7 +27,8 @@ ROOFLINE = {"cpu": DeviceRoofline(100.0, 20.0, 2.0), "gpu": DeviceRoofline(20000
 
 
 def _gpu_profile_time(folder: str) -> str | None:
-    """When ``folder``'s profile last timed a GPU sample (ISO time), None where it has none."""
+    """When ``folder``'s profile last logged a GPU sample (ISO time; a GPU machine's samples are
+    logged when imported here), None where it has none."""
     import json
     import os
 
@@ -49,7 +50,7 @@ def _gpu_profile_time(folder: str) -> str | None:
 def gpu_logs(logs: str | None = None) -> str | None:
     """A fingerprint folder under ``logs`` (default: the shipped ``tuning_logs/``) whose profile
     has GPU samples: what a machine without a GPU plans ``cpu,gpu`` with. Of several, the one that
-    timed a GPU sample last: a change of the GPU's kernels (``tuning.GPU_RULE_CHOICE``) times a
+    logged a GPU sample last: a change of the GPU's kernels (``tuning.GPU_RULE_CHOICE``) times a
     GPU's samples again, so the newest profile ran the kernels builds emit today. Why: the H100's
     profile (first by name) priced ResNet-18 at 64 px on the GPU at 2.5 ms from convolutions timed
     under dlight's ``Matmul``; the H200's, timed after the rule choice changed, at 0.40 ms, and it
