@@ -208,6 +208,11 @@ def facts(step: int, out: str, say, kit: dict) -> dict:
     return info
 
 
+def check_entry(kit: dict, cid: str) -> dict:
+    """The kit's entry of check ``cid`` (its artifact, data, tolerance...)."""
+    return next(c for p in kit["parts"].values() for c in p.get("checks", []) if c["id"] == cid)
+
+
 def probe_cuda(work: str, kit: dict, env: dict, out: str, step: int, deadline: float, say) -> str | None:
     """How this machine compiles the kit's CUDA kernels at load time: the first check artifact with a
     GPU is run with NVRTC (TVM's default), then with nvcc if that failed; the way that works is
@@ -216,7 +221,7 @@ def probe_cuda(work: str, kit: dict, env: dict, out: str, step: int, deadline: f
     probe = kit.get("probe")
     if probe is None:
         return None
-    entry = next(c for p in kit["parts"].values() for c in p.get("checks", []) if c["id"] == probe)
+    entry = check_entry(kit, probe)
     if not os.path.isdir(os.path.join(work, entry["artifact"])):
         # a step whose kit carries no check artifacts (the profile's, since the kit was packed in
         # two): its children compile with TVM's default, NVRTC; the H200 run of 2026-11-27 printed
@@ -408,7 +413,7 @@ def check(work: str, cid: str, probe: bool = False) -> dict:
     from tvm_partition.runtime.runner import Runner
 
     kit = load_kit(work)
-    entry = next(c for p in kit["parts"].values() for c in p.get("checks", []) if c["id"] == cid)
+    entry = check_entry(kit, cid)
     runner = Runner(os.path.join(work, entry["artifact"]))
     with np.load(os.path.join(work, entry["data"])) as z:
         inputs = {k[len("input:"):]: z[k] for k in z.files if k.startswith("input:")}
