@@ -326,10 +326,41 @@ def test_cpu_samples_are_scaled_by_the_in_model_factor_of_their_op(tmp_path):
     assert cm.in_model_us(dict(_op_rec(64, 10.0, sig="elsewhere"))) == pytest.approx(13.0)
 
 
+def test_a_model_measured_in_the_vm_is_priced_with_its_own_factor(tmp_path):
+    """Two models sharing an op (the sequence-10 and sequence-100 LSTMs share their gate matmuls)
+    ran their kernels 1.2x and 2.0x their time alone: each is priced with its own factor, a model
+    never run with the op's median (1.6x), and planning prices the graph it plans."""
+    from tvm_partition.cost_models import ROOFLINE
+    from tvm_partition.ir.graph import graph_signature, op_signature
+    from tvm_partition.planners import plan_and_simulate
+    from tvm_partition.planners.simulate import simulate
+
+    small, large = OpGraph(mlp_model(batch=16).mod), OpGraph(mlp_model(batch=16, d_out=8).mod)
+    unseen = OpGraph(mlp_model(batch=16, d_out=12).mod)
+    shared = {op_signature(o) for o in small.ops.values()} & {op_signature(o) for o in large.ops.values()}
+    op = next(o for o in small.ops.values() if op_signature(o) in shared and not o.is_view)
+    assert len({graph_signature(g) for g in (small, large, unseen)}) == 3
+    full = tuple(op.output_shapes[-1])
+    log = ProfileLog(str(tmp_path))
+    log.append(dict(_op_rec(full[0], 20.0, sig=op_signature(op)), shape=list(full), full=full[0],
+                    full_shape=list(full), tuned=True))
+    log.append(dict(_context_rec("mlp out=4", 1.2, [op_signature(op)]), graph=graph_signature(small)))
+    log.append(dict(_context_rec("mlp out=8", 2.0, [op_signature(op)]), graph=graph_signature(large)))
+    cm = ProfiledCostModel(str(tmp_path), fallback=AnalyticCostModel({"cpu": ROOFLINE["cpu"]}))
+    assert cm.op_time(op, "cpu") == pytest.approx(32.0)  # samples: the op's median factor
+    assert cm.for_graph(small).op_time(op, "cpu") == pytest.approx(24.0)
+    assert cm.for_graph(large).op_time(op, "cpu") == pytest.approx(40.0)
+    assert cm.for_graph(unseen) is cm
+    devices = parse_devices("cpu")
+    plan, sim = plan_and_simulate(small, devices, "cpu", cost_model=cm)
+    assert sim.latency_us == pytest.approx(simulate(small, plan, cm.for_graph(small)).latency_us)
+    assert sim.latency_us < simulate(small, plan, cm).latency_us
+
+
 def test_a_model_is_measured_in_the_vm_against_its_kernels_alone(profiled, tmp_path):
     import shutil
 
-    from tvm_partition.ir.graph import op_signature
+    from tvm_partition.ir.graph import graph_signature, op_signature
     from tvm_partition.profiling import profiler
 
     folder, graph, devices, _ = profiled
@@ -345,6 +376,7 @@ def test_a_model_is_measured_in_the_vm_against_its_kernels_alone(profiled, tmp_p
     assert (rec["vm_us"], rec["warm_us"]) == (quickest_vm, quickest_alone)
     assert rec["mean_us"] == pytest.approx((quickest_vm - rec["kernels"] * launch) / quickest_alone, rel=1e-6)
     assert set(rec["sigs"]) == {op_signature(op) for op in graph.ops.values() if not op.is_view}
+    assert rec["graph"] == graph_signature(graph)
     assert [r["model"] for r in ProfileLog(copy).comms() if r["comm"] == "context"] == [rec["model"]]
     cm = ProfiledCostModel(copy, devices)
     assert cm.context.factor(rec["sigs"][0]) == pytest.approx(rec["mean_us"])

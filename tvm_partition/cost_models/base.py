@@ -40,6 +40,11 @@ class CostModel(abc.ABC):
     def comm_estimate(self, nbytes: float, src: str, dst: str) -> Estimate:
         """Predicted time to move ``nbytes`` from ``src`` to ``dst``, and its source."""
 
+    def for_graph(self, graph) -> "CostModel":
+        """This cost model as it prices ``graph`` (planners and the simulator get it from
+        :func:`tvm_partition.planners.plan_and_simulate`); itself unless it knows the graph."""
+        return self
+
     def op_time(self, op, device: str, shape: tuple[int, ...] | None = None) -> float:
         return self.estimate(op, device, shape).us
 
@@ -153,6 +158,10 @@ class ServersCostModel(CostModel):
         if device not in self.factors:
             raise KeyError(f"no measured server for device {device!r} (have {sorted(self.factors)})")
         return self.factors[device]
+
+    def for_graph(self, graph) -> "ServersCostModel":
+        return ServersCostModel(self.base.for_graph(graph), self.factors, self.bandwidth_Bps, self.latency_us,
+                                self.local)
 
     def estimate(self, op, device: str, shape=None) -> Estimate:
         e = self.base.estimate(op, self.local, shape)

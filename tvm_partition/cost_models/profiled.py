@@ -147,29 +147,36 @@ def training_records(records: list[dict]) -> list[dict]:
 class Context:
     """How much slower CPU kernels run in a model than timed alone (``context`` records,
     :mod:`tvm_partition.profiling.context`): per op signature, the median factor of the models that
-    have the op; ``default``, the median over every model measured, for ops of the others."""
+    have the op (what samples are scaled by, :meth:`ProfiledCostModel.in_model_us`); ``default``,
+    the median over every model measured, for ops of the others; ``by_graph``, each measured
+    model's own factor by its :func:`graph_signature <tvm_partition.ir.graph.graph_signature>`
+    (:meth:`ProfiledCostModel.for_graph`)."""
 
     by_sig: dict
     default: float = 1.0
+    by_graph: dict = dataclasses.field(default_factory=dict)
 
     @classmethod
     def of(cls, comms: list[dict]) -> "Context":
         import statistics
 
         recs = [r for r in comms if r["comm"] == "context" and r["src"] == "cpu" and float(r["mean_us"]) > 0]
-        by_sig = defaultdict(list)
+        by_sig, by_graph = defaultdict(list), defaultdict(list)
         for r in recs:
             for sig in r.get("sigs", ()):
                 by_sig[sig].append(float(r["mean_us"]))
+            if r.get("graph"):
+                by_graph[r["graph"]].append(float(r["mean_us"]))
         default = statistics.median(float(r["mean_us"]) for r in recs) if recs else 1.0
-        return cls({k: statistics.median(v) for k, v in by_sig.items()}, default)
+        return cls({k: statistics.median(v) for k, v in by_sig.items()}, default,
+                   {k: statistics.median(v) for k, v in by_graph.items()})
 
     def factor(self, sig: str) -> float:
         return self.by_sig.get(sig, self.default)
 
     def tag(self) -> str:
-        """A digest of the factors (regressors trained on scaled times are stale when it changes);
-        empty where no model was measured (times as timed)."""
+        """A digest of the factors samples are scaled by (regressors trained on scaled times are
+        stale when it changes); empty where no model was measured (times as timed)."""
         import hashlib
 
         if not self.by_sig and self.default == 1.0:
@@ -203,6 +210,8 @@ class ProfiledCostModel(CostModel):
         self.log = log or ProfileLog(folder)
         #: how much slower CPU kernels run in models than alone (:meth:`in_model_us`)
         self.context = Context.of(self.log.comms())
+        #: the priced graph's own in-model factor, where it was measured (:meth:`for_graph`)
+        self.graph_factor: float | None = None
         self.names: dict[str, dict] = {}
         #: tuned samples, looked up exactly: (sig, device, dim, size) -> us
         self.measured: dict[tuple, float] = {}
@@ -293,7 +302,34 @@ class ProfiledCostModel(CostModel):
         return paths
 
     # ------------------------------------------------------------------ CostModel
+    def for_graph(self, graph) -> "ProfiledCostModel":
+        """This cost model pricing ``graph`` (an OpGraph): where the profile ran that very model in
+        the VM (a ``context`` record of its :func:`graph_signature`), its CPU kernels take that
+        model's factor instead of their ops' median over the models having them. Why: the
+        sequence-100 LSTM ran its kernels 1.62-1.81x their time alone, the sequence-10 one 1.06x
+        with the same gate matmuls (znver4, 2026-11-27): keyed by op, a profile of both priced each
+        at their median, and one of the sequence-10 LSTM priced the longer one -25% to -32%.
+        Shares this model's samples and fits; ``self`` where the graph was never run."""
+        import copy
+
+        from ..ir.graph import graph_signature
+
+        measured = self.context.by_graph.get(graph_signature(graph))
+        if measured is None:
+            return self
+        priced = copy.copy(self)
+        priced.graph_factor = measured
+        return priced
+
     def estimate(self, op, device: str, shape=None) -> Estimate:
+        """:meth:`_shared`, a CPU kernel's in-model factor its graph's own where :meth:`for_graph`
+        found one (samples are scaled by their op's: :meth:`in_model_us`)."""
+        est = self._shared(op, device, shape)
+        if self.graph_factor is None or op.is_view or device_kind(device, self.devices) != "cpu":
+            return est
+        return Estimate(est.us * self.graph_factor / self.context.factor(op_signature(op)), est.source)
+
+    def _shared(self, op, device: str, shape=None) -> Estimate:
         """:meth:`_estimate`, but a part of an op never costs less than its share of the whole op.
 
         Standalone samples of transferred parts can time below their share (a ResNet-18 conv at

@@ -57,6 +57,15 @@ def op_signature(op) -> str:
     return f"{op.kind}-{hashlib.sha1(text.encode()).hexdigest()[:12]}"
 
 
+def graph_signature(graph) -> str:
+    """A stable name for a whole graph's computation: the multiset of its kernels' op signatures
+    (views launch nothing). The sequence-10 and sequence-100 LSTMs share every gate matmul's
+    signature and differ here (86 kernels against 896), which is what the cost model keys a
+    model's in-model factor by (:class:`tvm_partition.cost_models.profiled.Context`)."""
+    sigs = sorted(op_signature(op) for op in graph.ops.values() if not op.is_view)
+    return f"graph-{hashlib.sha1(chr(10).join(sigs).encode()).hexdigest()[:12]}"
+
+
 class GraphError(TvmPartitionError, ValueError):
     """The module cannot be analysed (dynamic shapes, impure calls...); the message says why."""
 

@@ -57,6 +57,7 @@ def plan_and_simulate(graph, devices, strategy: str = "auto", plan_file=None, to
         from ..cost_models import default_cost_model
 
         cost_model = default_cost_model(devices)[0]
+    cost_model = cost_model.for_graph(graph)
     if isinstance(plan_file, Plan):
         plan = plan_file
     elif plan_file:

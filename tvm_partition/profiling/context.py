@@ -18,7 +18,11 @@ kernels alone in the same process; the ``context`` record it returns (kept in th
 :mod:`tvm_partition.cost_models.logs`) holds the factor and the signatures of the model's ops, and
 the cost model scales every CPU sample of those ops by it (the median factor for ops of models
 never run: :meth:`ProfiledCostModel.in_model_us
-<tvm_partition.cost_models.profiled.ProfiledCostModel.in_model_us>`).
+<tvm_partition.cost_models.profiled.ProfiledCostModel.in_model_us>`), and prices the model itself
+(its ``graph``, :func:`tvm_partition.ir.graph.graph_signature`) with its own factor
+(:meth:`ProfiledCostModel.for_graph <tvm_partition.cost_models.profiled.ProfiledCostModel.for_graph>`):
+the factor grows with a model's length and data, not with its ops (znver4, 2026-11-27: LSTM
+sequence 10 1.06x, sequence 100 1.49-1.81x, sharing every gate matmul).
 """
 
 from __future__ import annotations
@@ -68,7 +72,7 @@ def measure(model, device, schedules, launch_us: float = 0.0) -> dict:
 
     from ..build.executable import build, kernel_calls
     from ..devices import use_cpu_threads
-    from ..ir.graph import OpGraph, op_signature
+    from ..ir.graph import OpGraph, graph_signature, op_signature
     from ..planners.baselines import plan_cpu
 
     threads = use_cpu_threads()  # before the first kernel starts TVM's pool: the profile's pool
@@ -106,6 +110,7 @@ def measure(model, device, schedules, launch_us: float = 0.0) -> dict:
     vm_us, warm_us = min(v for v, _ in rounds), min(a for _, a in rounds)
     sigs = sorted({op_signature(op) for op in graph.ops.values() if not op.is_view})
     return {"type": "comm", "comm": "context", "src": "cpu", "dst": "cpu", "bytes": 0, "model": model_key(model),
+            "graph": graph_signature(graph),
             "kernels": launches, "vm_us": vm_us, "warm_us": warm_us, "mean_us": factor(vm_us, warm_us, launches * launch_us),
             "std_us": statistics.stdev(ratios), "repeats": ROUNDS, "threads": threads, "sigs": sigs,
             "rounds": [[v, a] for v, a in rounds]}
