@@ -567,15 +567,21 @@ def test_round_zero_holds_every_size_of_the_copies():
 
 
 def test_bundle_runs_with_the_runtime_only_and_imports_back(tmp_path):
-    """Export, time with TVM_USE_RUNTIME_LIB=1 and no tvm_partition on the path, import."""
+    """Export, time with TVM_USE_RUNTIME_LIB=1 and no tvm_partition on the path, import: the
+    samples, and the model run in the VM against its kernels alone (its ``context``, keyed by its
+    graph, as ``profile`` measures it here)."""
+    from tvm_partition.ir.graph import graph_signature
     from tvm_partition.profiling import profiler
 
-    graph = OpGraph(mlp_model().mod)
+    model = mlp_model()
+    graph = OpGraph(model.mod)
     pending = [p for p in profiler.pending_samples([graph], parse_devices("cpu,cpu"))  # copies up to 64 KiB: time
                if p.level == 0 and p.record.get("bytes", 0) <= 1 << 16]
     bundle = tmp_path / "bundle"
     spec = profiler.write_bundle(str(bundle), pending)
+    profiler.add_contexts(str(bundle), spec, [model], parse_devices("cpu")[0])
     assert (bundle / "cpu.so").exists() and (bundle / "time_samples.py").exists()
+    assert (bundle / "context-0.so").exists() and [c["id"] for c in spec["contexts"]] == ["c0"]
     env = {"TVM_USE_RUNTIME_LIB": "1", "PYTHONPATH": "", "PYTHONNOUSERSITE": "1"}
     # -I: isolated mode, so neither the checkout nor an editable install of tvm_partition is importable
     probe = _cli("-I", "-c", "import importlib.util as u; print(u.find_spec('tvm_partition'))", env=env, cwd=str(bundle))
@@ -587,6 +593,10 @@ def test_bundle_runs_with_the_runtime_only_and_imports_back(tmp_path):
     assert r.returncode == 0 and f"imported {len(lines)} samples" in r.stdout, r.stderr
     folder = r.stdout.strip().split(" into ")[-1]
     assert len(ProfileLog(folder)) == len(lines)
+    [ctx] = [r for r in ProfileLog(folder).comms() if r["comm"] == "context"]
+    assert ctx["graph"] == graph_signature(graph) and ctx["vm_us"] > 0 and ctx["warm_us"] > 0 and ctx["kernels"] > 0
+    assert len(ctx["rounds"]) == 5 and ctx["mean_us"] > 0
+    assert ProfiledCostModel(folder).context.by_graph == {ctx["graph"]: ctx["mean_us"]}
     logged = open(os.path.join(folder, "profile.jsonl")).read()
     r = _cli("-m", "tvm_partition", "profile", "--import", str(bundle), "--tuning-logs", str(tmp_path / "logs"))
     assert r.returncode == 0 and "imported 0 samples" in r.stdout, r.stdout + r.stderr  # again: nothing added

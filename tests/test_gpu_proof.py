@@ -27,6 +27,7 @@ from rpc_servers import REPO
 sys.path.insert(0, os.path.join(REPO, "benchmarks", "gpu_proof"))
 import kit as gpu_kit  # noqa: E402
 import there  # noqa: E402
+from tvm_partition.cost_models.logs import ProfileLog  # noqa: E402
 
 STEPS = (1, 2, 3)
 
@@ -161,6 +162,9 @@ def test_import_merges_every_result_and_regenerates_benchmarks(packed, ran, tmp_
     assert len(rows) == len(expected) and all(r["measured_median_us"] > 0 and r["predicted_us"] for r in rows)
     assert len(open(tmp_path / "tuning_logs" / machine / "profile.jsonl").readlines()) == \
         kit["parts"]["profile"]["samples"]
+    # the profiled model ran in the VM against its kernels alone there, keyed by its graph
+    [ctx] = [r for r in ProfileLog(str(tmp_path / "tuning_logs" / machine)).comms() if r["comm"] == "context"]
+    assert ctx["model"].startswith("lstm batch=2") and ctx["graph"].startswith("graph-") and ctx["vm_us"] > 0
     assert sorted(os.listdir(folder / "gpu_proof")) == sorted(
         ["checks.json", "variants.json"] + [f"{k}-{s}.{e}" for s in STEPS for k, e in (("facts", "json"), ("facts", "txt"), ("log", "txt"))])
     md = (tmp_path / "BENCHMARKS.md").read_text()

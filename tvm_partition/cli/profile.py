@@ -132,9 +132,10 @@ def _profile(args, devices, folder) -> int:
                        "rpc": args.rpc or f"{args.tracker} key {args.key}"}
     if args.export_bundle:
         spec = profiler.export_bundle(args.export_bundle, graphs, devices, schedules,
-                                      progress=lambda m: print(m, file=sys.stderr))
+                                      progress=lambda m: print(m, file=sys.stderr), models=models)
         n = sum(len(lib["samples"]) for lib in spec["libraries"]) + len(spec["copies"])
-        print(f"bundle {args.export_bundle}: {n} samples ({spec['skipped']} sizes that cannot be built left out); "
+        print(f"bundle {args.export_bundle}: {n} samples ({spec['skipped']} sizes that cannot be built left out), "
+              f"{len(spec.get('contexts', []))} models run in the VM against their kernels; "
               f"there: python time_samples.py {os.path.basename(os.path.abspath(args.export_bundle))}; "
               f"here: tvm-partition profile --import RESULTS")
         return 0

@@ -13,8 +13,10 @@ the model and the machine, and a split keeps it: ``equal`` plans of the same mod
 (LSTM), 1.065x (BERT-tiny), 1.13x (ResNet-18) their kernels alone, against 1.36x, 1.07x and 1.10x
 for their one-CPU builds.
 
-:func:`measure` builds a model for one CPU as builds do, runs it in the VM and times each of its
-kernels alone in the same process; the ``context`` record it returns (kept in the profile log,
+:func:`measure` builds a model for one CPU as builds do (:func:`build_context`), runs it in the VM
+and times each of its kernels alone in the same process
+(:func:`tvm_partition.cost_models.timing.time_context`, the TVM runtime alone: a profile bundle
+runs the same on a machine with no compiler, :func:`tvm_partition.profiling.profiler.add_contexts`); the ``context`` record it returns (kept in the profile log,
 :mod:`tvm_partition.cost_models.logs`) holds the factor and the signatures of the model's ops, and
 the cost model scales every CPU sample of those ops by it (the median factor for ops of models
 never run: :meth:`ProfiledCostModel.in_model_us
@@ -28,31 +30,9 @@ sequence 10 1.06x, sequence 100 1.49-1.81x, sharing every gate matmul).
 from __future__ import annotations
 
 import os
-import statistics
 import tempfile
 
 import numpy as np
-
-from ..cost_models.timing import random_tensor
-
-#: Rounds of (the model in the VM, then its kernels alone); the factor is the quickest VM run's
-#: over the quickest sum of kernels alone. One round of each, minutes apart from the neighbours'
-#: load, read the LSTM's factor 1.68 where the quiet machine measures 1.30 (its run took 899 us in
-#: the VM, 594-610 us in three fresh processes minutes later; 2026-11-25). The median of the
-#: rounds' ratios then read BERT-tiny at 1.20 from rounds of 8.80, 7.96, 8.13, 6.41 and 6.54 ms in
-#: the VM against 6.20-6.63 ms alone, where ``bench`` measured the build at 6.28 ms (2026-11-26,
-#: amd-epyc-znver5-2c): a neighbour only ever slows a reading down, so the quickest of each is
-#: the machine's own figure.
-ROUNDS = 5
-#: VM runs per round, each a time-evaluator repeat of at least ``MIN_MS``
-VM_REPEAT = 3
-MIN_MS = 50
-
-
-def factor(vm_us: float, alone_us: float, launches_us: float) -> float:
-    """How much longer the kernels took in the VM (``vm_us`` less ``launches_us``, the VM's own
-    work per kernel) than alone (``alone_us``); 1.0 where nothing was timed."""
-    return (vm_us - launches_us) / alone_us if alone_us > 0 else 1.0
 
 
 def model_key(model) -> str:
@@ -61,56 +41,53 @@ def model_key(model) -> str:
     return f"{model.name} {config}".strip()
 
 
-def measure(model, device, schedules, launch_us: float = 0.0) -> dict:
-    """The ``context`` record of ``model`` (a :class:`tvm_partition.frontend.model.Model`) built for
-    the CPU ``device`` (a DeviceSpec) with ``schedules``: its VM time (``vm_us``), its kernels'
-    sum timed alone (``warm_us``), each the quickest of :data:`ROUNDS` rounds (``rounds``: both per
-    round), and their factor (``mean_us``, :func:`factor`; ``std_us``: the spread of the rounds' own).
-    ``launch_us``: the VM's time per kernel launch (the profile's ``launch`` record)."""
+def build_context(model, device, schedules, path: str) -> tuple[dict, dict]:
+    """The compiler's half of a ``context`` measurement: ``model`` (a
+    :class:`tvm_partition.frontend.model.Model`) built for the CPU ``device`` (a DeviceSpec) with
+    ``schedules`` as builds do, exported to ``path``. Returns ``(spec, record)``: what
+    :func:`tvm_partition.cost_models.timing.time_context` runs (``inputs`` and ``params`` as
+    ``[shape, dtype]``, every kernel ``main`` launches with its launch count and arguments), and the
+    ``context`` record it is timed into (the model's key, its graph's signature and its ops')."""
     import tvm
-    from tvm.runtime import vm as rvm
 
     from ..build.executable import build, kernel_calls
-    from ..devices import use_cpu_threads
     from ..ir.graph import OpGraph, graph_signature, op_signature
     from ..planners.baselines import plan_cpu
 
-    threads = use_cpu_threads()  # before the first kernel starts TVM's pool: the profile's pool
     graph = OpGraph(model.mod)
     result = build(model.mod, plan_cpu(graph, [device]), graph, schedules)
-    dev = tvm.cpu()
     # exported and loaded, as deployments and the profile's samples run: the executable tvm.compile
     # returns ran the LSTM (seq 10) in 840-1050 us in the VM, exported and loaded 649 us (same process)
+    result.executable.export_library(path)
+    calls = kernel_calls(result.module)
+    kernels = [{"name": gv.name_hint, "calls": calls[gv.name_hint],
+                "args": [[[int(x) for x in b.shape], str(b.dtype)] for b in func.params]}
+               for gv, func in result.module.functions_items()
+               if calls.get(gv.name_hint) and isinstance(func, tvm.tirx.PrimFunc)]
+    spec = {"inputs": [[list(i["shape"]), i["dtype"]] for i in model.input_info()],
+            "params": [[list(p.shape), str(p.dtype)] for p in model.params], "kernels": kernels}
+    record = {"type": "comm", "comm": "context", "src": "cpu", "dst": "cpu", "bytes": 0, "model": model_key(model),
+              "graph": graph_signature(graph),
+              "sigs": sorted({op_signature(op) for op in graph.ops.values() if not op.is_view})}
+    return spec, record
+
+
+def measure(model, device, schedules, launch_us: float = 0.0) -> dict:
+    """The ``context`` record of ``model`` built for the CPU ``device`` with ``schedules``
+    (:func:`build_context`) and timed here on the model's own weights
+    (:func:`tvm_partition.cost_models.timing.time_context`: ``vm_us``, ``warm_us``, ``rounds``,
+    the factor ``mean_us``). ``launch_us``: the VM's time per kernel launch (the profile's
+    ``launch`` record). A profile bundle times the same on another machine, on drawn weights
+    (:func:`tvm_partition.profiling.profiler.export_bundle`)."""
+    import tvm
+
+    from ..cost_models.timing import time_context
+    from ..devices import use_cpu_threads
+
+    threads = use_cpu_threads()  # before the first kernel starts TVM's pool: the profile's pool
     with tempfile.TemporaryDirectory(prefix="tvmp-context-") as tmp:
         path = os.path.join(tmp, "model.so")
-        result.executable.export_library(path)
-        loaded = tvm.runtime.load_module(path)
-    vm = rvm.VirtualMachine(loaded, dev)
-    params = [tvm.runtime.tensor(p, device=dev) for p in model.params]
-    if "main_transform_params" in [gv.name_hint for gv in result.module.get_global_vars()]:
-        params = list(vm["main_transform_params"](params))
-    rng = np.random.default_rng(0)
-    inputs = [random_tensor(i["shape"], i["dtype"], dev, rng) for i in model.input_info()]
-    ev = vm.time_evaluator("main", dev, number=1, repeat=VM_REPEAT, min_repeat_ms=MIN_MS)
-    lib = loaded.imports[0]
-    calls = kernel_calls(result.module)
-    kernels = []
-    for gv, func in result.module.functions_items():
-        if calls.get(gv.name_hint) and isinstance(func, tvm.tirx.PrimFunc):
-            args = [random_tensor([int(x) for x in b.shape], str(b.dtype), dev, rng) for b in func.params]
-            kernels.append((calls[gv.name_hint], lib.time_evaluator(gv.name_hint, dev, number=1, repeat=1,
-                                                                   min_repeat_ms=10), args))
-    launches = sum(calls.values())
-    rounds = []
-    for _ in range(ROUNDS):
-        vm_us = statistics.median(float(r) * 1e6 for r in ev(*inputs, *params).results)
-        alone = sum(n * float(kev(*args).results[0]) * 1e6 for n, kev, args in kernels)
-        rounds.append((vm_us, alone))
-    ratios = [factor(v, a, launches * launch_us) for v, a in rounds]
-    vm_us, warm_us = min(v for v, _ in rounds), min(a for _, a in rounds)
-    sigs = sorted({op_signature(op) for op in graph.ops.values() if not op.is_view})
-    return {"type": "comm", "comm": "context", "src": "cpu", "dst": "cpu", "bytes": 0, "model": model_key(model),
-            "graph": graph_signature(graph),
-            "kernels": launches, "vm_us": vm_us, "warm_us": warm_us, "mean_us": factor(vm_us, warm_us, launches * launch_us),
-            "std_us": statistics.stdev(ratios), "repeats": ROUNDS, "threads": threads, "sigs": sigs,
-            "rounds": [[v, a] for v, a in rounds]}
+        spec, record = build_context(model, device, schedules, path)
+        timed = time_context(path, spec["inputs"], [np.asarray(p) for p in model.params], spec["kernels"],
+                             tvm.cpu(), launch_us)
+    return {**record, **timed, "threads": threads}

@@ -221,19 +221,51 @@ def write_spec(folder: str, spec: dict) -> None:
 
 
 def export_bundle(folder: str, graphs: list, devices: list, schedules=None, max_level: int | None = None,
-                  progress=None, timed: tuple = ()) -> dict:
+                  progress=None, timed: tuple = (), models: tuple = ()) -> dict:
     """Build every sample of ``graphs`` on ``devices`` into a bundle for another machine
     (:func:`write_bundle`), in the order a budgeted profile times them: each op whole first,
     heaviest first, then the halves, quarters... (:func:`_level`), so a timing run cut short keeps
     the samples that matter most. ``max_level``: leave out the finer sizes. ``timed``: profile
     logs of the machines the bundle may run on; a sample every one of them holds (timed with these
     schedules) goes last, so runs cut short add samples instead of timing the same first ones again
-    (the GPU kit's bundle: 381 and 464 of 869 in two runs, the same ones first)."""
+    (the GPU kit's bundle: 381 and 464 of 869 in two runs, the same ones first). ``models``
+    (:class:`tvm_partition.frontend.model.Model`) are built for the CPU of ``devices`` to be run
+    there in the VM against their kernels alone (:func:`add_contexts`), as ``profile`` runs them here."""
     stamp = schedules.stamp if schedules is not None else ""
     pending = pending_samples(graphs, devices, stamp=stamp)
     # the predicate pending_samples skips a log's samples by (_logged), not the samples enumerated again
     pending.sort(key=lambda p: (bool(timed) and all(_logged(log, p.record) for log in timed), p.level))
-    return write_bundle(folder, [p for p in pending if max_level is None or p.level <= max_level], schedules, progress)
+    spec = write_bundle(folder, [p for p in pending if max_level is None or p.level <= max_level], schedules, progress)
+    cpu = next((d for d in devices if d.kind == "cpu"), None)
+    if models and cpu is not None:
+        add_contexts(folder, spec, list(models), cpu, schedules, progress)
+    return spec
+
+
+def add_contexts(folder: str, spec: dict, models: list, device, schedules=None, progress=None) -> None:
+    """Add ``models``' context measurements to the bundle in ``folder`` (``spec``, its
+    ``bundle.json``, rewritten): each model's one-CPU build (``context-N.so``, its weights drawn
+    there: BERT-tiny's are 17 MB) and its kernels (:func:`tvm_partition.profiling.context.build_context`),
+    which the timing script runs (:func:`tvm_partition.cost_models.timing.time_context`). Why: the
+    GPU machines' profiles had no in-model factor at all, and the README's LSTM ran 9.03 ms on the
+    H200's host, priced 3.93 (2026-11-27)."""
+    from ..build.executable import BuildError
+    from .context import build_context
+
+    spec["mcpu"] = spec.get("mcpu") or device.target.get("mcpu")  # the machine's name there (write_bundle)
+    for i, model in enumerate(models):
+        cid, file = f"c{i}", f"context-{i}.so"
+        if progress:
+            progress(f"building {model.name} for its context")
+        try:
+            entry, record = build_context(model, device, schedules, os.path.join(folder, file))
+        except BuildError as e:  # its samples are in the bundle; the model keeps the median factor
+            if progress:
+                progress(f"warning: {model.name} left out of the contexts: {e}")
+            continue
+        spec.setdefault("contexts", []).append({"id": cid, "file": file, **entry})
+        spec["records"][cid] = record
+    write_spec(folder, spec)
 
 
 def result_record(records: dict, res: dict) -> dict:
@@ -242,6 +274,9 @@ def result_record(records: dict, res: dict) -> dict:
                repeats=int(res["repeats"]))
     for key in ("fingerprint", "threads"):  # threads: the CPU pool it was timed with
         if res.get(key):
+            rec[key] = res[key]
+    for key in ("kernels", "vm_us", "warm_us", "rounds"):  # a model's context (timing.time_context)
+        if key in res:
             rec[key] = res[key]
     return rec
 
