@@ -355,6 +355,12 @@ def test_a_model_measured_in_the_vm_is_priced_with_its_own_factor(tmp_path):
     plan, sim = plan_and_simulate(small, devices, "cpu", cost_model=cm)
     assert sim.latency_us == pytest.approx(simulate(small, plan, cm.for_graph(small)).latency_us)
     assert sim.latency_us < simulate(small, plan, cm).latency_us
+    # the plan and --explain say so; a model never run keeps the op median silently
+    from tvm_partition.cli.compile import explain_plan
+
+    assert plan.meta["predicted"]["in_model_factor"] == pytest.approx(1.2)
+    assert any("1.20x their time alone: this model's own factor" in line for line in explain_plan(plan))
+    assert "in_model_factor" not in plan_and_simulate(unseen, devices, "cpu", cost_model=cm)[0].meta["predicted"]
 
 
 def test_a_model_is_measured_in_the_vm_against_its_kernels_alone(profiled, tmp_path):

@@ -74,6 +74,8 @@ def plan_and_simulate(graph, devices, strategy: str = "auto", plan_file=None, to
     plan.predicted_latency_us = sim.latency_us
     plan.meta["predicted"] = {"latency_us": sim.latency_us, "sum_us": sim.sum_us, "cost_model": type(cost_model).__name__,
                               "sources": sim.op_sources, "estimated_share": round(sim.estimated_share(), 4)}
+    if getattr(cost_model, "graph_factor", None) is not None:  # this model ran in the VM when profiled
+        plan.meta["predicted"]["in_model_factor"] = round(cost_model.graph_factor, 4)
     return plan, sim
 
 
