@@ -306,9 +306,9 @@ class ProfiledCostModel(CostModel):
         """This cost model pricing ``graph`` (an OpGraph): where the profile ran that very model in
         the VM (a ``context`` record of its :func:`graph_signature`), its CPU kernels take that
         model's factor instead of their ops' median over the models having them. Why: the
-        sequence-100 LSTM ran its kernels 1.62-1.81x their time alone, the sequence-10 one 1.06x
+        sequence-100 LSTM ran its kernels 1.49-1.81x their time alone, the sequence-10 one 1.06x
         with the same gate matmuls (znver4, 2026-11-27): keyed by op, a profile of both priced each
-        at their median, and one of the sequence-10 LSTM priced the longer one -25% to -32%.
+        at their median, and one of the sequence-10 LSTM priced the longer one -20% to -32%.
         Shares this model's samples and fits; ``self`` where the graph was never run."""
         import copy
 

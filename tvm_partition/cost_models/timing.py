@@ -234,7 +234,8 @@ def run_bundle(bundle: str, out: str | None, done: set | None = None, progress=N
         mean, std, n = time_copy(c["bytes"], src, dst)
         emit({"id": c["id"], "mean_us": mean, "std_us": std, "repeats": n, "fingerprint": fp})
         count += 1
-    launched = []  # this run's launch chains: a context's VM time less its launches
+    launched = []  # this run's launch chains: a context's VM time less its launches (none timed in
+    # a resumed run whose chains were done: its contexts then count the launches in their factor)
     for launch in spec.get("launches", []) if session is None else []:
         if launch["id"] in done:
             continue
