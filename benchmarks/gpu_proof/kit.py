@@ -91,9 +91,10 @@ COMPARABLE_GPU = "eop-comparable"
 START_S = {"cpu": 1.5, "gpu": 6.5}  # a fresh process: imports, load; with a GPU: CUDA context, NVRTC
 SAMPLE_S = 0.2  # a profile sample: warm-up and 5 repeats of >= 10 ms
 NVRTC_KERNEL_S = 0.03  # compiling one CUDA kernel at load time
-#: a model's context: 5 rounds of >= 150 ms in the VM and >= 10 ms a kernel alone (not measured there
-#: yet; the build machine's README LSTM 4 s, its 20 distinct kernels)
-CONTEXT_S = 5.0
+#: a model's context: 5 rounds of >= 150 ms in the VM and >= 10 ms for each distinct kernel alone
+#: (not measured there yet; here the README's LSTM, 109 distinct kernels, and the sequence-10 one, 19,
+#: took 14.4 s in one runtime-only process, 2026-11-27)
+CONTEXT_S, CONTEXT_KERNEL_S = 0.75, 0.05
 ASSUMPTIONS = (f"a fresh process costs {START_S['cpu']} s, {START_S['gpu']} s with the GPU (CUDA context, NVRTC); "
                f"a profile sample {SAMPLE_S} s, {NVRTC_KERNEL_S} s of NVRTC per GPU kernel; runs take their "
                "predicted latency")
@@ -363,9 +364,9 @@ def bench_estimate(rows: list[dict], repeat: int) -> float:
 
 def profile_estimate(spec: dict) -> float:
     gpu_kernels = sum(len(lib["kernels"]) for lib in spec["libraries"] if lib["device"] == "gpu")
-    contexts = len(spec.get("contexts", []))
-    return (len(spec["records"]) - contexts) * SAMPLE_S + contexts * CONTEXT_S + gpu_kernels * NVRTC_KERNEL_S \
-        + START_S["gpu"]
+    contexts = spec.get("contexts", [])
+    return (len(spec["records"]) - len(contexts)) * SAMPLE_S + gpu_kernels * NVRTC_KERNEL_S + START_S["gpu"] \
+        + sum(CONTEXT_S + len(c["kernels"]) * CONTEXT_KERNEL_S for c in contexts)
 
 
 def tree_bytes(folder: str) -> tuple[int, str]:
