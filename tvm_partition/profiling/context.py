@@ -53,6 +53,7 @@ def build_context(model, device, schedules, path: str) -> tuple[dict, dict]:
     from ..build.executable import build, kernel_calls
     from ..ir.graph import OpGraph, graph_signature, op_signature
     from ..planners.baselines import plan_cpu
+    from .samples import kernel_args
 
     graph = OpGraph(model.mod)
     result = build(model.mod, plan_cpu(graph, [device]), graph, schedules)
@@ -60,8 +61,7 @@ def build_context(model, device, schedules, path: str) -> tuple[dict, dict]:
     # returns ran the LSTM (seq 10) in 840-1050 us in the VM, exported and loaded 649 us (same process)
     result.executable.export_library(path)
     calls = kernel_calls(result.module)
-    kernels = [{"name": gv.name_hint, "calls": calls[gv.name_hint],
-                "args": [[[int(x) for x in b.shape], str(b.dtype)] for b in func.params]}
+    kernels = [{"name": gv.name_hint, "calls": calls[gv.name_hint], "args": kernel_args(func)}
                for gv, func in result.module.functions_items()
                if calls.get(gv.name_hint) and isinstance(func, tvm.tirx.PrimFunc)]
     spec = {"inputs": [[list(i["shape"]), i["dtype"]] for i in model.input_info()],

@@ -292,6 +292,12 @@ def lower_sample(func) -> list:
     return [(n, kernel_module(lowered[n])) for n in names]
 
 
+def kernel_args(func) -> list:
+    """``[[shape, dtype], ...]`` of a PrimFunc's buffers: how a bundle says what to call a kernel
+    with (:func:`tvm_partition.cost_models.timing.random_tensor` draws them there)."""
+    return [[[int(x) for x in buf.shape], str(buf.dtype)] for buf in func.params]
+
+
 def build_library(functions: dict[str, object], device, schedules=None, gpu_rules: tuple[str, ...] | None = None
                   ) -> KernelLibrary:
     """Lower each sample function (id -> Relax function) with TVM's fusion, give its kernels the
@@ -327,7 +333,7 @@ def build_library(functions: dict[str, object], device, schedules=None, gpu_rule
     for gv, f in mod.functions_items():
         schedule = labels.get(gv.name_hint, "default").split()[0]  # tuned | transferred | default
         kernels[gv.name_hint] = {
-            "args": [[[int(x) for x in buf.shape], str(buf.dtype)] for buf in f.params],
+            "args": kernel_args(f),
             "tuned": schedule == "tuned", "schedule": schedule,
         }
     module = tvm.compile(mod, target=target) if prims else None
