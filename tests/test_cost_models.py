@@ -22,6 +22,7 @@ from tvm_partition.cost_models.base import Estimate
 from tvm_partition.cost_models.logs import ProfileLog, sample_key
 from tvm_partition.cost_models.profiled import ProfiledCostModel
 from tvm_partition.devices import fingerprint_id, hardware_fingerprint, host_cpu_name, parse_devices
+from tvm_partition import frontend
 from tvm_partition.ir.graph import OpGraph
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -361,6 +362,40 @@ def test_a_model_measured_in_the_vm_is_priced_with_its_own_factor(tmp_path):
     assert plan.meta["predicted"]["in_model_factor"] == pytest.approx(1.2)
     assert any("1.20x their time alone: this model's own factor" in line for line in explain_plan(plan))
     assert "in_model_factor" not in plan_and_simulate(unseen, devices, "cpu", cost_model=cm)[0].meta["predicted"]
+
+
+def test_a_graph_of_one_kernel_is_priced_at_its_time_alone(tmp_path):
+    """A model of one compute op (``bench --split-ops``'s op models) runs its kernel as it ran
+    alone: priced without its op's in-model factor, and the plan and --explain say why."""
+    from tvm import relax
+
+    from tvm_partition.cost_models import ROOFLINE
+    from tvm_partition.ir.graph import op_signature
+    from tvm_partition.planners import plan_and_simulate
+
+    bb = relax.BlockBuilder()
+    x = relax.Var("x", relax.TensorType((16, 32), "float32"))
+    w = relax.Var("w", relax.TensorType((32, 32), "float32"))
+    with bb.function("main", [x, w], pure=True):
+        with bb.dataflow():
+            out = bb.emit_output(bb.emit(relax.op.matmul(x, w)))
+        bb.emit_func_output(out)
+    one = OpGraph(frontend.load(bb.get(), seed=0).mod)
+    [op] = [o for o in one.ops.values() if not o.is_view]
+    full = tuple(op.output_shapes[-1])
+    log = ProfileLog(str(tmp_path))
+    log.append(dict(_op_rec(full[0], 20.0, sig=op_signature(op)), shape=list(full), full=full[0],
+                    full_shape=list(full), tuned=True))
+    log.append(_context_rec("a model having the op", 1.5, [op_signature(op)]))
+    cm = ProfiledCostModel(str(tmp_path), fallback=AnalyticCostModel({"cpu": ROOFLINE["cpu"]}))
+    assert cm.op_time(op, "cpu") == pytest.approx(30.0)  # in a model: its op's factor
+    assert cm.for_graph(one).op_time(op, "cpu") == pytest.approx(20.0)
+    plan, sim = plan_and_simulate(one, parse_devices("cpu"), "cpu", cost_model=cm)
+    assert sim.latency_us == pytest.approx(20.0)
+    from tvm_partition.cli.compile import explain_plan
+
+    assert plan.meta["predicted"]["in_model_factor_from"] == "one kernel"
+    assert any("1.00x their time alone: one compute op" in line for line in explain_plan(plan))
 
 
 def test_a_model_is_measured_in_the_vm_against_its_kernels_alone(profiled, tmp_path):

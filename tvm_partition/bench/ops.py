@@ -125,8 +125,8 @@ class AsParent:
         return self.estimate(op, device, shape).us
 
     def for_graph(self, graph):
-        """Itself: an op model is never run in the VM by ``profile`` (no factor of its own)."""
-        return self
+        """Pricing the op model ``graph`` as ``inner`` prices it (one compute op: its time alone)."""
+        return AsParent(self.inner.for_graph(graph), self.parent_op, self.child)
 
     def __getattr__(self, name):
         return getattr(self.inner, name)

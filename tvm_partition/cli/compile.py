@@ -268,8 +268,9 @@ def explain_plan(plan: Plan) -> list[str]:
             counts = collections.Counter(pred["sources"].values())
             lines.append("op times from: " + ", ".join(f"{src} {n}" for src, n in counts.most_common()))
         if pred.get("in_model_factor"):
-            lines.append(f"CPU kernels priced {pred['in_model_factor']:.2f}x their time alone: this model's own "
-                         "factor, measured in the VM by profile")
+            why = ("one compute op, which runs as it ran alone" if pred.get("in_model_factor_from") == "one kernel"
+                   else "this model's own factor, measured in the VM by profile")
+            lines.append(f"CPU kernels priced {pred['in_model_factor']:.2f}x their time alone: {why}")
     auto = plan.meta.get("auto")
     if auto:
         lines.append("auto: " + ", ".join(f"{k} {v / 1e3:.3f} ms" for k, v in sorted(auto["predicted_us"].items(),

@@ -210,8 +210,10 @@ class ProfiledCostModel(CostModel):
         self.log = log or ProfileLog(folder)
         #: how much slower CPU kernels run in models than alone (:meth:`in_model_us`)
         self.context = Context.of(self.log.comms())
-        #: the priced graph's own in-model factor, where it was measured (:meth:`for_graph`)
+        #: the priced graph's own in-model factor (:meth:`for_graph`), and why: ``"measured"`` (the
+        #: graph ran in the VM when profiled) or ``"one kernel"`` (nothing runs between its launches)
         self.graph_factor: float | None = None
+        self.graph_factor_from: str | None = None
         self.names: dict[str, dict] = {}
         #: tuned samples, looked up exactly: (sig, device, dim, size) -> us
         self.measured: dict[tuple, float] = {}
@@ -309,16 +311,25 @@ class ProfiledCostModel(CostModel):
         sequence-100 LSTM ran its kernels 1.49-1.81x their time alone, the sequence-10 one 1.06x
         with the same gate matmuls (znver4, 2026-11-27): keyed by op, a profile of both priced each
         at their median, and one of the sequence-10 LSTM priced the longer one -20% to -32%.
-        Shares this model's samples and fits; ``self`` where the graph was never run."""
+
+        A graph of one compute op runs it as it ran alone (factor 1.0): nothing runs between its
+        launches to take its weights out of the cache. ResNet-18's (64 px) last convolutions alone
+        in the VM (``bench --split-ops``) ran 117-119 us, their profile samples alone 127-137, and
+        priced at the model's factor (1.49) they were predicted 189-204 us, +58% to +88%
+        (znver4, 2026-11-27). Shares this model's samples and fits; ``self`` where neither holds."""
         import copy
 
         from ..ir.graph import graph_signature
 
         measured = self.context.by_graph.get(graph_signature(graph))
-        if measured is None:
+        if measured is not None:
+            factor, why = measured, "measured"
+        elif sum(1 for op in graph.ops.values() if not op.is_view) == 1:
+            factor, why = 1.0, "one kernel"
+        else:
             return self
         priced = copy.copy(self)
-        priced.graph_factor = measured
+        priced.graph_factor, priced.graph_factor_from = factor, why
         return priced
 
     def estimate(self, op, device: str, shape=None) -> Estimate:

@@ -74,8 +74,9 @@ def plan_and_simulate(graph, devices, strategy: str = "auto", plan_file=None, to
     plan.predicted_latency_us = sim.latency_us
     plan.meta["predicted"] = {"latency_us": sim.latency_us, "sum_us": sim.sum_us, "cost_model": type(cost_model).__name__,
                               "sources": sim.op_sources, "estimated_share": round(sim.estimated_share(), 4)}
-    if getattr(cost_model, "graph_factor", None) is not None:  # this model ran in the VM when profiled
+    if getattr(cost_model, "graph_factor", None) is not None:  # measured in the VM, or one kernel (alone)
         plan.meta["predicted"]["in_model_factor"] = round(cost_model.graph_factor, 4)
+        plan.meta["predicted"]["in_model_factor_from"] = cost_model.graph_factor_from
     return plan, sim
 
 
