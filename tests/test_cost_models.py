@@ -152,9 +152,14 @@ def test_profile_times_every_op_axis_and_copy_then_resumes(profiled):
 
     assert ProfiledCostModel(folder, devices).threads == [usable_cpus()]  # the pool every kernel was timed with
     comms = {(r["comm"], r["src"], r["dst"]) for r in log.comms()}
-    assert {("copy", "cpu", "cpu"), ("slice", "cpu", "cpu"), ("concat", "cpu", "cpu"), ("launch", "cpu", "cpu")} <= comms
+    assert {("copy", "cpu", "cpu"), ("slice", "cpu", "cpu"), ("concat", "cpu", "cpu"), ("launch", "cpu", "cpu"),
+            ("run", "cpu", "cpu")} <= comms
     [launch] = [r["mean_us"] for r in log.comms() if r["comm"] == "launch"]
     assert 0 < launch < 50 and ProfiledCostModel(folder, devices).launch_time(devices[1].name) == launch
+    # a run of one kernel: what a run costs beyond its launch (the call, the checks), once a run
+    [run] = [r for r in log.comms() if r["comm"] == "run"]
+    assert run["kernels"] == 1 and 0 < run["mean_us"] < 100
+    assert ProfiledCostModel(folder, devices).run_time("cpu") == pytest.approx(max(0.0, run["mean_us"] - launch))
     again = profiler.profile([graph], devices, folder)  # everything is there: nothing to time
     assert again["total"] == 0 and again["measured"] == 0
     # after a tuning run changed the databases, the ops are timed again (not the copies)
@@ -396,6 +401,29 @@ def test_a_graph_of_one_kernel_is_priced_at_its_time_alone(tmp_path):
 
     assert plan.meta["predicted"]["in_model_factor_from"] == "one kernel"
     assert any("1.00x their time alone: one compute op" in line for line in explain_plan(plan))
+
+
+def test_a_run_costs_the_call_into_the_vm_once(tmp_path):
+    """The profile's run of one kernel, less its launch, starts every simulated run on the host."""
+    from tvm_partition.cost_models import ROOFLINE
+    from tvm_partition.planners.simulate import simulate
+    from tvm_partition.planners.baselines import plan_cpu
+
+    log = ProfileLog(str(tmp_path))
+    for comm, us in (("launch", 0.1), ("run", 0.8)):
+        log.append({"type": "comm", "comm": comm, "src": "cpu", "dst": "cpu", "bytes": 0, "kernels": 1,
+                    "mean_us": us, "std_us": 0.0, "repeats": 1})
+    fallback = AnalyticCostModel({"cpu": ROOFLINE["cpu"]})
+    cm = ProfiledCostModel(str(tmp_path), fallback=fallback)
+    assert cm.run_time("cpu") == pytest.approx(0.7) and fallback.run_time("cpu") == 0.0
+    graph = OpGraph(mlp_model(batch=16).mod)
+    devices = parse_devices("cpu")
+    plan = plan_cpu(graph, devices)
+    kernels = sum(1 for op in graph.ops.values() if not op.is_view)
+    sim = simulate(graph, plan, cm)
+    assert sim.latency_us == pytest.approx(0.7 + 0.1 * kernels + sum(sim.op_us.values()))
+    assert min(t.start_us for t in sim.tasks) == pytest.approx(0.7 + 0.1)
+    assert ProfiledCostModel(str(tmp_path / "none"), fallback=fallback).run_time("cpu") == 0.0
 
 
 def test_a_model_is_measured_in_the_vm_against_its_kernels_alone(profiled, tmp_path):

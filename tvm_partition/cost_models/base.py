@@ -66,6 +66,11 @@ class CostModel(abc.ABC):
         (dispatch, output allocation, the call): the VM thread is busy for it."""
         return 0.0
 
+    def run_time(self, device: str) -> float:
+        """What one run costs on host ``device`` beyond its launches and kernels: the call into the
+        VM, its arguments' checks, the return; once a run, before its first kernel."""
+        return 0.0
+
 
 def full_shape(op) -> tuple[int, ...]:
     """The op's output shape; ``()`` for an op whose output is a tuple."""
@@ -180,3 +185,6 @@ class ServersCostModel(CostModel):
 
     def launch_time(self, device: str) -> float:
         return self.base.launch_time(self.local) * self._factor(device)
+
+    def run_time(self, device: str) -> float:
+        return self.base.run_time(self.local) * self._factor(device)

@@ -77,6 +77,11 @@ def time_kernel(lib, name: str, args_spec: list, dev, repeat: int = REPEAT, min_
     return SUMMARY(res), (statistics.stdev(res) if len(res) > 1 else 0.0), len(res)
 
 
+#: Runs of a launch chain before it is timed (microseconds each): a fresh process's first runs of
+#: a VM are slow (the LSTM's first 375 us, its fourth on 232; znver4, 2026-11-27)
+LAUNCH_WARMUP = 100
+
+
 def time_launches(path: str, kernels: int, dev, repeat: int = COPY_REPEAT):
     """``(median_us, std_us, repeats)`` per kernel of the VM running the chain of ``kernels``
     one-element kernels exported at ``path`` (:func:`tvm_partition.profiling.samples.launch_function`)."""
@@ -84,14 +89,19 @@ def time_launches(path: str, kernels: int, dev, repeat: int = COPY_REPEAT):
     from tvm.runtime import vm as rvm
 
     vm = rvm.VirtualMachine(tvm.runtime.load_module(path), dev)
+    # looked up once, as a runner does: ``vm["main"]`` makes a new function object each time, and a
+    # run of one kernel timed with the lookup took 2.2-2.3 us, without it 0.8 (znver4, 2026-11-27);
+    # a CPU has nothing to wait for (its kernels run in the call)
+    main, wait = vm["main"], dev.type != "cpu"
     x = tvm.runtime.tensor(np.zeros(1, dtype="float32"), device=dev)
-    for _ in range(3):
-        vm["main"](x)
+    for _ in range(LAUNCH_WARMUP):
+        main(x)
     res = []
     for _ in range(repeat):
         t0 = time.perf_counter()
-        vm["main"](x)
-        dev.sync()
+        main(x)
+        if wait:
+            dev.sync()
         res.append((time.perf_counter() - t0) * 1e6 / kernels)
     return SUMMARY(res), statistics.stdev(res), len(res)
 
@@ -244,7 +254,8 @@ def run_bundle(bundle: str, out: str | None, done: set | None = None, progress=N
             progress(launch["id"])
         mean, std, n = time_launches(os.path.join(bundle, launch["file"]), launch["kernels"], dev)
         emit({"id": launch["id"], "mean_us": mean, "std_us": std, "repeats": n, "fingerprint": fp, **pool})
-        launched.append({"device": launch["device"], "mean_us": mean})
+        if launch.get("comm", "launch") == "launch":  # a chain (not a run of one kernel)
+            launched.append({"device": launch["device"], "mean_us": mean})
         count += 1
     # then the models run in the VM against their kernels alone (a few, each seconds): what every
     # CPU prediction of those models is scaled by (tvm_partition.profiling.context)

@@ -24,7 +24,9 @@ The execution model is TVM's Relax VM, which runs ``main`` on one host thread:
   allocation, the call; the profiler measures it on a chain of one-element kernels: 0.18 us
   on the build machine's CPU), a GPU kernel too: its launch is asynchronous, its call is not
   (about 3.2 us on the H100 machine's host, where the GPU runs these models' kernels in
-  microseconds: a split plan's GPU launches and CPU parts share one thread). Views launch nothing.
+  microseconds: a split plan's GPU launches and CPU parts share one thread). Views launch nothing;
+* a run starts with the cost model's ``run_time`` of the host: the call into the VM from Python,
+  its arguments' checks (the profiler times a run of one kernel: ~0.9 us on a Zen 4).
 
 Data movement follows the pass's rules exactly (:mod:`tvm_partition.passes.apply_plan`), in the
 order the pass emits the program (:func:`tvm_partition.ir.emission.units`; ``tests/test_data_movement.py``
@@ -87,10 +89,10 @@ class Simulation:
 class _Clock:
     """The VM thread and one stream per GPU."""
 
-    def __init__(self, plan: Plan, launch: dict[str, float] | None = None):
+    def __init__(self, plan: Plan, launch: dict[str, float] | None = None, entry_us: float = 0.0):
         self.kind = {d.name: d.kind for d in plan.devices}
         self.launch = launch or {}  # VM time per kernel launched on a device, beyond the kernel
-        self.host = 0.0
+        self.host = entry_us  # the call into the VM, before its first kernel
         self.stream = {d.name: 0.0 for d in plan.devices if d.kind == "gpu"}
         self.tasks: list[Task] = []
         self.sum_us = 0.0
@@ -273,7 +275,7 @@ class Run:
     def __init__(self, sim: Simulator, plan: Plan):
         self.s, self.g, self.plan = sim, sim.g, plan
         self.host = plan.host
-        self.clock = _Clock(plan, sim.launch_times(plan))
+        self.clock = _Clock(plan, sim.launch_times(plan), sim.cm.run_time(plan.host))
         self.rank = {d.name: (0 if d.kind == "gpu" else 1, i) for i, d in enumerate(plan.devices)}
         self.whole: dict = {}  # value -> [devices holding it whole]
         self.parts: dict = {}  # value -> [(Region, device)]

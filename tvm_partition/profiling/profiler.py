@@ -123,12 +123,14 @@ def pending_samples(graphs: list, devices: list, log: ProfileLog | None = None, 
                                (lambda g=graph, o=op, s=s: sample_function(g, o, s.dim, s.size)), _level(pos[series])))
     # VM launch overhead: on a CPU the VM thread runs the kernels; a GPU's launches are asynchronous
     # but each costs that thread its call (the chain of one-element kernels runs at that rate)
+    # and a run of a VM of one kernel, called from Python as a runner calls ``main``: what a run
+    # costs beyond its launches (the call, its arguments' checks, the return)
     for kind in sorted(kinds):
-        rec = {"type": "comm", "comm": "launch", "src": kind, "dst": kind, "bytes": 0, "kernels": LAUNCH_CHAIN,
-               "vm": "compiled"}
-        if sample_key(rec) not in seen and not _logged(log, rec):
-            seen.add(sample_key(rec))
-            out.append(Pending(rec, kinds[kind], None, 0))
+        for comm, k in (("launch", LAUNCH_CHAIN), ("run", 1)):
+            rec = {"type": "comm", "comm": comm, "src": kind, "dst": kind, "bytes": 0, "kernels": k, "vm": "compiled"}
+            if sample_key(rec) not in seen and not _logged(log, rec):
+                seen.add(sample_key(rec))
+                out.append(Pending(rec, kinds[kind], None, 0))
     # Every size of the communication ladder in round 0: a copy's cost is its size (latency and
     # bandwidth are fitted on all of them), and the sizes cost milliseconds to time. Rounds by
     # index had put the copies above 64 B past round 1: the GPU kit's bundle (rounds 0-1) took
@@ -166,14 +168,16 @@ def write_bundle(folder: str, pending: list[Pending], schedules=None, progress=N
     by_device: dict = {}
     for i, p in enumerate(pending):
         sid = f"s{i}"
-        if p.record.get("comm") == "launch":
+        if p.record.get("comm") in ("launch", "run"):
             from tvm import relax
 
-            file = f"launch-{p.device.kind}.so"
+            comm = p.record["comm"]
+            file = f"{comm}-{p.device.kind}.so"
             # compiled like a build's main (build.executable.link), so the chain costs what a build's launches do
             relax.build(launch_module(p.record["kernels"], p.device), target=p.device.tvm_target(),
                         exec_mode=p.record["vm"]).export_library(os.path.join(folder, file))
-            spec["launches"].append({"id": sid, "file": file, "device": p.device.kind, "kernels": p.record["kernels"]})
+            spec["launches"].append({"id": sid, "file": file, "device": p.device.kind, "kernels": p.record["kernels"],
+                                     "comm": comm})
             spec["records"][sid] = p.record
             continue
         if p.make is None:
