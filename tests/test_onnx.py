@@ -227,6 +227,56 @@ def test_output_channels_padded_to_whole_vectors(cout, padded, tmp_path):
         np.testing.assert_allclose(outs[0], ref, rtol=RTOL, atol=ATOL)
 
 
+def lrn_model(path, c=12, hw=7, size=5) -> onnx.ModelProto:
+    """One LRN (AlexNet's and ZFNet's: alpha 1e-4, beta 0.75, bias 1) between two ReLUs."""
+    nodes = [helper.make_node("Relu", ["x"], ["r"]),
+             helper.make_node("LRN", ["r"], ["n"], size=size, alpha=1e-4, beta=0.75, bias=1.0),
+             helper.make_node("Relu", ["n"], ["y"])]
+    graph = helper.make_graph(nodes, "lrn", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, c, hw, hw])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, c, hw, hw])])
+    proto = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
+    onnx.save(proto, path)
+    return proto
+
+
+@pytest.mark.parametrize("size", [5, 3])
+def test_an_lrn_is_one_kernel_without_powf(size, tmp_path):
+    """LRN's channel pool takes no reduction (it fuses with the square before it and the
+    normalisation after it) and its ``** 0.75`` is two square roots: one kernel, no ``power``;
+    whole and split over the channels it pools, the model matches onnxruntime."""
+    from tvm_partition.ir.graph import OpGraph
+
+    path = tmp_path / "lrn.onnx"
+    proto = lrn_model(path, size=size)
+    model = frontend.load(str(path))
+    assert "R.power" not in model.mod["main"].script() and "R.sqrt" in model.mod["main"].script()
+    ops = [op for op in OpGraph(model.mod).ops.values() if not op.is_view]
+    assert len(ops) == 1 and "avg_pool3d" in ops[0].fused_name, [op.fused_name for op in ops]
+    x = np.random.default_rng(5).standard_normal((1, 12, 7, 7)).astype(np.float32) * 30
+    (ref,) = ort_run(proto, [x])
+    for strategy in ("cpu", "equal"):
+        _, outs = run_split(model, tmp_path / strategy, [x], strategy=strategy)
+        np.testing.assert_allclose(outs[0], ref, rtol=RTOL, atol=ATOL)
+
+
+@pytest.mark.parametrize("exponent,rooted", [(0.75, True), (2.0, True), (-0.5, True), (0.25, True), (0.6, False)])
+def test_powers_of_whole_quarters_are_products_of_roots(exponent, rooted, tmp_path):
+    """``x ** c`` for a constant ``c`` of whole quarters becomes multiplies and square roots (no
+    libm ``powf`` a element), others stay ``power``; the model matches onnxruntime."""
+    nodes = [helper.make_node("Pow", ["x", "c"], ["y"])]
+    c = numpy_helper.from_array(np.array(exponent, dtype=np.float32), "c")
+    graph = helper.make_graph(nodes, "pow", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [4, 16])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, [4, 16])], [c])
+    proto = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
+    onnx.save(proto, tmp_path / "pow.onnx")
+    model = frontend.load(str(tmp_path / "pow.onnx"))
+    assert ("R.power" not in model.mod["main"].script()) == rooted
+    x = np.random.default_rng(2).uniform(0.1, 20.0, (4, 16)).astype(np.float32)
+    (ref,) = ort_run(proto, [x])
+    _, outs = run_split(model, tmp_path / "cpu", [x], strategy="cpu")
+    np.testing.assert_allclose(outs[0], ref, rtol=RTOL, atol=ATOL)
+
+
 def conv_bn(path, cin=8, cout=16, hw=9, shared=False, seed=0) -> onnx.ModelProto:
     """A 3x3 convolution, then BatchNormalization and Relu (ResNet's); with ``shared``, the
     convolution's output is also added to the result (it cannot be folded away)."""

@@ -23,7 +23,7 @@ from ..errors import TvmPartitionError
 from ..inputs import random_input
 from .model import Model
 from ..ir.relax_utils import Constant, rebuilt
-from .inference import fold_batch_norms, pad_output_channels, remove_dropout, ungroup_convolutions
+from .inference import fold_batch_norms, pad_output_channels, remove_dropout, roots_for_powers, ungroup_convolutions
 
 
 class ModelError(TvmPartitionError, ValueError):
@@ -213,8 +213,10 @@ def _from_torch(ep, seed) -> Model:
 def normalize(model: Model) -> Model:
     """Inference form: batch norms after convolutions folded into their weights, the others
     decomposed, dropout removed, grouped convolutions of wide groups one per group, output channels
-    of convolutions padded to whole vectors (:mod:`.inference`), constants lifted into weights,
-    static shapes only."""
+    of convolutions padded to whole vectors, powers of whole quarters as roots (:mod:`.inference`,
+    which sees one-element weights as constants: :func:`bind_scalar_weights`), constants lifted
+    into weights, static shapes only."""
+    model.mod, model.params = bind_scalar_weights(model.mod, model.params)
     mod = tvm.transform.Sequential(
         [
             fold_batch_norms,
@@ -222,6 +224,7 @@ def normalize(model: Model) -> Model:
             remove_dropout,
             ungroup_convolutions,
             pad_output_channels,
+            roots_for_powers,
             relax.transform.CanonicalizeBindings(),
             relax.transform.DeadCodeElimination(["main"]),
         ]
@@ -237,6 +240,19 @@ def normalize(model: Model) -> Model:
     if len(main.params) - num_input != len(model.params):
         raise ModelError(f"model {model.name}: main takes {len(main.params) - num_input} weights, got {len(model.params)}")
     return model
+
+
+def bind_scalar_weights(mod: tvm.IRModule, params: list, func_name: str = "main") -> tuple[tvm.IRModule, list]:
+    """``main`` with its one-element weights bound as constants, and the other weights: a rewrite
+    reads a constant's value (an ONNX ``Pow``'s exponent is an initializer, a weight of ``main``);
+    :func:`lift_constants` makes weights again of those still there after the rewrites."""
+    func = mod[func_name]
+    weights = list(func.params)[len(func.params) - len(params):]
+    bound = {w: tvm.runtime.tensor(np.asarray(v)) for w, v in zip(weights, params) if np.size(v) == 1}
+    if not bound:
+        return mod, list(params)
+    mod = relax.transform.BindParams(func_name, bound)(mod)
+    return mod, [v for w, v in zip(weights, params) if w not in bound]
 
 
 def lift_constants(mod: tvm.IRModule, func_name: str = "main"):

@@ -38,6 +38,13 @@ so the planners, the profiler and the build see the same ops.
   they are a multiple of its lanes, else on half vectors: SqueezeNet's 1000-channel classifier
   (512 input channels, 13 x 13) ran 807 us, padded to 1008 channels 527 us (``run --kernels``,
   amd-epyc-znver5-2c, 2026-11-26). On a CPU of 8-lane vectors the padding costs its share.
+* :func:`roots_for_powers`: ``x ** c`` for a constant ``c`` of whole quarters (LRN's ``0.75``, a
+  variance's ``2``, ``0.5``) becomes products of ``x``, ``sqrt(x)`` and ``sqrt(sqrt(x))``: TVM
+  lowers ``power`` to a call of libm's scalar ``powf`` per element, which no loop vectorises;
+  ``sqrt`` is one vector instruction. ZFNet-512's two LRNs (``x / (1 + a * avg(x^2)) ** 0.75``)
+  spent 2.8 and 0.55 ms of the model's 41 in their ``powf`` kernels (``run --kernels``,
+  amd-epyc-znver4-2c, 2026-11-27). Run before the constants become weights
+  (:func:`tvm_partition.frontend.lift_constants`): the exponent is read here.
 """
 
 from __future__ import annotations
@@ -45,7 +52,7 @@ from __future__ import annotations
 import tvm
 from tvm import relax
 
-from ..ir.relax_utils import copy_module
+from ..ir.relax_utils import Constant, copy_module
 from ..ir.split_rules import IllegalSplit, shape_of
 
 #: Input channels a group needs for :func:`ungroup_convolutions` to take its convolution apart:
@@ -198,6 +205,54 @@ def _each_function(mod: tvm.IRModule, mutator) -> tvm.IRModule:
         if isinstance(func, relax.Function):
             out[gv] = mutator(mod, func).visit_expr(func)
     return out
+
+
+#: Exponents :func:`roots_for_powers` rewrites: whole quarters up to this magnitude.
+MAX_ROOT_POWER = 4.0
+_POWER = tvm.ir.Op.get("relax.power")
+
+
+def quarter_power(x: relax.Expr, p: float) -> relax.Expr:
+    """``x ** p`` for ``p`` a nonzero whole number of quarters, as products of ``x``, ``sqrt(x)``
+    and ``sqrt(sqrt(x))`` (``1 / that`` for a negative ``p``)."""
+    whole, quarters = divmod(round(abs(p) * 4), 4)
+    factors = [x] * whole
+    if quarters:
+        root = relax.op.sqrt(x)
+        factors += {1: [relax.op.sqrt(root)], 2: [root], 3: [root, relax.op.sqrt(root)]}[quarters]
+    out = factors[0]
+    for f in factors[1:]:
+        out = relax.op.multiply(out, f)
+    return relax.op.divide(relax.const(1.0, "float32"), out) if p < 0 else out
+
+
+def _root_exponent(call: relax.Call) -> float | None:
+    """The exponent of a float32 ``power`` :func:`quarter_power` writes out, else None."""
+    x, c = call.args
+    if not isinstance(c, Constant) or c.value.dtype != "float32" or x.ty.dtype != "float32":
+        return None
+    values = c.value.numpy().reshape(-1)
+    if values.size != 1:
+        return None
+    p = float(values[0])
+    return p if p != 0 and abs(p) <= MAX_ROOT_POWER and (p * 4).is_integer() else None
+
+
+@relax.expr_functor.mutator
+class _Rooted(relax.PyExprMutator):
+    def visit_call_(self, call):
+        call = super().visit_call_(call)
+        if not call.op.same_as(_POWER):
+            return call
+        p = _root_exponent(call)
+        return call if p is None else quarter_power(call.args[0], p)
+
+
+@tvm.transform.module_pass(opt_level=0, name="RootsForPowers")
+def roots_for_powers(mod: tvm.IRModule, _ctx) -> tvm.IRModule:
+    """Every float32 ``power`` of a constant exponent of whole quarters (at most
+    :data:`MAX_ROOT_POWER`) as products of roots (:func:`quarter_power`)."""
+    return _each_function(mod, lambda mod, _func: _Rooted(mod))
 
 
 @tvm.transform.module_pass(opt_level=0, name="RemoveDropout")

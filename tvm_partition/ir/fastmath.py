@@ -1,4 +1,4 @@
-"""Exponentials that vectorise: ``sigmoid``, ``tanh``, ``exp``, GELU and softmax legalized on TVM's ``fast_exp`` / ``fast_tanh`` / ``fast_erf``.
+"""Exponentials that vectorise: ``sigmoid``, ``tanh``, ``exp``, GELU and softmax legalized on TVM's ``fast_exp`` / ``fast_tanh`` / ``fast_erf``; LRN's pool that fuses.
 
 TVM 0.27 legalizes ``R.sigmoid``, ``R.tanh`` and ``R.exp`` to ``T.sigmoid`` / ``T.tanh`` / ``T.exp``,
 which LLVM lowers to a call of libm's scalar ``expf`` (``tanhf``) for every element: no loop
@@ -13,7 +13,9 @@ Measured on ``sigmoid(a) * tanh(b)`` over 16 x 64 (amd-epyc-znver5-2c, 2026-11-2
 way; ``topi.fast_erf`` is a rational function. ``softmax`` over the last axis exponentiates
 every element the same way: it becomes ``topi.nn.fast_softmax`` (BERT-tiny's attention softmax,
 16 x 2 x 128 x 128, took 493 us on a transferred record with libm's ``expf``; on ``fast_exp`` and
-the softmax template, 75 us; amd-epyc-znver5-2c, 2026-11-26).
+the softmax template, 75 us; amd-epyc-znver5-2c, 2026-11-26). LRN's pool over the channels (an
+``avg_pool3d`` TVM legalizes as a reduction, which fuses with nothing) is written out as a sum of
+neighbours that ``FuseOps`` joins to the rest of the LRN (:func:`_avg_pool3d`).
 
 :data:`LEGALIZE` is the ``customize_legalize_map`` of every ``LegalizeOps`` that makes the kernels
 of our builds, of :class:`tvm_partition.ir.graph.OpGraph` and of the profile's samples, so the three
@@ -50,6 +52,49 @@ def _softmax(bb, call):
     return bb.call_te(topi.nn.fast_softmax, x, -1, primfunc_name_hint="softmax")
 
 
+def _window_sum(x, k: int, front: int, depth: int):
+    """``avg_pool3d`` of window ``(k, 1, 1)``, stride 1, zero padding counted: each output the sum
+    of ``k`` neighbours along the depth axis over ``k``, written out (no reduction axis)."""
+    n, c, d, h, w = x.shape
+
+    def element(b, ch, z, y, xx):
+        total = None
+        for j in range(k):
+            src = z + (j - front)
+            v = tvm.tirx.if_then_else(tvm.tirx.all(src >= 0, src < d), x[b, ch, src, y, xx],
+                                      tvm.tirx.const(0.0, x.dtype))
+            total = v if total is None else total + v
+        return total * tvm.tirx.const(1.0 / k, x.dtype)
+
+    return te.compute((n, c, depth, h, w), element, name="T_window_sum", tag="injective")
+
+
+#: Windows :func:`_avg_pool3d` writes out: up to this many neighbours (LRN's ``size``: 3-11).
+MAX_WINDOW = 16
+
+
+def _avg_pool3d(bb, call):
+    """LRN's pool (the ONNX frontend's ``avg_pool3d`` of window ``(size, 1, 1)`` over the channels,
+    stride 1, padding counted) as :func:`_window_sum`: a kernel of no reduction, which ``FuseOps``
+    joins to the square before it and the normalisation after it (TVM's pool is a reduction it
+    fuses with nothing, on a default schedule). ZFNet-512's first LRN (96 x 109 x 109) ran three
+    kernels, 0.19 + 1.29 (the pool) + 2.77 ms (the normalisation, in ``powf``); one kernel on the
+    element-wise template, its power as roots (:func:`tvm_partition.frontend.inference.roots_for_powers`),
+    0.81 ms (``run --kernels``, amd-epyc-znver4-2c, 2026-11-27). Other pools as TVM legalizes them."""
+    a = call.attrs
+    x = call.args[0]
+    size = [int(v) for v in a.pool_size]
+    pad = [int(v) for v in a.padding]
+    if (a.layout == a.out_layout == "NCDHW" and x.ty.dtype == "float32" and size[1:] == [1, 1]
+            and 1 < size[0] <= MAX_WINDOW and all(int(v) == 1 for v in list(a.strides) + list(a.dilation))
+            and not a.ceil_mode and a.count_include_pad and pad[1:3] == [0, 0] and pad[4:] == [0, 0]):
+        shape = [int(v) for v in x.ty.shape.values]
+        depth = shape[2] + pad[0] + pad[3] - size[0] + 1
+        if depth > 0:
+            return bb.call_te(_window_sum, x, size[0], pad[0], depth, primfunc_name_hint="avg_pool3d")
+    return tvm.ir.Op.get("relax.nn.avg_pool3d").get_attr("FLegalize")(bb, call)
+
+
 def _legalize(op: str, fn, name: str):
     def legalize(bb, call):
         if call.args[0].ty.dtype != "float32":  # fast_exp / fast_tanh are float32 only: TVM's way
@@ -66,6 +111,7 @@ LEGALIZE = {
     "relax.exp": _legalize("relax.exp", topi.fast_exp, "tir_exp"),
     "relax.nn.gelu": _legalize("relax.nn.gelu", _gelu, "gelu"),
     "relax.nn.softmax": _softmax,
+    "relax.nn.avg_pool3d": _avg_pool3d,
 }
 
 
