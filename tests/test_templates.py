@@ -93,8 +93,7 @@ def test_timing_alone_runs_the_kernel_on_packed_weights():
     conv(8, 10, 8),  # output channels not a whole number of vectors
     conv(16, 16, 8, groups=4),  # grouped, 8 wide: the replayed dense record was as fast
     conv(68, 68, 28, k=1, groups=2),  # grouped, 28 wide but 34 input channels a group (ShuffleNet's): likewise
-    matmul(1, 32, 48),  # a matrix-vector product (the matmul template's rows: MATMUL_ROWS)
-], ids=["10-channels", "grouped-narrow", "grouped-deep", "matrix-vector"])
+], ids=["10-channels", "grouped-narrow", "grouped-deep"])
 def test_the_template_leaves_other_kernels_alone(kmod):
     assert templates.schedule(kmod, TARGET) is None and not templates.applies(kmod, TARGET)
     assert templates.schedule(conv(8, 32, 8), tvm.target.Target({"kind": "cuda", "arch": "sm_90"})) is None
@@ -193,9 +192,11 @@ def test_a_build_packs_the_weights_once_at_load_and_matches_the_unpartitioned_mo
     model = frontend.load("resnet18", **SMALL["resnet18"])
     compiled = compile_model(model, parse_devices("cpu,cpu"), "equal", tuning_db=str(tmp_path / "no-database"))
     labels = kernel_schedules(compiled.build.module)
-    conv_kernels = [k for k, v in labels.items() if v == templates.CONV_LABEL]
+    conv_kernels = [k for k, v in labels.items() if v in (templates.CONV_LABEL, templates.MATMUL_LABEL)]
     packing = [k for k, v in labels.items() if v.startswith("packs weights")]
-    assert conv_kernels and len(packing) == len(conv_kernels)  # both halves of every split conv
+    # both halves of every split conv and of the classifier (a matrix-vector product)
+    assert conv_kernels and len(packing) == len(conv_kernels)
+    assert sum(labels[k] == templates.MATMUL_LABEL for k in conv_kernels) == 2
     calls = kernel_calls(compiled.build.module)
     assert all(calls[k] for k in conv_kernels) and not any(calls[k] for k in packing)  # packing: load time
     assert set(run_kernel_schedules(compiled.build.module)) == set(labels) - set(packing)  # what a run counts
@@ -261,8 +262,17 @@ def test_the_matmul_template_computes_what_the_default_schedule_computes(kmod):
     np.testing.assert_allclose(run(done[0]), run(kmod["main"]), rtol=1e-4, atol=1e-4)
 
 
-def test_the_matmul_template_leaves_matrix_vector_products_and_odd_rows_to_records():
-    assert templates.templated(matmul(1, 64, 48), TARGET) is None  # ResNet's classifier at batch 1
+def test_a_matrix_vector_product_takes_one_row_tiles_of_several_vectors():
+    """A classifier at batch 1 (one row): a tile of one row and as many vectors of columns as
+    divide them (up to GEMV_VECTORS: independent accumulators), correct; rows that are neither 1
+    nor a multiple of MATMUL_ROWS stay with their records."""
+    lanes = templates.vector_lanes(TARGET)[0]
+    kmod = matmul(1, 64, 6 * lanes)
+    done = templates.templated(kmod, TARGET)
+    assert done is not None and done[1] == templates.MATMUL_LABEL
+    np.testing.assert_allclose(run(done[0]), run(kmod["main"]), rtol=1e-4, atol=1e-4)
+    assert templates.inner_tiles(kmod, TARGET) == {0: 1, 1: 6 * lanes}
+    assert templates.inner_tiles(matmul(1, 64, 11 * lanes), TARGET) == {0: 1, 1: lanes}  # 11: prime
     assert templates.templated(matmul(6, 64, 48), TARGET) is None  # rows not a multiple of MATMUL_ROWS
     kmod = batched_matmul(2, 8, 24, 32)
     lanes = templates.vector_lanes(TARGET)[0]

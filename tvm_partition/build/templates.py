@@ -50,8 +50,15 @@ epilogue per tile as the convolution's. On the 13 distinct matmul kernels of LST
 BERT-tiny and BERT-base, each alone against the records the builds replayed (``python
 benchmarks/template_ab.py matmul lstm gru bert-tiny bert``, 2 Zen 4 threads, 2026-11-27): BERT-base's
 271 -> 143 ms of kernels (0.39-0.97x each), BERT-tiny's 0.84-1.01x but its FFN + GELU at K = 128
-1.14x (a record tuned at exactly that shape), the RNNs' 0.81-0.94x. Matrix-vector products (one row)
-keep their records.
+1.14x (a record tuned at exactly that shape), the RNNs' 0.81-0.94x. A matrix-vector product (one
+row: a classifier at batch 1) takes a tile of one row and up to :data:`GEMV_VECTORS` vectors of
+columns, as many independent accumulators (one vector a tile left each on one chain of dependent
+FMAs: ResNet-18's classifier ran 1.4-2.4x its record). Memory-bound where its weights come from
+memory, it reads them as one contiguous stream a tile: ZFNet-512's 1 x 9216 x 4096 (302 MB) ran
+17.6 ms on the record replayed, 11.1 as one-row tiles (27 GB/s), the model 37.8 -> 27.2 ms and
+AlexNet 19.3 -> 14.2 (paired, 5 rounds; ``benchmarks/template_ab.py matmul``: every classifier of
+ResNet-18, ResNet-50, AlexNet and Inception-v1 0.35-0.62x its record alone; 2 Zen 4 threads,
+2026-11-27).
 
 Grouped and depthwise convolutions (TOPI's ``group_conv2d_nchw``: MobileNet-V2's depthwise 3x3s,
 ShuffleNet's grouped 1x1s). Why: no record of them exists, so they ran a dense convolution's record
@@ -115,15 +122,19 @@ _GROUP = "group_conv2d_nchw"
 _POOLS = ("pool_max", "pool_sum")
 #: TOPI's block of ``relax.matmul`` (``topi.matmul``: ``x[..., m, k] * w[k, n]``)
 _MATMUL = "matmul"
-#: Rows of a matmul's register tile; the template applies where the rows are a multiple of it (a
-#: matrix-vector product keeps its record: ResNet-18's classifier, 1 x 512 x 1000, ran 1.4-2.4x
-#: slower as one-row tiles) and the planners cut rows at its multiples (:func:`inner_tiles`). Each
+#: Rows of a matmul's register tile; the template applies where the rows are a multiple of it or 1
+#: (a matrix-vector product: :data:`GEMV_VECTORS`) and the planners cut rows at its multiples
+#: (:func:`inner_tiles`). Each
 #: kernel alone against the record builds replayed, 5 alternating rounds, 2 Zen 4 threads
 #: (amd-epyc-znver4-2c, 2026-11-27; ``x`` rows x ``k`` x ``n`` columns): 4 rows x 2 vectors
 #: (8 accumulators) ran BERT-base's FFN + GELU (2048 x 768 x 3072) 0.43x, its 768 x 768 0.64x, BERT-tiny's
 #: K = 512 0.68x and K = 128 + GELU 1.01x, the GRU's 0.93-0.97x; 4 x 4 within 0.08 of it either way;
 #: 8 x 2 0.75-1.58x where 4 x 2 ran 0.68-1.01x.
 MATMUL_ROWS = 4
+#: Vectors of columns a one-row tile (a matrix-vector product) accumulates at most: the most that
+#: divide its columns, each an independent chain of FMAs (ResNet-18's classifier, 1000 columns in
+#: 5 vectors of 8, 12.7 us alone where its record took 30.2 and one vector a tile 42.2)
+GEMV_VECTORS = 8
 
 #: Where the grouped-convolution template replaces a replayed dense record (see the module
 #: docstring for the measurements that set them).
@@ -189,8 +200,8 @@ def inner_tiles(kmod: tvm.IRModule, target) -> dict[int, int]:
     """``{spatial axis: innermost tile}`` of the schedule (as
     :func:`tvm_partition.build.transfer.innermost_tiles`): a convolution's output channels (axis 1)
     in whole vectors (its row tile fits any width: a divisor of it); a matmul's rows in
-    :data:`MATMUL_ROWS` and its columns in whole vectors; none for an element-wise kernel (any cut
-    keeps its loops: the outer ones parallel, the innermost LLVM's)."""
+    :data:`MATMUL_ROWS` (or its one row) and its columns in whole tiles of vectors; none for an
+    element-wise kernel (any cut keeps its loops: the outer ones parallel, the innermost LLVM's)."""
     plan = _plan(kmod, target)
     if plan is not None:
         return {1: plan.lanes * plan.blocks}
@@ -198,7 +209,7 @@ def inner_tiles(kmod: tvm.IRModule, target) -> dict[int, int]:
     if mm is None:
         return {}
     rank = len(kmod["main"].params[-1].shape)  # the output's (kernel_module form: outputs last)
-    return {rank - 2: MATMUL_ROWS, rank - 1: mm.lanes * mm.blocks}
+    return {rank - 2: mm.rows, rank - 1: mm.lanes * mm.blocks}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -344,13 +355,14 @@ class _MatmulPlan:
     lanes: int  # output columns per vector
     blocks: int  # vectors of output columns per register tile
     parallel: bool  # a parallel loop (not below :data:`tvm_partition.build.transfer.SERIAL_FLOPS`)
+    rows: int = MATMUL_ROWS  # rows per register tile: 1 for a matrix-vector product
 
 
 def _matmul_plan(kmod: tvm.IRModule, target) -> _MatmulPlan | None:
     """The :class:`_MatmulPlan` of an llvm kernel made of TOPI's ``matmul`` block (first) and
     element-wise blocks, whose right operand is a kernel parameter of rank 2 (a model's weights,
-    packed once at load time; a computed one would be packed per call, a copy of it), its rows a
-    multiple of :data:`MATMUL_ROWS` and its columns of a vector (or half of one); None for any
+    packed once at load time; a computed one would be packed per call, a copy of it), its rows 1
+    or a multiple of :data:`MATMUL_ROWS` and its columns of a vector (or half of one); None for any
     other kernel."""
     if target.kind.name != "llvm":
         return None
@@ -371,12 +383,16 @@ def _matmul_plan(kmod: tvm.IRModule, target) -> _MatmulPlan | None:
     widest, _ = vector_lanes(target)
     rows, cols = int(extents[rank - 2]), int(extents[rank - 1])
     lanes = next((n for n in (widest, widest // 2) if n >= 4 and cols % n == 0), None)
-    if lanes is None or rows % MATMUL_ROWS:
+    if lanes is None or (rows % MATMUL_ROWS and rows != 1):
         return None
     from .transfer import serial
 
-    return _MatmulPlan(tuple(b.name_hint for b in blocks[1:]), weight[0], lanes, 2 if cols % (2 * lanes) == 0 else 1,
-                       not serial(kmod, target))
+    if rows == 1:  # a matrix-vector product: its accumulators' chains side by side, not rows
+        tile = max(b for b in range(1, GEMV_VECTORS + 1) if (cols // lanes) % b == 0)
+    else:
+        tile = 2 if cols % (2 * lanes) == 0 else 1
+    return _MatmulPlan(tuple(b.name_hint for b in blocks[1:]), weight[0], lanes, tile, not serial(kmod, target),
+                       min(rows, MATMUL_ROWS))
 
 
 def _schedule_matmul(kmod: tvm.IRModule, target, plan: _MatmulPlan) -> tvm.tirx.PrimFunc | None:
@@ -392,7 +408,7 @@ def _schedule_matmul(kmod: tvm.IRModule, target, plan: _MatmulPlan) -> tvm.tirx.
     func = kmod["main"].with_attr("layout_free_buffers", [plan.weight])
     sch, mm = _opened(func, _MATMUL, plan.epilogue)
     *lead, m, n, k = sch.get_loops(mm)
-    m_o, m_i = sch.split(m, [None, MATMUL_ROWS])
+    m_o, m_i = sch.split(m, [None, plan.rows])
     n_o, n_b, n_i = sch.split(n, [None, plan.blocks, plan.lanes])
     outer = (*lead, m_o, n_o)
     sch.reorder(*outer, k, m_i, n_b, n_i)

@@ -671,8 +671,10 @@ class Schedules:
 #: 19 runs a direct convolution whose input outweighs its weights rows first in its parallel loop
 #: (:func:`tvm_partition.build.templates._rows_outer`), 20 schedules matmuls with constant weights by
 #: :mod:`tvm_partition.build.templates` (packed weights, register tiles of 4 rows), 21 runs element-wise
-#: kernels that only move data in parallel from 65,536 elements (:data:`tvm_partition.build.templates.MIN_MOVED_ELEMENTS`, was 262,144).
-TRANSFER_RULES = 21
+#: kernels that only move data in parallel from 65,536 elements (:data:`tvm_partition.build.templates.MIN_MOVED_ELEMENTS`, was 262,144),
+#: 22 schedules matrix-vector products by the matmul template too (one-row tiles:
+#: :data:`tvm_partition.build.templates.GEMV_VECTORS`).
+TRANSFER_RULES = 22
 
 
 def open_schedules(path: str | None, transfer: bool = True) -> Schedules:
