@@ -259,14 +259,17 @@ def test_an_lrn_is_one_kernel_without_powf(size, tmp_path):
         np.testing.assert_allclose(outs[0], ref, rtol=RTOL, atol=ATOL)
 
 
-@pytest.mark.parametrize("exponent,rooted", [(0.75, True), (2.0, True), (-0.5, True), (0.25, True), (0.6, False)])
+@pytest.mark.parametrize("exponent,rooted", [(0.75, True), (2.0, True), (-0.5, True), (0.25, True), (0.6, False),
+                                             ([[[2.0]]], False)])
 def test_powers_of_whole_quarters_are_products_of_roots(exponent, rooted, tmp_path):
     """``x ** c`` for a constant ``c`` of whole quarters becomes multiplies and square roots (no
-    libm ``powf`` a element), others stay ``power``; the model matches onnxruntime."""
+    libm ``powf`` a element), others stay ``power`` (an exponent of higher rank broadcasts ``x``
+    to it); the model matches onnxruntime."""
     nodes = [helper.make_node("Pow", ["x", "c"], ["y"])]
     c = numpy_helper.from_array(np.array(exponent, dtype=np.float32), "c")
+    out = [1, 4, 16] if np.ndim(exponent) == 3 else [4, 16]
     graph = helper.make_graph(nodes, "pow", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [4, 16])],
-                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, [4, 16])], [c])
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, out)], [c])
     proto = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
     onnx.save(proto, tmp_path / "pow.onnx")
     model = frontend.load(str(tmp_path / "pow.onnx"))

@@ -231,9 +231,10 @@ def _root_exponent(call: relax.Call) -> float | None:
     x, c = call.args
     if not isinstance(c, Constant) or c.value.dtype != "float32" or x.ty.dtype != "float32":
         return None
-    values = c.value.numpy().reshape(-1)
-    if values.size != 1:
+    values = c.value.numpy()
+    if values.size != 1 or values.ndim > len(x.ty.shape):  # a wider exponent broadcasts x to its rank
         return None
+    values = values.reshape(-1)
     p = float(values[0])
     return p if p != 0 and abs(p) <= MAX_ROOT_POWER and (p * 4).is_integer() else None
 
