@@ -233,9 +233,10 @@ class ProfiledCostModel(CostModel):
         self.comm: dict[tuple, list[tuple[int, float]]] = defaultdict(list)
         self.launch: dict[str, float] = {}
         self.run: dict[str, float] = {}  # a run of one kernel, per device kind (run_time)
+        chains = {"launch": self.launch, "run": self.run}
         for r in self.log.comms():
-            if r["comm"] in ("launch", "run"):  # one figure per device kind, the latest
-                getattr(self, r["comm"])[r["src"]] = float(r["mean_us"])
+            if r["comm"] in chains:  # one figure per device kind, the latest
+                chains[r["comm"]][r["src"]] = float(r["mean_us"])
                 continue
             if r["comm"] == "context":
                 continue
@@ -462,10 +463,10 @@ class ProfiledCostModel(CostModel):
 
     def run_time(self, device: str) -> float:
         """The profile's run of one kernel less that kernel's launch: what a run costs beyond its
-        launches (the call from Python, the arguments' checks, the return). 0.9 us a run on this
-        Zen 4, ~1 us of the 4-7 us RNN gate matmuls alone in the VM (``bench --split-ops``), which
-        without it were predicted -12% to -27% (znver4, 2026-11-27). 0 where no run was timed
-        (profiles from before it) or on a device of no launch chain."""
+        launches (the call from Python, the arguments' checks, the return). 0.66 us a run on this
+        Zen 4 (0.77 the run, 0.11 its launch), ~1 us of the 4-7 us RNN gate matmuls alone in the VM
+        (``bench --split-ops``), which without it were predicted -12% to -27% (znver4, 2026-11-27).
+        0 where no run was timed (profiles from before it) or on a device of no launch chain."""
         kind = device_kind(device, self.devices)
         if kind not in self.run or kind not in self.launch:
             return self.fallback.run_time(device) if self.fallback is not None else 0.0
