@@ -68,7 +68,7 @@ def test_narrow_outputs_take_several_vectors_of_output_channels_a_tile():
 
 @pytest.mark.parametrize("c_in,c_out,size,k,stride,rows_first", [
     (3, 16, 32, 7, 2, True),  # a stem: the padded input (3 x 38 x 38) outweighs the weights (16 x 3 x 7 x 7)
-    (8, 16, 32, 1, 1, True),  # a 1x1 at a large size
+    (8, 16, 32, 1, 2, True),  # a strided 1x1 at a large size (a stride-1 one takes the 1x1 template)
     (16, 128, 4, 3, 1, False),  # a narrow deep layer: the weights outweigh the input
 ])
 def test_the_parallel_loop_splits_the_larger_operand_between_the_threads(c_in, c_out, size, k, stride, rows_first):
@@ -78,6 +78,44 @@ def test_the_parallel_loop_splits_the_larger_operand_between_the_threads(c_in, c
     loops = [m.group(1) for m in re.finditer(r"for (\w+) in T\.parallel", func.script())]
     assert any(("yy_ff_0" if rows_first else "ff_0_yy") in name for name in loops), loops
     np.testing.assert_allclose(run(func), run(kmod["main"]), rtol=1e-4, atol=1e-4)
+
+
+def residual_conv(c_in, c_out, size):
+    """A 1x1 convolution + bias + residual add + ReLU, as ResNet's bottleneck ends."""
+    def build():
+        x = relax.Var("x", relax.TensorType((1, c_in, size, size), "float32"))
+        w = relax.Var("w", relax.TensorType((c_out, c_in, 1, 1), "float32"))
+        b = relax.Var("b", relax.TensorType((1, c_out, 1, 1), "float32"))
+        r = relax.Var("r", relax.TensorType((1, c_out, size, size), "float32"))
+        y = relax.op.add(relax.op.add(relax.op.nn.conv2d(x, w), b), r)
+        return [x, w, b, r], relax.op.nn.relu(y)
+
+    return kernel(build)
+
+
+@pytest.mark.parametrize("kmod,rows", [
+    # TARGET is a generic x86 (4 lanes, 16 registers): a tile of at most 4 vectors of pixels
+    (conv(16, 32, 16, k=1), 1),  # a 16-wide row is 4 vectors
+    (conv(8, 10, 8, k=1, epilogue="batch_norm"), 2),  # 10 channels: no whole vector of them
+    (conv(6, 4, 12, k=1, epilogue=None), 1),  # no pad block; 12 wide: 3 vectors
+    (residual_conv(24, 16, 8), 2),  # the residual read a vector at a time
+], ids=["bias-relu", "10-channels", "12-wide", "residual"])
+def test_a_1x1_convolution_is_vectorised_along_its_pixels(kmod, rows):
+    done = templates.templated(kmod, TARGET)
+    assert done is not None and done[1] == templates.POINTWISE_LABEL
+    text = done[0].script()
+    assert "T.parallel" in text and "T.vectorized" in text and "layout_rewrite_preproc" in text
+    assert templates.inner_tiles(kmod, TARGET) == {1: templates.POINTWISE_CHANNELS, 2: rows}
+    np.testing.assert_allclose(run(done[0]), run(kmod["main"]), rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.parametrize("kmod", [
+    conv(16, 32, 7, k=1),  # 7 x 7: no whole rows in whole vectors
+    conv(16, 32, 16, k=1, stride=2),  # strided: a gather per vector of pixels
+    conv(16, 32, 16, k=3),  # not 1x1
+], ids=["7-wide", "strided", "3x3"])
+def test_other_convolutions_keep_vectors_of_output_channels(kmod):
+    assert templates.label(kmod, TARGET) == templates.CONV_LABEL
 
 
 def test_timing_alone_runs_the_kernel_on_packed_weights():

@@ -31,6 +31,11 @@ The schedule (TVM 0.27 ``s_tir.Schedule``):
   not per call. Read in place (``OIHW``, a gather per vector) the same schedule ran 4198 us, packed
   1325 us.
 
+A 1x1, stride-1 convolution whose tile of whole output rows holds whole vectors of pixels (56 and
+28 wide on AVX-512, not 14 or 7) takes a schedule of its own instead (:func:`_pointwise_plan`):
+vectors of pixels, two output channels a tile, stored a vector at a time; ResNet-50 end to end
+52.7 -> 46.5 ms (2 Zen 4 threads, 2026-11-27).
+
 Only ungrouped ``conv2d_nchw`` blocks (TOPI's names) whose output channels are a multiple of the
 vector width, or of half of it (then half-width vectors: SqueezeNet's 1x1 classifier convolution
 to 1000 channels, 1000 = 62.5 x 16, ran a replayed record in 7.7 ms of the model's 10.9 and the
@@ -115,6 +120,7 @@ GROUP_LABEL = "template (grouped convolution, vectorised along the rows)"
 SOFTMAX_LABEL = "template (softmax, rows in parallel, vectorised reductions)"
 POOL_LABEL = "template (pooling, channels in parallel, padding per row)"
 MATMUL_LABEL = "template (matmul, packed weights)"
+POINTWISE_LABEL = "template (1x1 convolution, vectorised along the pixels)"
 
 _CONV = "conv2d_nchw"
 _GROUP = "group_conv2d_nchw"
@@ -164,6 +170,12 @@ ROW_BUDGET = {32: 14, 16: 12}
 ACC_BUDGET = {32: 16, 16: 8}
 #: Blocks of output channels the parallel loop keeps at least, when a tile takes several vectors.
 MIN_CHANNEL_BLOCKS = 4
+#: Output channels a tile of the 1x1 template holds, each weight broadcast over its vectors of
+#: pixels (:func:`_pointwise_plan`). On ResNet-50's 1x1 convolutions at 56x56 (7 vectors a tile,
+#: each kernel alone, 2 Zen 4 threads): 4 channels (28 accumulators + 7 pixel vectors: more than 32
+#: registers) spilled every accumulator to the stack each step and ran 1.1-1.9x the channel-vector
+#: template, 2 channels 0.41-0.62x of it.
+POINTWISE_CHANNELS = 2
 
 
 def vector_lanes(target) -> tuple[int, int]:
@@ -199,9 +211,13 @@ def label(kmod: tvm.IRModule, target) -> str | None:
 def inner_tiles(kmod: tvm.IRModule, target) -> dict[int, int]:
     """``{spatial axis: innermost tile}`` of the schedule (as
     :func:`tvm_partition.build.transfer.innermost_tiles`): a convolution's output channels (axis 1)
-    in whole vectors (its row tile fits any width: a divisor of it); a matmul's rows in
+    in whole vectors (its row tile fits any width: a divisor of it), a 1x1's in
+    :data:`POINTWISE_CHANNELS` and its output rows (axis 2) in its tile's rows; a matmul's rows in
     :data:`MATMUL_ROWS` (or its one row) and its columns in whole tiles of vectors; none for an
     element-wise kernel (any cut keeps its loops: the outer ones parallel, the innermost LLVM's)."""
+    pointwise = _pointwise_plan(kmod, target)
+    if pointwise is not None:
+        return {1: POINTWISE_CHANNELS, 2: pointwise.rows}
     plan = _plan(kmod, target)
     if plan is not None:
         return {1: plan.lanes * plan.blocks}
@@ -324,6 +340,102 @@ def _blocks(row: int, channels: int, lanes: int, registers: int) -> int:
 
 
 @dataclasses.dataclass(frozen=True)
+class _PointwisePlan:
+    """What :func:`_schedule_pointwise` needs of a 1x1 convolution kernel it applies to."""
+
+    epilogue: tuple[str, ...]
+    weight: int  # the kernel parameter holding the weights
+    lanes: int  # pixels per vector
+    rows: int  # whole output rows a register tile holds: their pixels a whole number of vectors
+    width: int  # the output's
+    padded: bool  # a pad_temp block comes first (a copy: the padding is zero)
+    rows_outer: bool  # as :attr:`_Plan.rows_outer`
+
+
+def _pointwise_plan(kmod: tvm.IRModule, target) -> _PointwisePlan | None:
+    """The :class:`_PointwisePlan` of a 1x1, stride-1, unpadded convolution whose tile of
+    :data:`POINTWISE_CHANNELS` output channels x whole output rows holds a whole number of vectors
+    of pixels, at most ``ACC_BUDGET / POINTWISE_CHANNELS`` of them (the most rows that fit); None
+    for any other kernel.
+
+    Why: such a convolution is a matrix product of the weights by the input's channels-by-pixels
+    matrix, whose pixels lie contiguous in NCHW. The channel-vector template (:func:`_plan`) reads
+    them one broadcast at a time and stores its tile across channel planes, a scalar store per
+    output element, once per ``rc`` steps of the reduction: where ``rc`` is 64-256 that store and
+    the epilogue's reads ran as long as the multiply-adds (ResNet-50's 64 -> 256 at 56x56 with its
+    residual add, 72 GFLOP/s of the 209 that numpy's sgemm reaches here). Here each step loads
+    vectors of contiguous pixels, broadcasts one weight per output channel, and the tile is stored
+    and its epilogue (bias, residual, ReLU) computed a vector at a time: the 1x1 convolutions of
+    ResNet-50 at 56x56 and 28x28, each alone on 2 Zen 4 threads, 0.41-0.92x the channel-vector
+    template's time, 175-209 GFLOP/s (amd-epyc-znver4-2c, 2026-11-27; BENCHMARKS.md, "1x1
+    convolutions"). 14x14 and 7x7 maps (196 and 49 pixels: no whole rows in whole vectors) and
+    strided 1x1s (a gather per vector) keep the channel-vector template."""
+    nest = _nest(kmod, target, (_CONV,))
+    if nest is None:
+        return None
+    _, oc, oh, ow, _, ry, rx = nest.extents
+    conv = nest.block
+    data = [int(x) for x in conv.reads[0].source.shape]
+    if (ry, rx) != (1, 1) or oc % POINTWISE_CHANNELS or data[2:] != [oh, ow]:
+        return None  # not 1x1, or stride or padding other than 1 and 0
+    if nest.padded:
+        pad = _root_blocks(kmod)[0]
+        if [int(x) for x in pad.reads[0].source.shape] != data:
+            return None
+    weight = [n for n, buf in enumerate(kmod["main"].params) if buf.same_as(conv.reads[1].source)]
+    lanes, registers = vector_lanes(target)
+    most = ACC_BUDGET[registers] // POINTWISE_CHANNELS
+    rows = max((t for t in range(1, oh + 1) if oh % t == 0 and t * ow % lanes == 0 and t * ow // lanes <= most),
+               default=None)
+    if not weight or rows is None:
+        return None
+    return _PointwisePlan(nest.epilogue, weight[0], lanes, rows, ow, nest.padded, _rows_outer(conv))
+
+
+def _schedule_pointwise(kmod: tvm.IRModule, target, plan: _PointwisePlan) -> tvm.tirx.PrimFunc | None:
+    """The 1x1 schedule: ``n f_o y_o | rc | f_i y_i x`` (``n f_o y_o``, or ``n y_o f_o``, one parallel
+    loop), ``f_i`` the tile's :data:`POINTWISE_CHANNELS` channels (unrolled), ``y_i x`` its pixels
+    fused and cut into vectors (unrolled, vectorised), accumulated in a ``local`` tile that LLVM keeps
+    in registers; the write-back and the epilogue per tile, vectorised alike; the weights packed at
+    load time as the convolution template's, the zero padding (a copy) inlined."""
+    func = kmod["main"].with_attr("layout_free_buffers", [plan.weight])
+    sch, conv = _opened(func, _CONV, plan.epilogue)
+    if plan.padded:
+        sch.compute_inline(sch.get_sblock("pad_temp"))
+    n, f, y, x, rc, ry, rx = sch.get_loops(conv)
+    f_o, f_i = sch.split(f, [None, POINTWISE_CHANNELS])
+    y_o, y_i = sch.split(y, [None, plan.rows])
+    outer = (y_o, f_o) if plan.rows_outer else (f_o, y_o)
+    sch.reorder(n, *outer, rc, ry, rx, f_i, y_i, x)
+    acc = sch.cache_write(conv, 0, "local")
+    _per_tile(sch, acc, outer[1], plan.epilogue)
+    sch.parallel(sch.fuse(n, *outer))
+    sch.unroll(f_i)
+    _pixel_vectors(sch, sch.fuse(y_i, x), plan.lanes)
+    # the write-back and the epilogue: every loop unrolled, or LLVM keeps the tile on the stack
+    # (measured: it spilled and ran 1.1-1.4x slower with their channel loop serial)
+    pixels = plan.rows * plan.width
+    for block in [acc] + ([sch.get_sblock(plan.epilogue[-1])] if plan.epilogue else []):
+        loops = sch.get_loops(block)[1:]  # under the parallel loop: the tile's (loops of extent 1 dropped)
+        cut, size = len(loops), 1
+        while size < pixels:  # the innermost loops, whose extents multiply to the tile's pixels
+            cut -= 1
+            size *= int(sch.get(loops[cut]).extent)
+        for loop in loops[:cut]:
+            sch.unroll(loop)
+        _pixel_vectors(sch, sch.fuse(*loops[cut:]) if len(loops) - cut > 1 else loops[cut], plan.lanes)
+    sch.decompose_reduction(conv, rc)
+    return _packed(sch, target)
+
+
+def _pixel_vectors(sch, loop, lanes: int) -> None:
+    """``loop`` (a tile's pixels) cut into vectors of ``lanes``: the vectors unrolled, each vectorised."""
+    vectors, lane = sch.split(loop, [None, lanes])
+    sch.unroll(vectors)
+    sch.vectorize(lane)
+
+
+@dataclasses.dataclass(frozen=True)
 class _GroupPlan:
     """What :func:`_schedule_group` needs of a grouped convolution kernel it applies to."""
 
@@ -433,8 +545,9 @@ def schedule(kmod: tvm.IRModule, target) -> tvm.tirx.PrimFunc | None:
 def templated(kmod: tvm.IRModule, target) -> tuple[tvm.tirx.PrimFunc, str] | None:
     """``(scheduled kernel, its label)`` of the template that applies to ``kmod``, in one pass
     (a build asks for both for every kernel); None where none applies."""
-    plan = _plan(kmod, target)
-    if plan is not None:
+    if (pointwise := _pointwise_plan(kmod, target)) is not None:
+        func, name = _schedule_pointwise(kmod, target, pointwise), POINTWISE_LABEL
+    elif (plan := _plan(kmod, target)) is not None:
         func, name = _schedule_conv(kmod, target, plan), CONV_LABEL
     elif (mm := _matmul_plan(kmod, target)) is not None:
         func, name = _schedule_matmul(kmod, target, mm), MATMUL_LABEL

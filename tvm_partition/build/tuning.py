@@ -673,8 +673,9 @@ class Schedules:
 #: :mod:`tvm_partition.build.templates` (packed weights, register tiles of 4 rows), 21 runs element-wise
 #: kernels that only move data in parallel from 65,536 elements (:data:`tvm_partition.build.templates.MIN_MOVED_ELEMENTS`, was 262,144),
 #: 22 schedules matrix-vector products by the matmul template too (one-row tiles:
-#: :data:`tvm_partition.build.templates.GEMV_VECTORS`).
-TRANSFER_RULES = 22
+#: :data:`tvm_partition.build.templates.GEMV_VECTORS`), 23 vectorises 1x1 stride-1 convolutions
+#: along their pixels (:func:`tvm_partition.build.templates._pointwise_plan`).
+TRANSFER_RULES = 23
 
 
 def open_schedules(path: str | None, transfer: bool = True) -> Schedules:
