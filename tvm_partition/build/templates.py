@@ -171,10 +171,10 @@ ACC_BUDGET = {32: 16, 16: 8}
 #: Blocks of output channels the parallel loop keeps at least, when a tile takes several vectors.
 MIN_CHANNEL_BLOCKS = 4
 #: Output channels a tile of the 1x1 template holds, each weight broadcast over its vectors of
-#: pixels (:func:`_pointwise_plan`). On ResNet-50's 1x1 convolutions at 56x56 (7 vectors a tile,
-#: each kernel alone, 2 Zen 4 threads): 4 channels (28 accumulators + 7 pixel vectors: more than 32
-#: registers) spilled every accumulator to the stack each step and ran 1.1-1.9x the channel-vector
-#: template, 2 channels 0.41-0.62x of it.
+#: pixels (:func:`_pointwise_plan`). On ResNet-50's eight 1x1 convolutions at 56x56 and 28x28 (7
+#: vectors a tile, each kernel alone, 2 Zen 4 threads): 4 channels (28 accumulators + 7 pixel
+#: vectors: more than 32 registers) reloaded and stored every accumulator each step and ran
+#: 0.62-1.72x the channel-vector template's time, slower on six of the eight; 2 channels 0.40-0.72x.
 POINTWISE_CHANNELS = 2
 
 
