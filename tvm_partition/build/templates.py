@@ -363,11 +363,11 @@ def _pointwise_plan(kmod: tvm.IRModule, target) -> _PointwisePlan | None:
     them one broadcast at a time and stores its tile across channel planes, a scalar store per
     output element, once per ``rc`` steps of the reduction: where ``rc`` is 64-256 that store and
     the epilogue's reads ran as long as the multiply-adds (ResNet-50's 64 -> 256 at 56x56 with its
-    residual add, 72 GFLOP/s of the 209 that numpy's sgemm reaches here). Here each step loads
+    residual add, 68 GFLOP/s of the 209 that ``bench-kernels`` measures as this machine's peak). Here each step loads
     vectors of contiguous pixels, broadcasts one weight per output channel, and the tile is stored
     and its epilogue (bias, residual, ReLU) computed a vector at a time: the 1x1 convolutions of
-    ResNet-50 at 56x56 and 28x28, each alone on 2 Zen 4 threads, 0.41-0.92x the channel-vector
-    template's time, 175-209 GFLOP/s (amd-epyc-znver4-2c, 2026-11-27; BENCHMARKS.md, "1x1
+    ResNet-50 at 56x56 and 28x28, each alone on 2 Zen 4 threads, 0.40-0.72x the channel-vector
+    template's time, 158-206 GFLOP/s (amd-epyc-znver4-2c, 2026-11-27; BENCHMARKS.md, "1x1
     convolutions"). 14x14 and 7x7 maps (196 and 49 pixels: no whole rows in whole vectors) and
     strided 1x1s (a gather per vector) keep the channel-vector template."""
     nest = _nest(kmod, target, (_CONV,))
