@@ -48,7 +48,7 @@ def main(argv=None) -> int:
             channels = templates._plan(kmod, target)  # noqa: SLF001
             if pointwise is None or channels is None:
                 continue
-            extents = templates._nest(kmod, target, ("conv2d_nchw",)).extents  # noqa: SLF001
+            extents = templates._nest(kmod, target, (templates._CONV,)).extents  # noqa: SLF001
             if (extents, pointwise.epilogue) in seen:
                 continue
             seen.add((extents, pointwise.epilogue))

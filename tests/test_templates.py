@@ -20,12 +20,12 @@ from tvm_partition.cli.compile import check, compile_model
 from tvm_partition.devices import parse_devices
 
 
-def conv(c_in, c_out, size, k=3, stride=1, groups=1, epilogue="bias_relu"):
+def conv(c_in, c_out, size, k=3, stride=1, groups=1, epilogue="bias_relu", padding=None):
     def build():
         x = relax.Var("x", relax.TensorType((1, c_in, size, size), "float32"))
         w = relax.Var("w", relax.TensorType((c_out, c_in // groups, k, k), "float32"))
         b = relax.Var("b", relax.TensorType((1, c_out, 1, 1), "float32"))
-        y = relax.op.nn.conv2d(x, w, strides=stride, padding=k // 2, groups=groups)
+        y = relax.op.nn.conv2d(x, w, strides=stride, padding=k // 2 if padding is None else padding, groups=groups)
         if epilogue is None:
             return [x, w], y
         if epilogue == "batch_norm":  # as the ONNX importer leaves an unfolded batch norm
@@ -113,7 +113,8 @@ def test_a_1x1_convolution_is_vectorised_along_its_pixels(kmod, rows):
     conv(16, 32, 7, k=1),  # 7 x 7: no whole rows in whole vectors
     conv(16, 32, 16, k=1, stride=2),  # strided: a gather per vector of pixels
     conv(16, 32, 16, k=3),  # not 1x1
-], ids=["7-wide", "strided", "3x3"])
+    conv(16, 32, 14, k=1, padding=1),  # padded to 16 x 16: its pad block is no copy
+], ids=["7-wide", "strided", "3x3", "padded"])
 def test_other_convolutions_keep_vectors_of_output_channels(kmod):
     assert templates.label(kmod, TARGET) == templates.CONV_LABEL
 

@@ -292,9 +292,8 @@ def _plan(kmod: tvm.IRModule, target) -> _Plan | None:
     if nest is None:
         return None
     conv = nest.block
-    weight = [n for n, buf in enumerate(kmod["main"].params)
-              if len(conv.reads) == 2 and buf.same_as(conv.reads[1].source)]
-    if not weight:  # TOPI reads data, then the weight: a parameter of the kernel
+    weight = _weight(kmod, conv)
+    if weight is None:
         return None
     widest, registers = vector_lanes(target)
     _, oc, _, ow, _, _, _ = nest.extents
@@ -302,8 +301,17 @@ def _plan(kmod: tvm.IRModule, target) -> _Plan | None:
     if lanes is None:
         return None
     row = _row(ow, ROW_BUDGET[registers])
-    return _Plan(nest.epilogue, weight[0], lanes, row, nest.padded, _blocks(row, oc, lanes, registers),
+    return _Plan(nest.epilogue, weight, lanes, row, nest.padded, _blocks(row, oc, lanes, registers),
                  _rows_outer(conv))
+
+
+def _weight(kmod: tvm.IRModule, block) -> int | None:
+    """The kernel parameter ``block`` reads as its weights (TOPI's convolutions and matmuls read the
+    data, then the weights), None where it reads other than two buffers or its weights are computed
+    in the kernel (they would be packed at every call)."""
+    if len(block.reads) != 2:
+        return None
+    return next((n for n, buf in enumerate(kmod["main"].params) if buf.same_as(block.reads[1].source)), None)
 
 
 def _rows_outer(conv) -> bool:
@@ -382,14 +390,14 @@ def _pointwise_plan(kmod: tvm.IRModule, target) -> _PointwisePlan | None:
         pad = _root_blocks(kmod)[0]
         if [int(x) for x in pad.reads[0].source.shape] != data:
             return None
-    weight = [n for n, buf in enumerate(kmod["main"].params) if buf.same_as(conv.reads[1].source)]
+    weight = _weight(kmod, conv)
     lanes, registers = vector_lanes(target)
     most = ACC_BUDGET[registers] // POINTWISE_CHANNELS
     rows = max((t for t in range(1, oh + 1) if oh % t == 0 and t * ow % lanes == 0 and t * ow // lanes <= most),
                default=None)
-    if not weight or rows is None:
+    if weight is None or rows is None:
         return None
-    return _PointwisePlan(nest.epilogue, weight[0], lanes, rows, ow, nest.padded, _rows_outer(conv))
+    return _PointwisePlan(nest.epilogue, weight, lanes, rows, ow, nest.padded, _rows_outer(conv))
 
 
 def _schedule_pointwise(kmod: tvm.IRModule, target, plan: _PointwisePlan) -> tvm.tirx.PrimFunc | None:
@@ -485,10 +493,10 @@ def _matmul_plan(kmod: tvm.IRModule, target) -> _MatmulPlan | None:
     if rank < 2 or _iter_kinds(mm) != "S" * rank + "R":
         return None
     extents = [v.dom.extent for v in mm.iter_vars]
-    if not all(isinstance(e, tvm.tirx.IntImm) for e in extents) or len(mm.reads) != 2:
+    if not all(isinstance(e, tvm.tirx.IntImm) for e in extents):
         return None
-    weight = [n for n, buf in enumerate(kmod["main"].params) if buf.same_as(mm.reads[1].source)]
-    if not weight or len(mm.reads[1].source.shape) != 2:
+    weight = _weight(kmod, mm)
+    if weight is None or len(mm.reads[1].source.shape) != 2:
         return None
     if any(_iter_kinds(b) != "S" * rank for b in blocks[1:]):  # element-wise only, over the matmul's output
         return None
@@ -503,7 +511,7 @@ def _matmul_plan(kmod: tvm.IRModule, target) -> _MatmulPlan | None:
         tile = max(b for b in range(1, GEMV_VECTORS + 1) if (cols // lanes) % b == 0)
     else:
         tile = 2 if cols % (2 * lanes) == 0 else 1
-    return _MatmulPlan(tuple(b.name_hint for b in blocks[1:]), weight[0], lanes, tile, not serial(kmod, target),
+    return _MatmulPlan(tuple(b.name_hint for b in blocks[1:]), weight, lanes, tile, not serial(kmod, target),
                        min(rows, MATMUL_ROWS))
 
 
