@@ -177,10 +177,22 @@ def test_bundle_measured_by_the_runtime_only_runner_and_imported(tmp_path):
 
 
 def test_split_ops_measure_key_ops_alone_against_the_ideal_bound(tmp_path):
+    from tvm_partition import frontend
+
     out = tmp_path / "res"
+    out.mkdir()
+    config = {k: v for k, v in frontend.load("lstm", seq_len=4, batch=2).config.items()
+              if k in frontend.MODEL_OPTIONS}
+    # op rows an earlier run selected: of this setting (retired by the run's selection) and of another
+    old = {"strategy": "split", "devices": "cpu,cpu", "op": {}, "measured_median_us": 1.0}
+    other = dict(old, model="lstm/fused_other", config=dict(config, batch=8))
+    with open(out / "results.json", "w", encoding="utf-8") as f:
+        json.dump([dict(old, model="lstm/fused_retired", config=config), other], f)
     rc, text, err = run_bench(*LSTM, "--strategies", "cpu,gpu", "--split-ops", "1", "--out", out)
     assert rc == 0, err
     rows = rows_of(out)
+    assert rows[0]["model"] == "lstm/fused_other" and not any(r["model"] == "lstm/fused_retired" for r in rows)
+    rows = rows[1:]
     assert [r["strategy"] for r in rows] == ["cpu", "gpu", "cpu", "gpu", "split"]
     ops = rows[2:]
     assert all(r["model"].startswith("lstm/fused_") and r["model"] == ops[0]["model"] for r in ops)
@@ -190,6 +202,21 @@ def test_split_ops_measure_key_ops_alone_against_the_ideal_bound(tmp_path):
         t_cpu, t_gpu = (r["measured_median_us"] for r in group[:2])
         assert all(r["ideal_us"] == pytest.approx(1 / (1 / t_cpu + 1 / t_gpu), abs=0.1) for r in group)
     assert "of ideal" in text and "split (" in text
+
+
+def test_a_selection_of_op_rows_retires_the_others_of_its_setting_only():
+    from tvm_partition.bench.results import retire_ops
+
+    def row(model, devices="cpu,cpu", batch=1, op=True):
+        return {"model": model, "config": {"batch": batch}, "devices": devices, "strategy": "split",
+                **({"op": {}} if op else {})}
+
+    rows = [row("m", op=False), row("m/a"), row("m/b"), row("m/b", devices="cpu,gpu"), row("m/c", batch=2), row("n/a"),
+            row("m/x", op=False)]
+    kept = retire_ops(rows, [row("m/a")])
+    assert kept == [row("m", op=False), row("m/a"), row("m/b", devices="cpu,gpu"), row("m/c", batch=2), row("n/a"),
+                    row("m/x", op=False)]
+    assert retire_ops(rows, []) == rows
 
 
 def test_an_op_row_runs_its_kernel_on_the_schedule_the_model_gave_it(monkeypatch):

@@ -92,6 +92,21 @@ def merge(rows: list[dict], row: dict) -> list[dict]:
     return out
 
 
+def retire_ops(rows: list[dict], selected: list[dict]) -> list[dict]:
+    """``rows`` without the op rows (:mod:`tvm_partition.bench.ops`) that a newer selection retired:
+    for each model setting and device set that ``selected`` (op rows of one run) covers, only the ops
+    it names stay. Which ops are the heaviest follows the profile, so a run after a re-profile can
+    pick other ones; their rows of earlier runs stayed in the table beside the new ones, dated by the
+    new run (ResNet-18's `cpu,cpu` op rows of 01:56, 07:59 and 18:03 under a run of 21:38, znver4)."""
+    def setting(r: dict) -> tuple:
+        return r["model"].rsplit("/", 1)[0], json.dumps(r["config"], sort_keys=True), r["devices"]
+
+    kept: dict[tuple, set[str]] = {}
+    for r in selected:
+        kept.setdefault(setting(r), set()).add(r["model"])
+    return [r for r in rows if "op" not in r or r["model"] in kept.get(setting(r), {r["model"]})]
+
+
 def write_json(path: str, data) -> None:
     """``data`` as indented JSON at ``path``, written under a temporary name and renamed."""
     with open(path + ".tmp", "w", encoding="utf-8") as f:

@@ -513,12 +513,17 @@ def run(args, out: str) -> tuple[list[tuple], int]:
             flush()
             if args.split_ops:
                 bench.schedules = model_schedules(model, devices, tuning_db)
+                selected = []
                 for op_model, split_plan, extra, op_cost in bench_ops.op_rows(model, devices, cost_model, args.split_ops):
                     bar.total += len(bench_ops.OP_STRATEGIES)
                     for strategy in bench_ops.OP_STRATEGIES:
                         one(op_model, strategy, split_plan if strategy == bench_ops.SPLIT else None, extra, op_cost)
                     flush()
+                    selected.append({"model": op_model.name, "config": config, "devices": label, "op": extra["op"]})
                 bench.schedules = None
+                if selected and not args.export_bundle:
+                    rows = results.retire_ops(rows, selected)
+                    results.save(out, rows)
     if not (args.export_bundle or args.artifacts):
         shutil.rmtree(artifacts, ignore_errors=True)
     return keys, failed
@@ -534,6 +539,7 @@ def import_bundle(bundle: str, out: str | None) -> dict[str, list[tuple]]:
     with open(path, encoding="utf-8") as f:
         measured = {r["id"]: r for r in json.load(f)}
     imported: dict[str, list[tuple]] = {}
+    new_rows: dict[str, list[dict]] = {}
     for row in _bundle_rows(bundle):
         res = measured.get(row.get("id"), {}) if "error" not in row else {}  # failed to compile: an error row
         if "error" not in row and not res:
@@ -544,6 +550,9 @@ def import_bundle(bundle: str, out: str | None) -> dict[str, list[tuple]]:
         folder = out or os.path.join(REPO, "benchmarks", "results", new.get("machine") or fingerprint_id(), "bench")
         results.save(folder, results.merge(results.load(folder), new))
         imported.setdefault(folder, []).append(results.row_key(new))
+        new_rows.setdefault(folder, []).append(new)
+    for folder, rows in new_rows.items():  # the bundle's op rows replace the selection of an earlier one
+        results.save(folder, results.retire_ops(results.load(folder), [r for r in rows if "op" in r]))
     return imported
 
 
