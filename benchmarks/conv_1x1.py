@@ -1,69 +1,59 @@
 """1x1 convolutions: the direct-convolution template (vectors of output channels) against the 1x1
-template (vectors of pixels), on every distinct 1x1 kernel of some models that the 1x1 template
-takes, each kernel alone on this machine's thread pool.
+template (vectors of pixels), on every distinct 1x1 kernel of some models whose pixels the 1x1
+template can tile, each kernel alone on this machine's thread pool.
 
-    python benchmarks/conv_1x1.py MODEL [MODEL ...] [--rounds 3]
+    python benchmarks/conv_1x1.py MODEL[:IMAGE_SIZE] [MODEL ...] [--rounds 3]
 
 How :func:`tvm_partition.build.templates._pointwise_plan` earned its place (BENCHMARKS.md, "1x1
 convolutions"): each kernel is scheduled both ways and timed in alternating rounds
 (``tuning.time_kernel``: packed weights, the runner's threads); the table gives the medians, their
-ratio and the 1x1 template's GFLOP/s. MODEL: zoo names or .onnx paths.
+ratio, the 1x1 template's GFLOP/s and whether builds take it (``taken``: the kernels its measured
+limits, :data:`~tvm_partition.build.templates.POINTWISE_VECTORS` and
+:data:`~tvm_partition.build.templates.ALIASED_PLANE_BYTES`, leave to the channel-vector template
+are timed with those limits lifted, to show why). MODEL: zoo names (``resnet50:128``: at 128 px) or
+.onnx paths.
 """
 
 from __future__ import annotations
 
-import argparse
-import math
 import os
-import statistics
 import sys
 
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from conv_kernels import alternated, arguments, convolutions, gflops  # noqa: E402
 
 
 def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("models", nargs="+", help="zoo names or .onnx paths")
-    ap.add_argument("--rounds", type=int, default=3, help="alternating rounds per kernel (default 3)")
-    args = ap.parse_args(argv)
-
-    from tvm_partition import frontend
+    args, target = arguments(__doc__, argv)
     from tvm_partition.build import templates
-    from tvm_partition.build.align import kernel_of
-    from tvm_partition.build.tuning import time_kernel, tuning_target
-    from tvm_partition.devices import parse_devices
-    from tvm_partition.ir.graph import OpGraph
 
-    target = tuning_target(parse_devices("cpu")[0])
-    print("| model | extents (n, f, y, x, rc, ry, rx) | epilogue | channel vectors us | 1x1 us | ratio | 1x1 GFLOP/s |")
-    print("| --- | --- | --- | ---: | ---: | ---: | ---: |")
-    seen = set()
-    for model in args.models:
-        graph = OpGraph(frontend.load(model, seed=0).mod)
-        for op in graph.ops.values():
-            if op.kind != "conv2d" or not op.split_dims:
-                continue
-            kmod = kernel_of(graph, op)
-            pointwise = templates._pointwise_plan(kmod, target)  # noqa: SLF001 - the template's own decision
-            channels = templates._plan(kmod, target)  # noqa: SLF001
-            if pointwise is None or channels is None:
-                continue
-            extents = templates._nest(kmod, target, (templates._CONV,)).extents  # noqa: SLF001
-            if (extents, pointwise.epilogue) in seen:
-                continue
-            seen.add((extents, pointwise.epilogue))
-            funcs = [templates._schedule_conv(kmod, target, channels),  # noqa: SLF001
-                     templates._schedule_pointwise(kmod, target, pointwise)]  # noqa: SLF001
-            times = [[], []]
-            for _ in range(args.rounds):
-                for i, func in enumerate(funcs):
-                    times[i].append(time_kernel(func, target))
-            ratio = statistics.median(b / a for a, b in zip(*times))
-            new = statistics.median(times[1])
-            gflops = 2 * math.prod(extents) / new / 1e3
-            print(f"| {os.path.basename(model).removesuffix('.onnx')} | {extents} | {len(pointwise.epilogue)} blocks "
-                  f"| {statistics.median(times[0]):.1f} | {new:.1f} | {ratio:.2f} | {gflops:.0f} |", flush=True)
+    print("| model | extents (n, f, y, x, rc, ry, rx) | epilogue | channel vectors us | 1x1 us | ratio | 1x1 GFLOP/s | taken |")
+    print("| --- | --- | --- | ---: | ---: | ---: | ---: | --- |")
+    for label, kmod, nest in convolutions(args.models, target):
+        taken = templates._pointwise_plan(kmod, target) is not None  # noqa: SLF001 - the template's own decision
+        pointwise = _unlimited(templates._pointwise_plan, kmod, target)  # noqa: SLF001
+        channels = templates._plan(kmod, target)  # noqa: SLF001
+        if pointwise is None or channels is None:
+            continue
+        funcs = [templates._schedule_conv(kmod, target, channels),  # noqa: SLF001
+                 templates._schedule_pointwise(kmod, target, pointwise)]  # noqa: SLF001
+        (old, new), ratio = alternated(funcs, target, args.rounds)
+        print(f"| {label} | {nest.extents} | {len(nest.epilogue)} blocks | {old:.1f} | {new:.1f} | {ratio:.2f} "
+              f"| {gflops(nest, new):.0f} | {'yes' if taken else 'no'} |", flush=True)
     return 0
+
+
+def _unlimited(plan, kmod, target):
+    """``plan(kmod, target)`` with the 1x1 template's measured limits lifted (any tile of whole
+    vectors, any plane size)."""
+    from tvm_partition.build import templates
+
+    saved = templates.POINTWISE_VECTORS, templates.ALIASED_PLANE_BYTES
+    templates.POINTWISE_VECTORS, templates.ALIASED_PLANE_BYTES = 1, 1 << 62
+    try:
+        return plan(kmod, target)
+    finally:
+        templates.POINTWISE_VECTORS, templates.ALIASED_PLANE_BYTES = saved
 
 
 if __name__ == "__main__":

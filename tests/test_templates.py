@@ -66,6 +66,22 @@ def test_narrow_outputs_take_several_vectors_of_output_channels_a_tile():
     assert blocks > 1 and templates.inner_tiles(kmod, TARGET) == {1: blocks * lanes}
 
 
+@pytest.mark.parametrize("kmod,tile", [
+    (conv(16, 64, 28), (4, 2)),  # 4 divides the width: 4 pixels x 2 vectors
+    (conv(16, 64, 32, k=1, stride=1, padding=0), (8, 1)),  # a 1x1 reading 4 KiB planes
+    (conv(16, 64, 64, k=1, stride=2, padding=0), (8, 1)),  # ... strided, from 16 KiB planes
+    (conv(16, 64, 32), (4, 2)),  # a 3x3 on those planes
+    (conv(16, 64, 14), (7, 1)),  # 14 wide: 2 pixels x 2 vectors would starve the multiply-adds
+    (conv(16, 32, 28), (7, 1)),  # 32 channels: a pair of vectors would leave 2 blocks for the parallel loop
+], ids=["28-wide", "1x1-4KiB-planes", "strided-1x1", "3x3-4KiB-planes", "14-wide", "32-channels"])
+def test_on_avx2_two_vectors_of_4_pixels_where_4_divides_the_width(kmod, tile):
+    avx2 = tvm.target.Target({"kind": "llvm", "mcpu": "znver3", "num-cores": 2})  # planned, not run
+    assert templates.vector_lanes(avx2) == (8, 16)
+    plan = templates._plan(kmod, avx2)
+    assert (plan.row, plan.blocks) == tile
+    assert templates.inner_tiles(kmod, avx2) == {1: 8 * tile[1]}
+
+
 @pytest.mark.parametrize("c_in,c_out,size,k,stride,rows_first", [
     (3, 16, 32, 7, 2, True),  # a stem: the padded input (3 x 38 x 38) outweighs the weights (16 x 3 x 7 x 7)
     (8, 16, 32, 1, 2, True),  # a strided 1x1 at a large size (a stride-1 one takes the 1x1 template)
@@ -114,7 +130,9 @@ def test_a_1x1_convolution_is_vectorised_along_its_pixels(kmod, rows):
     conv(16, 32, 16, k=1, stride=2),  # strided: a gather per vector of pixels
     conv(16, 32, 16, k=3),  # not 1x1
     conv(16, 32, 14, k=1, padding=1),  # padded to 16 x 16: its pad block is no copy
-], ids=["7-wide", "strided", "3x3", "padded"])
+    conv(16, 32, 32, k=1),  # planes of 4 KiB: each step's pixels in the same L1 sets
+    conv(16, 32, 2, k=1),  # the whole plane one vector: too few accumulators
+], ids=["7-wide", "strided", "3x3", "padded", "4KiB-planes", "one-vector"])
 def test_other_convolutions_keep_vectors_of_output_channels(kmod):
     assert templates.label(kmod, TARGET) == templates.CONV_LABEL
 

@@ -170,12 +170,39 @@ ROW_BUDGET = {32: 14, 16: 12}
 ACC_BUDGET = {32: 16, 16: 8}
 #: Blocks of output channels the parallel loop keeps at least, when a tile takes several vectors.
 MIN_CHANNEL_BLOCKS = 4
+#: Output pixels of a tile of two vectors of output channels, by ``(lanes, registers)``: taken
+#: first where it divides the output width (and two vectors fit, :func:`_blocks`), before the
+#: largest row within :data:`ROW_BUDGET`. On AVX2 (2 Zen 3 threads, each kernel alone,
+#: 2026-11-27, 3 rounds; ResNet-18, ResNet-50, Inception-v2, DenseNet-121) 4 pixels x 2 vectors
+#: (8 accumulators: 2 weight loads and 4 broadcasts feed 8 multiply-adds, where 8 pixels x 1 vector
+#: load 9) ran 0.69-0.97x the time of 7 x 1 on 28-wide maps, 0.80-0.96x that of 8 x 1 on 56-wide
+#: (two 1x1s 1.01 and 1.08), 0.77-0.93x on the 112- and 64-wide stems and a 32-wide 3x3, 0.75-1.04x
+#: on 16- and 8-wide maps; 1x1s reading 32x32 planes 1.06-1.59x (:data:`ALIASED_PLANE_BYTES`: they
+#: keep 8 x 1). Where 4 does not divide the width (14 and 7 wide) two vectors of 2 or 1 pixels ran
+#: 1.1-3.2x the time of 7 x 1, and one vector of 4 pixels (32 output channels: no pair of vectors
+#: for the parallel loop) 1.15x that of 8 x 1. AVX-512 (absent): unmeasured.
+PAIRED_ROW = {(8, 16): 4}
 #: Output channels a tile of the 1x1 template holds, each weight broadcast over its vectors of
 #: pixels (:func:`_pointwise_plan`). On ResNet-50's eight 1x1 convolutions at 56x56 and 28x28 (7
 #: vectors a tile, each kernel alone, 2 Zen 4 threads): 4 channels (28 accumulators + 7 pixel
 #: vectors: more than 32 registers) reloaded and stored every accumulator each step and ran
 #: 0.62-1.72x the channel-vector template's time, slower on six of the eight; 2 channels 0.40-0.72x.
 POINTWISE_CHANNELS = 2
+#: Vectors of pixels a 1x1 tile holds at least (``POINTWISE_CHANNELS`` times as many accumulators):
+#: on AVX2 (2 Zen 3 threads, each kernel alone, 2026-11-27: ResNet-50 and MobileNet-V2 at 128 px,
+#: 1x1s of 64-256 channels) tiles of 3 and 4 vectors ran 0.58-0.98x the channel-vector template's
+#: time (24-, 16- and 8-wide maps), tiles of 2 (4x4 maps: 4 accumulators to cover the
+#: multiply-adds' latency) 1.10-1.66x.
+POINTWISE_VECTORS = 3
+#: Input channel planes whose size in bytes is a multiple of this keep the channel-vector template:
+#: each reduction step of a 1x1 tile reads the next plane at the same offset, and at a multiple of
+#: 4 KiB every plane falls in the same sets of the L1 cache (8 ways on Zen 3 and 4), so the tile's
+#: pixels are read from L2. The 1x1 convolutions of ResNet-50 at 128 px on AVX2 (2 Zen 3 threads,
+#: 2026-11-27): 32x32 maps (4 KiB planes, one row of 4 vectors a tile) 1.21-1.38x the
+#: channel-vector template's time, where 24x24 maps (2.25 KiB, 3 vectors; 64 -> 256 and 128 -> 128
+#: channels) ran 0.83-0.96x and 16x16 (1 KiB, 4 vectors) 0.76-0.98x.
+#: Measured on AVX2 only; the cache's sets are no matter of the vector width.
+ALIASED_PLANE_BYTES = 4096
 
 
 def vector_lanes(target) -> tuple[int, int]:
@@ -301,8 +328,19 @@ def _plan(kmod: tvm.IRModule, target) -> _Plan | None:
     if lanes is None:
         return None
     row = _row(ow, ROW_BUDGET[registers])
+    paired = PAIRED_ROW.get((lanes, registers))
+    one_by_one = nest.extents[5:] == (1, 1)
+    if paired and ow % paired == 0 and _blocks(paired, oc, lanes, registers) == 2 \
+            and not (one_by_one and _aliased(conv)):
+        row = paired
     return _Plan(nest.epilogue, weight, lanes, row, nest.padded, _blocks(row, oc, lanes, registers),
                  _rows_outer(conv))
+
+
+def _aliased(conv) -> bool:
+    """Whether the input channel planes ``conv`` reads are a multiple of :data:`ALIASED_PLANE_BYTES`."""
+    data = conv.reads[0].source
+    return int(data.shape[-2]) * int(data.shape[-1]) * data.dtype.bits // 8 % ALIASED_PLANE_BYTES == 0
 
 
 def _weight(kmod: tvm.IRModule, block) -> int | None:
@@ -376,8 +414,9 @@ def _pointwise_plan(kmod: tvm.IRModule, target) -> _PointwisePlan | None:
     and its epilogue (bias, residual, ReLU) computed a vector at a time: the 1x1 convolutions of
     ResNet-50 at 56x56 and 28x28, each alone on 2 Zen 4 threads, 0.40-0.72x the channel-vector
     template's time, 158-206 GFLOP/s (amd-epyc-znver4-2c, 2026-11-27; BENCHMARKS.md, "1x1
-    convolutions"). 14x14 and 7x7 maps (196 and 49 pixels: no whole rows in whole vectors) and
-    strided 1x1s (a gather per vector) keep the channel-vector template."""
+    convolutions"). 14x14 and 7x7 maps (196 and 49 pixels: no whole rows in whole vectors),
+    strided 1x1s (a gather per vector), tiles of fewer than :data:`POINTWISE_VECTORS` vectors and
+    input planes of a multiple of :data:`ALIASED_PLANE_BYTES` keep the channel-vector template."""
     nest = _nest(kmod, target, (_CONV,))
     if nest is None:
         return None
@@ -390,11 +429,13 @@ def _pointwise_plan(kmod: tvm.IRModule, target) -> _PointwisePlan | None:
         pad = _root_blocks(kmod)[0]
         if [int(x) for x in pad.reads[0].source.shape] != data:
             return None
+    if _aliased(conv):
+        return None
     weight = _weight(kmod, conv)
     lanes, registers = vector_lanes(target)
     most = ACC_BUDGET[registers] // POINTWISE_CHANNELS
-    rows = max((t for t in range(1, oh + 1) if oh % t == 0 and t * ow % lanes == 0 and t * ow // lanes <= most),
-               default=None)
+    rows = max((t for t in range(1, oh + 1)
+                if oh % t == 0 and t * ow % lanes == 0 and POINTWISE_VECTORS <= t * ow // lanes <= most), default=None)
     if weight is None or rows is None:
         return None
     return _PointwisePlan(nest.epilogue, weight, lanes, rows, ow, nest.padded, _rows_outer(conv))

@@ -674,8 +674,10 @@ class Schedules:
 #: kernels that only move data in parallel from 65,536 elements (:data:`tvm_partition.build.templates.MIN_MOVED_ELEMENTS`, was 262,144),
 #: 22 schedules matrix-vector products by the matmul template too (one-row tiles:
 #: :data:`tvm_partition.build.templates.GEMV_VECTORS`), 23 vectorises 1x1 stride-1 convolutions
-#: along their pixels (:func:`tvm_partition.build.templates._pointwise_plan`).
-TRANSFER_RULES = 23
+#: along their pixels (:func:`tvm_partition.build.templates._pointwise_plan`), 24 leaves to the
+#: channel-vector template the 1x1s whose input planes are a multiple of 4 KiB or whose tile would
+#: hold fewer than 3 vectors (:data:`tvm_partition.build.templates.ALIASED_PLANE_BYTES`).
+TRANSFER_RULES = 24
 
 
 def open_schedules(path: str | None, transfer: bool = True) -> Schedules:

@@ -1,0 +1,68 @@
+"""What ``conv_1x1.py`` and ``conv_tiles.py`` share: the distinct convolution kernels of some
+models, and two schedules of one kernel timed alone in alternating rounds.
+
+MODEL: a zoo name, ``name:IMAGE_SIZE`` for another image size (``resnet50:128``), or an .onnx path.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import statistics
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+
+def arguments(doc: str, argv=None):
+    """``(args, target)``: the command line of a script documented by ``doc`` (MODEL..., --rounds) and
+    this machine's CPU target, as builds compile for it."""
+    import argparse
+
+    from tvm_partition.build.tuning import tuning_target
+    from tvm_partition.devices import parse_devices
+
+    ap = argparse.ArgumentParser(description=doc.split("\n\n")[0])
+    ap.add_argument("models", nargs="+", help="zoo names (name:image_size) or .onnx paths")
+    ap.add_argument("--rounds", type=int, default=3, help="alternating rounds per kernel (default 3)")
+    return ap.parse_args(argv), tuning_target(parse_devices("cpu")[0])
+
+
+def convolutions(models: list[str], target):
+    """``(model label, kernel IRModule, its templates._Nest)`` of every distinct convolution kernel
+    (extents and epilogue) of ``models`` that the direct-convolution template reads."""
+    from tvm_partition import frontend
+    from tvm_partition.build import templates
+    from tvm_partition.build.align import kernel_of
+    from tvm_partition.ir.graph import OpGraph
+
+    seen = set()
+    for model in models:
+        name, _, size = (model, "", "") if model.endswith(".onnx") else model.partition(":")
+        graph = OpGraph(frontend.load(name, seed=0, **({"image_size": int(size)} if size else {})).mod)
+        label = os.path.basename(name).removesuffix(".onnx") + (f":{size}" if size else "")
+        for op in graph.ops.values():
+            if op.kind != "conv2d" or not op.split_dims:
+                continue
+            kmod = kernel_of(graph, op)
+            nest = templates._nest(kmod, target, (templates._CONV,))  # noqa: SLF001 - the template's own view
+            if nest is None or (nest.extents, nest.epilogue) in seen:
+                continue
+            seen.add((nest.extents, nest.epilogue))
+            yield label, kmod, nest
+
+
+def alternated(funcs: list, target, rounds: int) -> tuple[list[float], float]:
+    """Each of ``funcs`` timed alone ``rounds`` times in alternation: ``(median us of each, median
+    over rounds of the last one's time over the first's)``."""
+    from tvm_partition.build.tuning import time_kernel
+
+    times = [[] for _ in funcs]
+    for _ in range(rounds):
+        for i, func in enumerate(funcs):
+            times[i].append(time_kernel(func, target))
+    return [statistics.median(t) for t in times], statistics.median(b / a for a, b in zip(times[0], times[-1]))
+
+
+def gflops(nest, us: float) -> float:
+    return 2 * math.prod(nest.extents) / us / 1e3
