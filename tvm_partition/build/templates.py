@@ -163,7 +163,9 @@ MIN_MOVED_ELEMENTS = 1 << 16
 
 #: Output pixels a register tile may hold, by vector registers: 14 of 32 measured best on AVX-512
 #: (7: 1366 us, 14: 1108 us, 2x7 rows: 1106 us, 2x14 (spilling): 2483 us on the 3x3 convolution
-#: above); 12 of 16 (AVX2) leaves a register for the weights and one for the broadcast (unmeasured).
+#: above); 12 of 16 (AVX2) leaves a register for the weights and one for the broadcast: 14 there
+#: ran 0.81-1.75x the time of 12's 8 x 1 and 7 x 1 tiles, slower on most (each kernel alone on 2
+#: Zen 3 threads, 2026-11-27); where 4 divides the width :data:`PAIRED_ROW` comes first.
 ROW_BUDGET = {32: 14, 16: 12}
 #: Accumulators a convolution tile of several vectors may hold, by vector registers (:func:`_blocks`;
 #: measured on AVX-512 only: 16 of 32; 28 spilled or ran slower).
