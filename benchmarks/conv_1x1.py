@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import os
 import sys
+from unittest import mock
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from conv_kernels import alternated, arguments, convolutions, gflops  # noqa: E402
@@ -31,7 +32,8 @@ def main(argv=None) -> int:
     print("| --- | --- | --- | ---: | ---: | ---: | ---: | --- |")
     for label, kmod, nest in convolutions(args.models, target):
         taken = templates._pointwise_plan(kmod, target) is not None  # noqa: SLF001 - the template's own decision
-        pointwise = _unlimited(templates._pointwise_plan, kmod, target)  # noqa: SLF001
+        with mock.patch.multiple(templates, POINTWISE_VECTORS=1, ALIASED_PLANE_BYTES=1 << 62):  # limits lifted
+            pointwise = templates._pointwise_plan(kmod, target)  # noqa: SLF001
         channels = templates._plan(kmod, target)  # noqa: SLF001
         if pointwise is None or channels is None:
             continue
@@ -41,19 +43,6 @@ def main(argv=None) -> int:
         print(f"| {label} | {nest.extents} | {len(nest.epilogue)} blocks | {old:.1f} | {new:.1f} | {ratio:.2f} "
               f"| {gflops(nest, new):.0f} | {'yes' if taken else 'no'} |", flush=True)
     return 0
-
-
-def _unlimited(plan, kmod, target):
-    """``plan(kmod, target)`` with the 1x1 template's measured limits lifted (any tile of whole
-    vectors, any plane size)."""
-    from tvm_partition.build import templates
-
-    saved = templates.POINTWISE_VECTORS, templates.ALIASED_PLANE_BYTES
-    templates.POINTWISE_VECTORS, templates.ALIASED_PLANE_BYTES = 1, 1 << 62
-    try:
-        return plan(kmod, target)
-    finally:
-        templates.POINTWISE_VECTORS, templates.ALIASED_PLANE_BYTES = saved
 
 
 if __name__ == "__main__":

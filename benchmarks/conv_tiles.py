@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import os
 import sys
+from unittest import mock
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from conv_kernels import alternated, arguments, convolutions, gflops  # noqa: E402
@@ -32,7 +33,9 @@ def main(argv=None) -> int:
     for label, kmod, nest in convolutions(args.models, target):
         if templates._pointwise_plan(kmod, target) is not None:  # noqa: SLF001 - the 1x1 template's kernel
             continue
-        paired, row = templates._plan(kmod, target), _unpaired(templates._plan, kmod, target)  # noqa: SLF001
+        paired = templates._plan(kmod, target)  # noqa: SLF001
+        with mock.patch.multiple(templates, PAIRED_ROW={}):
+            row = templates._plan(kmod, target)  # noqa: SLF001
         if paired is None or (paired.row, paired.blocks) == (row.row, row.blocks):
             continue
         funcs = [templates._schedule_conv(kmod, target, plan) for plan in (row, paired)]  # noqa: SLF001
@@ -40,18 +43,6 @@ def main(argv=None) -> int:
         print(f"| {label} | {nest.extents} | {len(nest.epilogue)} blocks | {row.row} x {row.blocks} | {old:.1f} "
               f"| {paired.row} x {paired.blocks} | {new:.1f} | {ratio:.2f} | {gflops(nest, new):.0f} |", flush=True)
     return 0
-
-
-def _unpaired(plan, kmod, target):
-    """``plan(kmod, target)`` without :data:`~tvm_partition.build.templates.PAIRED_ROW`."""
-    from tvm_partition.build import templates
-
-    saved = dict(templates.PAIRED_ROW)
-    templates.PAIRED_ROW.clear()
-    try:
-        return plan(kmod, target)
-    finally:
-        templates.PAIRED_ROW.update(saved)
 
 
 if __name__ == "__main__":
