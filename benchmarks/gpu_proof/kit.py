@@ -26,12 +26,16 @@ own product on a lent machine (the device tool's limits, this checkout's ``bench
   ``Config.variants``, whole, under each dlight rule that schedules it (:func:`variants_bundle`);
 * ``site/``: the runtime-only TVM for the GPU machine's Python (``deploy``'s, for ``--python 3.12``).
 
-CPU kernels are compiled for ``--target-cpu x86-64-v3`` (AVX2, FMA): every x86-64 server CPU
-since Intel Haswell (2013) and AMD Zen (2017) has it, so it runs on whatever CPU the H100 machine
-has, where ``x86-64-v4`` (AVX-512) would fail on an AMD EPYC before Zen 4. No database holds
-records for that target, so every CPU kernel runs a shipped schedule transferred
-(:mod:`tvm_partition.build.transfer`, postprocessors re-run for the target). Each step records
-``lscpu`` and the CPU's x86-64 level there, for the next pack to pick a closer target.
+CPU kernels are compiled for an x86-64 level (``--target-cpu``), not a named CPU: the GPU machine
+is only known from earlier kits. Each step records ``lscpu`` and the CPU's x86-64 level there
+(``facts-STEP.json``), and ``pack`` compiles for the lowest level those machines reported
+(:func:`recorded_cpu_level`; ``x86-64-v3``, AVX2 and FMA, where none did: every x86-64 server CPU
+since Intel Haswell and AMD Zen has it). Both Hopper machines so far reported ``x86-64-v4``
+(AVX-512). A step on a CPU below the kit's level refuses in one line before it runs anything
+(``there.require_cpu_level``). The results are filed under a fingerprint naming that level (a
+``v4`` kit's rows go to ``...-x86-64-v4-16c-nvidia-...``, not beside the ``v3`` kits' rows). No
+database holds records for that target, so every CPU kernel runs a shipped schedule transferred
+(:mod:`tvm_partition.build.transfer`, postprocessors re-run for the target).
 
 Zoo weights do not travel: each artifact's manifest has the seeded recipe that drew them, so the
 kit keeps only which drawn array each weight is and draws them again there (checked against the
@@ -53,6 +57,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import dataclasses
+import glob
 import hashlib
 import io
 import json
@@ -121,6 +126,7 @@ class Config:
     variants: tuple = ()  # ((model, settings), ...): their ops timed whole under every dlight rule
     variant_kinds: tuple = ("conv2d", "matmul")  # the op kinds of those
     contexts: tuple = ()  # ((model, settings), ...) run in the VM against their kernels beside the profile's
+    after: tuple = ()  # ((step, command, seconds), ...): run in that step's call after it (the repository's scripts)
 
 
 GPU = Config(
@@ -160,8 +166,11 @@ GPU = Config(
     # 202 s, split ops 6.6 s a row (21 of 24 in 139 s); so step 1 takes 585 s (its call ran 2 s
     # past its budget), the checks and split ops what they need, the variants (timed on both
     # Hopper machines, to be timed again only when the rule choice changes) what is left last
+    # Since 2026-11-28 step 2's call keeps 60 s after the profile for benchmarks/gpu_proof/
+    # cpu_threads.py (the quick models' cpu rows at 2-16 threads, on step 1's unpacked kit): the
+    # H200's 16 cores ran BERT-tiny's cpu row in 10.6 ms where a 2-core Zen 5 took 5.6
     steps=((585, (("checks", 190), ("default", 35), ("quick", 205), ("split-ops", 135), ("variants", 20))),
-           (200, (("profile", 200),))),
+           (150, (("profile", 150),))),
     python="3.12",
     # dlight's Matmul rule gave ResNet-18's convolutions 16.5-184 us for the same 18.9 MFLOP on the
     # H100 (2026-11-26): every op of these kinds timed under each rule that schedules it
@@ -169,6 +178,7 @@ GPU = Config(
     # the README's LSTM (sequence 100) ran its kernels 1.49-1.81x their time alone on the build
     # machine, the sequence-10 one 1.06x (2026-11-27): its own factor, not its ops' median
     contexts=(("lstm", {}),),
+    after=((2, "python3 benchmarks/gpu_proof/cpu_threads.py --out $OUT", 60),),
 )
 
 #: The dry run (tests/test_gpu_proof.py): the same kit on cpu,cpu, tiny, in a minute.
@@ -469,6 +479,9 @@ def pack(args) -> int:
 
     cfg = CONFIGS[args.config]
     args.devices = cfg.devices
+    if not args.target_cpu:
+        args.target_cpu = recorded_cpu_level() if "gpu" in cfg.devices else BASE_LEVEL
+        say(f"CPU kernels for {args.target_cpu} (--target-cpu)")
     out = os.path.abspath(args.out)
     stage, carry = os.path.join(out, "stage"), os.path.join(out, "carry")
     python = python_version(args.python or cfg.python)
@@ -500,10 +513,35 @@ def pack(args) -> int:
     rel = os.path.relpath(carry, os.path.dirname(out)) if os.path.basename(out) == ".gpu-kit" else carry
     print(f"device tool, from the checkout holding {os.path.dirname(out)}, one call per step, the next made at once:")
     for s in kit["plan"]["steps"]:
-        print(f"  run(command=\"python3 {rel}/{s['step']}/run.py {s['step']} --out $OUT\", carry=[\"{rel}/{s['step']}\"], "
-              f"timeout_s={s['timeout_s']})")
+        then = [(cmd, secs) for step, cmd, secs in cfg.after if step == s["step"]]
+        command = "; ".join([f"python3 {rel}/{s['step']}/run.py {s['step']} --out $OUT"] + [c for c, _ in then])
+        print(f"  run(command=\"{command}\", carry=[\"{rel}/{s['step']}\"], "
+              f"timeout_s={min(600, s['timeout_s'] + sum(t for _, t in then))})")
     print("then here: python benchmarks/gpu_proof/kit.py import DIR... (the files_at folders)")
     return 0
+
+
+#: The x86-64 level every x86-64 server CPU since Intel Haswell (2013) and AMD Zen (2017) has.
+BASE_LEVEL = "x86-64-v3"
+
+
+def recorded_cpu_level(root: str = REPO) -> str:
+    """The lowest x86-64 level that the GPU machines of earlier kits reported (``cpu_level`` of
+    ``benchmarks/results/<machine>/gpu_proof/facts-STEP.json``), or :data:`BASE_LEVEL` where none
+    did. Both Hopper machines (2026-11-26/27) have AVX-512 (x86-64-v4): kernels for v3 used half
+    their vector width (the templates' tiles were set on AVX-512), and ran BERT-tiny's ``cpu`` row
+    on 16 threads in 10.6 ms, where a 2-core Zen 5 took 5.6."""
+    order = [name for name, _ in there.LEVELS]
+    results = os.path.join(root, "benchmarks", "results")
+    levels = set()
+    for path in glob.glob(os.path.join(results, "*", "gpu_proof", "facts-*.json")):
+        with contextlib.suppress(OSError, ValueError):
+            with open(path, encoding="utf-8") as f:
+                levels.add(json.load(f).get("cpu_level"))
+    known = [lv for lv in levels if lv in order]
+    if not known or len(known) < len(levels):  # a machine below v2, or a level not read: the base
+        return BASE_LEVEL
+    return min(known, key=order.index)
 
 
 def wanted_parts(cfg: Config, text: str | None, config: str) -> list[str]:
@@ -781,6 +819,10 @@ class Dest:
         return os.path.join(self.root, "benchmarks", "results", self.machine, "gpu_proof")
 
 
+#: What ``cpu_threads.py`` writes (``Config.after``): kept beside the step's facts.
+AFTER_FILES = ("cpu-threads.jsonl", "cpu-kernels.txt")
+
+
 def import_results(args) -> int:
     from tvm_partition.bench.report import update
     from tvm_partition.bench.suite import results_folders
@@ -802,8 +844,9 @@ def import_results(args) -> int:
             continue
         dest = dests[s["step"]]
         os.makedirs(dest.proof, exist_ok=True)
-        for name in (f"facts-{s['step']}.json", f"facts-{s['step']}.txt", f"log-{s['step']}.txt"):
-            if name in files:  # the record of the step
+        # the record of the step, and what a script run after it in the same call wrote (cfg.after)
+        for name in (f"facts-{s['step']}.json", f"facts-{s['step']}.txt", f"log-{s['step']}.txt", *AFTER_FILES):
+            if name in files:
                 shutil.copy(files[name][-1], os.path.join(dest.proof, name))
         for p in s["parts"]:
             part = kit["parts"][p["name"]]
@@ -919,8 +962,9 @@ def parser():
     p.add_argument("--out", default=os.path.join(REPO, ".gpu-kit"), help="kit folder (default: .gpu-kit here)")
     p.add_argument("--config", choices=sorted(CONFIGS), default="gpu", help="gpu (default) or dry (cpu,cpu, tiny)")
     p.add_argument("--parts", metavar="P,...", help="only these parts")
-    p.add_argument("--target-cpu", default="x86-64-v3", metavar="MCPU", help="LLVM -mcpu of the GPU machine's CPU "
-                                                                            "(default x86-64-v3: AVX2, every x86 server)")
+    p.add_argument("--target-cpu", metavar="MCPU", help="LLVM -mcpu of the GPU machine's CPU (default: the lowest "
+                                                         "x86-64 level the GPU machines of earlier kits reported; "
+                                                         "x86-64-v3, AVX2, where none did, and for the dry kit)")
     p.add_argument("--gpu-arch", default="sm_90", metavar="SM", help="CUDA arch (default sm_90: H100, H200)")
     p.add_argument("--threads", type=int, default=GPU_MACHINE_THREADS, help="the GPU machine's CPU threads")
     p.add_argument("--python", metavar="X.Y", help="the GPU machine's Python (default 3.12; dry: this one)")

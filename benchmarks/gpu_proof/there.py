@@ -176,6 +176,16 @@ def cpu_level(flags: set[str]) -> str:
     return best
 
 
+def require_cpu_level(kit: dict, flags: set[str]) -> None:
+    """Refuse, in one line, a kit whose CPU kernels assume an x86-64 level this CPU lacks: every
+    artifact holds such kernels (the host code at least), and each would die of SIGILL mid-step."""
+    order = ["x86-64"] + [name for name, _ in LEVELS]
+    need, have = kit["target_cpu"], cpu_level(flags)
+    if need in order and order.index(need) > order.index(have):
+        raise KitError(f"this kit's CPU kernels are compiled for {need}; this CPU is {have}: pack the kit "
+                       f"again with --target-cpu {have}")
+
+
 def facts(step: int, out: str, say, kit: dict) -> dict:
     """What this machine is: written to ``facts-STEP.txt`` (commands' output) and
     ``facts-STEP.json`` (the fingerprint the results are filed under, and the CPU level)."""
@@ -386,6 +396,7 @@ def run_step(work: str, step: int, out: str) -> int:
         f"kit packed {kit['created']} from {kit['commit']} for {kit['devices']} ({kit['target_cpu']}, {kit['gpu_arch']})")
     prepare(work, say)
     facts(step, out, say, kit)
+    require_cpu_level(kit, cpu_flags())
     mode = probe_cuda(work, kit, child_env(work, None), out, step, deadline, say)
     env = child_env(work, mode)
     parts = plan["parts"]
