@@ -96,6 +96,21 @@ def test_log_appends_resumes_and_reports_corrupt_lines(tmp_path):
     assert rec["tvm"] and rec["fingerprint"]["cores"] >= 1 and "cpu" in rec["fingerprint"]
 
 
+def test_a_log_is_parsed_once_per_version_of_its_file_and_each_reader_owns_its_records(tmp_path, monkeypatch):
+    from tvm_partition.cost_models import logs
+
+    ProfileLog(str(tmp_path)).append(_op_rec(8, 10.0))
+    parsed, parse = [], logs._parse_log
+    monkeypatch.setattr(logs, "_parse_log", lambda path: parsed.append(path) or parse(path))
+    first = ProfileLog(str(tmp_path))
+    first.records[0]["mean_us"] = 99.0  # a reader changing its copy changes no other reader's
+    second = ProfileLog(str(tmp_path))
+    assert len(parsed) == 1 and second.records[0]["mean_us"] == 10.0
+    second.append(_op_rec(16, 20.0))  # the file changed: read again
+    assert [r["mean_us"] for r in ProfileLog(str(tmp_path)).records] == [10.0, 20.0] and len(parsed) == 2
+    assert len(first) == 1  # what first read
+
+
 def test_compacting_a_log_keeps_each_samples_last_record_only(tmp_path):
     log = ProfileLog(str(tmp_path))
     for us in (10.0, 11.0, 12.0):  # the same sample timed three times (profiles after schedule changes)

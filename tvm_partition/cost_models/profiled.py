@@ -44,7 +44,7 @@ from collections import defaultdict
 from . import patterns, xgb
 from ..errors import TvmPartitionError
 from .base import CostModel, Estimate, cut_axes, full_shape, part_fraction
-from .logs import ProfileLog
+from .logs import ProfileLog, read_once
 from ..ir.graph import op_signature
 
 
@@ -105,13 +105,19 @@ def _fit_key(key: tuple) -> str:
     return "|".join(str(k) for k in key)
 
 
+def _read_fits(path: str) -> dict:
+    with open(path, encoding="utf-8") as f:
+        data = json.load(f)
+    for v in data.values():  # points as tuples, to compare with the log's
+        v["points"] = [tuple(p) for p in v["points"]]
+    return data
+
+
 def _load_fits(folder: str) -> dict:
+    """The saved fits beside the log (read once per version of the file: ``logs.read_once``;
+    only read here, never changed)."""
     try:
-        with open(os.path.join(folder, FITS_FILE), encoding="utf-8") as f:
-            data = json.load(f)
-        for v in data.values():  # points as tuples, to compare with the log's
-            v["points"] = [tuple(p) for p in v["points"]]
-        return data
+        return read_once(os.path.join(folder, FITS_FILE), _read_fits)
     except (OSError, ValueError, AttributeError, TypeError):
         return {}
 
