@@ -39,7 +39,8 @@ setup(
         # CUDA kernel with NVRTC as TVM's loader does on a GPU machine (no GPU needed; sm_75 is
         # the oldest architecture the CUDA 13 NVRTC compiles for)
         # ray: tests/test_ray.py starts a local Ray cluster (one node per edge server)
-        "test": ["pytest", "hypothesis", "onnx", "onnxruntime", "tornado", "cuda-bindings>=13",
+        # pytest-xdist: the suite runs in two workers, a module whole in one (pytest.ini, tests/conftest.py)
+        "test": ["pytest", "pytest-xdist", "hypothesis", "onnx", "onnxruntime", "tornado", "cuda-bindings>=13",
                  "nvidia-cuda-nvrtc>=13", "nvidia-cuda-runtime>=13", "nvidia-cuda-cccl>=13", "ray>=2.9"],
         # several edge servers (stages --ray, pipeline --ray): Ray runs the actors and moves the tensors
         "ray": ["ray>=2.9"],

@@ -16,13 +16,22 @@ PURE_PYTHON = {
 }
 
 
+#: Modules that share the session's Ray cluster (:func:`ray_cluster`): one worker runs them all.
+RAY_GROUP = {"test_ray": "ray", "test_stages_plan": "ray"}
+
+
 @pytest.hookimpl(tryfirst=True)  # before pytest's own hook deselects by marker
 def pytest_collection_modifyitems(config, items):
     from tvm_partition.devices import gpu_available
 
     for item in items:
-        if item.module.__name__.rsplit(".", 1)[-1] not in PURE_PYTHON or item.get_closest_marker("heavy"):
+        module = item.module.__name__.rsplit(".", 1)[-1]
+        if module not in PURE_PYTHON or item.get_closest_marker("heavy"):
             item.add_marker(pytest.mark.slow)
+        # pytest.ini runs two workers (pytest-xdist, --dist loadgroup): a module's tests stay in one
+        # worker, so its module fixtures (test_cli's 30 commands, the GPU kit's dry pack) run once,
+        # and the modules of the one Ray cluster share theirs
+        item.add_marker(pytest.mark.xdist_group(RAY_GROUP.get(module, module)))
     if gpu_available():
         return
     skip = pytest.mark.skip(reason="needs an NVIDIA GPU (none found by TVM)")
