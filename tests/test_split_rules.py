@@ -15,6 +15,7 @@ from tvm import relax
 
 from helpers import run_plan, run_relax
 from tvm_partition import frontend
+from tvm_partition.build.executable import BuildError
 from tvm_partition.devices import parse_devices
 from tvm_partition.ir.graph import OpGraph
 from tvm_partition.plan import Plan, PlanError, Split
@@ -82,6 +83,12 @@ def test_batched_matmul_two_inputs(b, m, dim, r):
     k=st.sampled_from([1, 3]), stride=st.sampled_from([1, 2]), pad=st.integers(0, 2), dil=st.sampled_from([1, 2]),
     dim=st.integers(0, 3), r=RATIOS,
 )
+# Found by this test in a clean clone's run (2026-11-28), not fixed: LLVM's verifier rejects this
+# batch split's build ("Instruction does not dominate all uses!", <4 x float> shuffles; TVM's
+# default schedule, no template: these builds open no database). The same model unsplit, split on
+# C or H, or with o=3 or 8, stride 1, hw=7 or c=2 builds and matches. Marked so that a fix shows.
+@example(b=2, c=1, o=4, hw=5, k=3, stride=2, pad=1, dil=1, dim=0, r=0.5).xfail(
+    raises=BuildError, reason="LLVM module verification fails on this batch split (found 2026-11-28)")
 def test_conv2d(b, c, o, hw, k, stride, pad, dil, dim, r):
     def fn(x, w):
         return relax.op.nn.relu(relax.op.nn.conv2d(x, w, strides=stride, padding=pad, dilation=dil))
