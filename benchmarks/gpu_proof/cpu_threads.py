@@ -41,13 +41,19 @@ def artifacts() -> tuple[str | None, list[str]]:
     return None, []
 
 
-def run(work: str, art: str, threads: int, argv: list[str], timeout: float) -> tuple[int | None, str]:
-    # as the kit's steps start their children (there.child_env): the kit's runtime-only TVM first
-    path = [os.path.join(work, "site")] + ([os.environ["PYTHONPATH"]] if os.environ.get("PYTHONPATH") else [])
-    env = dict(os.environ, TVM_USE_RUNTIME_LIB="1", TVM_NUM_THREADS=str(threads), PYTHONPATH=os.pathsep.join(path))
-    cmd = [sys.executable] + (["-S"] if sys.flags.no_site else []) + ["-m", "tvm_partition.runtime.run", art, *argv]
+def kit_half(work: str):
+    """The unpacked kit's ``there`` module (its runtime-only TVM on the path): children start as
+    the kit's steps start theirs (``there.python``, ``there.child_env``)."""
+    sys.path[:0] = [os.path.join(work, "site"), work]
+    import there
+
+    return there
+
+
+def run(there, work: str, art: str, threads: int, argv: list[str], timeout: float) -> tuple[int | None, str]:
+    env = dict(there.child_env(work, None), TVM_NUM_THREADS=str(threads))
     try:
-        p = subprocess.run(cmd, env=env,
+        p = subprocess.run(there.python() + ["-m", "tvm_partition.runtime.run", art, *argv], env=env,
                            capture_output=True, text=True, timeout=timeout)
         return p.returncode, p.stdout + p.stderr
     except subprocess.TimeoutExpired as e:
@@ -68,6 +74,7 @@ def main(argv=None) -> int:
     if not arts:
         print("cpu_threads: no unpacked kit with a quick export here (run.py 1 first, same machine)")
         return 1
+    there = kit_half(work)
     os.makedirs(args.out, exist_ok=True)
     lines = open(os.path.join(args.out, "cpu-threads.jsonl"), "a", encoding="utf-8")
     tables = open(os.path.join(args.out, "cpu-kernels.txt"), "a", encoding="utf-8")
@@ -79,7 +86,7 @@ def main(argv=None) -> int:
             print("cpu_threads: budget spent")
             break
         kernels = rnd is None
-        rc, text = run(work, art, t, ["--kernels", "--repeat", "10"] if kernels else ["--repeat", str(args.repeat)],
+        rc, text = run(there, work, art, t, ["--kernels", "--repeat", "10"] if kernels else ["--repeat", str(args.repeat)],
                        left)
         m = re.search(r"median_us=([\d.]+) p90_us=([\d.]+)", text)
         rec = {"artifact": os.path.basename(art), "threads": t, "round": rnd, "rc": rc,
