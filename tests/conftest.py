@@ -21,9 +21,10 @@ RAY_GROUP = {"test_ray": "ray", "test_stages_plan": "ray"}
 
 #: Seconds each group of tests took in one process on the 2-core Zen 3 build machine (2026-11-28,
 #: ``--durations=0``; modules under a second left out). The workers take the longest first
-#: (pytest.ini: ``--no-loadscope-reorder`` keeps this order instead of xdist's, by test count):
-#: in that order two workers ran the suite in 15 min 27 s on a clean clone, the last 2% of the
-#: tests (one long module) on one worker for about two minutes. A group not listed counts 30 s.
+#: (pytest.ini: ``--no-loadscope-reorder`` keeps this order instead of xdist's, by test count),
+#: as a clean clone's run in xdist's order (15 min 27 s) spent its last 2% of the tests, about two
+#: minutes, on one worker. In this order: 15 min 18 s and 16 min 16 s, no gain shown within this
+#: VM's noise (2026-11-28). A group not listed counts 30 s.
 GROUP_SECONDS = {
     "test_tuning": 114, "ray": 129, "test_onnx": 109, "test_cost_models": 93, "test_gpu_proof": 92,
     "test_bench": 90, "test_cuda_kernels": 78, "test_cli": 58, "test_eop": 57, "test_vm_order": 49,
