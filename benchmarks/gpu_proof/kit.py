@@ -846,7 +846,7 @@ def import_results(args) -> int:
         os.makedirs(dest.proof, exist_ok=True)
         # the record of the step, and what a script run after it in the same call wrote (cfg.after)
         for name in (f"facts-{s['step']}.json", f"facts-{s['step']}.txt", f"log-{s['step']}.txt", *AFTER_FILES):
-            if name in files:
+            if name in files and os.path.getsize(files[name][-1]):  # an empty one says nothing
                 shutil.copy(files[name][-1], os.path.join(dest.proof, name))
         for p in s["parts"]:
             part = kit["parts"][p["name"]]
