@@ -466,7 +466,7 @@ def test_eop_through_plan_with():
 
 def test_planning_a_gpu_here_uses_a_gpu_machine_profile(tmp_path):
     """Without a GPU profile of its own, planning cpu,gpu takes the logs of a machine that has one,
-    of several the one timed last."""
+    of several the one with the most GPU samples under today's rule choice, then the one timed last."""
     import json
     import os
 
@@ -489,6 +489,16 @@ def test_planning_a_gpu_here_uses_a_gpu_machine_profile(tmp_path):
     for when, chosen in (("2026-11-26T16:30:00", box), ("2026-11-27T12:34:21", other)):
         (other / "profile.jsonl").write_text(json.dumps(dict(rec, device="gpu", time=when)) + "\n")
         assert default_cost_model(CPU_GPU, str(tmp_path))[0].folder == str(chosen), when
+    # the most samples timed under today's rule choice first, however old (a newer profile cut
+    # short by its deadline lacks ops the older one has)
+    from tvm_partition.build.tuning import GPU_RULE_CHOICE
+
+    today = dict(rec, device="gpu", time="2026-11-26T16:30:00", schedules=f"abc+gpu{GPU_RULE_CHOICE}")
+    (box / "profile.jsonl").write_text("".join(json.dumps(dict(today, sig=f"s{i}")) + "\n" for i in range(2)))
+    (other / "profile.jsonl").write_text(json.dumps(dict(today, time="2026-11-28T05:45:00")) + "\n")
+    assert default_cost_model(CPU_GPU, str(tmp_path))[0].folder == str(box)
+    (box / "profile.jsonl").write_text(json.dumps(dict(today, schedules=f"abc+gpu{GPU_RULE_CHOICE - 1}")) + "\n")
+    assert default_cost_model(CPU_GPU, str(tmp_path))[0].folder == str(other)
     other.joinpath("profile.jsonl").unlink()
     (box / "profile.jsonl").write_text(json.dumps(rec) + "\n")  # CPU samples only: no GPU profile anywhere
     cm, note = default_cost_model(CPU_GPU, str(tmp_path))

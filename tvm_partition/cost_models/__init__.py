@@ -26,46 +26,57 @@ def open_cost_model(devices, logs: str | None = None, fallback: CostModel | None
 ROOFLINE = {"cpu": DeviceRoofline(100.0, 20.0, 2.0), "gpu": DeviceRoofline(20000.0, 1500.0, 5.0)}
 
 
-def _gpu_profile_time(folder: str) -> str | None:
-    """When ``folder``'s profile last logged a GPU sample (ISO time; a GPU machine's samples are
-    logged when imported here), None where it has none."""
+def _gpu_profile_rank(folder: str) -> tuple[int, int, str] | None:
+    """``(newest rule choice its GPU samples ran under, how many ran under it, when the last GPU
+    sample was logged)`` of ``folder``'s profile (a GPU sample's ``schedules`` stamp ends in
+    ``+gpu`` and ``build.tuning.GPU_RULE_CHOICE``, read from the stamp: cost models import no build;
+    a GPU machine's samples are logged when imported here); None where it has no GPU sample."""
+    import collections
     import json
     import os
+    import re
 
     path = os.path.join(folder, "profile.jsonl")
     if not os.path.exists(path):
         return None
-    latest = None
+    latest, versions = None, collections.Counter()
     # the GPU lines alone, parsed: a ProfileLog of every shipped folder took 0.35 s, this 0.03
     with open(path, encoding="utf-8", errors="replace") as f:
         for line in f:
             if '"device": "gpu"' in line:
                 try:
-                    stamp = json.loads(line).get("time") or ""
+                    rec = json.loads(line)
                 except ValueError:
                     continue
-                latest = max(latest or "", stamp)
-    return latest
+                latest = max(latest or "", rec.get("time") or "")
+                m = re.search(r"\+gpu(\d+)$", str(rec.get("schedules", "")))
+                versions[int(m.group(1)) if m else 0] += 1
+    if latest is None:
+        return None
+    newest = max(versions)
+    return newest, versions[newest], latest
 
 
 def gpu_logs(logs: str | None = None) -> str | None:
     """A fingerprint folder under ``logs`` (default: the shipped ``tuning_logs/``) whose profile
-    has GPU samples: what a machine without a GPU plans ``cpu,gpu`` with. Of several, the one that
-    logged a GPU sample last: a change of the GPU's kernels (``tuning.GPU_RULE_CHOICE``) times a
-    GPU's samples again, so the newest profile ran the kernels builds emit today. Why: the H100's
+    has GPU samples: what a machine without a GPU plans ``cpu,gpu`` with. Of several, the one whose
+    GPU samples ran under the newest choice among dlight's rules (``tuning.GPU_RULE_CHOICE``), of
+    those the one with the most such samples, then the one that logged a GPU sample last. Why: the H100's
     profile (first by name) priced ResNet-18 at 64 px on the GPU at 2.5 ms from convolutions timed
     under dlight's ``Matmul``; the H200's, timed after the rule choice changed, at 0.40 ms, and it
-    ran 0.485 there (2026-11-27), so ``auto`` planned the CPU (1.05 ms) with the first."""
+    ran 0.485 there (2026-11-27), so ``auto`` planned the CPU (1.05 ms) with the first. And the
+    fifth GPU run's profile, the newest, holds 164 of the 395 GPU ops (its step's deadline): the
+    ops it lacks would be priced by roofline (2026-11-28)."""
     import os
 
     from ..devices import DEFAULT_LOGS
 
     logs = logs or DEFAULT_LOGS
-    if _gpu_profile_time(logs) is not None:
+    if _gpu_profile_rank(logs) is not None:
         return logs
     folders = sorted(os.path.join(logs, d) for d in os.listdir(logs)) if os.path.isdir(logs) else []
-    timed = [(t, f) for f in folders if (t := _gpu_profile_time(f)) is not None]
-    return max(timed)[1] if timed else None
+    ranked = [(r, f) for f in folders if (r := _gpu_profile_rank(f)) is not None]
+    return max(ranked)[1] if ranked else None
 
 
 def default_cost_model(devices, logs: str | None = None) -> tuple[CostModel, str]:
