@@ -16,23 +16,19 @@ PURE_PYTHON = {
 }
 
 
-#: Modules that share the session's Ray cluster (:func:`ray_cluster`): one worker runs them all.
-RAY_GROUP = {"test_ray": "ray", "test_stages_plan": "ray"}
-
-#: Seconds each group of tests took in one process on the 2-core Zen 3 build machine (2026-11-28,
-#: ``--durations=0``; modules under a second left out). The workers take the longest first
-#: (pytest.ini: ``--no-loadscope-reorder`` keeps this order instead of xdist's, by test count),
-#: as a clean clone's run in xdist's order (15 min 27 s) spent its last 2% of the tests, about two
-#: minutes, on one worker. In this order: 15 min 18 s and 16 min 16 s, no gain shown within this
-#: VM's noise (2026-11-28). A group not listed counts 30 s.
+#: Seconds each module's tests took in one process on the 2-core Zen 3 build machine (2026-11-28,
+#: ``--durations=0``; modules under a second left out). pytest.ini runs two workers, a module whole
+#: in one (``--dist loadfile``: its module fixtures, test_cli's 30 commands and the GPU kit's dry
+#: pack, run once), the longest modules first (``--no-loadscope-reorder`` keeps this order instead
+#: of xdist's, by test count), so that no long module starts last. A module not listed counts 30 s.
 GROUP_SECONDS = {
-    "test_tuning": 114, "ray": 129, "test_onnx": 109, "test_cost_models": 93, "test_gpu_proof": 92,
+    "test_tuning": 114, "test_ray": 112, "test_onnx": 109, "test_cost_models": 93, "test_gpu_proof": 92,
     "test_bench": 90, "test_cuda_kernels": 78, "test_cli": 58, "test_eop": 57, "test_vm_order": 49,
     "test_zoo_partition": 46, "test_split_rules": 39, "test_zoo": 35, "test_templates": 31,
     "test_examples": 29, "test_processes": 25, "test_placement_decompose": 25, "test_rpc": 20,
-    "test_passes": 20, "test_deploy": 14, "test_placement_compile": 12, "test_transfer": 10,
-    "test_placement": 10, "test_data_movement": 7, "test_placement_congestion": 5, "test_onnx_light": 4,
-    "test_threads": 3, "test_fastmath": 3, "test_frontends": 2, "test_commands": 2,
+    "test_passes": 20, "test_stages_plan": 17, "test_deploy": 14, "test_placement_compile": 12,
+    "test_transfer": 10, "test_placement": 10, "test_data_movement": 7, "test_placement_congestion": 5,
+    "test_onnx_light": 4, "test_threads": 3, "test_fastmath": 3, "test_frontends": 2, "test_commands": 2,
 }
 
 
@@ -40,18 +36,13 @@ GROUP_SECONDS = {
 def pytest_collection_modifyitems(config, items):
     from tvm_partition.devices import gpu_available
 
-    groups = {}
+    modules = {}
     for item in items:
-        module = item.module.__name__.rsplit(".", 1)[-1]
-        if module not in PURE_PYTHON or item.get_closest_marker("heavy"):
+        modules[item] = item.module.__name__.rsplit(".", 1)[-1]
+        if modules[item] not in PURE_PYTHON or item.get_closest_marker("heavy"):
             item.add_marker(pytest.mark.slow)
-        # pytest.ini runs two workers (pytest-xdist, --dist loadgroup): a module's tests stay in one
-        # worker, so its module fixtures (test_cli's 30 commands, the GPU kit's dry pack) run once,
-        # and the modules of the one Ray cluster share theirs
-        groups[item] = RAY_GROUP.get(module, module)
-        item.add_marker(pytest.mark.xdist_group(groups[item]))
-    # longest groups first; a module's own tests keep their order (a stable sort)
-    items.sort(key=lambda item: -GROUP_SECONDS.get(groups[item], 30))
+    # longest modules first; a module's own tests keep their order (a stable sort)
+    items.sort(key=lambda item: -GROUP_SECONDS.get(modules[item], 30))
     if gpu_available():
         return
     skip = pytest.mark.skip(reason="needs an NVIDIA GPU (none found by TVM)")
@@ -62,7 +53,8 @@ def pytest_collection_modifyitems(config, items):
 
 @pytest.fixture(scope="session")
 def ray_cluster():
-    """One local Ray cluster for every Ray test (tests/ray_cluster.py), stopped after the session."""
+    """One local Ray cluster for every Ray test of a worker (tests/ray_cluster.py), stopped after
+    the session (test_ray and test_stages_plan may run in two workers: two clusters then)."""
     import importlib.util
 
     if importlib.util.find_spec("ray") is None:
