@@ -349,8 +349,8 @@ def llvm_opt_level(mod: tvm.IRModule, level: int) -> tvm.IRModule:
     2 the same kernel builds and matches. :func:`build` retries a module that failed so, whole."""
     out = copy_module(mod)
     for gv, func in mod.functions_items():
-        target = isinstance(func, tvm.tirx.PrimFunc) and func.attrs and func.attrs.get("target")
-        if target is not None and target is not False and target.kind.name == "llvm":
+        target = func.attrs.get("target") if isinstance(func, tvm.tirx.PrimFunc) and func.attrs else None
+        if target is not None and target.kind.name == "llvm":
             out[gv] = func.with_attr("target", tvm.target.Target({**target.export(), "opt-level": level}))
     return out
 

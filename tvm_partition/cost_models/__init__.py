@@ -27,8 +27,8 @@ ROOFLINE = {"cpu": DeviceRoofline(100.0, 20.0, 2.0), "gpu": DeviceRoofline(20000
 
 
 def _gpu_profile_rank(folder: str) -> tuple[int, int, str] | None:
-    """``(newest rule choice its GPU samples ran under, how many ran under it, when the last GPU
-    sample was logged)`` of ``folder``'s profile (a GPU sample's ``schedules`` stamp ends in
+    """``(newest rule choice its GPU samples ran under, how many ops and sizes ran under it, when
+    the last GPU sample was logged)`` of ``folder``'s profile (a GPU sample's ``schedules`` stamp ends in
     ``+gpu`` and ``build.tuning.GPU_RULE_CHOICE``, read from the stamp: cost models import no build;
     a GPU machine's samples are logged when imported here); None where it has no GPU sample."""
     import collections
@@ -39,7 +39,7 @@ def _gpu_profile_rank(folder: str) -> tuple[int, int, str] | None:
     path = os.path.join(folder, "profile.jsonl")
     if not os.path.exists(path):
         return None
-    latest, versions = None, collections.Counter()
+    latest, versions = None, collections.defaultdict(set)
     # the GPU lines alone, parsed: a ProfileLog of every shipped folder took 0.35 s, this 0.03
     with open(path, encoding="utf-8", errors="replace") as f:
         for line in f:
@@ -50,11 +50,12 @@ def _gpu_profile_rank(folder: str) -> tuple[int, int, str] | None:
                     continue
                 latest = max(latest or "", rec.get("time") or "")
                 m = re.search(r"\+gpu(\d+)$", str(rec.get("schedules", "")))
-                versions[int(m.group(1)) if m else 0] += 1
+                # an op and size timed again counts once
+                versions[int(m.group(1)) if m else 0].add((rec.get("sig"), rec.get("dim"), rec.get("size")))
     if latest is None:
         return None
     newest = max(versions)
-    return newest, versions[newest], latest
+    return newest, len(versions[newest]), latest
 
 
 def gpu_logs(logs: str | None = None) -> str | None:
