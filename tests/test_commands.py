@@ -106,6 +106,15 @@ def test_module_entry_point_and_runtime_commands_import_no_compiler():
     assert proc.returncode == 0 and "bench-kernels" in proc.stdout
 
 
+def test_the_parsers_lists_are_the_zoos_and_the_planners():
+    """``flags.ZOO_MODELS`` and ``flags.STRATEGIES`` (what ``--help`` lists without importing TVM)
+    are ``frontend.zoo.NAMES`` and ``planners.NAMES``, in their order."""
+    from tvm_partition import flags, planners
+    from tvm_partition.frontend import zoo
+
+    assert flags.ZOO_MODELS == zoo.NAMES and flags.STRATEGIES == planners.NAMES
+
+
 def test_readme_usage_is_what_the_parsers_print():
     readme = open(os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "README.md"),
                   encoding="utf-8").read()

@@ -244,9 +244,7 @@ def render(result: dict) -> str:
 
 
 def parser():
-    from ..frontend import zoo
-
-    ap = flags.parser("bench-kernels", __doc__, epilog=f"zoo models: {', '.join(zoo.NAMES)}")
+    ap = flags.parser("bench-kernels", __doc__, epilog=flags.ZOO_EPILOG)
     ap.add_argument("models", nargs="*", default=list(DEFAULT_MODELS),
                     help=f"zoo names or .onnx paths (default: {' '.join(DEFAULT_MODELS)})")
     flags.add_tuning_logs(ap)

@@ -71,9 +71,7 @@ class BenchError(TvmPartitionError, ValueError):
 
 
 def parser():
-    from ..frontend import zoo
-
-    ap = flags.parser("bench", __doc__, epilog=f"zoo models: {', '.join(zoo.NAMES)}")
+    ap = flags.parser("bench", __doc__, epilog=flags.ZOO_EPILOG)
     ap.add_argument("--models", metavar="M,...", help=f"comma-separated zoo names or .onnx paths (default: {','.join(DEFAULT_MODELS)})")
     flags.add_devices(ap, "cpu,cpu", "device set: cpu,cpu (default), cpu,gpu, ...")
     ap.add_argument("--strategies", metavar="S,...", help=f"comma-separated (default: {','.join(DEFAULT_STRATEGIES + REFERENCES)}; "

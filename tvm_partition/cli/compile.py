@@ -322,13 +322,10 @@ def _ratios(text: str) -> tuple[float, ...]:
 
 
 def parser():
-    from ..frontend import zoo
-    from ..planners import NAMES
-
     ap = flags.parser("compile", "Compile a model into one executable that splits operators over CPU and GPU.",
-                      epilog=f"zoo models: {', '.join(zoo.NAMES)}")
+                      epilog=flags.ZOO_EPILOG)
     ap.add_argument("model", nargs="?", default="lstm", help="zoo name or path to an .onnx file (default: lstm)")
-    ap.add_argument("--strategy", default="auto", choices=NAMES,
+    ap.add_argument("--strategy", default="auto", choices=flags.STRATEGIES,
                     help="planner (default: auto, the best predicted of cpu, gpu, equal, fixed, eop and the "
                          "placement heuristics); eop: EOP's key-op split ratios; fixed: subgraph-speedup ratios; "
                          "milp..msct place whole ops over the devices")

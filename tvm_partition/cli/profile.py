@@ -34,9 +34,7 @@ from .. import flags
 
 
 def parser():
-    from ..frontend import zoo
-
-    ap = flags.parser("profile", __doc__, epilog=f"zoo models: {', '.join(zoo.NAMES)}")
+    ap = flags.parser("profile", __doc__, epilog=flags.ZOO_EPILOG)
     ap.add_argument("models", nargs="*", help="zoo names or paths to .onnx files")
     flags.add_devices(ap, "cpu", "devices to profile: cpu (default), cpu,gpu or cpu,cpu")
     ap.add_argument("--budget-s", type=flags.at_least(0, float), metavar="S",

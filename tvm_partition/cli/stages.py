@@ -605,11 +605,10 @@ def _ray_problem(args) -> str | None:
 
 
 def parser():
-    from ..frontend import zoo
     from ..planners.placement import STRATEGY_NAMES
 
     ap = flags.parser("stages", "Compile a model as stages or batch parts for several edge servers (run on Ray).",
-                      epilog=f"zoo models: {', '.join(zoo.NAMES)}")
+                      epilog=flags.ZOO_EPILOG)
     ap.add_argument("model", help="zoo name or .onnx path")
     ap.add_argument("--servers", type=flags.at_least(1), metavar="N",
                     help="number of edge servers (default 2; with --plan: the plan's devices)")

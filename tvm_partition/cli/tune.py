@@ -76,9 +76,7 @@ def parse_ratios(text: str) -> tuple[float, ...]:
 
 
 def parser():
-    from ..frontend import zoo
-
-    ap = flags.parser("tune", __doc__, epilog=f"zoo models: {', '.join(zoo.NAMES)}")
+    ap = flags.parser("tune", __doc__, epilog=flags.ZOO_EPILOG)
     ap.add_argument("model", help="zoo name or path to an .onnx file")
     flags.add_devices(ap, "cpu", "cpu (default), gpu or cpu,gpu")
     ap.add_argument("--trials", type=flags.at_least(1), default=64, metavar="N",
