@@ -22,9 +22,10 @@ from .processes import reap_on_exit
 #: The console script's name (setup.py); every usage line starts with it.
 PROG = "tvm-partition"
 
-#: The zoo's models and the strategies ``compile --strategy`` takes, as the parsers list them:
-#: ``frontend.zoo.NAMES`` and ``planners.NAMES`` import TVM (``compile --help`` took 2.0 s, 1.9 of
-#: them importing it for these two lists, 2026-11-28). ``tests/test_commands.py`` holds them equal.
+#: The zoo's models (``frontend.zoo.NAMES`` is this tuple, checked against the zoo's registry) and
+#: the strategies ``compile --strategy`` takes, here for the parsers: ``frontend.zoo`` and
+#: ``planners.NAMES`` import TVM (``compile --help`` took 2.0 s, 1.9 of them importing it for these
+#: two lists, 2026-11-28). ``tests/test_commands.py`` holds ``STRATEGIES`` equal to ``planners.NAMES``.
 ZOO_MODELS = ("lstm", "gru", "bert", "bert-tiny", "mobilenetv2", "resnet18", "resnet50", "inception_v3")
 STRATEGIES = ("cpu", "gpu", "equal", "fixed", "eop", "milp", "dominators", "dp", "heft", "metf", "msct", "auto")
 ZOO_EPILOG = f"zoo models: {', '.join(ZOO_MODELS)}"

@@ -37,11 +37,14 @@ from tvm import relax
 from tvm.relax.frontend import nn
 
 from ..model import Model
+from ...flags import ZOO_MODELS
 from ...inputs import draw_weights
 
 __all__ = ["NAMES", "OPS", "ZooModel", "build", "options", "relax_ops"]
 
-NAMES = ("lstm", "gru", "bert", "bert-tiny", "mobilenetv2", "resnet18", "resnet50", "inception_v3")
+#: The command line lists them without importing TVM (``flags.ZOO_MODELS``): one tuple, held to the
+#: registry below.
+NAMES = ZOO_MODELS
 
 #: Every Relax operator that may appear in a zoo model's ``main``.
 OPS = frozenset(
