@@ -267,6 +267,11 @@ def test_cpu_threads_times_the_quick_cpu_rows_at_each_thread_count(packed, ran, 
     assert rc == 1 and "nothing from step 2" in text
     assert (proof / "cpu-threads.jsonl").read_text() == (out / "cpu-threads.jsonl").read_text()
     assert (proof / "cpu-kernels.txt").read_text() == tables
+    # an empty file brought back (a script that ran out of time before its tables) is left out
+    (out / "cpu-kernels.txt").write_text("")
+    (proof / "cpu-kernels.txt").unlink()
+    import_(packed[0], tmp_path, dirs[0], out)
+    assert not (proof / "cpu-kernels.txt").exists() and (proof / "cpu-threads.jsonl").exists()
 
 
 def test_a_kit_for_a_cpu_level_this_cpu_lacks_is_refused_in_one_line():
