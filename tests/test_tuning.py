@@ -15,7 +15,8 @@ import time
 import pytest
 
 from tvm_partition import frontend
-from tvm_partition.build.executable import SCHEDULE_ATTR, tuned_kernels
+from tvm_partition.build import templates
+from tvm_partition.build.executable import PACKING_LABEL, SCHEDULE_ATTR, tuned_kernels
 from tvm_partition.cli.compile import check, compile_model
 from tvm_partition.devices import parse_devices
 from tvm_partition.cli.tune import extract_kernels
@@ -303,13 +304,15 @@ def test_compile_tune_budget_measures_the_plans_kernels_first(tmp_path):
     db = open_database(database_dir(str(logs)))
     assert all(db.has_workload(k.mod) for k in compute_kernels())  # each kernel has a record now
     labels = json.loads((out / "manifest.json").read_text())["kernel_schedules"]
-    [label] = [v for k, v in labels.items() if "matmul" in k]
+    [label] = [v for k, v in labels.items() if "matmul" in k and v != PACKING_LABEL]
     # the build runs the fastest record the budget left: the measured pick of the transferred
-    # schedules and the default, or a MetaSchedule trial that beat both in the time left
+    # schedules and the default, or a MetaSchedule trial that beat both in the time left; where
+    # the pick is a transferred schedule, the matmul template outranks it (Schedules._choose: it
+    # packs the weight at load time), as it did in a suite run on a busy machine
     [kernel] = compute_kernels()
     best = best_record(db, kernel.mod, tuning_target(kernel.device))
     want = ("default" if is_default(best) else "tuned" if provenance(best.trace) is None
-            else f"transferred from {provenance(best.trace)} (measured)")
+            else templates.MATMUL_LABEL)
     assert label == want
     bad = cli("compile", *MODEL, "--tune-budget", "-1")
     assert bad.returncode == 2 and "--tune-budget must be >= 0" in bad.stderr and "Traceback" not in bad.stderr
