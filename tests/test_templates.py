@@ -261,6 +261,28 @@ def test_a_build_packs_the_weights_once_at_load_and_matches_the_unpartitioned_mo
     assert err <= tol
 
 
+@pytest.mark.parametrize("dim,packings", [(2, 1), (1, 2)])
+def test_parts_on_two_cpus_pack_a_weight_they_share_once(tmp_path, dim, packings):
+    """A conv split by rows (dim 2): both parts read the whole weight and pack it the same way, so
+    the load-time function packs it once for both CPU virtual devices; split by output channels
+    (dim 1) each part packs its own slice. Both match the unsplit model."""
+    from test_split_rules import one_op_model, the_op
+    from tvm_partition.ir.graph import OpGraph
+    from tvm_partition.plan import Plan, Split
+
+    model = one_op_model([(1, 16, 10, 10)], [(32, 16, 3, 3)],
+                         lambda x, w: relax.op.nn.relu(relax.op.nn.conv2d(x, w, padding=1)))
+    devices = parse_devices("cpu,cpu")
+    plan_file = tmp_path / "plan.json"
+    Plan(devices, {the_op(OpGraph(model.mod)).id: Split(dim, (0.5, 0.5), ("cpu1", "cpu"))}).save(plan_file)
+    compiled = compile_model(model, devices, plan_file=str(plan_file), tuning_db=str(tmp_path / "no-database"))
+    labels = kernel_schedules(compiled.build.module)
+    assert sum(v == templates.CONV_LABEL for v in labels.values()) == 2  # the two parts
+    assert sum(v.startswith("packs weights") for v in labels.values()) == packings
+    err, tol = check(compiled)
+    assert err <= tol
+
+
 def pool(c, size, kind, k, stride, padding, relu=False):
     def build():
         x = relax.Var("x", relax.TensorType((1, c, size, size), "float32"))

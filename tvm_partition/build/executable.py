@@ -32,7 +32,7 @@ from ..devices import DeviceSpec
 from ..errors import TvmPartitionError
 from ..ir.fastmath import legalize_ops
 from ..ir.relax_utils import copy_module
-from ..passes import ApplyPlan, FenceCopies, PropagateVDevice, elide_host_copies, keep_joins_apart
+from ..passes import ApplyPlan, FenceCopies, PropagateVDevice, elide_host_copies, keep_joins_apart, share_packed_weights
 from ..plan import Plan
 from ..runtime.artifact import KERNELS_MAIN
 from .tuning import apply_schedules, schedule_gpu, tuning_target
@@ -166,13 +166,16 @@ def lift_weight_packing(mod: tvm.IRModule, placed: dict[str, str]) -> tuple[tvm.
     packing lifted into ``main_transform_params`` (run once at load: TVM's second
     ``LiftTransformParams`` composes with the first, checked numerically in the tests), and
     ``placed`` renamed to match. Packing a weight per call would cost about what the packed
-    kernel saves (a 2.4 MB weight of ResNet's 3x3 convolutions)."""
+    kernel saves (a 2.4 MB weight of ResNet's 3x3 convolutions). Parts on CPU virtual devices
+    that pack the same weight the same way share one packed copy
+    (:func:`~tvm_partition.passes.share_packed_weights`)."""
     if not any(isinstance(f, tvm.tirx.PrimFunc) and f.attrs and "layout_free_buffers" in f.attrs
                for _, f in mod.functions_items()):
         return mod, placed
     mod = relax.transform.SplitLayoutRewritePreproc()(mod)
     mod = PropagateVDevice()(mod)  # the packed weight stays on its weight's device
     mod = relax.transform.LiftTransformParams()(mod)
+    mod = share_packed_weights(mod)
     names = {gv.name_hint for gv in mod.get_global_vars()}
     for name in [n for n in names if n + _PACKED in names]:  # the kernels split in two, now uncalled
         del mod[mod.get_global_var(name)]
