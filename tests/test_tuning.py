@@ -140,7 +140,7 @@ def test_rerun_skips_tuned_kernels(tuned):
     kernels = compute_kernels()
     t0 = time.perf_counter()
     stats = tune(kernels, database_dir(str(logs)), trials=TRIALS)
-    assert stats == {"tuned": 0, "skipped": len(kernels), "left": 0, "defaults": 0}
+    assert stats == {"tuned": 0, "skipped": len(kernels), "left": 0, "defaults": 0, "raced": 0}
     assert time.perf_counter() - t0 < first_s / 2
 
 
@@ -173,6 +173,37 @@ def test_build_uses_the_tuned_schedules_and_stays_correct(tuned_only):
         assert err <= tol
     untuned = compile_model(m, parse_devices("cpu,cpu"), "cpu")
     assert tuned_kernels(untuned.build.module) == []
+
+
+def test_the_matmul_template_races_a_record_tuned_here_and_the_faster_keeps_the_kernel(tuned_only, tmp_path):
+    import shutil
+
+    from tvm_partition.build.tuning import RACES_FILE, load_races, race_templates
+
+    path = str(tmp_path / "db")
+    shutil.copytree(tuned_only, path)  # the module's copy stays without races
+    [kernel] = compute_kernels()
+    target = tuning_target(kernel.device)
+    assert templates.label(kernel.mod, target) == templates.MATMUL_LABEL
+    assert open_schedules(path).schedule(kernel.mod, target)[1] == "tuned"  # no race yet: the record
+    assert race_templates(path, [kernel], rounds=1) == 1
+    [race] = load_races(path).values()
+    assert race["kernel"] == kernel.name and race["record_us"] > 0 and race["template_us"] > 0
+    assert race_templates(path, [kernel], rounds=1) == 0  # raced against this record already
+    winner = templates.MATMUL_LABEL if race["template_us"] < race["record_us"] else "tuned"
+    assert open_schedules(path).schedule(kernel.mod, target)[1] == winner
+
+    def chosen_when(**change):  # the race's result rewritten
+        races = load_races(path)
+        races[next(iter(races))].update(change)
+        with open(os.path.join(path, RACES_FILE), "w", encoding="utf-8") as fh:
+            json.dump(races, fh)
+        return open_schedules(path).schedule(kernel.mod, target)[1]
+
+    assert chosen_when(template_us=0.5 * race["record_us"]) == templates.MATMUL_LABEL
+    assert chosen_when(template_us=2.0 * race["record_us"]) == "tuned"
+    # a race run against another record (tuning went on since) leaves the kernel to its record
+    assert chosen_when(template_us=0.5 * race["record_us"], record_secs=2 * race["record_secs"]) == "tuned"
 
 
 def test_cli_tuning_flags_and_manifest(tuned_only, tmp_path):

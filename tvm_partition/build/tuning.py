@@ -58,6 +58,9 @@ class Kernel:
 
 #: MetaSchedule's JSONDatabase: workloads, then records naming them by line index.
 DATABASE_FILES = ("database_workload.json", "database_tuning_record.json")
+#: Beside a database: the matmul template's races against the records tuned here
+#: (:func:`race_templates`), ``{workload hash: {target, record_secs, record_us, template_us, kernel}}``.
+RACES_FILE = "template_races.json"
 #: Databases opened for reading, by (folder, size and mtime of its files): parsing a database of a
 #: few thousand records takes seconds, and a benchmark compiles many builds against the same one.
 _OPENED: dict = {}
@@ -175,13 +178,15 @@ _DIGESTS: dict = {}
 
 
 def database_digest(path: str) -> str:
-    """sha1 of the database files at ``path`` (their contents: a clone has other mtimes)."""
+    """sha1 of the database files at ``path`` and the template's races beside them (their contents:
+    a clone has other mtimes)."""
     import hashlib
 
-    key = (os.path.abspath(path), _stamp(path))
+    races = os.path.join(path, RACES_FILE)
+    key = (os.path.abspath(path), _stamp(path), os.stat(races).st_mtime_ns if os.path.exists(races) else None)
     if key not in _DIGESTS:
         digest = hashlib.sha1()
-        for f in ("database_workload.json", "database_tuning_record.json"):
+        for f in (*DATABASE_FILES, RACES_FILE):
             if os.path.exists(os.path.join(path, f)):
                 with open(os.path.join(path, f), "rb") as fh:
                     digest.update(fh.read())
@@ -577,6 +582,8 @@ class Schedules:
     #: direct convolutions and element-wise kernels get the hand-written schedules (off where
     #: records alone are asked for)
     templates: bool = True
+    #: the matmul template's races against records tuned here (:func:`race_templates`)
+    races: dict = dataclasses.field(default_factory=dict)
 
     def schedule(self, kmod: tvm.IRModule, target) -> tuple[tvm.tirx.PrimFunc | None, str]:
         """``(scheduled kernel or None, label)``: label ``tuned``, ``transferred from DB: KERNEL``,
@@ -603,10 +610,12 @@ class Schedules:
             return (*done, None)
         record = best_record(self.db, kmod, target)
         # the matmul template outranks every record but one tuning measured here for exactly this
-        # kernel (MetaSchedule's, or the default it kept): a user who tuned a kernel gets what
-        # tuning found (BERT-tiny's records, tuned at their shapes, ran its K = 128 matmuls
-        # 0.86-1.0x of the template); records replayed from other shapes or machines give way
-        if done is not None and (record is None or provenance(record.trace) is not None):
+        # kernel (MetaSchedule's, or the default it kept), and that one too where it lost a race
+        # against the template (race_templates): BERT-tiny's records, tuned at their shapes, ran
+        # its K = 128 matmuls 0.86-1.0x of the template, the RNNs' gate matmuls at batch 16 as
+        # much as 2.2x; records replayed from other shapes or machines give way
+        if done is not None and (record is None or provenance(record.trace) is not None
+                                 or template_won(self.races, kmod, target, record)):
             return (*done, None)
         blocks = blocks_of(kmod)
         # siblings are looked up per target kind: a CPU trace never lands on a GPU kernel
@@ -693,7 +702,7 @@ def open_schedules(path: str | None, transfer: bool = True) -> Schedules:
     rules = f"transfer rules {TRANSFER_RULES}" if transfer else ""
     stamp = hashlib.sha1((rules + "".join(database_digest(f) for f in read)).encode()).hexdigest()[:12] if read else ""
     return Schedules(path if db is not None else None, db, transfer_index(folders) if transfer else None,
-                     stamp=stamp, templates=transfer)
+                     stamp=stamp, templates=transfer, races=load_races(path) if db is not None and transfer else {})
 
 
 class BudgetSpent(Exception):
@@ -732,7 +741,8 @@ def tune(kernels: list[Kernel], db_path: str, *, trials: int = 64, budget_s: flo
     once spent, and starts no other. Then the default schedule of every CPU kernel not yet
     measured joins the database (:func:`measure_defaults`).
     ``progress(kernel, n)`` is called as each round of ``n`` trials of a kernel is measured.
-    Returns counts: tuned, skipped, left, defaults (default schedules measured).
+    Last, the matmul template races the records of the kernels it applies to (:func:`race_templates`).
+    Returns counts: tuned, skipped, left, defaults (default schedules measured), raced.
     """
     import tvm.s_tir.meta_schedule as ms
 
@@ -791,6 +801,7 @@ def tune(kernels: list[Kernel], db_path: str, *, trials: int = 64, budget_s: flo
             stats["left"] = len(ks) - done + sum(len(b) for b in batches[j + 1:])
             break
     stats["defaults"] = measure_defaults(db, [k for k in kernels if is_tuned(db, k)])
+    stats["raced"] = race_templates(db_path, [k for k in kernels if is_tuned(db, k)])
     return stats
 
 
@@ -853,13 +864,15 @@ def transfer_search(kernels: list[Kernel], schedules: Schedules, db_path: str, d
     return done
 
 
-def time_kernel(func: tvm.tirx.PrimFunc, target, min_repeat_ms: int = 50, repeat: int = 5) -> float:
+def time_kernel(func: tvm.tirx.PrimFunc, target, min_repeat_ms: int = 50, repeat: int = 5, cold: bool = False) -> float:
     """Median time of one PrimFunc (``kernel_module`` form) in microseconds, TVM's time evaluator,
     on arguments drawn like the profiler's (:func:`tvm_partition.cost_models.timing.random_tensor`),
     with the thread pool a build's runner gets (:func:`tvm_partition.devices.use_cpu_threads`, unless
     this process sized it already): TVM's own default on x86 is half the CPUs (1 of 2 here), so a
     script or ``tune`` timing kernels before anything else had sized the pool timed them on one
-    thread (ResNet-18's max pool 125 us, on two 64)."""
+    thread (ResNet-18's max pool 125 us, on two 64). ``cold``: every run starts with its arguments
+    but the first (the weights) out of the CPU caches (TVM's ``cache_flush_cpu_non_first_arg``),
+    ``repeat`` single runs."""
     import numpy as np
 
     from ..cost_models.timing import random_tensor
@@ -874,8 +887,81 @@ def time_kernel(func: tvm.tirx.PrimFunc, target, min_repeat_ms: int = 50, repeat
     dev = tvm.cpu()
     rng = np.random.default_rng(0)
     args = [random_tensor([int(x) for x in buf.shape], str(buf.dtype), dev, rng) for buf in func.params]
-    ev = lib.time_evaluator("main", dev, number=1, repeat=repeat, min_repeat_ms=min_repeat_ms)
+    ev = lib.time_evaluator("main", dev, number=1, repeat=repeat, min_repeat_ms=0 if cold else min_repeat_ms,
+                            f_preproc="cache_flush_cpu_non_first_arg" if cold else "")
     return float(np.median(ev(*args).results)) * 1e6
+
+
+def _race_key(kmod: tvm.IRModule) -> str:
+    import tvm_ffi
+
+    return str(int(tvm_ffi.structural_hash(kmod)))
+
+
+def load_races(path: str | None) -> dict:
+    """The races recorded beside database folder ``path`` (none where it has no file)."""
+    file = os.path.join(path, RACES_FILE) if path else ""
+    if not file or not os.path.exists(file):
+        return {}
+    with open(file, encoding="utf-8") as fh:
+        return json.load(fh)
+
+
+def template_won(races: dict, kmod: tvm.IRModule, target, record) -> bool:
+    """The matmul template ran ``kmod`` faster than ``record`` on ``target`` when they raced. A race
+    run against another record (tuning went on since) says nothing: the record keeps the kernel."""
+    race = races.get(_race_key(kmod))
+    return (race is not None and race["target"] == str(target)
+            and math.isclose(race["record_secs"], _mean_secs(record), rel_tol=1e-9)
+            and race["template_us"] < race["record_us"])
+
+
+def race_templates(db_path: str, kernels: list[Kernel], rounds: int = 3, progress=None) -> int:
+    """Time the matmul template (:mod:`tvm_partition.build.templates`) against the best record tuned
+    here of every CPU kernel both apply to, ``rounds`` times each in turn (medians), and record the
+    result beside the database (:data:`RACES_FILE`, written whole); :meth:`Schedules._choose` gives
+    the kernel the faster. Why per kernel: on a Zen 3 (2026-11-28) BERT-tiny's records beat the
+    template on two of its three matmuls (2604 us against 2820, 754 against 1018) where the
+    template beat every record of the GRU's and LSTM's gate matmuls (batch 16: 25-40 us against
+    34-52). Why timed cold (:func:`time_kernel`): in a model other kernels run between a kernel's
+    launches and its weights are no longer in the cache. Timed hot, three of the RNN records won
+    (by 1-23%), and that build ran 0.88x (GRU) and 0.90x (LSTM) of the records' build where the
+    template on all of them ran 0.80x and 0.84x (``benchmarks/paired.py``, 9 rounds; BERT-tiny
+    with the template on all its matmuls 1.045x). Kernels raced against the record they have now
+    are not raced again. Returns how many kernels were raced."""
+    from .transfer import provenance
+
+    races = load_races(db_path)
+    db = open_database(db_path) if os.path.isdir(db_path) else None
+    raced = 0
+    for k in kernels:
+        target = tuning_target(k.device)
+        if k.device.kind != "cpu" or templates.label(k.mod, target) != templates.MATMUL_LABEL:
+            continue
+        record = best_record(db, k.mod, target)
+        if record is None or is_default(record) or provenance(record.trace) is not None:
+            continue
+        key = _race_key(k.mod)
+        if key in races and races[key]["target"] == str(target) and \
+                math.isclose(races[key]["record_secs"], _mean_secs(record), rel_tol=1e-9):
+            continue
+        if progress is not None:
+            progress(k)
+        tuned, template = scheduled(k.mod, record), templates.schedule(k.mod, target)
+        times = {"record": [], "template": []}
+        for _ in range(rounds):
+            times["record"].append(time_kernel(tuned, target, repeat=50, cold=True))
+            times["template"].append(time_kernel(template, target, repeat=50, cold=True))
+        races[key] = {"target": str(target), "kernel": k.name, "record_secs": _mean_secs(record),
+                      "record_us": round(sorted(times["record"])[rounds // 2], 3),
+                      "template_us": round(sorted(times["template"])[rounds // 2], 3)}
+        raced += 1
+    if raced:
+        file = os.path.join(db_path, RACES_FILE)
+        with open(file + ".tmp", "w", encoding="utf-8") as fh:
+            json.dump(races, fh, indent=1, sort_keys=True)
+        os.replace(file + ".tmp", file)
+    return raced
 
 
 @dataclasses.dataclass(frozen=True)

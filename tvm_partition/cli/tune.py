@@ -134,7 +134,8 @@ def main(argv=None) -> int:
     stats = tune_with_progress(kernels, db_path, args.trials, args.budget_s)
     print(f"tuned {stats['tuned']}, already tuned {stats['skipped']}, left for a later run {stats['left']}; "
           f"transferred schedules picked by measurement {stats['searched']}; "
-          f"default schedules measured {stats['defaults']}; kernels left to the templates {stats['template']}")
+          f"default schedules measured {stats['defaults']}; kernels left to the templates {stats['template']}; "
+          f"records raced by the matmul template {stats['raced']}")
     return 0
 
 
