@@ -43,7 +43,7 @@ def _matrix(tmp):
         "profile-budget": (["profile", "lstm", "--budget-s", "-1"], "--budget-s must be >= 0"),
         "profile-corrupt-db": (["profile", *TINY, "--tuning-logs", "CORRUPT", "--budget-s", "1"],
                                "unreadable tuning database"),
-        "tune-trials": (["tune", "lstm", "--trials", "0"], "--trials must be >= 1"),
+        "tune-trials": (["tune", "lstm", "--trials", "-1"], "--trials must be >= 0"),
         "tune-corrupt-db": (["tune", *TINY, "--tuning-logs", "CORRUPT", "--list"], "unreadable tuning database"),
         "place-problem": (["place", missing], "cannot read problem"),
         "place-time": (["place", missing, "--time-limit", "0"], "--time-limit must be > 0"),

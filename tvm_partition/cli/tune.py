@@ -8,7 +8,9 @@ kernel of its FLOPs should take: :func:`tvm_partition.build.tuning.rank_by_gain`
 flight ends after its next measured round once the budget is spent. ``--trials`` counts a
 kernel's trials in all: a kernel with that many on record is skipped and one with fewer gets the
 rest, its search seeded by its records, so a rerun resumes a killed run (records are appended as
-trials are measured) and a rerun with more trials tunes further. Kernels that do no arithmetic
+trials are measured) and a rerun with more trials tunes further; ``--trials 0`` tunes nothing and
+only measures what builds choose between (:func:`tvm_partition.build.tuning.race_templates`: a
+database tuned before the matmul template existed races it so). Kernels that do no arithmetic
 (slices, reshapes, transposes: TVM estimates 0 FLOPs) are pure data movement and keep TVM's
 default schedule: an LSTM over 100 steps launches 100 distinct slice kernels, and tuning them
 would cost an hour for nothing.
@@ -79,9 +81,11 @@ def parser():
     ap = flags.parser("tune", __doc__, epilog=flags.ZOO_EPILOG)
     ap.add_argument("model", help="zoo name or path to an .onnx file")
     flags.add_devices(ap, "cpu", "cpu (default), gpu or cpu,gpu")
-    ap.add_argument("--trials", type=flags.at_least(1), default=64, metavar="N",
+    ap.add_argument("--trials", type=flags.at_least(0), default=64, metavar="N",
                     help="MetaSchedule trials per kernel in all (default 64): a kernel with fewer "
-                         "on record gets the rest, so a rerun with more continues")
+                         "on record gets the rest, so a rerun with more continues; 0 tunes nothing "
+                         "and only times what is on record (default schedules, the matmul template "
+                         "against the records)")
     ap.add_argument("--budget-s", type=flags.at_least(0, float), metavar="S",
                     help="tune the kernels with most to gain first and stop after this "
                          "many seconds (plus the round of trials in flight)")
