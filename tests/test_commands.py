@@ -107,12 +107,15 @@ def test_module_entry_point_and_runtime_commands_import_no_compiler():
 
 
 def test_the_parsers_lists_are_the_zoos_and_the_planners():
-    """``flags.ZOO_MODELS`` and ``flags.STRATEGIES`` (what ``--help`` lists without importing TVM)
-    are ``frontend.zoo.NAMES`` and ``planners.NAMES``, in their order."""
+    """``flags.ZOO_MODELS``, ``flags.STRATEGIES`` and ``flags.PLACEMENT_STRATEGIES`` (what ``--help``
+    lists without importing TVM) are ``frontend.zoo.NAMES``, ``planners.NAMES`` and
+    ``planners.placement.STRATEGY_NAMES``, in their order."""
     from tvm_partition import flags, planners
     from tvm_partition.frontend import zoo
+    from tvm_partition.planners.placement import STRATEGY_NAMES
 
     assert flags.ZOO_MODELS == zoo.NAMES and flags.STRATEGIES == planners.NAMES
+    assert flags.PLACEMENT_STRATEGIES == STRATEGY_NAMES
 
 
 def test_readme_usage_is_what_the_parsers_print():

@@ -25,9 +25,12 @@ PROG = "tvm-partition"
 #: The zoo's models (``frontend.zoo.NAMES`` is this tuple, checked against the zoo's registry) and
 #: the strategies ``compile --strategy`` takes, here for the parsers: ``frontend.zoo`` and
 #: ``planners.NAMES`` import TVM (``compile --help`` took 2.0 s, 1.9 of them importing it for these
-#: two lists, 2026-11-28). ``tests/test_commands.py`` holds ``STRATEGIES`` equal to ``planners.NAMES``.
+#: two lists, 2026-11-28). ``tests/test_commands.py`` holds ``STRATEGIES`` equal to ``planners.NAMES``
+#: and ``PLACEMENT_STRATEGIES`` to ``planners.placement.STRATEGY_NAMES`` (``stages --help`` took
+#: 3.4 s importing OR-Tools and TVM for that list).
 ZOO_MODELS = ("lstm", "gru", "bert", "bert-tiny", "mobilenetv2", "resnet18", "resnet50", "inception_v3")
 STRATEGIES = ("cpu", "gpu", "equal", "fixed", "eop", "milp", "dominators", "dp", "heft", "metf", "msct", "auto")
+PLACEMENT_STRATEGIES = ("milp", "dominators", "dp", "heft", "metf", "msct")
 ZOO_EPILOG = f"zoo models: {', '.join(ZOO_MODELS)}"
 
 

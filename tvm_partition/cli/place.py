@@ -13,8 +13,6 @@ import json
 import sys
 
 from .. import flags
-from ..planners.placement import STRATEGY_NAMES, solve
-from ..planners.problem import Problem, ProblemError
 from ..processes import running_as_command, seconds_since_start
 
 
@@ -22,7 +20,7 @@ def parser():
     ap = flags.parser("place", "Place the nodes of a task graph on devices and schedule them "
                                "(minimum makespan under memory caps and link bandwidths).")
     ap.add_argument("problem", help="problem file: networkx node-link JSON (format: README, 'Use')")
-    ap.add_argument("--strategy", default="milp", choices=STRATEGY_NAMES, help="planner (default: milp)")
+    ap.add_argument("--strategy", default="milp", choices=flags.PLACEMENT_STRATEGIES, help="planner (default: milp)")
     flags.add_time_limit(ap, "seconds the whole command may take with milp / dominators, from its start to the "
                              "result (default 10)")
     ap.add_argument("--coarsen-above", type=flags.at_least(1), default=400, metavar="N",
@@ -37,7 +35,10 @@ def parser():
 
 @flags.command
 def main(argv=None) -> int:
-    args = parser().parse_args(argv)
+    args = parser().parse_args(argv)  # before OR-Tools is imported: --help answers at once
+
+    from ..planners.placement import solve
+    from ..planners.problem import Problem, ProblemError
     try:
         problem = Problem.load(args.problem)
         res = solve(problem, args.strategy, args.time_limit, args.coarsen_above, args.colocate, args.large,

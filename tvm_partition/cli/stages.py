@@ -605,8 +605,6 @@ def _ray_problem(args) -> str | None:
 
 
 def parser():
-    from ..planners.placement import STRATEGY_NAMES
-
     ap = flags.parser("stages", "Compile a model as stages or batch parts for several edge servers (run on Ray).",
                       epilog=flags.ZOO_EPILOG)
     ap.add_argument("model", help="zoo name or .onnx path")
@@ -617,7 +615,7 @@ def parser():
     ap.add_argument("--cut-after", metavar="VAR,...", help="stages: comma-separated Relax binding names to cut after")
     ap.add_argument("--plan", metavar="FILE", help="stages: a placement plan (plan.json of OnDevice decisions); "
                     "each plan device is one server, in the plan's device order")
-    ap.add_argument("--strategy", choices=STRATEGY_NAMES,
+    ap.add_argument("--strategy", choices=flags.PLACEMENT_STRATEGIES,
                     help="stages: make the placement plan with this strategy over --servers CPUs (cpu,cpu1,...)")
     ap.add_argument("--ratios", metavar="equal|speed|R1,R2,...",
                     help="split: the batch slices: equal (default), speed (each server's measured speed, EOP Eq. 5 "
@@ -634,10 +632,11 @@ def parser():
 
 @flags.command
 def main(argv=None) -> int:
+    args = parser().parse_args(argv)  # before TVM is imported: --help and bad flags answer at once
+
     from .. import frontend
     from ..build.tuning import local_database
 
-    args = parser().parse_args(argv)
     problem = _arg_problem(args)
     if problem:
         print(f"error: {problem}", file=sys.stderr)
