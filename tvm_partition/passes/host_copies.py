@@ -90,6 +90,7 @@ def _bindings(func: relax.Function):
 def _kernel(func: tvm.tirx.PrimFunc):
     """``func`` without what names or labels it: two packings that compare equal so compute the
     same tensor from the same input."""
+    # "tvm_partition.schedule": build.executable.SCHEDULE_ATTR (passes import nothing of the build)
     return func.with_attr("global_symbol", "kernel").without_attr("tvm_partition.schedule")
 
 
