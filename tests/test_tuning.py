@@ -186,10 +186,10 @@ def test_the_matmul_template_races_a_record_tuned_here_and_the_faster_keeps_the_
     target = tuning_target(kernel.device)
     assert templates.label(kernel.mod, target) == templates.MATMUL_LABEL
     assert open_schedules(path).schedule(kernel.mod, target)[1] == "tuned"  # no race yet: the record
-    assert race_templates(path, [kernel], rounds=1) == 1
+    assert race_templates(open_database(path), path, [kernel], rounds=1) == 1
     [race] = load_races(path).values()
     assert race["kernel"] == kernel.name and race["record_us"] > 0 and race["template_us"] > 0
-    assert race_templates(path, [kernel], rounds=1) == 0  # raced against this record already
+    assert race_templates(open_database(path), path, [kernel], rounds=1) == 0  # raced against this record already
     winner = templates.MATMUL_LABEL if race["template_us"] < race["record_us"] else "tuned"
     assert open_schedules(path).schedule(kernel.mod, target)[1] == winner
 

@@ -800,8 +800,9 @@ def tune(kernels: list[Kernel], db_path: str, *, trials: int = 64, budget_s: flo
         if deadline is not None and time.perf_counter() >= deadline:
             stats["left"] = len(ks) - done + sum(len(b) for b in batches[j + 1:])
             break
-    stats["defaults"] = measure_defaults(db, [k for k in kernels if is_tuned(db, k)])
-    stats["raced"] = race_templates(db_path, [k for k in kernels if is_tuned(db, k)])
+    tuned = [k for k in kernels if is_tuned(db, k)]
+    stats["defaults"] = measure_defaults(db, tuned)
+    stats["raced"] = race_templates(db, db_path, tuned)
     return stats
 
 
@@ -924,10 +925,11 @@ def template_won(races: dict, kmod: tvm.IRModule, target, record) -> bool:
     return race is not None and race["template_us"] < race["record_us"]
 
 
-def race_templates(db_path: str, kernels: list[Kernel], rounds: int = 3, progress=None) -> int:
-    """Time the matmul template (:mod:`tvm_partition.build.templates`) against the best record tuned
-    here of every CPU kernel both apply to, ``rounds`` times each in turn (medians), and record the
-    result beside the database (:data:`RACES_FILE`, written whole); :meth:`Schedules._choose` gives
+def race_templates(db, db_path: str, kernels: list[Kernel], rounds: int = 3) -> int:
+    """Time the matmul template (:mod:`tvm_partition.build.templates`) against the best record in
+    ``db`` (the database at ``db_path``, as :func:`tune` holds it) of every CPU kernel both apply to,
+    ``rounds`` times each in turn (medians), and record the result beside the database
+    (:data:`RACES_FILE`, written whole); :meth:`Schedules._choose` gives
     the kernel the faster. Why per kernel: on a Zen 3 (2026-11-28, one script timing both ways)
     BERT-tiny's records beat the template on two of its three matmuls (2604 us against 2820, 754
     against 1018) where the template beat every record of the GRU's and LSTM's gate matmuls
@@ -941,7 +943,6 @@ def race_templates(db_path: str, kernels: list[Kernel], rounds: int = 3, progres
     from .transfer import provenance
 
     races = load_races(db_path)
-    db = open_database(db_path) if os.path.isdir(db_path) else None
     raced = 0
     for k in kernels:
         target = tuning_target(k.device)
@@ -952,16 +953,16 @@ def race_templates(db_path: str, kernels: list[Kernel], rounds: int = 3, progres
             continue
         if _race_of(races, k.mod, target, record) is not None:
             continue
-        if progress is not None:
-            progress(k)
         tuned, template = scheduled(k.mod, record), templates.schedule(k.mod, target)
         times = {"record": [], "template": []}
         for _ in range(rounds):
             times["record"].append(time_kernel(tuned, target, repeat=50, cold=True))
             times["template"].append(time_kernel(template, target, repeat=50, cold=True))
-        races[_race_key(k.mod)] = {"target": str(target), "kernel": k.name, "record_secs": _mean_secs(record),
-                      "record_us": round(sorted(times["record"])[rounds // 2], 3),
-                      "template_us": round(sorted(times["template"])[rounds // 2], 3)}
+        races[_race_key(k.mod)] = {
+            "target": str(target), "kernel": k.name, "record_secs": _mean_secs(record),
+            "record_us": round(sorted(times["record"])[rounds // 2], 3),
+            "template_us": round(sorted(times["template"])[rounds // 2], 3),
+        }
         raced += 1
     if raced:
         file = os.path.join(db_path, RACES_FILE)
