@@ -197,10 +197,13 @@ def database_digest(path: str) -> str:
 def open_best(path: str):
     """The fastest record of every workload and target of the database at ``path`` (None if it has
     none), as a database of its own: all a build reads (:class:`Schedules`). Parsing a tuning
-    database costs about 3 ms a record (MetaSchedule builds each record's target), and a database
-    keeps every trial: 1,911 records took 5-9 s to open on the build machine, its 48 best 0.2 s.
-    The compact copy is cached under ``~/.cache/tvm_partition/best/<sha1 of the database files>``
-    (kept in memory where that cannot be written)."""
+    database costs about 5 ms a record (MetaSchedule replays each record's trace on its workload),
+    and a database keeps every trial: the shipped Zen 3 one (3,927 records) took 20-22 s to open,
+    its 48 best 0.3 s. So the best records are picked from the files' JSON lines
+    (:func:`_best_lines`, 2.2-2.4 s there; 3.0 s in all for a first open) and only they are parsed;
+    the compact copy is cached under
+    ``~/.cache/tvm_partition/best/<sha1 of the database files>`` (in a temporary folder where that
+    cannot be written)."""
     import tvm.s_tir.meta_schedule as ms
 
     if not os.path.exists(os.path.join(path, "database_workload.json")):
@@ -214,40 +217,64 @@ def open_best(path: str):
     except Exception:  # noqa: BLE001 - a half-written cache: make it again
         db = None
     if db is None:
-        db = _write_best(open_database(path), cache)
+        lines = _best_lines(path)
+        if lines is None:  # a torn line: dropped with one warning, as open_database drops it
+            folder = _whole_lines(path, repair=False)
+            lines = _best_lines(folder) if folder else None
+            if lines is None:
+                raise TuningError(f"{path}: unreadable tuning database (a line is no MetaSchedule record)")
+        db = _write_best(lines, cache)
     _OPENED[key] = db
     return db
 
 
-def _write_best(full, cache: str):
-    import shutil
-
-    import tvm.s_tir.meta_schedule as ms
-    import tvm_ffi
-
+def _best_lines(path: str) -> tuple[list[str], list[str]] | None:
+    """``(workload lines, record lines)`` of a database holding the fastest record (lowest mean
+    run time) of every workload and target of the database at ``path``, read off its JSON lines (a
+    record line is ``[workload index, [trace, run_secs, target, args_info]]``, a workload line
+    ``[structural hash, module]``); None where a line is not such JSON."""
+    workloads, records = (_json_lines(os.path.join(path, f)) for f in DATABASE_FILES)
+    if any(not (isinstance(obj, list) and len(obj) == 2) for _, _, obj in workloads):
+        return None
     best: dict = {}
-    for rec in full.get_all_tuning_records():
-        if not rec.run_secs or rec.target is None:
+    for _, text, obj in records:
+        if not (isinstance(obj, list) and len(obj) == 2 and isinstance(obj[0], int) and 0 <= obj[0] < len(workloads)
+                and isinstance(obj[1], list) and len(obj[1]) == 4):
+            return None
+        _, run_secs, target, _ = obj[1]
+        if not run_secs or target is None:
             continue
-        key = (int(tvm_ffi.structural_hash(rec.workload.mod)), str(rec.target))
-        if key not in best or _mean_secs(rec) < _mean_secs(best[key]):
-            best[key] = rec
+        key = (workloads[obj[0]][2][0], json.dumps(target, sort_keys=True))
+        mean = sum(float(x) for x in run_secs) / len(run_secs)
+        if key not in best or mean < best[key][0]:
+            best[key] = (mean, obj[0], text)
+    used = {i: n for n, i in enumerate(sorted({i for _, i, _ in best.values()}))}
+    return ([workloads[i][1] for i in used],
+            [f"[{used[i]}," + text.split(",", 1)[1] for _, i, text in best.values()])
+
+
+def _write_best(lines: tuple[list[str], list[str]], cache: str):
+    """MetaSchedule's database of ``lines`` (:func:`_best_lines`), written to ``cache`` whole or
+    not at all (a temporary folder where ``cache`` cannot be written)."""
+    import tvm.s_tir.meta_schedule as ms
+
     tmp = f"{cache}.tmp-{os.getpid()}"
     try:
         os.makedirs(tmp, exist_ok=True)
-        out = ms.database.JSONDatabase(work_dir=tmp, allow_missing=True)
     except OSError:
-        out, tmp = ms.database.MemoryDatabase(), None
-    for rec in best.values():
-        out.commit_tuning_record(ms.database.TuningRecord(
-            rec.trace, out.commit_workload(rec.workload.mod), [float(x) for x in rec.run_secs], rec.target,
-            rec.args_info))
-    if tmp is not None:
+        tmp = tempfile.mkdtemp(prefix="tvmp-best-")
+        atexit.register(shutil.rmtree, tmp, True)
+        cache = None
+    for name, text in zip(DATABASE_FILES, lines):
+        with open(os.path.join(tmp, name), "w", encoding="utf-8") as f:
+            f.write("".join(line + "\n" for line in text))
+    db = ms.database.JSONDatabase(work_dir=tmp, allow_missing=False)  # read whole here: the folder may go
+    if cache is not None:
         try:
             os.rename(tmp, cache)  # atomic: a reader sees the whole cache or none
-        except OSError:  # another process made it first
+        except OSError:  # another process made it first (or a broken one stands: this process keeps its own)
             shutil.rmtree(tmp, ignore_errors=True)
-    return out
+    return db
 
 
 def tuning_target(device: DeviceSpec):
