@@ -263,7 +263,7 @@ def main(argv=None) -> int:
     use_cpu_threads()  # before the first kernel starts TVM's thread pool
 
     from .. import frontend
-    from ..build.tuning import TuningError, database_dir, open_database, open_schedules
+    from ..build.tuning import TuningError, database_dir, open_best, open_schedules
 
     repo = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
     out = args.out or os.path.join(repo, "benchmarks", "results", fingerprint_id())
@@ -272,7 +272,7 @@ def main(argv=None) -> int:
         for name in args.models:
             frontend.check_source(name)
         db_path = database_dir(args.tuning_logs)
-        db = open_database(db_path)  # None on a machine never tuned: transferred and templates only
+        db = open_best(db_path)  # the best records, all best_record reads; None on a machine never tuned
         fp = hardware_fingerprint()
         from tqdm import tqdm
 
