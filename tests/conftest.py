@@ -34,6 +34,28 @@ GROUP_SECONDS = {
 }
 
 
+#: Modules that read the same cross-compiled builds (:func:`helpers.cpu_gpu_build`, cached per
+#: process): one scope of ``--dist loadfile``, so one worker compiles each build once. Apart, each
+#: worker compiled its own: MobileNetV2's ``equal`` build cost 41 s in test_zoo_partition and 44 s
+#: in test_vm_order of the same run (2026-11-28, ``--durations``).
+SHARED_BUILDS = {"test_cuda_kernels", "test_vm_order", "test_zoo_partition"}
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_make_scheduler(config, log):
+    """``--dist loadfile`` (pytest.ini), with :data:`SHARED_BUILDS` one scope."""
+    if config.getvalue("dist") != "loadfile":
+        return None
+    from xdist.scheduler import LoadFileScheduling
+
+    class SharedBuildScheduling(LoadFileScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            path = nodeid.split("::", 1)[0]
+            return "shared cpu,gpu builds" if path.rsplit("/", 1)[-1][:-3] in SHARED_BUILDS else path
+
+    return SharedBuildScheduling(config, log)
+
+
 @pytest.hookimpl(tryfirst=True)  # before pytest's own hook deselects by marker
 def pytest_collection_modifyitems(config, items):
     from tvm_partition.devices import gpu_available
