@@ -32,7 +32,8 @@ from ..devices import DeviceSpec
 from ..errors import TvmPartitionError
 from ..ir.fastmath import legalize_ops
 from ..ir.relax_utils import copy_module
-from ..passes import ApplyPlan, FenceCopies, PropagateVDevice, elide_host_copies, keep_joins_apart, share_packed_weights
+from ..passes import (ApplyPlan, FenceCopies, PropagateVDevice, elide_host_copies, keep_joins_apart, share_packed_weights,
+                      write_joins_in_place)
 from ..plan import Plan
 from ..runtime.artifact import KERNELS_MAIN
 from .tuning import apply_schedules, schedule_gpu, tuning_target
@@ -273,7 +274,9 @@ def vm_pipeline(off_host: bool) -> tvm.transform.Pass:
     source (:func:`~tvm_partition.passes.elide_host_copies`, after ``ToNonDataflow``: a block output
     bound to a dataflow variable would be read outside its block): a split whose two parts are the
     same kernel on ``cpu`` and ``cpu1`` compiles it once, placed on ``cpu``, so a build that copies
-    to ``cpu1`` may launch nothing there."""
+    to ``cpu1`` may launch nothing there. Then the parts of a split that are aligned blocks of their
+    join write into it (:func:`~tvm_partition.passes.write_joins_in_place`: the planner after it
+    sees one allocation where it saw three, and no concat)."""
     t = relax.transform
     planned = [scope_storage_by_device, t.StaticPlanBlockMemory(), unscope_storage] if off_host else [
         t.StaticPlanBlockMemory()]
@@ -281,7 +284,7 @@ def vm_pipeline(off_host: bool) -> tvm.transform.Pass:
         [
             relax.backend.DispatchSampling(), relax.backend.DispatchSortScan(), t.LegalizeOps(),
             t.RewriteDataflowReshape(), t.ToNonDataflow(), t.RemovePurityChecking(), t.CallTIRRewrite(),
-            elide_host_copies, *planned,
+            elide_host_copies, write_joins_in_place, *planned,
             t.RewriteCUDAGraph(), t.LowerAllocTensor(), t.KillAfterLastUse(), t.LowerRuntimeBuiltin(),
             t.ComputePrimValue(), t.VMShapeLower(), t.AttachGlobalSymbol(),
         ]
@@ -391,7 +394,6 @@ def build_reference(mod: tvm.IRModule, plan: Plan, database=None) -> BuildResult
     t0 = time.perf_counter()
     device = plan.devices[0]
     if database is not None:
-    
         with database:  # MetaScheduleApplyDatabase takes the current database before its work_dir
             mod = relax.get_pipeline("static_shape_tuning", total_trials=0, target=tuning_target(device))(mod)
         mod = tvm.IRModule({gv: (f.with_attr(SCHEDULE_ATTR, "tuned") if isinstance(f, tvm.tirx.PrimFunc) and f.attrs

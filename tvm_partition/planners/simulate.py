@@ -61,6 +61,7 @@ class Task:
     label: str  # the op id (kernels) or the value moved
     start_us: float
     end_us: float
+    launched: bool = True  # False: a view, or a join the parts write in place (no kernel)
 
 
 @dataclasses.dataclass
@@ -107,7 +108,7 @@ class _Clock:
         else:
             start = self.host
             self.host = start + us
-        self.tasks.append(Task(dev, kind, label, start, start + us))
+        self.tasks.append(Task(dev, kind, label, start, start + us, launch))
         if kind not in ("op", "part"):
             self.sum_us += us
         return us
@@ -351,7 +352,10 @@ class Run:
                 return
             for r, _ in sorted(parts, key=lambda p: p[0].lo):
                 self.get(x, dev, r)
-            self.clock.kernel(dev, self.s.comm_time("concat", nbytes, dev), "concat", name)
+            if self._in_place(x, parts, dev):
+                self.clock.kernel(dev, 0.0, "concat", name, launch=False)
+            else:
+                self.clock.kernel(dev, self.s.comm_time("concat", nbytes, dev), "concat", name)
             self._add_whole(x, dev)
             return
         rbytes = nbytes * region.size / max(1, self.s.extent(x, region.axis))
@@ -372,6 +376,21 @@ class Run:
             return
         self.get(x, dev, None)
         self._slice(dev, x, region)
+
+    def _in_place(self, x, parts, dev: str) -> bool:
+        """Whether the build writes ``x``'s parts into their join (:func:`tvm_partition.passes.
+        write_joins_in_place`): the join and every part on a CPU, every part an aligned block of
+        ``x``, and ``x`` no view op's (the concat then reads the view, which the pass leaves alone).
+        The pass also wants each part read by the join alone; a consumer reading a part directly as
+        well is not looked for here: such a join is priced at nothing though the build keeps it."""
+        kind = self.clock.kind
+        if kind[dev] != "cpu" or any(kind[d] != "cpu" for _, d in parts):
+            return False
+        if any(self.s.g.ops[o].is_view for o in self.s.g.producers(x)):
+            return False
+        self.s.nbytes(x)  # caches the shape
+        shape = self.s._bytes[x][1]
+        return all(view_offset(shape, x.ty.dtype, r) is not None for r, _ in parts)
 
     def _slice(self, dev: str, x, region: Region, within: Region | None = None) -> None:
         """``region`` of ``x`` (of its part ``within``) taken on ``dev``: a kernel, or a view that
