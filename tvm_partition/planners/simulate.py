@@ -184,8 +184,7 @@ class Simulator:
         ``dev``; None where the pass takes a view instead (:func:`tvm_partition.ir.split_rules.view_offset`),
         which costs nothing here; the model's inputs are sliced (an RPC server passes them as
         ``DLTensor*``, of which TVM makes no view)."""
-        self.nbytes(x)  # caches the shape
-        shape = list(self._bytes[x][1])
+        shape = list(self.shape(x))
         lo = region.lo
         if within is not None:
             shape[within.axis], lo = within.size, region.lo - within.lo
@@ -243,8 +242,11 @@ class Simulator:
         return self._bytes[x][0]
 
     def extent(self, x, axis: int) -> int:
+        return self.shape(x)[axis]
+
+    def shape(self, x) -> tuple:
         self.nbytes(x)
-        return self._bytes[x][1][axis]
+        return self._bytes[x][1]
 
     def source(self, x):
         """``x`` with aliases (``y = x`` glue bindings) looked through."""
@@ -388,9 +390,7 @@ class Run:
             return False
         if any(self.s.g.ops[o].is_view for o in self.s.g.producers(x)):
             return False
-        self.s.nbytes(x)  # caches the shape
-        shape = self.s._bytes[x][1]
-        return all(view_offset(shape, x.ty.dtype, r) is not None for r, _ in parts)
+        return all(view_offset(self.s.shape(x), x.ty.dtype, r) is not None for r, _ in parts)
 
     def _slice(self, dev: str, x, region: Region, within: Region | None = None) -> None:
         """``region`` of ``x`` (of its part ``within``) taken on ``dev``: a kernel, or a view that
