@@ -209,5 +209,7 @@ def test_the_time_limit_bounds_warm_starts_coarsening_and_decomposition(limit):
     res = solve(p, "milp", time_limit=limit + 0.5, spent=0.5)
     took = time.perf_counter() - t0
     assert_valid(p, res)
-    assert took <= limit * 1.05 + 0.3, f"{took:.2f} s for a {limit} s limit"  # 0.3 s: a loaded CI machine
+    # 0.8 s: a loaded machine (a clean clone's suite, 2026-11-28: 2.16 s for the 1.5 s limit, the
+    # other worker compiling); the bug this guards against overran by ~3 s
+    assert took <= limit * 1.05 + 0.8, f"{took:.2f} s for a {limit} s limit"
     assert res.makespan_us <= best_heuristic(p).makespan_us + 1e-9  # never worse than its warm start
