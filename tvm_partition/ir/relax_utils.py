@@ -28,6 +28,17 @@ def copy_module(mod: tvm.IRModule) -> tvm.IRModule:
     return tvm.IRModule(dict(mod.functions), attrs=mod.attrs, global_infos=mod.global_infos)
 
 
+def remove_uncalled(mod: tvm.IRModule, candidates) -> None:
+    """Delete from ``mod`` (in place) each GlobalVar of ``candidates`` that no Relax function of
+    ``mod`` calls any more: a kernel whose calls a pass replaced."""
+    called = set()
+    for f in mod.functions.values():
+        if isinstance(f, relax.Function):
+            relax.analysis.post_order_visit(f, lambda e: called.add(e.name_hint) if isinstance(e, tvm.ir.GlobalVar) else None)
+    for name in {gv.name_hint for gv in candidates} - called:
+        del mod[mod.get_global_var(name)]
+
+
 def leaves(expr) -> list:
     """The variables ``expr`` reads (Calls, Tuples, TupleGetItems of variables: what a lowered
     function binds)."""

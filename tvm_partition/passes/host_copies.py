@@ -36,7 +36,7 @@ import tvm
 import tvm_ffi
 from tvm import relax
 
-from ..ir.relax_utils import copy_module
+from ..ir.relax_utils import copy_module, remove_uncalled
 
 _TO_VDEVICE = tvm.ir.Op.get("relax.to_vdevice")
 _CALL_TIR = tvm.ir.Op.get("relax.call_tir")
@@ -110,18 +110,8 @@ def share_packed_weights(mod: tvm.IRModule, _ctx) -> tvm.IRModule:
         return mod
     out = copy_module(mod)
     out[names[TRANSFORM_PARAMS]] = func
-    called = {gv.name_hint for f in out.functions.values() if isinstance(f, relax.Function)
-              for gv in _callees(f)}
-    for gv in sharer.shared:
-        if gv.name_hint not in called:
-            del out[gv]
+    remove_uncalled(out, sharer.shared)
     return out
-
-
-def _callees(func: relax.Function) -> set:
-    found = set()
-    relax.analysis.post_order_visit(func, lambda e: found.add(e) if isinstance(e, tvm.ir.GlobalVar) else None)
-    return found
 
 
 @relax.expr_functor.mutator

@@ -34,8 +34,8 @@ from __future__ import annotations
 import tvm
 from tvm import relax
 
-from ..ir.relax_utils import copy_module
-from ..ir.split_rules import Region, view_offset
+from ..ir.relax_utils import copy_module, remove_uncalled
+from ..ir.split_rules import IllegalSplit, Region, shape_of, view_offset
 
 _ALLOC_TENSOR = tvm.ir.Op.get("relax.builtin.alloc_tensor")
 
@@ -50,11 +50,11 @@ def _is_alloc(value) -> bool:
     return isinstance(value, relax.Call) and value.op.same_as(_ALLOC_TENSOR)
 
 
-def _static_shape(ty) -> tuple | None:
-    if not isinstance(ty, relax.TensorType) or ty.shape is None:
+def _static_shape(expr) -> tuple | None:
+    try:
+        return shape_of(expr)
+    except IllegalSplit:
         return None
-    dims = [_int(d) for d in ty.shape.values]
-    return None if any(d is None for d in dims) else tuple(dims)
 
 
 def _concat_axis(shapes: list, out: tuple) -> int | None:
@@ -106,10 +106,10 @@ class _Rewrite:
             return None
         *inputs, out = call.args
         j_out = self._alloc(out) if isinstance(out, relax.Var) and self.writers.get(out) == [i] else None
-        out_shape = _static_shape(out.ty) if j_out is not None else None
+        out_shape = _static_shape(out) if j_out is not None else None
         if out_shape is None or len(inputs) < 2 or any(not isinstance(x, relax.Var) for x in inputs):
             return None
-        shapes = [_static_shape(x.ty) for x in inputs]
+        shapes = [_static_shape(x) for x in inputs]
         axis = None if None in shapes else _concat_axis(shapes, out_shape)
         if axis is None:
             return None
@@ -146,7 +146,7 @@ def _uses(func: relax.Function) -> dict:
 
 
 def _rewrite_block(block, kernels: dict, on_cpu, uses: dict):
-    """``block`` with its concats written in place, and the names of the concat kernels removed."""
+    """``block`` with its concats written in place, and the concat kernels it no longer calls."""
     r = _Rewrite(list(block.bindings), kernels, on_cpu, uses)
     plans = {i: p for i in range(len(r.b)) if (p := r.plan(i)) is not None}
     if not plans:
@@ -172,7 +172,7 @@ def _rewrite_block(block, kernels: dict, on_cpu, uses: dict):
             continue
         out.append(b)
     bb._end_block()
-    removed = [kernels[r.b[i].value.op] for i in plans]
+    removed = [r.b[i].value.op for i in plans]
     new = relax.DataflowBlock(out) if isinstance(block, relax.DataflowBlock) else relax.BindingBlock(out)
     return new, removed
 
@@ -207,10 +207,5 @@ def write_joins_in_place(mod: tvm.IRModule, _ctx) -> tvm.IRModule:
                                      func.attrs)
     if out is None:
         return mod
-    called = set()
-    for f in out.functions.values():
-        if isinstance(f, relax.Function):
-            relax.analysis.post_order_visit(f, lambda e: called.add(e.name_hint) if isinstance(e, tvm.ir.GlobalVar) else None)
-    for name in set(removed) - called:
-        del out[out.get_global_var(name)]
+    remove_uncalled(out, removed)
     return out
