@@ -115,3 +115,36 @@ def test_simulated_copies_slices_and_concats_are_what_apply_plan_emits(name, mon
         tagged.kind.clear()
         got = tagged.count(lowered(model.mod, plan, graph, tagged))
         assert got == simulated(graph, plan), f"{name} plan {k}: {plan.ops}"
+
+
+@pytest.mark.parametrize("name", ["mlp", "resnet18"])
+def test_a_trial_rolled_back_leaves_the_schedule_as_it_was(name):
+    """Planners try a decision on the growing schedule and roll it back (:meth:`Run.mark`,
+    :meth:`Run.rollback`): on random plans, trying two random decisions before each op (each with
+    the next op after it) and then emitting the plan's own gives the schedule of the plan emitted
+    alone, task for task. The trials reach joins priced in place and launched after all
+    (``Run._part_read``), whose undo runs after the clock has cut its tasks back."""
+    from tvm_partition.planners.simulate import Simulator, emit_order
+
+    model = mlp_model(batch=8) if name == "mlp" else frontend.load(name, batch=4, image_size=32)
+    graph = OpGraph(model.mod)
+    cm = AnalyticCostModel({d.name: DeviceRoofline(100.0, 20.0, 1.0) for d in DEVICES})
+    sim, order = Simulator(graph, cm), emit_order(graph)
+    rng = np.random.default_rng(1)
+    for _ in range(4):
+        plan = random_plan(graph, rng)
+        alone = sim.start(plan)
+        for op_id in order:
+            alone.emit_op(op_id)
+        want = alone.finish()
+        run = sim.start(plan)
+        for k, op_id in enumerate(order):
+            for _ in range(2):
+                trial = random_plan(graph, rng).ops
+                mark = run.mark()
+                for other in order[k:k + 2]:
+                    run.emit_op(other, trial.get(other))
+                run.rollback(mark)
+            run.emit_op(op_id)
+        got = run.finish()
+        assert (got.tasks, got.latency_us, got.sum_us) == (want.tasks, want.latency_us, want.sum_us)

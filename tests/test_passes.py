@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 import tvm
 from tvm import relax
+from tvm.relax.frontend import nn
 
 from helpers import equal_check, mlp_model, run_plan, run_relax
 from tvm_partition import frontend
@@ -170,6 +171,45 @@ def test_parts_that_are_aligned_blocks_of_the_joined_tensor_are_written_in_place
     cpus = AnalyticCostModel({d.name: DeviceRoofline(100.0, 20.0) for d in devices})
     [join] = [t for t in simulate(graph, plan, cpus).tasks if t.kind == "concat"]
     assert join.launched != in_place and (join.end_us == join.start_us) == in_place
+    ref = run_relax(model.mod, list(model.inputs.values()), model.params)
+    np.testing.assert_allclose(run_plan(model, plan), ref, rtol=1e-5, atol=1e-6)
+
+
+class _Residual(nn.Module):
+    """``fc1`` read twice: by ``fc2`` and by a softmax, in the order ``softmax_first`` says."""
+
+    def __init__(self, softmax_first: bool):
+        self.fc1, self.fc2, self.softmax_first = nn.Linear(8, 16), nn.Linear(16, 16), softmax_first
+
+    def forward(self, x):
+        y = self.fc1(x)
+        if self.softmax_first:
+            s = nn.op.softmax(y, axis=-1)
+            return self.fc2(y) + s
+        z = self.fc2(y)
+        return nn.op.softmax(y, axis=-1) + z
+
+
+@pytest.mark.parametrize("softmax_first", [True, False], ids=["join-then-part-read", "part-read-then-join"])
+def test_a_part_read_beside_its_join_keeps_the_concat_in_build_and_simulation(softmax_first):
+    """Both matmuls batch-split alike on cpu,cpu, the softmax whole: the second matmul reads the
+    first's parts where they are and the softmax their join, so those parts have two readers and
+    WriteJoinsInPlace keeps their concat (the output's join, read once, goes in place). The
+    simulator launches exactly the concats the program calls, whichever reader comes first."""
+    from tvm_partition.build.executable import build
+    from tvm_partition.cost_models.base import AnalyticCostModel, DeviceRoofline
+    from tvm_partition.planners.simulate import simulate
+
+    mod, _ = _Residual(softmax_first).export_tvm(spec={"forward": {"x": nn.spec.Tensor([8, 8], "float32")}})
+    model = frontend.load(mod, seed=1)
+    devices = parse_devices("cpu,cpu")
+    graph = OpGraph(model.mod)
+    plan = Plan(devices, {i: Split(0, (0.5, 0.5), ("cpu1", "cpu")) for i, op in graph.ops.items() if op.kind == "matmul"})
+    calls = [line for line in build(model.mod, plan).executable.as_text().splitlines()
+             if line.strip().startswith("call") and "concatenate" in line]
+    cpus = AnalyticCostModel({d.name: DeviceRoofline(100.0, 20.0) for d in devices})
+    joins = [t for t in simulate(graph, plan, cpus).tasks if t.kind == "concat"]
+    assert len(calls) == 1 and [t.launched for t in joins].count(True) == 1
     ref = run_relax(model.mod, list(model.inputs.values()), model.params)
     np.testing.assert_allclose(run_plan(model, plan), ref, rtol=1e-5, atol=1e-6)
 

@@ -35,6 +35,12 @@ def test_equal_split_matches_unpartitioned(name):
     splits = [d for d in compiled.plan.ops.values() if isinstance(d, Split)]
     assert len(splits) >= len(compiled.graph) // 2, "equal should split most ops"
     assert err <= tol, f"max_abs_err={err} > {tol}"
+    # the joins the program still concatenates (``<concat>_join`` kernels, passes/joins.py; the
+    # rest written in place) are those the simulator launches
+    calls = [line for line in compiled.build.executable.as_text().splitlines()
+             if line.strip().startswith("call") and "concatenate" in line and "_join " in line]
+    launched = [t for t in compiled.simulation.tasks if t.kind == "concat" and t.launched]
+    assert len(calls) == len(launched)
 
 
 @pytest.mark.parametrize("name", _zoo({"inception_v3", "resnet50"}))

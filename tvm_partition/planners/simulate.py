@@ -113,6 +113,23 @@ class _Clock:
             self.sum_us += us
         return us
 
+    def launch_late(self, index: int, us: float) -> list[Task]:
+        """Task ``index``, a join on a CPU priced in place, launched after all: it takes its launch
+        and ``us`` where the program runs it, and everything scheduled after it (on the VM thread,
+        or on a stream the thread launched it on) moves that much later. Returns the tasks it
+        replaced, ``tasks[index:]`` before."""
+        old = self.tasks[index:]
+        join, delay = old[0], self.launch.get(old[0].resource, 0.0) + us
+        start = join.start_us + delay - us
+        self.tasks[index:] = [dataclasses.replace(join, start_us=start, end_us=start + us, launched=True)] + [
+            dataclasses.replace(t, start_us=t.start_us + delay, end_us=t.end_us + delay) for t in old[1:]]
+        self.host += delay
+        for gpu, free in self.stream.items():
+            if free > join.start_us:
+                self.stream[gpu] = free + delay
+        self.sum_us += us
+        return old
+
     def copy(self, us: float, src: str, dst: str, label: str) -> None:
         gpus = [d for d in (src, dst) if d in self.stream]
         start = max([self.host] + [self.stream[d] for d in gpus])
@@ -284,6 +301,8 @@ class Run:
         self.whole: dict = {}  # value -> [devices holding it whole]
         self.parts: dict = {}  # value -> [(Region, device)]
         self.cache: set = set()
+        self.read_parts: set = set()  # values whose parts something but their join read
+        self.in_place: dict = {}  # value -> (device, bytes): joined in place, no concat launched yet
         self.op_us: dict = {}
         self.op_sources: dict = {}
         self.journal: list = []  # undo steps, for planners trying decisions (:meth:`mark`, :meth:`rollback`)
@@ -334,11 +353,15 @@ class Run:
             self.journal.append(lambda: self.op_sources.pop(op_id, None))
 
     # ------------------------------------------------------------------ values
-    def get(self, x, dev: str, region: Region | None) -> None:
-        """Account for making ``x`` (or its ``region``) available on ``dev``, as the pass does."""
+    def get(self, x, dev: str, region: Region | None, joining: bool = False) -> None:
+        """Account for making ``x`` (or its ``region``) available on ``dev``, as the pass does
+        (``joining``: a part read by the join of ``x``)."""
         x = self.s.source(x)
         if not is_tensor(x) or (x not in self.whole and x not in self.parts):
             return  # a weight, constant or tuple: moved at load time / not a tensor copy
+        if region is not None and not joining and any(
+                r.axis == region.axis and r.lo <= region.lo and region.hi <= r.hi for r, _ in self.parts.get(x, [])):
+            self._part_read(x)
         if not self._cache_add((x, region, dev)):
             return
         whole, parts = self.whole.get(x, []), self.parts.get(x, [])
@@ -353,8 +376,10 @@ class Run:
                 self._add_whole(x, dev)
                 return
             for r, _ in sorted(parts, key=lambda p: p[0].lo):
-                self.get(x, dev, r)
+                self.get(x, dev, r, joining=True)
             if self._in_place(x, parts, dev):
+                self.in_place[x] = (len(self.clock.tasks), nbytes)
+                self.journal.append(lambda: self.in_place.pop(x, None))
                 self.clock.kernel(dev, 0.0, "concat", name, launch=False)
             else:
                 self.clock.kernel(dev, self.s.comm_time("concat", nbytes, dev), "concat", name)
@@ -382,15 +407,33 @@ class Run:
     def _in_place(self, x, parts, dev: str) -> bool:
         """Whether the build writes ``x``'s parts into their join (:func:`tvm_partition.passes.
         write_joins_in_place`): the join and every part on a CPU, every part an aligned block of
-        ``x``, and ``x`` no view op's (the concat then reads the view, which the pass leaves alone).
-        The pass also wants each part read by the join alone; a consumer reading a part directly as
-        well is not looked for here: such a join is priced at nothing though the build keeps it."""
+        ``x``, ``x`` no view op's (the concat then reads the view, which the pass leaves alone), and
+        no part read by anything but the join so far (a reader after the join:
+        :meth:`_part_read`)."""
         kind = self.clock.kind
-        if kind[dev] != "cpu" or any(kind[d] != "cpu" for _, d in parts):
+        if x in self.read_parts or kind[dev] != "cpu" or any(kind[d] != "cpu" for _, d in parts):
             return False
         if any(self.s.g.ops[o].is_view for o in self.s.g.producers(x)):
             return False
         return all(view_offset(self.s.shape(x), x.ty.dtype, r) is not None for r, _ in parts)
+
+    def _part_read(self, x) -> None:
+        """A part of ``x`` read by something but its join: the pass keeps that join's concat (a
+        part must have one reader to be written in place), so a join priced in place before this
+        read is launched after all, where it ran (:meth:`_Clock.launch_late`)."""
+        if x not in self.read_parts:
+            self.read_parts.add(x)
+            self.journal.append(lambda: self.read_parts.discard(x))
+        if x in self.in_place:
+            index, nbytes = self.in_place.pop(x)
+            tasks = self.clock.tasks
+            old = self.clock.launch_late(index, self.s.comm_time("concat", nbytes, tasks[index].resource))
+
+            def undo():  # after the clock's own rollback has cut its tasks back to the mark's
+                tasks[index:] = old[:max(0, len(tasks) - index)]
+                self.in_place[x] = (index, nbytes)
+
+            self.journal.append(undo)
 
     def _slice(self, dev: str, x, region: Region, within: Region | None = None) -> None:
         """``region`` of ``x`` (of its part ``within``) taken on ``dev``: a kernel, or a view that
@@ -495,6 +538,7 @@ class Run:
                     continue
             else:
                 return False
+        self._part_read(src)  # the reshape reads each part
         for dev, region in follow:
             for o in op.outputs:
                 self._add_part(o, region, dev)
