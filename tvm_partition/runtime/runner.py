@@ -23,7 +23,14 @@ from .threads import governor
 #: between the devices, took 2.2-3.0 ms for each of its first 7 runs and 0.7-0.8 ms from then on
 #: (the same op with no copy: 2 slow runs), so ``bench --quick`` (3 warm-up runs, then 4 timed, in
 #: each of 3 processes) read 2.57 ms for it and the row's prediction -71% (znver5, 2026-11-25).
-WARMUP_RUNS = (3, 10)
+#: A model of one tiny kernel needs more runs than that, not more time: the LSTM's 9 us gate
+#: matmul alone ran 16-19 us a run for its first 50-100 runs, then 9-12 us (medians of blocks of
+#: 4,000 runs in three fresh processes, amd-epyc-znver3-2c, 2026-11-28), so 10 warm-up runs had
+#: ``bench --split-ops`` read it at 18 us against 10 predicted. With up to 200 (within the same
+#: second) the same command's op rows of the RNNs read 8-14 us, their whole ops -30% to +4% off
+#: their predictions (were -34% to -56%), ResNet-18's two convolutions -15% and -22% (were -31%,
+#: -33%); the command took 468 s, 411 before (models of milliseconds now warm up for 1 s).
+WARMUP_RUNS = (3, 200)
 WARMUP_S = 1.0
 
 
