@@ -196,6 +196,26 @@ def test_eq3_no_split_when_copies_eat_the_gain():
     assert plan.ops[op_id] == OnDevice("cpu") and plan.predicted_latency_us == pytest.approx(3000.0)
 
 
+class Square(nn.Module):
+    def __init__(self):
+        self.w = nn.Parameter((16, 16), "float32")
+
+    def forward(self, x):  # the transpose: a kernel's output, whose rows are views (a model input's are sliced)
+        return nn.op.matmul(nn.op.permute_dims(x, [1, 0]), self.w)
+
+
+def test_eq2_prices_no_concat_for_parts_written_into_their_join():
+    """A square matmul on cpu,cpu split in half by rows or by columns: the same work and bytes,
+    copies between the CPUs next to free; rows are blocks of the output that the build writes in
+    place (passes.write_joins_in_place), columns are not. Eq. 2 prices the columns' concat alone."""
+    g = OpGraph(load(Square(), x=(16, 16)).mod)
+    [op] = [i for i, o in g.ops.items() if o.kind == "matmul"]
+    eop = EOP(g, CPU_CPU, analytic(1.0, link=(1e9, 0.0)))  # (GB/s, latency us)
+    rows, cols = (eop.split_time(op, Split(dim, (0.5, 0.5), ("cpu1", "cpu")))[0] for dim in (0, 1))
+    concat = eop.sim.comm_time("concat", 16 * 16 * 4, "cpu")
+    assert concat > 0 and cols - rows == pytest.approx(concat, rel=1e-3)
+
+
 def test_a_split_gaining_less_than_min_gain_keeps_one_device():
     g = OpGraph(load(OneOp(), x=(100, 8)).mod)
     (op_id,) = g.ops
