@@ -44,7 +44,7 @@ from ..ir.graph import op_signature
 from ..ir.graph import OpGraph
 from ..plan import OnDevice, Plan, PlanError, Split
 from .simulate import Simulator
-from ..ir.split_rules import IllegalSplit, Region, is_tensor, view_offset
+from ..ir.split_rules import IllegalSplit, Region, is_tensor
 from .baselines import accelerator, pick
 
 #: Ratio step of the search (EOP Sec. 3.2, Step 3).
@@ -160,16 +160,14 @@ class EOP:
         return pre_gpu + max(t_gpu, pre_cpu + t_cpu) + post, t_gpu, t_cpu
 
     def _joined_in_place(self, op, regions) -> bool:
-        """Whether the build writes the parts into their join (:func:`tvm_partition.passes.
-        write_joins_in_place`, priced so by the simulator's ``Run._in_place``): both devices CPUs
-        and each part an aligned block of the output. Why Eq. 2 asks: on ``cpu,cpu`` the LSTM's gate
-        matmul split by columns keeps its concat, by rows it does not; ``bench --split-ops`` split it
-        by columns (17 us against 10 whole) where rows ran 13 (amd-epyc-znver3-2c, 2026-11-28)."""
+        """Whether the build writes the parts into their join (:meth:`Simulator.written_in_place`:
+        both devices CPUs, each part an aligned block of the output). Why Eq. 2 asks: on
+        ``cpu,cpu`` the LSTM's gate matmul split by columns keeps its concat, by rows it does not;
+        ``bench --split-ops`` split it by columns (17 us against 10 whole) where rows ran 13
+        (amd-epyc-znver3-2c, 2026-11-28)."""
         kinds = {d.name: d.kind for d in self.devices}
-        if kinds[self.host] != "cpu" or kinds[self.acc] != "cpu" or len(op.outputs) != 1:
-            return False
-        x = op.outputs[0]
-        return all(view_offset(self.sim.shape(x), x.ty.dtype, r) is not None for r in regions)
+        return len(op.outputs) == 1 and self.sim.written_in_place(op.outputs[0], regions,
+                                                                  [kinds[self.host], kinds[self.acc]])
 
     def ratio_candidates(self, op_id: str, dim: int) -> list[Split]:
         """One Split per distinct part size on the 0.01 grid (EOP Step 3)."""

@@ -210,6 +210,16 @@ class Simulator:
         rbytes = self.nbytes(x) * region.size / max(1, self.extent(x, region.axis))
         return self.comm_time("slice", rbytes, dev)
 
+    def written_in_place(self, x, regions, kinds) -> bool:
+        """Whether :func:`tvm_partition.passes.write_joins_in_place` can write the parts
+        ``regions`` of ``x`` into their join, the join and the parts on devices of ``kinds``: all
+        CPUs, each part an aligned block of ``x``, and ``x`` no view op's (the concat then reads
+        the view, which the pass leaves alone). The pass also wants each part read by the join
+        alone: :meth:`Run._in_place` sees the readers."""
+        if any(k != "cpu" for k in kinds) or any(self.g.ops[o].is_view for o in self.g.producers(x)):
+            return False
+        return all(view_offset(self.shape(x), x.ty.dtype, r) is not None for r in regions)
+
     def needs(self, op_id: str, region: Region) -> dict:
         """Input expr -> Region (None: whole) that the part ``region`` of the op reads."""
         key = (op_id, region)
@@ -302,7 +312,7 @@ class Run:
         self.parts: dict = {}  # value -> [(Region, device)]
         self.cache: set = set()
         self.read_parts: set = set()  # values whose parts something but their join read
-        self.in_place: dict = {}  # value -> (device, bytes): joined in place, no concat launched yet
+        self.in_place: dict = {}  # value -> (its join's task index, bytes): joined in place, no concat launched yet
         self.op_us: dict = {}
         self.op_sources: dict = {}
         self.journal: list = []  # undo steps, for planners trying decisions (:meth:`mark`, :meth:`rollback`)
@@ -411,11 +421,8 @@ class Run:
         no part read by anything but the join so far (a reader after the join:
         :meth:`_part_read`)."""
         kind = self.clock.kind
-        if x in self.read_parts or kind[dev] != "cpu" or any(kind[d] != "cpu" for _, d in parts):
-            return False
-        if any(self.s.g.ops[o].is_view for o in self.s.g.producers(x)):
-            return False
-        return all(view_offset(self.s.shape(x), x.ty.dtype, r) is not None for r, _ in parts)
+        return x not in self.read_parts and self.s.written_in_place(
+            x, [r for r, _ in parts], [kind[dev]] + [kind[d] for _, d in parts])
 
     def _part_read(self, x) -> None:
         """A part of ``x`` read by something but its join: the pass keeps that join's concat (a
