@@ -51,6 +51,10 @@ class Region:
     def size(self) -> int:
         return self.hi - self.lo
 
+    def covers(self, other: "Region") -> bool:
+        """Whether ``other`` lies within this region (the same axis)."""
+        return self.axis == other.axis and self.lo <= other.lo and other.hi <= self.hi
+
 
 #: TVM's ``kAllocAlignment`` (bytes): ``vm.builtin.ensure_zero_offset`` turns a view at a multiple
 #: of it into a tensor by moving the data pointer (CPU and CUDA), at any other offset it copies;

@@ -147,7 +147,7 @@ class _Emitter:
             raise IllegalSplit(f"value {getattr(orig, 'name', orig)} was used before it was computed")
         view = orig not in self.static_vars  # a weight's slices run at load time: sliced
         for r, pdev, e in parts:
-            if r.axis == region.axis and r.lo <= region.lo and region.hi <= r.hi:
+            if r.covers(region):
                 piece = e if r == region else self.slice(e, region, offset=r.lo, view=view)
                 return piece if pdev == dev else self.move(piece, dev)
         if dev in whole:
@@ -166,8 +166,7 @@ class _Emitter:
         if isinstance(orig, Constant) or region is None:
             self.get(orig, dev, region)
             return
-        covering = [(r, pdev) for r, pdev, _ in self.parts.get(orig, [])
-                    if r.axis == region.axis and r.lo <= region.lo and region.hi <= r.hi]
+        covering = [(r, pdev) for r, pdev, _ in self.parts.get(orig, []) if r.covers(region)]
         if covering:
             if covering[0][1] != dev:
                 self.get(orig, dev, region)  # sliced where the part is, then copied

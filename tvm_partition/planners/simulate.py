@@ -369,8 +369,7 @@ class Run:
         x = self.s.source(x)
         if not is_tensor(x) or (x not in self.whole and x not in self.parts):
             return  # a weight, constant or tuple: moved at load time / not a tensor copy
-        if region is not None and not joining and any(
-                r.axis == region.axis and r.lo <= region.lo and region.hi <= r.hi for r, _ in self.parts.get(x, [])):
+        if region is not None and not joining and any(r.covers(region) for r, _ in self.parts.get(x, [])):
             self._part_read(x)
         if not self._cache_add((x, region, dev)):
             return
@@ -397,7 +396,7 @@ class Run:
             return
         rbytes = nbytes * region.size / max(1, self.s.extent(x, region.axis))
         for r, pdev in parts:
-            if r.axis == region.axis and r.lo <= region.lo and region.hi <= r.hi:
+            if r.covers(region):
                 if r != region:
                     self._slice(pdev, x, region, r)
                 if pdev != dev:
@@ -456,8 +455,7 @@ class Run:
         if region is None or x not in self.whole and x not in self.parts:
             self.get(x, dev, region)
             return
-        covering = [pdev for r, pdev in self.parts.get(x, [])
-                    if r.axis == region.axis and r.lo <= region.lo and region.hi <= r.hi]
+        covering = [pdev for r, pdev in self.parts.get(x, []) if r.covers(region)]
         if covering:
             if covering[0] != dev:
                 self.get(x, dev, region)
