@@ -247,11 +247,17 @@ def test_profiled_cost_model_uses_patterns_where_profiled_and_xgboost_elsewhere(
     assert whole.source == "measured" and half.source == "pattern" and whole.us > 0 and half.us >= whole.us / 2
     between = cm.estimate(op, "cpu", (5, full[1]))  # batch 5 was not sampled (4, 8 were)
     assert between.source == "pattern" and between.us > 0
-    # an op never profiled (other shapes: another signature) goes to the regressor
+    # an op never profiled (other shapes: another signature) goes to the regressor, whose answer
+    # stands unless this machine's compute or memory floor is higher (for so small an op it can
+    # be: the floors come from the profile's noisy samples; CI on 2026-11-28 got "analytic")
+    from tvm_partition.ir.graph import op_signature
+
     other = OpGraph(mlp_model(batch=3, d_in=24, d_hidden=40).mod)
     unseen = next(o for o in other.ops.values() if o.kind == "matmul")
     est = cm.estimate(unseen, "cpu")
-    assert est.source == "xgboost" and est.us > 0 and math.isfinite(est.us)
+    answered = cm._xgb_whole[(op_signature(unseen), "cpu")]
+    assert math.isfinite(est.us) and est.us > 0 and est.us >= answered
+    assert est.source == ("xgboost" if est.us == answered else "analytic")
     assert cm.comm_time(0, "cpu", "cpu1") == 0 and cm.comm_time(1 << 20, "cpu", "cpu") == 0
     # two CPUs are one memory: builds copy nothing between them (passes.host_copies); the measured
     # copies still give the memory's bandwidth
