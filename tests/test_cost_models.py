@@ -55,6 +55,30 @@ def test_staircase_beats_linear_on_noisy_steps_and_fits_never_go_negative():
     assert "linear" in g.explain("batch") and "batch" in g.explain("batch")
 
 
+def test_the_hinge_follows_a_cache_cliff_and_a_filled_thread_pool_and_never_falls():
+    """Two slopes meeting at a sampled size, rising (a cache cliff) or falling (the parallel loop
+    fills the threads), recovered exactly; held-out sizes on either side predicted; the line the
+    other patterns would draw misses them."""
+    x = np.array([1, 2, 4, 8, 16, 32, 64, 128, 256, 512], dtype=float)
+    for a, b, c, k in ((10, 2, 20, 32), (5, 10, 1, 8)):
+        y = a + b * np.minimum(x, k) + c * np.maximum(x - k, 0)
+        f = patterns.fit(x, y)
+        assert f.pattern == "hinge" and f.params == pytest.approx((a, b, c, k), rel=1e-6)
+        true = a + b * min(48, k) + c * max(48 - k, 0)
+        assert f.predict(48) == pytest.approx(true, rel=1e-6)
+        eop = patterns.fit(x, y, patterns=("constant", "linear", "staircase"))
+        assert abs(eop.predict(48) / true - 1) > 0.25 and eop.cv_mape > f.cv_mape
+        assert "min(batch, " in f.explain("batch")
+        assert patterns.Fit.from_json(f.to_json()) == f
+    # fitted on noise, or on times that fall, it never predicts a larger size faster
+    rng = np.random.default_rng(1)
+    for y in (rng.uniform(5, 50, len(x)), 100 - x / 10):
+        params = patterns._fit_params("hinge", x, y)
+        grid = np.arange(1, 600)
+        assert min(params[:3]) >= 0 and np.all(np.diff(patterns.Fit("hinge", params, 0.0, len(x), (1, 512)).predict(grid)) >= 0)
+    assert patterns._fit_params("hinge", x[:3], x[:3]) is None  # three sizes: any two slopes pass through
+
+
 # ----------------------------------------------------------------------------- log
 def _op_rec(size, us, sig="matmul-x", dim=0, device="cpu"):
     return {"type": "op", "sig": sig, "kind": "matmul", "fused": "fused_matmul", "dim": dim, "dim_name": "batch",
@@ -270,6 +294,15 @@ def test_profiled_cost_model_uses_patterns_where_profiled_and_xgboost_elsewhere(
     reloaded = ProfiledCostModel(folder, devices)  # fits and regressors come from disk
     assert reloaded.estimate(op, "cpu1", (full[0], full[1] // 2)) == half
     assert reloaded.estimate(unseen, "cpu").us == pytest.approx(est.us, rel=1e-5)
+    # a fit saved under another set of patterns (a profile from before one was added) is refitted
+    with open(paths[-1], encoding="utf-8") as fh:
+        saved = json.load(fh)
+    for v in saved.values():
+        v["fit"] = dict(v["fit"], pattern="constant", params=[1e6])
+        del v["patterns"]
+    with open(paths[-1], "w", encoding="utf-8") as fh:
+        json.dump(saved, fh)
+    assert ProfiledCostModel(folder, devices).estimate(op, "cpu1", (full[0], full[1] // 2)) == half
 
 
 def test_tuned_sizes_are_answered_exactly_and_patterns_fit_the_default_schedule(tmp_path):

@@ -269,7 +269,9 @@ class ProfiledCostModel(CostModel):
         if key not in self._fits:
             pts = sorted(pts)
             cached = self._cached.get(_fit_key(key))
-            if cached is not None and cached["points"] == pts:
+            # a fit saved under another set of patterns is fitted again (the points alone would
+            # keep a profile's fits from before the hinge pattern forever)
+            if cached is not None and cached["points"] == pts and cached.get("patterns") == list(patterns.PATTERNS):
                 self._fits[key] = patterns.Fit.from_json(cached["fit"])
             else:
                 self._fits[key] = patterns.fit(*zip(*pts)) if pts else None
@@ -285,7 +287,8 @@ class ProfiledCostModel(CostModel):
         for key, pts in self.series.items():
             f = self._fit(key, pts)
             if f is not None:
-                out[_fit_key(key)] = {"points": [list(p) for p in sorted(pts)], "fit": f.to_json()}
+                out[_fit_key(key)] = {"points": [list(p) for p in sorted(pts)], "fit": f.to_json(),
+                                      "patterns": list(patterns.PATTERNS)}
         path = os.path.join(self.folder, FITS_FILE)
         with open(path + ".tmp", "w", encoding="utf-8") as fh:
             json.dump(out, fh)
