@@ -230,6 +230,31 @@ def test_the_size_grid_samples_the_parts_builds_cut_and_no_smaller():
     assert max(size_grid(16, True)) > 16  # a batch axis: sizes above the model's too
 
 
+def test_a_sample_slower_than_a_larger_size_of_its_series_is_timed_again(profiled, tmp_path):
+    """A sample timed slow in both passes (as in a slow phase of the VM: 5x its series' largest
+    size) is found out of order and timed again by the next profile, which keeps the quicker time;
+    the profile times nothing else new."""
+    import shutil
+
+    from tvm_partition.cost_models.profiled import fit_records
+    from tvm_partition.profiling import profiler
+
+    folder, graph, devices, _ = profiled
+    copy = str(tmp_path / "machine")
+    shutil.copytree(folder, copy)
+    log = ProfileLog(copy)
+    first = next(r for r in log.ops("cpu") if r["kind"] == "matmul" and r["dim_name"] == "batch")
+    series = sorted(fit_records([r for r in log.ops("cpu") if r["sig"] == first["sig"] and r["dim"] == first["dim"]]),
+                    key=lambda r: int(r["size"]))
+    small, top = series[0], series[-1]
+    log.append(dict(small, mean_us=5 * top["mean_us"]))
+    assert sample_key(small) in profiler.out_of_order(ProfileLog(copy), {sample_key(r) for r in series})
+    assert sample_key(top) not in profiler.out_of_order(ProfileLog(copy), {sample_key(r) for r in series})
+    stats = profiler.profile([graph], devices, copy)
+    assert stats["total"] == 0 and stats["out_of_order"] >= stats["in_order"] >= 1
+    assert ProfileLog(copy).get(sample_key(small))["mean_us"] < top["mean_us"]
+
+
 def test_points_of_an_older_size_grid_are_dropped_when_the_log_is_compacted(profiled, tmp_path):
     """A size the grid no longer samples, timed under older schedules, goes; the same size timed
     under the current ones, a default-schedule sample and another model's series stay."""

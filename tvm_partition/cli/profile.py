@@ -148,7 +148,9 @@ def _profile(args, devices, folder) -> int:
     stats = profiler.profile_with_progress(graphs, devices, folder, schedules, args.budget_s, session, fingerprint, where,
                                            models=models)
     print(f"measured {stats['measured']} samples ({stats['retimed']} timed again, the quicker kept: "
-          f"{stats['quicker']} over {1 - profiler.QUICKER:.0%} quicker) in "
+          f"{stats['quicker']} over {1 - profiler.QUICKER:.0%} quicker; {stats['in_order']} of "
+          f"{stats['out_of_order']} slower than a larger size of their series in order after timing "
+          f"them again) in "
           f"{stats['seconds']:.0f} s, {stats['left']} left for a later "
           f"run, {stats['skipped']} sizes that cannot be built; models: {', '.join(stats['models'])}")
     return 0
