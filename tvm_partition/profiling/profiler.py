@@ -9,7 +9,9 @@ machine measured (:func:`import_results`). Both paths time the same kernels the 
 
 Rounds spread a time budget over every op (the issue: "samples are spread so the budget still
 covers every key op"): round 0 times every op of every model at its full size, heaviest first;
-later rounds add the halves, quarters... of each axis (:func:`samples.size_grid` order).
+later rounds add the halves, quarters... of each axis (:func:`samples.size_grid` order). Every
+sample is timed in two passes and keeps its quicker time (:data:`PASSES`); one still slower than
+a larger size of its series is timed again (:data:`OUT_OF_ORDER`).
 """
 
 from __future__ import annotations
@@ -355,8 +357,9 @@ def profile(graphs: list, devices: list, folder: str, schedules=None, budget_s: 
     order after being timed again).
 
     ``progress(event, what, seconds_left)``: ``event`` is ``total`` (``what``: the number of timings
-    to make, samples x passes, said once first), ``build`` (a round's kernels are being compiled) or
-    ``sample`` (``what`` is about to be timed). With an RPC ``session`` the kernels
+    to make, samples x passes, said once first), ``build`` (a round's kernels are being compiled),
+    ``retime`` (``what`` samples out of order are about to be timed again) or ``sample`` (``what``
+    is about to be timed). With an RPC ``session`` the kernels
     are timed on that machine (see :func:`timing.run_bundle`), whose ``fingerprint`` the records
     carry."""
     log = ProfileLog(folder)
