@@ -426,20 +426,25 @@ def out_of_order(log: ProfileLog, keys: set) -> set:
 
 def _retime_out_of_order(graphs, devices, log, stamp, schedules, root, deadline, progress, fingerprint, stats) -> None:
     """Time the samples :func:`out_of_order` finds again, up to :data:`RETIMES` times, each keeping
-    its quickest; ``stats`` gains ``out_of_order`` (found) and ``in_order`` (of those, in order after)."""
+    its quickest; ``stats`` gains ``out_of_order`` (found) and ``in_order`` (of those, in order after).
+    Their kernels are built once: a later round times, of the same bundles, those still out of order."""
     every = {sample_key(p.record): p for p in pending_samples(graphs, devices, None, stamp) if p.make is not None}
     found = suspects = out_of_order(log, set(every))
-    for n in range(RETIMES):
+    bundles = []
+    for _ in range(RETIMES):
         if not suspects or (deadline is not None and time.monotonic() > deadline):
             break
         if progress:
             progress("retime", len(suspects), None)
-        batch = [every[k] for k in sorted(suspects)]
-        for start in range(0, len(batch), CHUNK):
-            tmp = os.path.join(root, f"retime-{n}-{start}")
-            spec = write_bundle(tmp, batch[start:start + CHUNK], schedules)
+        if not bundles:
+            batch = [every[k] for k in sorted(suspects)]
+            for start in range(0, len(batch), CHUNK):
+                tmp = os.path.join(root, f"retime-{start}")
+                bundles.append((tmp, write_bundle(tmp, batch[start:start + CHUNK], schedules)))
+        for tmp, spec in bundles:
+            in_order = {sid for sid, rec in spec["records"].items() if sample_key(rec) not in suspects}
             _time(tmp, spec, progress, deadline, None, fingerprint,
-                  lambda res, spec=spec: _keep_quicker(log, result_record(spec["records"], res)))
+                  lambda res, spec=spec: _keep_quicker(log, result_record(spec["records"], res)), done=in_order)
         suspects = out_of_order(log, suspects)
     stats["out_of_order"], stats["in_order"] = len(found), len(found - suspects)
 
@@ -450,9 +455,9 @@ def _passes(session, passes: int = PASSES) -> int:
     return 1 if session is not None else passes
 
 
-def _time(bundle: str, spec: dict, progress, deadline, session, fingerprint, on_result) -> int:
-    """Time a bundle's samples (:func:`timing.run_bundle`), reporting each to ``progress`` and
-    stopping at ``deadline``; returns how many were timed."""
+def _time(bundle: str, spec: dict, progress, deadline, session, fingerprint, on_result, done=None) -> int:
+    """Time a bundle's samples but those of ``done`` (:func:`timing.run_bundle`), reporting each to
+    ``progress`` and stopping at ``deadline``; returns how many were timed."""
     count = [0]
 
     def on_sample(sid):
@@ -469,7 +474,8 @@ def _time(bundle: str, spec: dict, progress, deadline, session, fingerprint, on_
         on_result(res)
 
     try:
-        timing.run_bundle(bundle, None, progress=on_sample, session=session, fingerprint=fingerprint, on_result=counted)
+        timing.run_bundle(bundle, None, done, progress=on_sample, session=session, fingerprint=fingerprint,
+                          on_result=counted)
     except _BudgetSpent:
         pass
     return count[0]
