@@ -293,3 +293,43 @@ def test_the_kit_compiles_for_the_lowest_level_the_gpu_machines_reported(tmp_pat
         folder.mkdir(parents=True)
         (folder / "facts-1.json").write_text(json.dumps({"step": 1} | ({"cpu_level": level} if level else {})))
     assert gpu_kit.recorded_cpu_level(str(tmp_path)) == expected
+
+
+def test_checks_run_several_at_once_and_keep_the_kits_order(tmp_path, monkeypatch):
+    """run_checks runs CHECK_WORKERS checks at a time (they time nothing), each child with the
+    machine's cores shared out; checks.json lists them in the kit's order whatever order they end
+    in, and a check the deadline stops is left out, not reported failed."""
+    import threading
+    import time
+
+    running, peak, lock, envs = [0], [0], threading.Lock(), []
+    slow = {"c0": 0.3, "c1": 0.05, "c2": 0.2, "c3": 0.05, "c4": 0.1, "late": 30.0}
+
+    def fake_bounded(cmd, env, deadline, say=None):
+        cid = cmd[cmd.index("check") + 1]
+        with lock:
+            running[0] += 1
+            peak[0] = max(peak[0], running[0])
+            envs.append(env.get("TVM_NUM_THREADS"))
+        try:
+            if time.monotonic() + slow[cid] > deadline:
+                time.sleep(max(0.0, deadline - time.monotonic()))
+                return None, ""
+            time.sleep(slow[cid])
+            return 0, json.dumps({"ok": True, "max_abs_err": 0.0, "tol": 1.0})
+        finally:
+            with lock:
+                running[0] -= 1
+
+    monkeypatch.setattr(there, "bounded", fake_bounded)
+    monkeypatch.setattr("tvm_partition.devices.usable_cpus", lambda: 16)
+    kit = {"parts": {"checks": {"checks": [{"id": c} for c in slow]}}}
+    lines = []
+    there.run_checks(str(tmp_path), kit, {"name": "checks"}, str(tmp_path), time.monotonic() + 2.0, {}, lines.append)
+    with open(tmp_path / "checks.json", encoding="utf-8") as f:
+        results = json.load(f)
+    assert [r["id"] for r in results] == ["c0", "c1", "c2", "c3", "c4"]  # the kit's order; 'late' left out
+    assert all(r["ok"] for r in results)
+    assert peak[0] == there.CHECK_WORKERS > 1
+    assert set(envs) == {str(16 // there.CHECK_WORKERS)}
+    assert any("1 of 6 left" in line for line in lines)

@@ -26,6 +26,7 @@ source that TVM compiles when it loads, through the ``tvm_callback_cuda_compile`
 from __future__ import annotations
 
 import argparse
+import concurrent.futures
 import json
 import os
 import re
@@ -46,6 +47,8 @@ WEIGHTS_JSON, WEIGHTS_NPZ = "weights.json", "weights.npz"
 CUDA_JSON = ".cuda-mode.json"
 #: A check runs one inference in a fresh process: loading, CUDA compilation and one run.
 CHECK_TIMEOUT_S = 120
+#: Checks run at once (each a process of its own with the machine's cores shared among them).
+CHECK_WORKERS = 4
 #: Seconds an artifact of a bench part may take (its fresh processes together).
 ROW_TIMEOUT_S = 150
 
@@ -332,23 +335,44 @@ def write_json(path: str, data) -> None:
 # --- parts -----------------------------------------------------------------------------------
 
 def run_checks(work: str, kit: dict, part: dict, out: str, deadline: float, env: dict, say) -> None:
-    """Each check in a fresh process (:func:`check`), results to ``checks.json`` after each."""
-    results = []
-    for c in kit["parts"][part["name"]]["checks"]:
-        rc, text = bounded(python() + [os.path.join(work, "there.py"), "check", c["id"], "--kit", work], env,
+    """Each check in a fresh process (:func:`check`), :data:`CHECK_WORKERS` at a time, results to
+    ``checks.json`` (in the kit's order) after each. Checks time nothing, so they may share the
+    machine: one took 5-9 s alone in the fifth GPU run (most of it one CPU thread loading the
+    artifact and compiling its CUDA kernels with NVRTC), and its 27 did not fit the 185 s of their
+    part one after another."""
+    from tvm_partition.devices import usable_cpus
+
+    checks = kit["parts"][part["name"]]["checks"]
+    workers = max(1, min(CHECK_WORKERS, len(checks)))
+    child = dict(env) if "TVM_NUM_THREADS" in env else \
+        dict(env, TVM_NUM_THREADS=str(max(1, usable_cpus() // workers)))
+    results: dict[int, dict] = {}
+    lock = threading.Lock()
+
+    def one(i: int, c: dict) -> None:
+        if deadline - time.monotonic() < 1:
+            return
+        rc, text = bounded(python() + [os.path.join(work, "there.py"), "check", c["id"], "--kit", work], child,
                            min(deadline, time.monotonic() + CHECK_TIMEOUT_S))
         if rc is None and time.monotonic() >= deadline - 1:
-            say(f"checks: out of time before {c['id']}")
-            break
+            say(f"checks: out of time in {c['id']}")
+            return
         res = _last_json(text) if rc == 0 else None
         if res is None:
             last = (text.strip().splitlines() or ["no output"])[-1][:300]
             res = {"ok": False, "error": "timed out" if rc is None else f"exit {rc}: {last}"}
-        results.append({"id": c["id"], **res})
-        write_json(os.path.join(out, "checks.json"), results)
+        with lock:
+            results[i] = {"id": c["id"], **res}
+            write_json(os.path.join(out, "checks.json"), [results[k] for k in sorted(results)])
         say(f"check {c['id']}: " + ("ok" if res.get("ok") else "FAILED") +
             (f" (max_abs_err {res['max_abs_err']:.3g}, tolerance {res['tol']:.3g})" if "max_abs_err" in res
              else f" ({res.get('error')})"))
+
+    with concurrent.futures.ThreadPoolExecutor(workers) as pool:
+        for f in [pool.submit(one, i, c) for i, c in enumerate(checks)]:
+            f.result()
+    if len(results) < len(checks):
+        say(f"checks: {len(checks) - len(results)} of {len(checks)} left at the part's deadline")
 
 
 def run_bench(work: str, kit: dict, part: dict, out: str, deadline: float, env: dict, say) -> None:
