@@ -959,3 +959,28 @@ def test_a_bundle_puts_last_the_samples_every_machine_it_may_run_on_has_timed(tm
     assert keys(got[-1]) == first[3:] + first[:3]
     profiler.export_bundle(str(tmp_path), [graph], devices, timed=(log, ProfileLog(str(tmp_path / "other"))))
     assert keys(got[-1]) == first
+
+
+def test_a_whole_op_timed_on_several_series_is_priced_at_its_quickest(tmp_path):
+    """An op's series along each axis end at the same kernel, the whole op; a bundle's first
+    sample can read several times its steady time (the H200 host's BERT-tiny FFN matmul: 2,344 us
+    on its batch series, 366-370 on the others). The whole op is priced at the quickest of its
+    timings, and the slow one no longer bends its series' fit."""
+    from tvm_partition.ir.graph import op_signature
+
+    graph = OpGraph(mlp_model(batch=16).mod)
+    op = next(o for o in graph.ops.values() if o.kind == "matmul" and {0, 1} <= set(o.split_dims))
+    full = tuple(op.output_shapes[-1])
+    log = ProfileLog(str(tmp_path))
+    for dim, cold in ((0, 10.0), (1, 1.0)):  # the whole op timed 10x slow on its first series only
+        n = full[dim]
+        for size in (n // 4, n // 2, n):
+            shape = [size if d == dim else x for d, x in enumerate(full)]
+            log.append(dict(_op_rec(size, 16.0 * size / n * (cold if size == n else 1.0), sig=op_signature(op),
+                                    dim=dim), shape=shape, full=n, full_shape=list(full), transfer=True,
+                            schedule="transferred"))
+    cm = ProfiledCostModel(str(tmp_path))
+    assert cm.op_time(op, "cpu") == pytest.approx(16.0)  # 160 before: the first series' whole op
+    half = [full[0] // 2 if d == 0 else x for d, x in enumerate(full)]
+    assert cm.op_time(op, "cpu", tuple(half)) == pytest.approx(8.0)  # its half, as timed
+    assert cm.fit(op_signature(op), "cpu", 0).predict(full[0] * 3 // 4) < 16.0  # the fit through 8 and 16
