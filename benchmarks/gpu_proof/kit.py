@@ -23,7 +23,9 @@ own product on a lent machine (the device tool's limits, this checkout's ``bench
 * ``parts/profile``: ``profile --export-bundle`` of the ``bench --quick`` models (whole ops and halves;
   what the profiles of the GPU machines earlier kits ran on hold goes last: :func:`gpu_proof_logs`);
 * ``parts/variants``: a bundle in the profile's format of every convolution and matmul of
-  ``Config.variants``, whole, under each dlight rule that schedules it (:func:`variants_bundle`);
+  ``Config.variants``, whole, under each dlight rule that schedules it (:func:`variants_bundle`;
+  only where the plan's steps name the part: the GPU kit's have not since the sixth run, the rule
+  choice being unchanged since the fourth timed all 119);
 * ``site/``: the runtime-only TVM for the GPU machine's Python (``deploy``'s, for ``--python 3.12``).
 
 CPU kernels are compiled for an x86-64 level (``--target-cpu``), not a named CPU: the GPU machine
