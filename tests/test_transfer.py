@@ -343,6 +343,27 @@ def test_transfer_falls_back_to_the_next_candidate_and_then_to_the_default():
     assert transfer.transfer(cv, TARGET, TransferIndex([good])) is None  # no source of that computation
 
 
+def test_a_replay_without_a_parallel_loop_gives_way_to_one_with_it():
+    """A record whose outer tiles are all 1 replays with no parallel loop (BERT-tiny's attention
+    scores took such a record of a 2-core machine and did not scale to 16 threads); a later
+    candidate with a parallel loop is taken before it, and it is taken where none has one or
+    where the target has one core."""
+    mm = matmul(32, 64, 64)
+    serial_src = source(mm, matmul_trace(mm, ti=(1, 32), tj=(1, 4, 16)), gflops=100.0, label="serial")
+    parallel_src = source(mm, matmul_trace(mm), gflops=1.0, label="parallel")
+    recipient = matmul(32, 64, 48)
+    index = TransferIndex([serial_src, parallel_src])
+    assert [s.label for s in index.candidates(recipient, TARGET)] == ["serial", "parallel"]
+    assert not transfer.has_parallel(replay(recipient, serial_src.trace, serial_src.blocks, TARGET))
+    moved = transfer.transfer(recipient, TARGET, index)
+    assert moved.source.label == "parallel" and transfer.has_parallel(moved.func)
+    np.testing.assert_allclose(run(moved.func), run(recipient["main"]), rtol=1e-5, atol=1e-5)
+    assert transfer.transfer(recipient, TARGET, TransferIndex([serial_src])).source.label == "serial"
+    one_core = tvm.target.Target({"kind": "llvm", "num-cores": 1})
+    assert not transfer.wants_parallel(recipient, one_core)
+    assert transfer.transfer(recipient, one_core, index).source.label == "serial"
+
+
 def test_candidates_prefer_the_nearest_shape():
     near, far = matmul(32, 64, 64), matmul(512, 512, 512)
     srcs = [source(far, matmul_trace(far, (64, 8), (8, 4, 16), (128, 4)), gflops=99.0, label="far"),

@@ -31,7 +31,9 @@ shape-specific parts are the tile sizes it sampled, so it carries over:
    the extent-1 window loops drop out of ``sample_compute_location``'s candidates; DESIGN.md);
    a CPU kernel too small for the thread pool to pay gets no parallel loop (:data:`SERIAL_FLOPS`).
 3. **Check.** A replay that raises, or a postprocessor that rejects the result, moves on to the
-   next candidate; with none left the kernel keeps the default schedule (:func:`transfer`).
+   next candidate; with none left the kernel keeps the default schedule (:func:`transfer`). A
+   replay with no parallel loop where the kernel is large enough for one gives way to a later
+   candidate that has one (a record tuned on 2 cores may be serial).
 
 Measured on the build machine (DESIGN.md, "found since"): replayed onto seven unseen shapes (1x1 and
 3x3 convolutions of ResNet-50 size, BERT-base matmuls) a ResNet-18 and a BERT-tiny record were
@@ -625,13 +627,43 @@ def shape_distance(a: tuple[Block, ...], b: tuple[Block, ...]) -> tuple[int, flo
 
 def transfer(kmod: tvm.IRModule, target, index: TransferIndex, tries: int = MAX_TRIES) -> Transferred | None:
     """The first candidate of ``index`` whose trace replays onto ``kmod`` (:func:`replay`), or
-    None: the kernel keeps its default schedule."""
+    None: the kernel keeps its default schedule. A replay with no parallel loop where the kernel
+    wants one (:func:`wants_parallel`) is taken only where no later candidate has one. Why: a
+    record tuned on 2 cores may run serially; BERT-tiny's attention scores (Q x K^T, scaled, 67
+    MFLOP) took the Intel build machine's record of exactly its shape, one serial loop nest, before
+    the Zen 3's parallel one (64 blocks), and on the H200 host's 16 cores ran 2,295 us a run at 2
+    threads and 2,547 at 16, 54% of BERT-tiny's kernel time there (2026-11-28, the sixth GPU run)."""
+    serial_one = None
     for src in index.candidates(kmod, target)[:tries]:
         try:
-            return Transferred(replay(kmod, src.trace, src.blocks, target), src)
+            got = Transferred(replay(kmod, src.trace, src.blocks, target), src)
         except TransferError:
             continue
-    return None
+        if not wants_parallel(kmod, target) or has_parallel(got.func):
+            return got
+        serial_one = serial_one or got
+    return serial_one
+
+
+def wants_parallel(kmod: tvm.IRModule, target) -> bool:
+    """A CPU kernel of a target with several cores, large enough for the pool (:func:`serial`)."""
+    return target.kind.name == "llvm" and int(target.attrs.get("num-cores", 1)) > 1 and not serial(kmod, target)
+
+
+def has_parallel(func: tvm.tirx.PrimFunc) -> bool:
+    """Whether ``func``'s loop nest has a parallel loop."""
+    todo = [func.body]
+    while todo:
+        s = todo.pop()
+        if isinstance(s, tvm.tirx.For) and s.kind == tvm.tirx.ForKind.PARALLEL:
+            return True
+        if isinstance(s, tvm.s_tir.SBlockRealize):
+            todo.append(s.block.body)
+        elif hasattr(s, "seq"):
+            todo.extend(s.seq)
+        elif hasattr(s, "body"):
+            todo.append(s.body)
+    return False
 
 
 def inner_tile(tiles: list[int]) -> int:

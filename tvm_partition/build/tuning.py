@@ -712,8 +712,10 @@ class Schedules:
 #: :data:`tvm_partition.build.templates.GEMV_VECTORS`), 23 vectorises 1x1 stride-1 convolutions
 #: along their pixels (:func:`tvm_partition.build.templates._pointwise_plan`), 24 leaves to the
 #: channel-vector template the 1x1s whose input planes are a multiple of 4 KiB or whose tile would
-#: hold fewer than 3 vectors (:data:`tvm_partition.build.templates.ALIASED_PLANE_BYTES`).
-TRANSFER_RULES = 24
+#: hold fewer than 3 vectors (:data:`tvm_partition.build.templates.ALIASED_PLANE_BYTES`), 25 takes
+#: a replay with no parallel loop only where no other candidate has one
+#: (:func:`tvm_partition.build.transfer.transfer`).
+TRANSFER_RULES = 25
 
 
 def open_schedules(path: str | None, transfer: bool = True) -> Schedules:
