@@ -396,20 +396,24 @@ def _apply(sch, trace, decide) -> None:
     trace.apply_to_schedule(sch, remove_postproc=True, decision_provider=decide)
 
 
-def _realize(stmt, name: str):
-    """The ``SBlockRealize`` of block ``name`` in the loop nest ``stmt``, or None."""
+def _walk(stmt):
+    """Every statement of the loop nest ``stmt``, the blocks' bodies included (depth first)."""
     todo = [stmt]
     while todo:
         s = todo.pop()
+        yield s
         if isinstance(s, tvm.s_tir.SBlockRealize):
-            if s.block.name_hint == name:
-                return s
             todo.append(s.block.body)
         elif hasattr(s, "seq"):
             todo.extend(s.seq)
         elif hasattr(s, "body"):
             todo.append(s.body)
-    return None
+
+
+def _realize(stmt, name: str):
+    """The ``SBlockRealize`` of block ``name`` in the loop nest ``stmt``, or None."""
+    blocks = (s for s in _walk(stmt) if isinstance(s, tvm.s_tir.SBlockRealize))
+    return next((s for s in blocks if s.block.name_hint == name), None)
 
 
 #: The largest accumulator tile (elements) :func:`local_accumulator` moves to a stack buffer: a
@@ -652,18 +656,7 @@ def wants_parallel(kmod: tvm.IRModule, target) -> bool:
 
 def has_parallel(func: tvm.tirx.PrimFunc) -> bool:
     """Whether ``func``'s loop nest has a parallel loop."""
-    todo = [func.body]
-    while todo:
-        s = todo.pop()
-        if isinstance(s, tvm.tirx.For) and s.kind == tvm.tirx.ForKind.PARALLEL:
-            return True
-        if isinstance(s, tvm.s_tir.SBlockRealize):
-            todo.append(s.block.body)
-        elif hasattr(s, "seq"):
-            todo.extend(s.seq)
-        elif hasattr(s, "body"):
-            todo.append(s.body)
-    return False
+    return any(isinstance(s, tvm.tirx.For) and s.kind == tvm.tirx.ForKind.PARALLEL for s in _walk(func.body))
 
 
 def inner_tile(tiles: list[int]) -> int:
