@@ -25,24 +25,24 @@ SETTINGS = {"lstm": {"seq_len": 10, "batch": 16}, "gru": {"seq_len": 10, "batch"
 def changed(graph, schedules, target):
     """``(op, kernel module, old (label, func), new Transferred)`` for every op the rule changes."""
     from tvm_partition.build import transfer as T
-    from tvm_partition.profiling.samples import lower_sample, sample_function, shape_of
+    from tvm_partition.build.align import kernel_of
 
     seen = set()
     for op in graph.ops.values():
-        if op.is_view or op.fused_name in seen:  # a model's layers repeat their kernels
+        if op.is_view or not op.split_dims or op.fused_name in seen:  # a model's layers repeat their kernels
             continue
         seen.add(op.fused_name)
-        for _, kmod in lower_sample(sample_function(graph, op, 0, shape_of(op.primary)[0])):
-            old = None
-            for c in schedules.index.candidates(kmod, target)[:T.MAX_TRIES]:
-                try:
-                    old = (c.label, T.replay(kmod, c.trace, c.blocks, target))
-                    break
-                except T.TransferError:
-                    continue
-            new = T.transfer(kmod, target, schedules.index)
-            if old is not None and new is not None and old[0] != new.source.label:
-                yield op, kmod, old, new
+        kmod = kernel_of(graph, op)
+        old = None
+        for c in schedules.index.candidates(kmod, target)[:T.MAX_TRIES]:
+            try:
+                old = (c.label, T.replay(kmod, c.trace, c.blocks, target))
+                break
+            except T.TransferError:
+                continue
+        new = T.transfer(kmod, target, schedules.index)
+        if old is not None and new is not None and old[0] != new.source.label:
+            yield op, kmod, old, new
 
 
 def main(argv=None) -> int:
@@ -52,7 +52,8 @@ def main(argv=None) -> int:
     from tvm_partition import frontend
     from tvm_partition.build import transfer as T
     from tvm_partition.build.tuning import open_schedules, tuning_target
-    from tvm_partition.devices import database_dir, parse_devices
+    from tvm_partition.cost_models.timing import random_tensor
+    from tvm_partition.devices import database_dir, parse_devices, use_cpu_threads
     from tvm_partition.ir.graph import OpGraph
 
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -60,6 +61,8 @@ def main(argv=None) -> int:
     ap.add_argument("--rounds", type=int, default=9)
     ap.add_argument("--models", default="bert-tiny,resnet18")
     args = ap.parse_args(argv)
+    if "TVM_NUM_THREADS" not in os.environ:  # the pool a build's runner gets (TVM's default: half the CPUs)
+        use_cpu_threads()
     schedules = open_schedules(database_dir(None))
     target = tuning_target(parse_devices("cpu", cpu_mcpu=args.mcpu)[0])
     build_target = tvm.target.Target(dict(target.export()))
@@ -68,8 +71,7 @@ def main(argv=None) -> int:
         graph = OpGraph(frontend.load(name, seed=0, **SETTINGS[name]).mod)
         for op, kmod, (old_label, old_func), new in changed(graph, schedules, target):
             rng = np.random.default_rng(0)
-            tensors = [tvm.runtime.tensor(rng.standard_normal([int(x) for x in b.shape]).astype("float32"), cpu)
-                       for b in kmod["main"].params]
+            tensors = [random_tensor([int(x) for x in b.shape], str(b.dtype), cpu, rng) for b in kmod["main"].params]
             libs, outs, times = {}, {}, {"old": [], "new": []}
             for key, func in (("old", old_func), ("new", new.func)):
                 libs[key] = tvm.compile(tvm.IRModule({"main": func}), target=build_target).jit()
