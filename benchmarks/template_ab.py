@@ -3,15 +3,19 @@ schedule a build gives it (a hand-written template where one applies) and with t
 would get without the templates (its tuning record, a transferred record or TVM's default).
 
     python benchmarks/template_ab.py pool resnet18 build/onnx_light/light_vgg19_seed0.onnx
+    python benchmarks/template_ab.py layer_norm bert-tiny --batch 1,2,4,8,16,32 --rounds 9   # parts of a split too
 
 It is how a template earns its place (BENCHMARKS.md, "Pooling"): the kernels it takes over, each
-against what they ran before, on this machine's thread pool.
+against what they ran before, on this machine's thread pool. ``--rounds N`` times both N times,
+alternating which goes first, and prints the medians (on a VM whose speed drifts, a single reading
+of each can be 1.5x off).
 """
 
 from __future__ import annotations
 
 import argparse
 import os
+import statistics
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -21,7 +25,10 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("pattern", help="a part of the kernels' fused names, e.g. pool")
     ap.add_argument("models", nargs="+", help="zoo names (default settings) or .onnx paths")
+    ap.add_argument("--batch", help="comma-separated batch sizes to load the models at (default: theirs)")
+    ap.add_argument("--rounds", type=int, default=1, help="alternating timings of both, medians printed (default 1)")
     args = ap.parse_args(argv)
+    batches = [{"batch": int(b)} for b in args.batch.split(",")] if args.batch else [{}]
 
     from tvm_partition import frontend
     from tvm_partition.build.align import kernel_of
@@ -35,8 +42,8 @@ def main(argv=None) -> int:
     print(f"{'model':26} {'kernel':16} {'main block extents':30} {'without':>9} {'with':>9}  "
           f"schedules without / with ({threads} threads, us)")
     seen, total = set(), [0.0, 0.0]
-    for model in args.models:
-        graph = OpGraph(frontend.load(model, seed=0).mod)
+    for model, settings in ((m, b) for m in args.models for b in batches):
+        graph = OpGraph(frontend.load(model, seed=0, **settings).mod)
         # fresh per model, as a build's: a Schedules replays a kernel scheduled before that differs
         # in one axis (a split's whole op), and another model's kernel would pass for one
         built, records = open_schedules(database_dir(None)), open_schedules(database_dir(None))
@@ -49,11 +56,16 @@ def main(argv=None) -> int:
             if blocks in seen:
                 continue
             seen.add(blocks)
-            times, labels = [], []
+            funcs, labels = [], []
             for schedules in (records, built):
                 func, label = schedules.schedule(kmod, target)
-                times.append(time_kernel(func or kmod["main"], target))
+                funcs.append(func or kmod["main"])
                 labels.append(label.split(" (")[0].split(" from")[0])
+            rounds = [[], []]
+            for r in range(args.rounds):
+                for i in (0, 1) if r % 2 == 0 else (1, 0):
+                    rounds[i].append(time_kernel(funcs[i], target))
+            times = [statistics.median(t) for t in rounds]
             total = [total[0] + times[0], total[1] + times[1]]
             extents = "x".join(str(e) for e in max(blocks, key=lambda b: len(b.extents)).extents)
             print(f"{os.path.basename(model)[:26]:26} {op.fused_name[:16]:16} {extents:30} {times[0]:9.1f} "

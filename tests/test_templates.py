@@ -245,6 +245,41 @@ def test_a_softmax_whose_rows_hold_no_whole_vector_keeps_its_schedule():
     assert templates.label(softmax((2, 3, 7)), TARGET) is None
 
 
+def layer_norm(shape, axes=(-1,)):
+    def build():
+        x = relax.Var("x", relax.TensorType(shape, "float32"))
+        norm = [shape[a] for a in axes]
+        gamma = relax.Var("gamma", relax.TensorType(norm, "float32"))
+        beta = relax.Var("beta", relax.TensorType(norm, "float32"))
+        return [x, gamma, beta], relax.op.nn.layer_norm(x, gamma, beta, axes=list(axes))
+
+    return kernel(build)
+
+
+@pytest.mark.parametrize("shape", [
+    (4, 128, 128),  # BERT-tiny's, 4 of its 16 sequences: 65,536 outputs
+    (3, 512, 48),  # 48: 8-lane vectors where 16 do not divide
+    (1, 2048, 36),  # 36: 4-lane vectors
+])
+def test_the_layer_norm_template_computes_what_the_default_schedule_computes(shape):
+    kmod = layer_norm(shape)
+    assert templates.label(kmod, TARGET) == templates.LAYER_NORM_LABEL
+    text = templates.schedule(kmod, TARGET).script()
+    # one parallel loop over the rows, partial sums in vectors (not the record's loop a block)
+    assert text.count("T.parallel") == 1 and "_rf" in text and "T.vectorized" in text
+    np.testing.assert_allclose(run(templates.schedule(kmod, TARGET)), run(kmod["main"]), rtol=1e-4, atol=1e-5)
+
+
+@pytest.mark.parametrize("shape,axes", [
+    ((2, 128, 128), (-1,)),  # 32,768 outputs: below MIN_MOVED_ELEMENTS, the record's serial replay was quicker
+    ((128, 128, 4), (-1,)),  # a row of one vector (the test target's lanes: 4)
+    ((64, 128, 13), (-1,)),  # no whole vector in a row
+    ((16, 64, 64), (-2, -1)),  # over two axes
+])
+def test_layer_norms_the_template_does_not_fit_keep_their_schedule(shape, axes):
+    assert templates.label(layer_norm(shape, axes), TARGET) is None
+
+
 def test_a_build_packs_the_weights_once_at_load_and_matches_the_unpartitioned_model(tmp_path):
     model = frontend.load("resnet18", **SMALL["resnet18"])
     compiled = compile_model(model, parse_devices("cpu,cpu"), "equal", tuning_db=str(tmp_path / "no-database"))

@@ -82,6 +82,12 @@ a stride-2 96-channel one 649 -> 229 us (BENCHMARKS.md); on 14- and 7-wide maps,
 Softmax over the last axis (``topi.nn.fast_softmax``, :mod:`tvm_partition.ir.fastmath`): each row
 in parallel, its maximum and sum accumulated in vector lanes and combined, its exponentials and
 division vectorised (:func:`_schedule_softmax`: BERT-tiny's attention softmax 493 -> 75 us).
+Layer norm over the last axis (TOPI's ``layer_norm``) the same way, from :data:`MIN_MOVED_ELEMENTS`
+outputs (:func:`_schedule_layer_norm`). Why: the one record of it (BERT-tiny's, tuned at batch 16)
+runs five parallel loops a call, one per block, each waking the thread pool: replayed at 4, 8 and
+32 sequences it ran 1.3-1.5x this template's time alone, and at its own shape, quicker alone
+(46 us against 61), it ran 1.2-1.3x the template's time in the model (107-124 us a call against
+82-101, ``run --kernels``; 2 Zen 3 threads, 2026-11-29), so the template outranks it there too.
 
 Max and average pooling (TOPI's ``pool_max``, ``pool_sum`` + ``pool_avg``, NCHW), global ones
 excepted: the channels in parallel, each output row's padded input rows computed under it
@@ -118,6 +124,7 @@ ELEMENTWISE_LABEL = "template (element-wise, parallel and vectorised)"
 INLINED_LABEL = "template (element-wise, inlined, serial)"
 GROUP_LABEL = "template (grouped convolution, vectorised along the rows)"
 SOFTMAX_LABEL = "template (softmax, rows in parallel, vectorised reductions)"
+LAYER_NORM_LABEL = "template (layer norm, rows in parallel, vectorised reductions)"
 POOL_LABEL = "template (pooling, channels in parallel, padding per row)"
 MATMUL_LABEL = "template (matmul, packed weights)"
 POINTWISE_LABEL = "template (1x1 convolution, vectorised along the pixels)"
@@ -606,6 +613,8 @@ def templated(kmod: tvm.IRModule, target) -> tuple[tvm.tirx.PrimFunc, str] | Non
         func, name = _schedule_group(kmod, group), GROUP_LABEL
     elif (lanes := _softmax_lanes(kmod, target)) is not None:
         func, name = _schedule_softmax(kmod, lanes), SOFTMAX_LABEL
+    elif (norm := _layer_norm_plan(kmod, target)) is not None:
+        func, name = _schedule_layer_norm(kmod, *norm), LAYER_NORM_LABEL
     elif (pool := _pool_nest(kmod, target)) is not None:
         func, name = _schedule_pool(kmod, pool), POOL_LABEL
     else:
@@ -789,10 +798,42 @@ def _softmax_lanes(kmod: tvm.IRModule, target) -> int | None:
     if tuple(b.name_hint for b in blocks) != SOFTMAX_BLOCKS:
         return None
     row = blocks[-1].iter_vars[-1].dom.extent
-    if not isinstance(row, tvm.tirx.IntImm):
-        return None
+    return _row_lanes(int(row), target) if isinstance(row, tvm.tirx.IntImm) else None
+
+
+def _row_lanes(row: int, target) -> int | None:
+    """The widest vector (the register's, 8 or 4 lanes) of which a row of ``row`` elements holds a
+    whole number, None where none does."""
     widest, _ = vector_lanes(target)
-    return next((n for n in (widest, 8, 4) if n <= widest and int(row) % n == 0), None)
+    return next((n for n in (widest, 8, 4) if n <= widest and row % n == 0), None)
+
+
+def _partial_sums(sch, names, lanes: int) -> dict:
+    """``{name: rfactor block}``: each reduction block of ``names`` (over its innermost loop) as
+    ``lanes`` partial results, combined after."""
+    partial = {}
+    for name in names:
+        _, k_i = sch.split(sch.get_loops(sch.get_sblock(name))[-1], [None, lanes])
+        partial[name] = sch.rfactor(k_i, len(sch.get_loops(sch.get_sblock(name))) - 2)
+    return partial
+
+
+def _rows_in_parallel(sch, out: str, under: list, partial: dict):
+    """Block ``out``'s rows (every loop but its innermost, fused) in parallel and its rows
+    vectorised; the blocks ``under`` (consumers first; None skipped) computed under each row; the
+    ``partial`` sums' lanes vectorised innermost. Returns the row loop."""
+    norm = sch.get_sblock(out)
+    row = sch.fuse(*sch.get_loops(norm)[:-1])
+    sch.parallel(row)
+    sch.vectorize(sch.get_loops(norm)[-1])
+    for block in under:
+        if block is not None:
+            sch.compute_at(block, row)
+    for rf in partial.values():  # under the row: lanes, then the vectors: lanes innermost
+        k_i, k_o = sch.get_loops(rf)[-2:]
+        sch.reorder(k_o, k_i)
+        sch.vectorize(k_i)
+    return row
 
 
 def _schedule_softmax(kmod: tvm.IRModule, lanes: int) -> tvm.tirx.PrimFunc | None:
@@ -805,27 +846,56 @@ def _schedule_softmax(kmod: tvm.IRModule, lanes: int) -> tvm.tirx.PrimFunc | Non
     sch = tvm.s_tir.Schedule(tvm.IRModule({"main": kmod["main"]}))
     try:
         sch.compute_inline(sch.get_sblock("T_softmax_delta"))
-        partial = {}
         row_len = int(sch.get(sch.get_loops(sch.get_sblock("T_softmax_norm"))[-1]).extent)
         # a row of one vector has nothing to accumulate across vectors: its reductions stay as TVM
         # wrote them (split, the outer loop of extent 1 would vanish from the loop nest)
-        for name in ("T_softmax_maxelem", "T_softmax_expsum") if row_len > lanes else ():
-            k = sch.get_loops(sch.get_sblock(name))[-1]
-            _, k_i = sch.split(k, [None, lanes])
-            partial[name] = sch.rfactor(k_i, len(sch.get_loops(sch.get_sblock(name))) - 2)
-        norm = sch.get_sblock("T_softmax_norm")
-        row = sch.fuse(*sch.get_loops(norm)[:-1])
-        sch.parallel(row)
-        sch.vectorize(sch.get_loops(norm)[-1])
-        for block in (sch.get_sblock("T_softmax_expsum"), partial.get("T_softmax_expsum"), sch.get_sblock("T_fast_exp"),
-                      sch.get_sblock("T_softmax_maxelem"), partial.get("T_softmax_maxelem")):
-            if block is not None:
-                sch.compute_at(block, row)
+        partial = _partial_sums(sch, ("T_softmax_maxelem", "T_softmax_expsum") if row_len > lanes else (), lanes)
+        _rows_in_parallel(sch, "T_softmax_norm", [
+            sch.get_sblock("T_softmax_expsum"), partial.get("T_softmax_expsum"), sch.get_sblock("T_fast_exp"),
+            sch.get_sblock("T_softmax_maxelem"), partial.get("T_softmax_maxelem")], partial)
         sch.vectorize(sch.get_loops(sch.get_sblock("T_fast_exp"))[-1])
-        for rf in partial.values():  # under the row: lanes, then the vectors: lanes innermost
-            k_i, k_o = sch.get_loops(rf)[-2:]
-            sch.reorder(k_o, k_i)
-            sch.vectorize(k_i)
+    except tvm.s_tir.schedule.ScheduleError:
+        return None
+    return sch.mod["main"].with_attr("tirx.is_scheduled", True)
+
+
+def _layer_norm_plan(kmod: tvm.IRModule, target) -> tuple[int, tuple[str, ...]] | None:
+    """``(lanes, block names)`` of an llvm kernel of TOPI's layer norm over its last axis alone
+    (blocks ``<input>_sum``, ``<input>_mean``, ``<input>_var_sum``, ``T_layer_norm``) whose rows
+    hold more than one whole vector and whose outputs number at least :data:`MIN_MOVED_ELEMENTS`;
+    else None. Why the floor: below it the record's serial replay was as quick or quicker (BERT-tiny's
+    layer norm, each alone, 2 Zen 3 threads, 2026-11-29: 1 sequence of 128 x 128, 16,384 outputs,
+    4.3 us against the template's 5.9; 2 sequences 9.0-9.9 against 9.2-11.2)."""
+    if target.kind.name != "llvm":
+        return None
+    blocks = _root_blocks(kmod)
+    names = tuple(b.name_hint for b in blocks)
+    if (len(names) != 4 or not names[0].endswith("_sum") or names[1] != names[0][:-4] + "_mean"
+            or names[2] != names[0][:-4] + "_var_sum" or names[3] != "T_layer_norm"):
+        return None
+    if _iter_kinds(blocks[0]) != "S" * (len(blocks[0].iter_vars) - 1) + "R" or _iter_kinds(blocks[2]) != _iter_kinds(blocks[0]):
+        return None
+    extents = [v.dom.extent for v in blocks[3].iter_vars]
+    if not all(isinstance(e, tvm.tirx.IntImm) for e in extents) or math.prod(int(e) for e in extents) < MIN_MOVED_ELEMENTS:
+        return None
+    lanes = _row_lanes(int(extents[-1]), target)
+    return None if lanes is None or int(extents[-1]) <= lanes else (lanes, names)
+
+
+def _schedule_layer_norm(kmod: tvm.IRModule, lanes: int, names: tuple[str, ...]) -> tvm.tirx.PrimFunc | None:
+    """Every row in parallel, all of its work under its iteration (:func:`_schedule_softmax`'s
+    layout): the sum and the sum of squared deviations as ``lanes`` partial results each
+    (``rfactor``) accumulated in vectors, then combined, the mean inlined, the normalisation
+    vectorised. Partials of 2 and 4 vectors a row (16, 32 lanes) ran the same or slower, and
+    partials kept in ``local`` buffers 2-3x slower (BERT-tiny's layer norm at 1-16 sequences,
+    2 Zen 3 threads, 2026-11-29)."""
+    total, mean, var, norm_name = names
+    sch = tvm.s_tir.Schedule(tvm.IRModule({"main": kmod["main"]}))
+    try:
+        sch.compute_inline(sch.get_sblock(mean))
+        partial = _partial_sums(sch, (total, var), lanes)
+        _rows_in_parallel(sch, norm_name, [sch.get_sblock(var), partial[var], sch.get_sblock(total), partial[total]],
+                          partial)
     except tvm.s_tir.schedule.ScheduleError:
         return None
     return sch.mod["main"].with_attr("tirx.is_scheduled", True)

@@ -714,8 +714,9 @@ class Schedules:
 #: channel-vector template the 1x1s whose input planes are a multiple of 4 KiB or whose tile would
 #: hold fewer than 3 vectors (:data:`tvm_partition.build.templates.ALIASED_PLANE_BYTES`), 25 takes
 #: a replay with no parallel loop only where no other candidate has one
-#: (:func:`tvm_partition.build.transfer.transfer`).
-TRANSFER_RULES = 25
+#: (:func:`tvm_partition.build.transfer.transfer`), 26 schedules layer norms over the last axis by
+#: :mod:`tvm_partition.build.templates` (rows in parallel, from 65,536 outputs).
+TRANSFER_RULES = 26
 
 
 def open_schedules(path: str | None, transfer: bool = True) -> Schedules:
