@@ -337,7 +337,9 @@ def test_run_kernels_times_every_call(cli_results):
     names = [r[3] for r in rows]
     assert any(n.endswith("_llvm") for n in names) and any(n.startswith("vm.builtin.") for n in names), proc.stdout
     us = [float(r[0]) for r in rows]
-    assert us == sorted(us, reverse=True) and sum(float(r[1][:-1]) for r in rows) == pytest.approx(100, abs=0.5)
+    # each share is printed to 0.1%: their sum is 100 within half of that a row (99.5 over 40 rows seen)
+    shares = sum(float(r[1][:-1]) for r in rows)
+    assert us == sorted(us, reverse=True) and shares == pytest.approx(100, abs=max(0.5, 0.05 * len(rows) + 1e-9))
     total = re.search(r"([0-9.]+)\s+(\d+)\s+sum of calls", proc.stdout)
     assert total and float(total.group(1)) == pytest.approx(sum(us), abs=0.1 * len(us))
     assert int(total.group(2)) == sum(int(r[2]) for r in rows) and "the instrument adds about" in proc.stdout
