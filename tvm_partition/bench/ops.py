@@ -156,7 +156,7 @@ def op_rows(model, devices, cost_model, n: int):
     """``(op model, its split plan, row fields, its cost model)`` of ``model``'s ``n`` heaviest
     splittable key ops (:func:`heaviest_key_ops`): what ``bench --split-ops`` measures."""
     from ..ir.graph import OpGraph
-    from ..planners.baselines import accelerator
+    from ..planners.roles import accelerator
 
     graph = OpGraph(model.mod)
     acc = accelerator(devices).name

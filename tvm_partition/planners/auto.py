@@ -3,7 +3,7 @@
 Every candidate is scored on the same list schedule (:mod:`tvm_partition.planners.simulate`), so the
 comparison is fair; ``cpu`` and ``gpu`` are always candidates, so ``auto`` never predicts a plan
 slower than the best single device, and keeps one device unless a plan using several is
-predicted :data:`~tvm_partition.planners.baselines.MIN_GAIN` faster. ``milp`` is left out (it spends its time limit); ask for it
+predicted :data:`~tvm_partition.planners.roles.MIN_GAIN` faster. ``milp`` is left out (it spends its time limit); ask for it
 by name.
 """
 
@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from ..plan import Plan, PlanError
 from .simulate import Simulator
-from .baselines import pick
+from .roles import pick
 from .problem import ProblemError
 from .registry import STRATEGIES
 

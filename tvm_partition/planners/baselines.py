@@ -3,13 +3,16 @@
 ``cpu`` and ``gpu`` place every op on one device (``gpu`` means the first non-host device, so
 on ``cpu,cpu`` it is the second CPU). ``equal`` splits every splittable op half and half on its
 batch dimension or, where the batch cannot be split (batch-1 image models), on the next legal
-dimension: output channels / N, then H; ops that cannot be split run on the second device.
+dimension: output channels / N, then H; ops that cannot be split run on the second device. Given a
+cost model, a split takes another legal axis where it prices that one :data:`AXIS_GAIN` quicker
+(:func:`split_dim`; ``fixed`` likewise).
 ``fixed`` (EOP Sec. 1, Fig. 1(c), and its baseline 4 in Sec. 5) gives every op of a subgraph the
 ratio of the subgraph's speedup s = CPU time / GPU time: s/(1+s) of the op on the GPU, the rest on
 the CPU. Subgraphs are the segments between the graph's dominators (every input-to-output path
 crosses each cut; :func:`.dominators.dominator_cuts`), unless given.
 Reshape-like ops (views) get no decision: the pass keeps them with their producer.
-Every planner takes ``(graph, devices, cost_model)``; only ``fixed`` uses the cost model.
+Every planner takes ``(graph, devices, cost_model)``; ``fixed`` needs the cost model, ``equal`` uses
+it to choose axes.
 """
 
 from __future__ import annotations
@@ -17,30 +20,8 @@ from __future__ import annotations
 from ..devices import DeviceSpec
 from ..ir.graph import OpGraph
 from ..plan import OnDevice, Plan, PlanError, Split
-
-
-def accelerator(devices: list[DeviceSpec]) -> DeviceSpec:
-    if len(devices) < 2:
-        raise PlanError("this strategy needs two devices, e.g. --devices cpu,gpu")
-    return next((d for d in devices if d.kind == "gpu"), devices[1])
-
-
-#: A plan using several devices must be predicted at least this much faster than the best
-#: single-device plan to be chosen over it. Below it a split is a coin toss: on the build machine's
-#: tuned builds, predictions were 0-25% off end to end (BENCHMARKS.md), and on 2026-11-23 EOP
-#: split one BERT-tiny transpose at a 0.8% predicted gain that measured 1-3% slower.
-MIN_GAIN = 0.03
-
-
-def pick(predicted: dict[str, float], single: tuple[str, ...]) -> str:
-    """The key of ``predicted`` (plan name -> predicted us) to keep: the fastest, unless it is not
-    one of the ``single``-device plans and beats the best of them by less than :data:`MIN_GAIN`."""
-    best = min(predicted, key=predicted.get)
-    singles = [k for k in single if k in predicted]
-    if best in singles or not singles:
-        return best
-    alone = min(singles, key=predicted.get)
-    return best if predicted[best] < (1.0 - MIN_GAIN) * predicted[alone] else alone
+from .eop import EOP
+from .roles import accelerator
 
 
 def plan_cpu(graph: OpGraph, devices: list[DeviceSpec], cost_model=None) -> Plan:
@@ -53,28 +34,65 @@ def plan_gpu(graph: OpGraph, devices: list[DeviceSpec], cost_model=None) -> Plan
     return Plan(devices, {i: OnDevice(acc) for i, op in graph.ops.items() if not op.is_view}, strategy="gpu")
 
 
-def preferred_dim(graph: OpGraph, op_id: str) -> int | None:
-    """Batch first; then output channels / N; then H; then any other legal axis."""
+def axis_order(graph: OpGraph, op_id: str) -> list[int]:
+    """The op's legal split axes, preferred first: batch; then output channels / N; then H; then
+    the others in order."""
     op = graph.ops[op_id]
-    legal = op.split_dims
-    if not legal:
-        return None
     order = [0]
     if op.kind == "conv2d":
         order += [1, 2, 3]
     elif op.kind == "matmul":
         n = len(op.output_shapes[-1])
         order += [n - 1, n - 2]
-    return next((a for a in order if a in legal), min(legal))
+    legal = sorted(op.split_dims)
+    return [a for a in order if a in legal] + [a for a in legal if a not in order]
+
+
+def preferred_dim(graph: OpGraph, op_id: str) -> int | None:
+    """The first of :func:`axis_order`, None where the op cannot be split."""
+    return next(iter(axis_order(graph, op_id)), None)
+
+
+#: Where the cost model prices a baseline's split of an op on another legal axis this much quicker
+#: than on :func:`preferred_dim`'s (EOP's Eq. 2 time: parts, slices and copies), the split takes
+#: that axis. Why: ResNet-18's 3x3 convolutions at 16 x 16 (64 channels), split half and half,
+#: ran their parts 1.27x the whole op's time at 32 output channels each and 1.02x at 8 rows each
+#: (the direct-convolution template keeps its channel tile whole; amd-epyc-znver3-2c profile,
+#: 2026-11-29). Not for a few percent: the estimates of an axis never sampled are a pattern's or
+#: XGBoost's, and the preferred axis keeps ``equal`` the same plan wherever they are close.
+AXIS_GAIN = 0.10
+
+
+def split_dim(graph: OpGraph, op_id: str, ratios: tuple, eop=None) -> int | None:
+    """The axis a baseline splits ``op_id`` on at ``ratios`` (the accelerator's share first):
+    :func:`preferred_dim`'s, unless ``eop`` (an :class:`~tvm_partition.planners.eop.EOP` on the
+    plan's cost model) prices a later axis of :func:`axis_order` :data:`AXIS_GAIN` quicker: then
+    the first such."""
+    order = axis_order(graph, op_id)
+    if eop is None or len(order) < 2:
+        return next(iter(order), None)
+
+    def price(dim: int) -> float:
+        t = eop.split_time(op_id, Split(dim, ratios, (eop.acc, eop.host)))
+        return float("inf") if t is None else t[0]
+
+    first = price(order[0])
+    return next((d for d in order[1:] if price(d) < (1.0 - AXIS_GAIN) * first), order[0])
+
+
+def _eop(graph: OpGraph, devices: list[DeviceSpec], cost_model) -> EOP | None:
+    """An EOP planner pricing splits on ``cost_model`` (:func:`split_dim`), None without one."""
+    return None if cost_model is None else EOP(graph, devices, cost_model)
 
 
 def plan_equal(graph: OpGraph, devices: list[DeviceSpec], cost_model=None) -> Plan:
     acc, host = accelerator(devices).name, devices[0].name
+    eop = _eop(graph, devices, cost_model)
     ops = {}
     for op_id, op in graph.ops.items():
         if op.is_view:
             continue
-        dim = preferred_dim(graph, op_id)
+        dim = split_dim(graph, op_id, (0.5, 0.5), eop)
         ops[op_id] = OnDevice(acc) if dim is None else Split(dim, (0.5, 0.5), (acc, host))
     return Plan(devices, ops, strategy="equal")
 
@@ -91,6 +109,7 @@ def plan_fixed(graph: OpGraph, devices: list[DeviceSpec], cost_model, groups: li
     if cost_model is None:
         raise PlanError("the fixed strategy needs a cost model (the subgraph speedups come from it)")
     acc, host = accelerator(devices).name, devices[0].name
+    eop = _eop(graph, devices, cost_model)
     ops, ratios = {}, {}
     for group in groups or subgraphs(graph):
         members = [v for v in group if not graph.ops[v].is_view]
@@ -102,7 +121,7 @@ def plan_fixed(graph: OpGraph, devices: list[DeviceSpec], cost_model, groups: li
         beta = 1.0 if s == float("inf") else round(s / (1 + s), 2)
         for v in members:
             ratios[v] = beta
-            dim = preferred_dim(graph, v)
+            dim = preferred_dim(graph, v) if beta in (0.0, 1.0) else split_dim(graph, v, (beta, round(1 - beta, 2)), eop)
             if dim is None or beta in (0.0, 1.0):
                 faster = acc if cost_model.op_time(graph.ops[v], acc) < cost_model.op_time(graph.ops[v], host) else host
                 ops[v] = OnDevice(faster if dim is None else (acc if beta == 1.0 else host))

@@ -31,7 +31,7 @@ plan put its consumers), the uniform plan (every split key op at the balance rat
 together, which keeps a chain's parts in place: on Fig. 1's toy it is what the list schedule
 prefers) and the two single-device plans (Eq. 3 for the whole model), so collaboration never
 makes a plan worse and EOP never predicts worse than one device; a single-device plan is kept
-unless the best is predicted :data:`~tvm_partition.planners.baselines.MIN_GAIN` faster. ``meta``
+unless the best is predicted :data:`~tvm_partition.planners.roles.MIN_GAIN` faster. ``meta``
 records every candidate's simulated latency and which was chosen.
 """
 
@@ -45,7 +45,7 @@ from ..ir.graph import OpGraph
 from ..plan import OnDevice, Plan, PlanError, Split
 from .simulate import Simulator
 from ..ir.split_rules import IllegalSplit, Region, is_tensor
-from .baselines import accelerator, pick
+from .roles import accelerator, pick
 
 #: Ratio step of the search (EOP Sec. 3.2, Step 3).
 STEP = 0.01
