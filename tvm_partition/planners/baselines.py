@@ -19,6 +19,7 @@ from __future__ import annotations
 
 from ..devices import DeviceSpec
 from ..ir.graph import OpGraph
+from ..ir.split_rules import IllegalSplit
 from ..plan import OnDevice, Plan, PlanError, Split
 from .eop import EOP
 from .roles import accelerator
@@ -73,7 +74,10 @@ def split_dim(graph: OpGraph, op_id: str, ratios: tuple, eop=None) -> int | None
         return next(iter(order), None)
 
     def price(dim: int) -> float:
-        t = eop.split_time(op_id, Split(dim, ratios, (eop.acc, eop.host)))
+        try:
+            t = eop.split_time(op_id, Split(dim, ratios, (eop.acc, eop.host)))
+        except IllegalSplit:  # a cut the split rules refuse (EOP's own search skips it too)
+            return float("inf")
         return float("inf") if t is None else t[0]
 
     first = price(order[0])
