@@ -183,11 +183,15 @@ class EOP:
                 out.append(s)
         return out
 
+    def op_key(self, op_id: str) -> tuple:
+        """What decides an op's split: its kernel and shapes, and its run-time inputs' bytes. Ops
+        alike in it (repeated layers, RNN steps) get one decision (:meth:`best_choice`)."""
+        return op_signature(self.g.ops[op_id]), tuple(b for _, b in self._inputs(op_id))
+
     def best_choice(self, op_id: str) -> Choice:
         """Alg. 1 + Eq. 2/3/5: the best dimension and ratio of one op, or its best whole device.
         Ops with the same kernel, shapes and run-time inputs (repeated layers, RNN steps) share it."""
-        op = self.g.ops[op_id]
-        key = (op_signature(op), tuple(b for _, b in self._inputs(op_id)))
+        key = self.op_key(op_id)
         if key not in self._choices:
             self._choices[key] = self._search(op_id)
         return dataclasses.replace(self._choices[key], op_id=op_id)
