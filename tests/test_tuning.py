@@ -344,7 +344,7 @@ def test_a_budget_ends_the_session_after_the_round_in_flight(tmp_path):
     t0 = time.perf_counter()
     stats = tune(kernels, path, trials=64, budget_s=0.0)  # spent before it starts: nothing runs
     assert stats["tuned"] == 0 and stats["left"] == len(kernels) and time.perf_counter() - t0 < 30
-    stats = tune(kernels[:1], path, trials=64, budget_s=1.0)
+    stats = tune(kernels[:1], path, trials=32, budget_s=1.0)
     db = open_database(path)
     records = [r for r in db.get_top_k(db.commit_workload(kernels[0].mod), 1000) if not is_default(r)]
     assert stats["tuned"] == 1  # the round measured before the deadline is kept

@@ -19,6 +19,7 @@ from __future__ import annotations
 import atexit
 import contextlib
 import dataclasses
+import functools
 import json
 import logging
 import math
@@ -352,13 +353,13 @@ def _has_default(db, kernel: Kernel) -> bool:
                for r in db.get_top_k(db.commit_workload(kernel.mod), 1 << 16))
 
 
-def measure_defaults(db, kernels: list[Kernel]) -> int:
+def measure_defaults(db, kernels: list[Kernel], pools: _Pools | None = None) -> int:
     """Time TVM's default schedule of each CPU kernel with MetaSchedule's own builder and runner and
     record it (:func:`is_default`) beside the tuned candidates, so the fastest record of a kernel is
     its best *known* schedule: a tuned schedule is applied only where it beats the default (for
     tiny element-wise kernels, the threading a tuned schedule adds can cost more than it saves).
     GPU kernels have no default schedule (dlight schedules them at build time). Returns how many
-    kernels were measured."""
+    kernels were measured. ``pools``: the builder and runner of the tuning session before, if any."""
     import shutil
 
     import tvm.s_tir.meta_schedule as ms
@@ -366,9 +367,10 @@ def measure_defaults(db, kernels: list[Kernel]) -> int:
     todo = [k for k in kernels if k.device.kind == "cpu" and not _has_default(db, k)]
     if not todo:
         return 0
-    built = _builder().build([ms.builder.BuilderInput(k.mod, tuning_target(k.device)) for k in todo])
+    pools = pools or _Pools()
+    built = pools.builder.build([ms.builder.BuilderInput(k.mod, tuning_target(k.device)) for k in todo])
     ok = [(k, b) for k, b in zip(todo, built) if b.error_msg is None]
-    futures = _runner().run([ms.runner.RunnerInput(b.artifact_path, "cpu",
+    futures = pools.runner.run([ms.runner.RunnerInput(b.artifact_path, "cpu",
                                                 ms.arg_info.ArgInfo.from_prim_func(k.mod["main"])) for k, b in ok])
     measured = 0
     for (k, b), future in zip(ok, futures):
@@ -812,6 +814,7 @@ def tune(kernels: list[Kernel], db_path: str, *, trials: int = 64, budget_s: flo
         groups.setdefault(k.device.name, []).append(k)
     batches = [ks[i : i + batch] for ks in groups.values() for i in range(0, len(ks), batch)]
     deadline = None if budget_s is None else t0 + budget_s
+    pools = _Pools()
     for j, ks in enumerate(batches):
         if deadline is not None and time.perf_counter() >= deadline:
             stats["left"] = sum(len(b) for b in batches[j:])
@@ -837,7 +840,7 @@ def tune(kernels: list[Kernel], db_path: str, *, trials: int = 64, budget_s: flo
                     max_trials_global=sum(need[k.name, k.device.name] for k in ks),
                     max_trials_per_task=per_task, num_trials_per_iter=min(per_task, 16), database=db,
                     strategy=strategy, num_tuning_cores=usable_cpus(), measure_callbacks=callbacks,
-                    builder=_builder(), runner=_runner(),
+                    builder=pools.builder, runner=pools.runner,
                 )
             except Exception:  # noqa: BLE001 - BudgetSpent arrives wrapped in TVM's error type
                 if not spent:
@@ -848,7 +851,7 @@ def tune(kernels: list[Kernel], db_path: str, *, trials: int = 64, budget_s: flo
             stats["left"] = len(ks) - done + sum(len(b) for b in batches[j + 1:])
             break
     tuned = [k for k in kernels if is_tuned(db, k)]
-    stats["defaults"] = measure_defaults(db, tuned)
+    stats["defaults"] = measure_defaults(db, tuned, pools)
     stats["raced"] = race_templates(db, db_path, tuned)
     return stats
 
@@ -1141,6 +1144,22 @@ def build_kernel(mod: tvm.IRModule, target, _params=None):
     from tvm.driver import build as tvm_build
 
     return tvm_build(templates.without_packing(mod), target=target)
+
+
+class _Pools:
+    """One MetaSchedule builder and runner for every session of a :func:`tune` call and its default
+    schedules, made when first asked for: each checks at its start that a worker process starts and
+    finds its functions, 1.7-1.8 s each on the build machine, paid four times a call before
+    (2026-11-29, cProfile). The builder starts a fresh worker pool for every round (TVM's, for a
+    leak in its workers); the runner keeps one pool, as MetaSchedule's sessions use it."""
+
+    @functools.cached_property
+    def builder(self):
+        return _builder()
+
+    @functools.cached_property
+    def runner(self):
+        return _runner()
 
 
 def _builder():
