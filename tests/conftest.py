@@ -16,21 +16,23 @@ PURE_PYTHON = {
 }
 
 
-#: Seconds each module's tests took in one process on the 2-core Zen 3 build machine (2026-11-28,
-#: ``--durations=0``; modules under a second left out). pytest.ini runs two workers, a module whole
-#: in one (``--dist loadfile``: its module fixtures, test_cli's 30 commands and the GPU kit's dry
-#: pack, run once), the longest modules first (``--no-loadscope-reorder`` keeps this order instead
-#: of xdist's, by test count), so that no long module starts last; no gain from that order was
-#: shown within this VM's noise (2026-11-28, clean clones of 15 min 18 s and 16 min 16 s under
-#: ``--dist loadgroup``, against 15 min 27 s in xdist's order). A module not listed counts 30 s.
+#: Seconds each module's tests took on the 2-core Zen 3 build machine (2026-11-29, ``--durations=0``
+#: of the default run: two workers, 12 min 51 s; modules under a second left out). pytest.ini runs
+#: two workers, a module whole in one (``--dist loadfile``: its module fixtures, test_cli's commands
+#: and the GPU kit's dry pack, run once), the longest modules first (``--no-loadscope-reorder``
+#: keeps this order instead of xdist's, by test count), so that no long module starts last; no gain
+#: from that order was shown within this VM's noise (2026-11-28, clean clones of 15 min 18 s and
+#: 16 min 16 s under ``--dist loadgroup``, against 15 min 27 s in xdist's order). Three workers on
+#: the two cores took as long (13 min 30 s, the CPUs 0.7% idle; 2026-11-29). A module not listed
+#: counts 30 s.
 GROUP_SECONDS = {
-    "test_tuning": 114, "test_ray": 112, "test_onnx": 109, "test_cost_models": 93, "test_gpu_proof": 92,
-    "test_bench": 90, "test_cuda_kernels": 78, "test_cli": 58, "test_eop": 57, "test_vm_order": 49,
-    "test_zoo_partition": 46, "test_split_rules": 39, "test_zoo": 35, "test_templates": 31,
-    "test_examples": 29, "test_processes": 25, "test_placement_decompose": 25, "test_rpc": 20,
-    "test_passes": 20, "test_stages_plan": 17, "test_deploy": 14, "test_placement_compile": 12,
-    "test_transfer": 10, "test_placement": 10, "test_data_movement": 7, "test_placement_congestion": 5,
-    "test_onnx_light": 4, "test_threads": 3, "test_fastmath": 3, "test_frontends": 2, "test_commands": 2,
+    "test_tuning": 155, "test_ray": 138, "test_cost_models": 117, "test_onnx": 115, "test_gpu_proof": 107,
+    "test_cuda_kernels": 86, "test_bench": 83, "test_cli": 77, "test_eop": 69, "test_stages_plan": 57,
+    "test_split_rules": 51, "test_zoo_partition": 50, "test_passes": 48, "test_vm_order": 47, "test_zoo": 44,
+    "test_examples": 40, "test_processes": 34, "test_templates": 30, "test_rpc": 29, "test_placement_decompose": 23,
+    "test_deploy": 17, "test_transfer": 15, "test_placement_compile": 14, "test_placement": 10,
+    "test_data_movement": 10, "test_commands": 10, "test_frontends": 9, "test_placement_congestion": 6,
+    "test_onnx_light": 5, "test_threads": 4, "test_fastmath": 3, "test_servers_plan": 2,
 }
 
 

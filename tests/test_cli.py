@@ -53,9 +53,13 @@ def in_process(command: str, *args) -> subprocess.CompletedProcess:
     return subprocess.CompletedProcess([command, *args], rc, out.getvalue(), err.getvalue())
 
 
-#: Jobs that only refuse (bad input): run in process, beside the subprocesses of the others.
+#: Jobs run in this process, beside the subprocesses of the others: those that only refuse (bad
+#: input), and compiles whose command line other jobs' subprocesses cover (``art``, ``gpu-art``,
+#: ``profile-budget``): a subprocess spends 4-5 s of CPU importing TVM, ours and their libraries
+#: (2026-11-29, ``python -X importtime``), on a machine the suite keeps busy.
 IN_PROCESS = ("strategy-unknown", "illegal-softmax", "run-missing-dir", "plan-ratio", "run-tampered", "run-no-sha",
-              "run-wrong-name", "run-wrong-shape", "run-unwritable-output")
+              "run-wrong-name", "run-wrong-shape", "run-unwritable-output",
+              "check-explain", "strategy-cpu", "strategy-gpu", "eop-explain", "free-batch", "saved-plan")
 
 
 def ok(proc: subprocess.CompletedProcess) -> subprocess.CompletedProcess:

@@ -400,7 +400,9 @@ TRANSFORMERS = {"bert_layer": bert_layer, "gpt_block": gpt_block}
 def test_transformer_blocks_under_every_strategy_match_onnxruntime(name, tmp_path):
     """A BERT encoder layer and a GPT-2 decoder block (tests/onnx_transformers.py) planned by every
     strategy on cpu,cpu; each distinct plan is built, run by the Runner and checked against
-    onnxruntime (strategies that agree on the plan share one build)."""
+    onnxruntime (strategies that agree on the plan share one build). The GPT block's plans that
+    split no op (the whole block on one device, as the BERT layer's are built) are left out: two
+    of its four builds, 24 s of the suite (2026-11-29)."""
     path = tmp_path / f"{name}.onnx"
     proto, inputs = TRANSFORMERS[name](path)
     model = frontend.load(str(path))
@@ -413,6 +415,8 @@ def test_transformer_blocks_under_every_strategy_match_onnxruntime(name, tmp_pat
     (ref,) = ort_run(proto, inputs)
     splits = 0
     for i, (plan, strategies) in enumerate(by_plan.values()):
+        if name == "gpt_block" and not any(isinstance(d, Split) for d in plan.ops.values()):
+            continue
         compiled, outs = run_split(model, tmp_path / f"plan{i}", inputs, plan_file=plan)
         np.testing.assert_allclose(outs[0], ref, rtol=RTOL, atol=ATOL, err_msg=f"plan of {strategies}")
         splits = max(splits, n_splits(compiled))

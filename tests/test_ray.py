@@ -30,11 +30,11 @@ def lstm():
 
 @pytest.fixture(scope="module")
 def built(tmp_path_factory):
-    """Pipelines of the LSTM: split equal and 3:1, a one-server split, two stages."""
+    """Pipelines of the LSTM: split 3:1, a one-server split, two stages. (An equal split was
+    built too, 13 s of the suite: the 3:1 split runs the same code with unequal slices.)"""
     from tvm_partition.cli.stages import compile_pipeline
 
     d = tmp_path_factory.mktemp("ray")
-    compile_pipeline("lstm", 2, "split", str(d / "equal"), **LSTM)
     compile_pipeline("lstm", 2, "split", str(d / "r31"), ratios="3,1", **LSTM)
     compile_pipeline("lstm", 1, "split", str(d / "one"), **LSTM)
     compile_pipeline("lstm", 2, "stages", str(d / "stages"), **LSTM)
@@ -47,7 +47,7 @@ def close(outs, expected):
         np.testing.assert_allclose(o, e, rtol=0, atol=TOL)
 
 
-@pytest.mark.parametrize("name", ["equal", "r31", "stages"])
+@pytest.mark.parametrize("name", ["r31", "stages"])
 def test_pipelines_match_the_single_server_run(ray_cluster, built, lstm, name):
     model, expected = lstm
     pipe = rc.RayPipeline(str(built / name), ["A", "B"])
@@ -208,7 +208,9 @@ with local_cluster({"A": None}):
 """
 
 
-@pytest.mark.parametrize("mode", [None, "token"])
+# the mode set to token (16 s, a Ray cluster of its own) is in the heavy tier: the mode unset is
+# what a user's machine runs
+@pytest.mark.parametrize("mode", [None, pytest.param("token", marks=pytest.mark.heavy)])
 def test_a_machine_holding_a_ray_token_still_starts_and_joins_clusters(tmp_path, mode):
     """Ray 2.60 turns token authentication on in ``ray start --head`` where ``~/.ray/auth_token``
     exists (any local ``ray.init()`` writes one) but not in ``ray start --address`` or a driver's

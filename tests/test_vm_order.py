@@ -28,10 +28,11 @@ from tvm_partition.planners.simulate import simulate
 CPU_GPU = parse_devices("cpu,gpu")
 
 #: Every zoo model's ``equal`` and ``eop`` plans (tiny settings): builds shared with
-#: test_cuda_kernels / test_zoo_partition, the eop builds of the convolution nets (12-15 s) heavy.
+#: test_cuda_kernels / test_zoo_partition, the eop builds of the convolution nets (12-15 s) heavy,
+#: and MobileNetV2's equal build (40 s; ResNet-18's covers the convolution nets; 2026-11-29).
 ZOO = [("lstm", "equal"), ("gru", "equal"), ("gru", "eop"), ("bert", "equal"), ("bert", "eop"),
-       ("bert-tiny", "equal"), ("resnet18", "equal"), ("mobilenetv2", "equal")]
-HEAVY = [("bert-tiny", "eop"), ("resnet18", "eop"), ("mobilenetv2", "eop")]
+       ("bert-tiny", "equal"), ("resnet18", "equal")]
+HEAVY = [("bert-tiny", "eop"), ("resnet18", "eop"), ("mobilenetv2", "eop"), ("mobilenetv2", "equal")]
 #: Plans whose program departed from the simulated order before FenceCopies (docs/ARCHITECTURE.md,
 #: "TVM 0.27 facts", FuseOps), each launching a GPU part before a copy its CPU part waits for:
 #: LSTM's eop plan (the last step's gate matmuls, regrouped) and Inception-v3's equal plan (op 105,
