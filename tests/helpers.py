@@ -58,9 +58,14 @@ class MLP(nn.Module):
         return nn.op.softmax(self.l2(h), axis=-1)
 
 
-def mlp_model(batch=4, d_in=8, d_hidden=16, d_out=4) -> frontend.Model:
-    mod, _ = MLP(d_in, d_hidden, d_out).export_tvm(spec={"forward": {"x": nn.spec.Tensor([batch, d_in], "float32")}})
+def nn_model(module: nn.Module, shape: list[int]) -> frontend.Model:
+    """``module`` (its ``forward`` of one float32 input of ``shape``) as a model, seeded weights."""
+    mod, _ = module.export_tvm(spec={"forward": {"x": nn.spec.Tensor(shape, "float32")}})
     return frontend.load(mod, seed=1)
+
+
+def mlp_model(batch=4, d_in=8, d_hidden=16, d_out=4) -> frontend.Model:
+    return nn_model(MLP(d_in, d_hidden, d_out), [batch, d_in])
 
 
 def equal_check(model, devices=CPU2, strategy="equal", plan_file=None):

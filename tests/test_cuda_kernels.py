@@ -3,9 +3,10 @@
 Every CUDA module of the zoo's cross-compiled builds is compiled with NVRTC by the function TVM's
 loader calls on the GPU machine (:mod:`tvm_partition.build.nvrtc`), for sm_75, sm_87 and sm_90
 (sm_75 alone outside the heavy tier), and each kernel's registers, shared memory and threads per
-block are checked against the architecture (:mod:`tvm_partition.build.cuda_check`). The oracles: ptxas's own info log (``-v``)
-for the resources read from the cubin, and ptxas's own register allocation under
-``__launch_bounds__`` for the register-file rule; broken and oversized kernels must be reported.
+block are checked against the architecture (:mod:`tvm_partition.build.cuda_check`). The oracles:
+ptxas's own info log (``-v``) for the resources read from the cubin, and ptxas's own register
+allocation under ``__launch_bounds__`` for the register-file rule; broken and oversized kernels
+must be reported.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ import re
 
 import pytest
 
-from helpers import cpu_gpu_build
+from helpers import cpu_gpu_build, nn_model
 from tvm_partition.build.cubin import kernel_resources
 from tvm_partition.build.cuda_check import ARCHS, check_source, kernel_problems
 from tvm_partition.build.executable import cuda_kernel_names, cuda_sources
@@ -199,7 +200,6 @@ def test_a_split_depthwise_convolution_compiles_and_fits():
     MobileNetV2's whole build (heavy tier): the GPU part is a CUDA kernel that fits sm_75."""
     from tvm.relax.frontend import nn
 
-    from tvm_partition import frontend
     from tvm_partition.cli.compile import compile_model
     from tvm_partition.devices import parse_devices
     from tvm_partition.plan import Split
@@ -211,8 +211,7 @@ def test_a_split_depthwise_convolution_compiles_and_fits():
         def forward(self, x):
             return nn.op.relu(self.conv(x))
 
-    mod, _ = Depthwise().export_tvm(spec={"forward": {"x": nn.spec.Tensor([1, 32, 28, 28], "float32")}})
-    compiled = compile_model(frontend.load(mod, seed=1), parse_devices("cpu,gpu"), "equal")
+    compiled = compile_model(nn_model(Depthwise(), [1, 32, 28, 28]), parse_devices("cpu,gpu"), "equal")
     assert [d for d in compiled.plan.ops.values() if isinstance(d, Split)], "equal splits the convolution"
     (source,) = cuda_sources(compiled.build.executable)
     report = check_source(source, "sm_75")

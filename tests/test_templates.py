@@ -12,8 +12,8 @@ import tvm
 from tvm import relax
 from tvm.relax.frontend import nn
 
+from helpers import nn_model
 from test_transfer import TARGET, kernel, matmul, run
-from tvm_partition import frontend
 from tvm_partition.build import templates
 from tvm_partition.build.executable import kernel_calls, kernel_schedules, run_kernel_schedules
 from tvm_partition.cli.compile import check, compile_model
@@ -293,8 +293,7 @@ class TinyCNN(nn.Module):
 
 
 def test_a_build_packs_the_weights_once_at_load_and_matches_the_unpartitioned_model(tmp_path):
-    mod, _ = TinyCNN().export_tvm(spec={"forward": {"x": nn.spec.Tensor([1, 16, 8, 8], "float32")}})
-    model = frontend.load(mod, seed=1)
+    model = nn_model(TinyCNN(), [1, 16, 8, 8])
     compiled = compile_model(model, parse_devices("cpu,cpu"), "equal", tuning_db=str(tmp_path / "no-database"))
     labels = kernel_schedules(compiled.build.module)
     conv_kernels = [k for k, v in labels.items() if v in (templates.CONV_LABEL, templates.MATMUL_LABEL)]
