@@ -135,6 +135,19 @@ def test_a_log_is_parsed_once_per_version_of_its_file_and_each_reader_owns_its_r
     assert len(first) == 1  # what first read
 
 
+def test_cost_models_of_one_version_of_a_log_share_its_tables_and_a_new_sample_is_seen(tmp_path):
+    log = ProfileLog(str(tmp_path))
+    for n in (8, 16, 32, 64):
+        log.append(_op_rec(n, float(n)))
+    first, second = ProfiledCostModel(str(tmp_path)), ProfiledCostModel(str(tmp_path))
+    assert second.series is first.series and second.measured is first.measured  # read off the log once
+    log.append(_op_rec(4, 4.0))
+    third = ProfiledCostModel(str(tmp_path))
+    assert third.series is not first.series and len(third.series[("matmul-x", "cpu", 0)]) == 5
+    given = ProfiledCostModel(str(tmp_path), log=log)  # a log given is the model's own
+    assert given.series is not third.series and given.series == third.series
+
+
 def test_compacting_a_log_keeps_each_samples_last_record_only(tmp_path):
     log = ProfileLog(str(tmp_path))
     for us in (10.0, 11.0, 12.0):  # the same sample timed three times (profiles after schedule changes)

@@ -64,16 +64,17 @@ def skipped_lines(path: str, lines: list[int], what: str) -> str:
 _READ: dict = {}
 
 
-def read_once(path: str, parse):
+def read_once(path: str, parse, kind: str = ""):
     """``parse(path)``, read again only when the file changed (its size, modification time or inode):
     a process that opens a cost model for every build (``bench``, a test module) parsed the same
     profile each time, 0.47 s for the Zen 3's 10,580 lines and 0.26 s for its fits (2026-11-28;
     0.88 s of a 4.1 s LSTM compile). The value is shared: callers copy what they change. A missing
-    file is not cached."""
+    file is not cached. ``kind`` names what ``parse`` makes of the file, where there is more than
+    one (the records of a log, the cost model's tables of them)."""
     st = os.stat(path)
-    key = (path, st.st_size, st.st_mtime_ns, st.st_ino)
+    key = (path, kind, st.st_size, st.st_mtime_ns, st.st_ino)
     if key not in _READ:
-        for old in [k for k in _READ if k[0] == path]:  # one version of a file is kept
+        for old in [k for k in _READ if k[:2] == (path, kind)]:  # one version of a file is kept
             del _READ[old]
         _READ[key] = parse(path)
     return _READ[key]

@@ -44,7 +44,7 @@ from collections import defaultdict
 from . import patterns, xgb
 from ..errors import TvmPartitionError
 from .base import CostModel, Estimate, cut_axes, full_shape, part_fraction
-from .logs import ProfileLog, read_once
+from .logs import PROFILE_FILE, ProfileLog, read_once
 from ..ir.graph import op_signature
 
 
@@ -206,6 +206,88 @@ def device_kind(name: str, devices=None) -> str:
     return m.group(1)
 
 
+def _in_model_us(context: Context, rec: dict) -> float:
+    """:meth:`ProfiledCostModel.in_model_us` under ``context``."""
+    us = float(rec["mean_us"])
+    return us * context.factor(rec["sig"]) if rec["device"] == "cpu" else us
+
+
+@dataclasses.dataclass(frozen=True)
+class _Tables:
+    """What a :class:`ProfiledCostModel` reads off its log (the attributes of the same names; see
+    there): computed once per version of a log file (:meth:`ProfiledCostModel.__init__`), then
+    only read. A process opens a cost model for every build: 203 of them in the suite, 0.12-0.27 s
+    each here for the Zen 3's 10,552 samples (2026-11-29)."""
+
+    context: Context
+    names: dict
+    measured: dict
+    threads: list
+    series: dict
+    comm: dict
+    launch: dict
+    run: dict
+    gpu_floor: float | None
+
+    @classmethod
+    def of(cls, log: ProfileLog) -> "_Tables":
+        context = Context.of(log.comms())
+        names: dict[str, dict] = {}
+        measured: dict[tuple, float] = {}
+        by_series = defaultdict(list)
+        for r in log.ops():
+            by_series[(r["sig"], r["device"], int(r["dim"]))].append(r)
+            if r.get("tuned") or (r.get("transfer") and (r.get("schedule") in ("transferred", "template") or int(r["size"]) == int(r["full"]))):
+                measured[(r["sig"], r["device"], int(r["dim"]), int(r["size"]))] = _in_model_us(context, r)
+            names.setdefault(r["sig"], {"kind": r["kind"], "fused": r.get("fused", ""),
+                                        "full_shape": r["full_shape"], "dims": {}})["dims"][int(r["dim"])] = \
+                r.get("dim_name", f"axis{r['dim']}")
+        series = {key: [(int(r["size"]), _in_model_us(context, r)) for r in fit_records(recs)]
+                  for key, recs in by_series.items()}
+        measured, series = _whole_at_quickest(measured, series, by_series)
+        comm: dict[tuple, list[tuple[int, float]]] = defaultdict(list)
+        launch: dict[str, float] = {}
+        run: dict[str, float] = {}
+        chains = {"launch": launch, "run": run}
+        for r in log.comms():
+            if r["comm"] in chains:  # one figure per device kind, the latest
+                chains[r["comm"]][r["src"]] = float(r["mean_us"])
+                continue
+            if r["comm"] == "context":
+                continue
+            comm[(r["comm"], r["src"], r["dst"])].append((int(r["bytes"]), float(r["mean_us"])))
+        gpu_floor = min([float(r["mean_us"]) for r in log.ops() if r["device"] == "gpu"]
+                        + [us for (kind, src, _), pts in comm.items() if src == "gpu" and kind != "copy" for _, us in pts],
+                        default=None)
+        return cls(context, names, measured, sorted({int(r["threads"]) for r in log.ops() if r.get("threads")}),
+                   series, dict(comm), launch, run, gpu_floor)
+
+
+def _whole_at_quickest(measured: dict, series: dict, by_series: dict) -> tuple[dict, dict]:
+    """``(measured, series)`` with each whole op at its quickest. An op's series along each of its
+    axes all end at the whole op: one kernel, timed once per series. Each such point (in
+    ``measured`` and in every series' fit) becomes the quickest of them, as
+    :func:`tvm_partition.profiling.profiler.out_of_order` keeps the quickest of a sample timed
+    again. Why: the first kernel a timing process runs can read several times its steady time, and
+    bundles are not timed again. The H200 host's profile (2026-11-28, twice: 05:45 and 20:43) timed
+    BERT-tiny's FFN matmul + GELU whole at 2,344 us (std 1,062) on its batch series, first in the
+    bundle, and at 366-370 us on its other two; whole ops are priced from their first series, so
+    the ``cpu`` row of BERT-tiny read 11.2 ms against 6.4 measured."""
+    full = {(sig, kind, dim): int(recs[0]["full"]) for (sig, kind, dim), recs in by_series.items()}
+
+    def at_quickest(points: dict) -> dict:  # (sig, kind, dim, size) -> us, each whole op at its quickest
+        quickest: dict[tuple, float] = {}
+        for (sig, kind, dim, size), us in points.items():
+            if size == full[(sig, kind, dim)]:
+                quickest[(sig, kind)] = min(us, quickest.get((sig, kind), us))
+        return {(sig, kind, dim, size): quickest[(sig, kind)] if size == full[(sig, kind, dim)] else us
+                for (sig, kind, dim, size), us in points.items()}
+
+    # the tuned samples (measured) and the fitted ones apart: a build runs one or the other
+    fitted = at_quickest({(*key, n): us for key, pts in series.items() for n, us in pts})
+    return at_quickest(measured), {key: [(n, fitted[(*key, n)]) for n, _ in pts] for key, pts in series.items()}
+
+
 class ProfiledCostModel(CostModel):
     """Cost model over one fingerprint folder of profile logs (see module docstring)."""
 
@@ -214,80 +296,40 @@ class ProfiledCostModel(CostModel):
         self.devices = devices
         self.fallback = fallback
         self.log = log or ProfileLog(folder)
+        path = os.path.join(folder, PROFILE_FILE)
+        # a log read here from its file: its tables as read_once keeps them, for this version of the
+        # file; a log given (it may hold what its file does not): its own
+        tables = (read_once(path, lambda _: _Tables.of(ProfileLog(folder)), kind="tables")
+                  if log is None and os.path.exists(path) else _Tables.of(self.log))
         #: how much slower CPU kernels run in models than alone (:meth:`in_model_us`)
-        self.context = Context.of(self.log.comms())
+        self.context: Context = tables.context
+        self.names: dict[str, dict] = tables.names
+        #: tuned samples, looked up exactly: (sig, device, dim, size) -> us
+        self.measured: dict[tuple, float] = tables.measured
+        #: the CPU pools the samples were timed with (older samples did not record it)
+        self.threads: list[int] = tables.threads
+        #: the points each pattern is fitted on (see :func:`fit_records`)
+        self.series: dict[tuple, list] = tables.series
+        self.comm: dict[tuple, list[tuple[int, float]]] = tables.comm
+        self.launch: dict[str, float] = tables.launch
+        self.run: dict[str, float] = tables.run  # a run of one kernel, per device kind (run_time)
+        #: the quickest GPU sample (a kernel or a slice/concat kernel): :meth:`launch_time`'s floor
+        self.gpu_floor: float | None = tables.gpu_floor
         #: the priced graph's own in-model factor (:meth:`for_graph`), and why: ``"measured"`` (the
         #: graph ran in the VM when profiled) or ``"one kernel"`` (nothing runs between its launches)
         self.graph_factor: float | None = None
         self.graph_factor_from: str | None = None
-        self.names: dict[str, dict] = {}
-        #: tuned samples, looked up exactly: (sig, device, dim, size) -> us
-        self.measured: dict[tuple, float] = {}
-        by_series = defaultdict(list)
-        for r in self.log.ops():
-            by_series[(r["sig"], r["device"], int(r["dim"]))].append(r)
-            if r.get("tuned") or (r.get("transfer") and (r.get("schedule") in ("transferred", "template") or int(r["size"]) == int(r["full"]))):
-                self.measured[(r["sig"], r["device"], int(r["dim"]), int(r["size"]))] = self.in_model_us(r)
-            self.names.setdefault(r["sig"], {"kind": r["kind"], "fused": r.get("fused", ""),
-                                              "full_shape": r["full_shape"], "dims": {}})["dims"][int(r["dim"])] = \
-                r.get("dim_name", f"axis{r['dim']}")
-        #: the CPU pools the samples were timed with (older samples did not record it)
-        self.threads = sorted({int(r["threads"]) for r in self.log.ops() if r.get("threads")})
-        #: the points each pattern is fitted on (see :func:`fit_records`)
-        self.series = {key: [(int(r["size"]), self.in_model_us(r)) for r in fit_records(recs)]
-                       for key, recs in by_series.items()}
-        self._whole_at_quickest(by_series)
-        self.comm: dict[tuple, list[tuple[int, float]]] = defaultdict(list)
-        self.launch: dict[str, float] = {}
-        self.run: dict[str, float] = {}  # a run of one kernel, per device kind (run_time)
-        chains = {"launch": self.launch, "run": self.run}
-        for r in self.log.comms():
-            if r["comm"] in chains:  # one figure per device kind, the latest
-                chains[r["comm"]][r["src"]] = float(r["mean_us"])
-                continue
-            if r["comm"] == "context":
-                continue
-            self.comm[(r["comm"], r["src"], r["dst"])].append((int(r["bytes"]), float(r["mean_us"])))
-        #: the quickest GPU sample (a kernel or a slice/concat kernel): :meth:`launch_time`'s floor
-        self.gpu_floor = min([float(r["mean_us"]) for r in self.log.ops() if r["device"] == "gpu"]
-                             + [us for (comm, src, _), pts in self.comm.items() if src == "gpu" and comm != "copy"
-                                for _, us in pts], default=None)
         self._fits: dict = {}
         self._peak: dict[str, float] = {}  # FLOP per microsecond: compute_floor
         self._xgb: dict = {}
         self._xgb_whole: dict = {}
         self._cached = _load_fits(folder)
 
-    def _whole_at_quickest(self, by_series: dict) -> None:
-        """An op's series along each of its axes all end at the whole op: one kernel, timed once per
-        series. Each such point (in ``measured`` and in every series' fit) becomes the quickest of
-        them, as :func:`tvm_partition.profiling.profiler.out_of_order` keeps the quickest of a
-        sample timed again. Why: the first kernel a timing process runs can read several times its
-        steady time, and bundles are not timed again. The H200 host's profile (2026-11-28, twice:
-        05:45 and 20:43) timed BERT-tiny's FFN matmul + GELU whole at 2,344 us (std 1,062) on its
-        batch series, first in the bundle, and at 366-370 us on its other two; whole ops are priced
-        from their first series, so the ``cpu`` row of BERT-tiny read 11.2 ms against 6.4 measured."""
-        full = {(sig, kind, dim): int(recs[0]["full"]) for (sig, kind, dim), recs in by_series.items()}
-
-        def at_quickest(points: dict) -> dict:  # (sig, kind, dim, size) -> us, each whole op at its quickest
-            quickest: dict[tuple, float] = {}
-            for (sig, kind, dim, size), us in points.items():
-                if size == full[(sig, kind, dim)]:
-                    quickest[(sig, kind)] = min(us, quickest.get((sig, kind), us))
-            return {(sig, kind, dim, size): quickest[(sig, kind)] if size == full[(sig, kind, dim)] else us
-                    for (sig, kind, dim, size), us in points.items()}
-
-        # the tuned samples (measured) and the fitted ones apart: a build runs one or the other
-        self.measured = at_quickest(self.measured)
-        fitted = at_quickest({(*key, n): us for key, pts in self.series.items() for n, us in pts})
-        self.series = {key: [(n, fitted[(*key, n)]) for n, _ in pts] for key, pts in self.series.items()}
-
     def in_model_us(self, rec: dict) -> float:
         """A sample's time as a model runs it: a CPU sample's time alone scaled by the
         :class:`Context` factor of its op (1.0 on a machine where no model was run in the VM);
         GPU samples as timed (their launches are asynchronous: not measured here yet)."""
-        us = float(rec["mean_us"])
-        return us * self.context.factor(rec["sig"]) if rec["device"] == "cpu" else us
+        return _in_model_us(self.context, rec)
 
     # ------------------------------------------------------------------ fits
     def _fit(self, key: tuple, pts: list) -> patterns.Fit | None:
