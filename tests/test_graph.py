@@ -69,3 +69,18 @@ def test_an_op_reading_through_a_tuple_of_two_ops_has_an_edge_from_the_one_it_re
     [e] = [i for i, op in g.ops.items() if op.kind == "exp"]
     [s] = [i for i, op in g.ops.items() if op.kind == "sigmoid"]
     assert e in set(g.graph.predecessors(s))
+
+
+def test_an_equal_module_is_not_fused_again_and_another_one_is(monkeypatch):
+    """OpGraph runs TVM's fusion once per module structure (:data:`tvm_partition.ir.graph._FUSED`)."""
+    from tvm_partition.ir import graph as graph_module
+
+    fused, fuse = [], OpGraph._fuse_afresh
+    monkeypatch.setattr(OpGraph, "_fuse_afresh", lambda self: fused.append(1) or fuse(self))
+    monkeypatch.setattr(graph_module, "_FUSED", {})
+    first = OpGraph(frontend.load("lstm", seq_len=2, batch=2).mod)
+    again = OpGraph(frontend.load("lstm", seq_len=2, batch=2).mod)  # another object, the same module
+    assert len(fused) == 1 and list(again.ops) == list(first.ops)
+    assert [op.members for op in again.ops.values()] == [op.members for op in first.ops.values()]
+    longer = OpGraph(frontend.load("lstm", seq_len=3, batch=2).mod)
+    assert len(fused) == 2 and len(longer.ops) > len(first.ops)
