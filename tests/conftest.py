@@ -17,7 +17,7 @@ PURE_PYTHON = {
 
 
 #: Seconds each module's tests took on the 2-core Zen 3 build machine (2026-11-29, ``--durations=0``
-#: of the default run: two workers, 12 min 51 s; modules under a second left out). pytest.ini runs
+#: of the default run: two workers, 13 min 12 s; modules under two seconds left out). pytest.ini runs
 #: two workers, a module whole in one (``--dist loadfile``: its module fixtures, test_cli's commands
 #: and the GPU kit's dry pack, run once), the longest modules first (``--no-loadscope-reorder``
 #: keeps this order instead of xdist's, by test count), so that no long module starts last; no gain
@@ -26,13 +26,13 @@ PURE_PYTHON = {
 #: the two cores took as long (13 min 30 s, the CPUs 0.7% idle; 2026-11-29). A module not listed
 #: counts 30 s.
 GROUP_SECONDS = {
-    "test_tuning": 155, "test_ray": 138, "test_cost_models": 117, "test_onnx": 115, "test_gpu_proof": 107,
-    "test_cuda_kernels": 86, "test_bench": 83, "test_cli": 77, "test_eop": 69, "test_stages_plan": 57,
-    "test_split_rules": 51, "test_zoo_partition": 50, "test_passes": 48, "test_vm_order": 47, "test_zoo": 44,
-    "test_examples": 40, "test_processes": 34, "test_templates": 30, "test_rpc": 29, "test_placement_decompose": 23,
-    "test_deploy": 17, "test_transfer": 15, "test_placement_compile": 14, "test_placement": 10,
-    "test_data_movement": 10, "test_commands": 10, "test_frontends": 9, "test_placement_congestion": 6,
-    "test_onnx_light": 5, "test_threads": 4, "test_fastmath": 3, "test_servers_plan": 2,
+    "test_tuning": 191, "test_ray": 159, "test_onnx": 121, "test_gpu_proof": 115, "test_cost_models": 114,
+    "test_bench": 99, "test_cli": 82, "test_eop": 76, "test_cuda_kernels": 75, "test_zoo_partition": 69,
+    "test_split_rules": 48, "test_zoo": 44, "test_examples": 43, "test_processes": 37, "test_passes": 37,
+    "test_vm_order": 36, "test_stages_plan": 32, "test_placement_decompose": 29, "test_templates": 28,
+    "test_rpc": 27, "test_deploy": 18, "test_transfer": 15, "test_placement_compile": 12, "test_placement": 10,
+    "test_data_movement": 9, "test_placement_congestion": 6, "test_onnx_light": 6, "test_threads": 4,
+    "test_fastmath": 3, "test_frontends": 2, "test_servers_plan": 2, "test_commands": 2,
 }
 
 
@@ -41,21 +41,29 @@ GROUP_SECONDS = {
 #: worker compiled its own: MobileNetV2's ``equal`` build cost 41 s in test_zoo_partition and 44 s
 #: in test_vm_order of the same run (2026-11-28, ``--durations``).
 SHARED_BUILDS = {"test_cuda_kernels", "test_vm_order", "test_zoo_partition"}
+#: Modules that use the local Ray cluster (tests/ray_cluster.py): one scope too, so that one worker
+#: starts one cluster (14 s here) and stops it after their last test.
+RAY_MODULES = {"test_ray", "test_stages_plan"}
+SCOPES = {**dict.fromkeys(SHARED_BUILDS, "shared cpu,gpu builds"), **dict.fromkeys(RAY_MODULES, "the Ray cluster")}
+
+
+def _module(item) -> str:
+    return item.module.__name__.rsplit(".", 1)[-1]
 
 
 @pytest.hookimpl(optionalhook=True)
 def pytest_xdist_make_scheduler(config, log):
-    """``--dist loadfile`` (pytest.ini), with :data:`SHARED_BUILDS` one scope."""
+    """``--dist loadfile`` (pytest.ini), with the modules of each of :data:`SCOPES` one scope."""
     if config.getvalue("dist") != "loadfile":
         return None
     from xdist.scheduler import LoadFileScheduling
 
-    class SharedBuildScheduling(LoadFileScheduling):
+    class SharedScopeScheduling(LoadFileScheduling):
         def _split_scope(self, nodeid: str) -> str:
             path = nodeid.split("::", 1)[0]
-            return "shared cpu,gpu builds" if path.rsplit("/", 1)[-1][:-3] in SHARED_BUILDS else path
+            return SCOPES.get(path.rsplit("/", 1)[-1][:-3], path)
 
-    return SharedBuildScheduling(config, log)
+    return SharedScopeScheduling(config, log)
 
 
 @pytest.hookimpl(tryfirst=True)  # before pytest's own hook deselects by marker
@@ -64,7 +72,7 @@ def pytest_collection_modifyitems(config, items):
 
     modules = {}
     for item in items:
-        modules[item] = item.module.__name__.rsplit(".", 1)[-1]
+        modules[item] = _module(item)
         if modules[item] not in PURE_PYTHON or item.get_closest_marker("heavy"):
             item.add_marker(pytest.mark.slow)
     # longest modules first; a module's own tests keep their order (a stable sort)
@@ -77,17 +85,29 @@ def pytest_collection_modifyitems(config, items):
             item.add_marker(skip)
 
 
+_RAY = None  # the worker's SuiteCluster (tests/ray_cluster.py), made when a test first asks
+
+
 @pytest.fixture(scope="session")
 def ray_cluster():
-    """One local Ray cluster for every Ray test of a worker (tests/ray_cluster.py), stopped after
-    the session (test_ray and test_stages_plan may run in two workers: two clusters then)."""
+    """The worker's local Ray cluster (tests/ray_cluster.py), running: started for the first Ray
+    test, stopped after the last of a run of them (:func:`pytest_runtest_teardown`)."""
+    global _RAY
     import importlib.util
 
     if importlib.util.find_spec("ray") is None:
         pytest.skip("ray is not installed (pip install -e '.[ray]')")
-    from ray_cluster import SHARES
+    from ray_cluster import SuiteCluster
 
-    from tvm_partition.bench.servers import local_cluster
+    _RAY = _RAY or SuiteCluster()
+    return _RAY.start()
 
-    with local_cluster(SHARES) as cluster:
-        yield cluster
+
+def pytest_runtest_setup(item):
+    if _RAY is not None and "ray_cluster" in item.fixturenames:
+        _RAY.start()  # the session's fixture value outlives a stop
+
+
+def pytest_runtest_teardown(item, nextitem):
+    if _RAY is not None and (nextitem is None or _module(nextitem) not in RAY_MODULES):
+        _RAY.stop()
