@@ -513,9 +513,8 @@ def test_gpu_kernels_take_the_dlight_rule_the_hopper_gpus_measured_quickest_with
     1.1x of the quickest rule of each (dlight's order alone: 8.3x on ResNet-18, whose 3x3
     convolutions Matmul spreads over 4-8 blocks)."""
     import tvm
-    import tvm_ffi
 
-    from tvm_partition.build.tuning import GPU_RULES, TuningError, schedule_gpu
+    from tvm_partition.build.tuning import GPU_RULES, gpu_rule
     from tvm_partition.profiling.samples import lower_sample, sample_function, samples_of
 
     machines = []
@@ -536,16 +535,8 @@ def test_gpu_kernels_take_the_dlight_rule_the_hopper_gpus_measured_quickest_with
             if s.size != s.full or not any(times for times, _ in timed) or name != "resnet18" and s.kind != "matmul":
                 continue
             [(kname, kmod)] = lower_sample(sample_function(graph, op, s.dim, s.size))
-            gv = tvm.ir.GlobalVar(kname)
             func = kmod["main"].with_attr("target", gpu.tvm_target())
-            def scheduled(rules=GPU_RULES):
-                try:
-                    return schedule_gpu(tvm.IRModule({gv: func}), {kname: gpu.name}, [gpu], rules)[gv]
-                except TuningError:  # the rule does not apply
-                    return None
-
-            picked = scheduled()
-            rule = next(r for r in GPU_RULES if tvm_ffi.structural_equal(picked, scheduled((r,))))
+            rule, _ = gpu_rule(tvm.ir.GlobalVar(kname), func)
             for times, total in timed:
                 if not times:
                     continue

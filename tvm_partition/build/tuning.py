@@ -482,16 +482,24 @@ def schedule_gpu(mod: tvm.IRModule, kernel_devices: dict[str, str], devices: lis
     for gv, func in mod.functions_items():
         if kernel_devices.get(gv.name_hint) not in gpu_names or (func.attrs and func.attrs.get("tirx.is_scheduled")):
             continue
-        for name in rules:
-            scheduled = _dlight(gv, func, name)
-            if scheduled is not None:
-                break
-        else:
-            raise TuningError(f"no dlight GPU schedule applies to kernel {gv.name_hint}")
-        if name == "Matmul" and "GeneralReduction" in rules and _few_long(func, scheduled):
-            scheduled = _dlight(gv, func, "GeneralReduction") or scheduled
-        out[gv] = scheduled
+        out[gv] = gpu_rule(gv, func, rules)[1]
     return out
+
+
+def gpu_rule(gv, func, rules: tuple[str, ...] = GPU_RULES) -> tuple[str, object]:
+    """``(rule, scheduled)``: the rule of ``rules`` :func:`schedule_gpu` schedules kernel ``func``
+    (named ``gv``) with, and the scheduled PrimFunc."""
+    for name in rules:
+        scheduled = _dlight(gv, func, name)
+        if scheduled is not None:
+            break
+    else:
+        raise TuningError(f"no dlight GPU schedule applies to kernel {gv.name_hint}")
+    if name == "Matmul" and "GeneralReduction" in rules and _few_long(func, scheduled):
+        general = _dlight(gv, func, "GeneralReduction")
+        if general is not None:
+            return "GeneralReduction", general
+    return name, scheduled
 
 
 def _dlight(gv, func, rule: str):
