@@ -74,13 +74,29 @@ def test_an_op_reading_through_a_tuple_of_two_ops_has_an_edge_from_the_one_it_re
 def test_an_equal_module_is_not_fused_again_and_another_one_is(monkeypatch):
     """OpGraph runs TVM's fusion once per module structure (:data:`tvm_partition.ir.graph._FUSED`)."""
     from tvm_partition.ir import graph as graph_module
+    from tvm_partition.ir.relax_utils import ByStructure
 
     fused, fuse = [], OpGraph._fuse_afresh
     monkeypatch.setattr(OpGraph, "_fuse_afresh", lambda self: fused.append(1) or fuse(self))
-    monkeypatch.setattr(graph_module, "_FUSED", {})
+    monkeypatch.setattr(graph_module, "_FUSED", ByStructure(kept=32))
     first = OpGraph(frontend.load("lstm", seq_len=2, batch=2).mod)
     again = OpGraph(frontend.load("lstm", seq_len=2, batch=2).mod)  # another object, the same module
     assert len(fused) == 1 and list(again.ops) == list(first.ops)
     assert [op.members for op in again.ops.values()] == [op.members for op in first.ops.values()]
     longer = OpGraph(frontend.load("lstm", seq_len=3, batch=2).mod)
     assert len(fused) == 2 and len(longer.ops) > len(first.ops)
+
+
+def test_answers_by_structure_match_a_module_built_again_and_drop_the_oldest_past_kept():
+    from tvm_partition.ir.relax_utils import ByStructure
+
+    computed = []
+    cache = ByStructure(kept=1)
+
+    def get(seq_len, extra=()):
+        return cache.get(frontend.load("lstm", seq_len=seq_len, batch=2).mod, extra,
+                         lambda: computed.append(seq_len) or len(computed))
+
+    assert get(2) == 1 and get(2) == 1 and computed == [2]  # another object, the same structure
+    assert get(2, ("other",)) == 2  # what else the answer depends on tells answers apart
+    assert get(3) == 3 and get(2) == 4 and computed == [2, 2, 3, 2]  # one key kept: the oldest went

@@ -34,7 +34,7 @@ import tvm
 from ..cost_models.logs import skipped_lines
 from ..devices import DEFAULT_LOGS, DeviceSpec, database_dir, usable_cpus
 from ..errors import TvmPartitionError
-from ..ir.relax_utils import copy_module
+from ..ir.relax_utils import ByStructure, copy_module
 from . import templates
 from .transfer import same_device
 
@@ -626,7 +626,7 @@ class Schedules:
     #: ``equal`` build: 123 choices, 34 of them asked before, 2.13 -> 0.91 s with the cache of
     #: :func:`templates._root_blocks`; 2026-11-29, cProfile); not copied by ``dataclasses.replace``,
     #: so a copy with other settings chooses afresh
-    _answers: dict = dataclasses.field(default_factory=dict, init=False, repr=False, compare=False)
+    _answers: ByStructure = dataclasses.field(default_factory=ByStructure, init=False, repr=False, compare=False)
 
     def schedule(self, kmod: tvm.IRModule, target) -> tuple[tvm.tirx.PrimFunc | None, str]:
         """``(scheduled kernel or None, label)``: label ``tuned``, ``transferred from DB: KERNEL``,
@@ -646,15 +646,7 @@ class Schedules:
         return {} if source is None else innermost_tiles(kmod, source)
 
     def _choose(self, kmod, target):
-        import tvm_ffi
-
-        key = (int(tvm_ffi.structural_hash(kmod)), str(target))
-        for seen, answer in self._answers.get(key, ()):
-            if tvm_ffi.structural_equal(seen, kmod):
-                return answer
-        answer = self._choose_afresh(kmod, target)
-        self._answers.setdefault(key, []).append((kmod, answer))
-        return answer
+        return self._answers.get(kmod, (str(target),), lambda: self._choose_afresh(kmod, target))
 
     def _choose_afresh(self, kmod, target):
         from .transfer import blocks_of, main_block, provenance, signature, source_of, transfer

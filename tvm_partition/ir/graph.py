@@ -26,7 +26,7 @@ from tvm import relax
 
 from ..errors import TvmPartitionError
 from .fastmath import legalize_ops
-from .relax_utils import Constant
+from .relax_utils import ByStructure, Constant
 from .split_rules import IllegalSplit, MisalignedCut, Region, is_tensor, shape_of, split_call, tensor_operands
 
 _ANCHOR_RANK = {
@@ -164,13 +164,11 @@ def _member_flops(var, call) -> float:
     return float(out)
 
 
-#: :meth:`OpGraph._fused_groups`' answers, by the structural hash of the module (and the names):
-#: ``[(module, groups)]``. Every planner, pass and check of a build made an OpGraph of the same
-#: model, each running LegalizeOps and FuseOps again: 0.3 of the 0.44 s an OpGraph of the
-#: sequence-10 LSTM took, 540 OpGraphs in the suite (2026-11-29, cProfile); hashing the module
-#: takes 2 ms.
-_FUSED: dict = {}
-FUSED_KEPT = 32
+#: :meth:`OpGraph._fused_groups`' answers, by module structure (and function names). Every
+#: planner, pass and check of a build made an OpGraph of the same model, each running LegalizeOps
+#: and FuseOps again: 0.3 of the 0.44 s an OpGraph of the sequence-10 LSTM took, 540 OpGraphs in
+#: the suite (2026-11-29, cProfile).
+_FUSED = ByStructure(kept=32)
 
 
 class OpGraph:
@@ -228,15 +226,10 @@ class OpGraph:
         """:meth:`_fuse_afresh`, or its answer for a module structurally equal to one it was asked
         before (:data:`_FUSED`)."""
         # the functions' names too: the fused kernels are named after them
-        key = (tvm_ffi.structural_hash(self.mod), self.func_name, tuple(sorted(gv.name_hint for gv in self.mod.get_global_vars())))
-        for mod, groups in _FUSED.get(key, ()):
-            if tvm_ffi.structural_equal(mod, self.mod):
-                return [(name, list(members)) for name, members in groups]
-        groups = self._fuse_afresh()
-        _FUSED.setdefault(key, []).append((self.mod, [(name, tuple(members)) for name, members in groups]))
-        while len(_FUSED) > FUSED_KEPT:
-            del _FUSED[next(iter(_FUSED))]
-        return groups
+        names = tuple(sorted(gv.name_hint for gv in self.mod.get_global_vars()))
+        groups = _FUSED.get(self.mod, (self.func_name, names),
+                            lambda: tuple((name, tuple(members)) for name, members in self._fuse_afresh()))
+        return [(name, list(members)) for name, members in groups]  # the caller's to change
 
     def _fuse_afresh(self) -> list[tuple[str, list[int]]]:
         """Run TVM's fusion on a copy and map each fused kernel to high-level binding indices.

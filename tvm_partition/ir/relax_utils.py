@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import tvm
+import tvm_ffi
 from tvm import relax
 
 #: Relax constants (``relax.const``) are ``tvm.ir.expr.GenericConst`` objects in TVM 0.27.
@@ -84,3 +85,26 @@ def rebuilt(mod: tvm.IRModule, func_name: str = "main", *, segments=None, rewrit
     out = copy_module(mod)
     out[func_name] = bb.get()[func_name]
     return out
+
+
+class ByStructure:
+    """Answers by module structure: a Python ``tvm.IRModule`` hashes and compares by identity, so
+    modules built again (another load of a model, a kernel lowered twice) are keyed here by
+    ``tvm_ffi.structural_hash`` (2 ms for the LSTM's module) and matched by ``structural_equal``.
+    ``kept``: the most keys held, the oldest dropped first (None: all)."""
+
+    def __init__(self, kept: int | None = None):
+        self.kept = kept
+        self._by_key: dict = {}
+
+    def get(self, mod, extra: tuple, compute):
+        """The answer for ``mod`` (and ``extra``, what else it depends on), ``compute()`` the first time."""
+        key = (int(tvm_ffi.structural_hash(mod)), *extra)
+        for seen, answer in self._by_key.get(key, ()):
+            if tvm_ffi.structural_equal(seen, mod):
+                return answer
+        answer = compute()
+        self._by_key.setdefault(key, []).append((mod, answer))
+        while self.kept is not None and len(self._by_key) > self.kept:
+            del self._by_key[next(iter(self._by_key))]
+        return answer
