@@ -585,3 +585,18 @@ def test_a_cuda_trace_replays_onto_other_extents_and_compiles_to_cuda():
     ex = tvm.compile(tvm.IRModule({"main": func.with_attr("global_symbol", "mm").with_attr("target", cuda)}),
                      target=cuda)
     assert cuda_kernel_names(ex), "no CUDA kernel in the compiled module"
+
+
+def test_a_kernel_lowered_again_is_scheduled_from_the_first_choice(monkeypatch):
+    """Schedules._choose answers a kernel it chose for before (a build asks twice: aligning the
+    splits, then scheduling), by structure; another target chooses afresh."""
+    from tvm_partition.build.tuning import Schedules
+
+    schedules = Schedules(None, None, None, templates=False)
+    chosen, afresh = [], Schedules._choose_afresh
+    monkeypatch.setattr(Schedules, "_choose_afresh",
+                        lambda self, kmod, target: chosen.append(1) or afresh(self, kmod, target))
+    first = schedules.schedule(matmul(64, 32, 48), TARGET)
+    assert schedules.schedule(matmul(64, 32, 48), TARGET)[1] == first[1] and len(chosen) == 1
+    schedules.schedule(matmul(64, 32, 48), tvm.target.Target({"kind": "llvm", "num-cores": 1}))
+    assert len(chosen) == 2

@@ -338,7 +338,12 @@ def test_kernel_table_units():
     assert "| 4.0x | 2000.0 | 50% |" in table
 
 
-def test_a_budget_ends_the_session_after_the_round_in_flight(tmp_path):
+def test_a_budget_ends_the_session_after_the_round_in_flight(tmp_path, monkeypatch):
+    from tvm_partition.build import tuning
+
+    made = []  # one builder and one runner a call, for its session and its default schedules
+    for name in ("_builder", "_runner"):
+        monkeypatch.setattr(tuning, name, lambda make=getattr(tuning, name), name=name: made.append(name) or make())
     kernels = compute_kernels()
     path = str(tmp_path / "db")
     t0 = time.perf_counter()
@@ -348,6 +353,7 @@ def test_a_budget_ends_the_session_after_the_round_in_flight(tmp_path):
     db = open_database(path)
     records = [r for r in db.get_top_k(db.commit_workload(kernels[0].mod), 1000) if not is_default(r)]
     assert stats["tuned"] == 1  # the round measured before the deadline is kept
+    assert sorted(made) == ["_builder", "_runner"] and stats["defaults"] == 1
     assert 0 < len(records) <= 16, "the session went on past its first round of 16 trials"
 
 
