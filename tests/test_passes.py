@@ -328,3 +328,26 @@ def test_main_is_compiled_and_its_bytecode_twin_calls_the_same_kernels():
     kernels = [n for n in seen if not n.startswith("vm.builtin")]
     assert len(kernels) >= 4 and len(set(kernels)) >= 2  # an equal plan: two parts of each op at least
     np.testing.assert_array_equal(out, twin)
+
+
+def test_a_program_longer_than_the_limit_stays_bytecode(monkeypatch):
+    """Past ``COMPILED_CALLS`` calls ``main`` is linked as bytecode (LLVM's time on a compiled program
+    grows with the square of its length): the instrument sees its kernels, and it matches the
+    unpartitioned model and the build whose ``main`` was compiled."""
+    from tvm_partition.build import executable
+
+    model = mlp_model()
+    compiled, _, _ = equal_check(model)
+    monkeypatch.setattr(executable, "COMPILED_CALLS", 0)
+    long, err, tol = equal_check(model)
+    assert err <= tol
+    assert "@main:" in long.build.executable.as_text()
+    outs = []
+    for build in (long, compiled):
+        vm = relax.VirtualMachine(build.build.executable, [d.tvm_device() for d in build.plan.devices])
+        weights = vm["main_transform_params"]([tvm.runtime.tensor(p) for p in model.params])
+        seen = []
+        vm.set_instrument(lambda _f, name, before, *_: seen.append(str(name)) if before else None)
+        outs.append(vm["main"](*[tvm.runtime.tensor(v) for v in model.inputs.values()], *weights).numpy())
+        assert bool([n for n in seen if not n.startswith("vm.builtin")]) == (build is long)
+    np.testing.assert_array_equal(*outs)

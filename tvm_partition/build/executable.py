@@ -307,7 +307,14 @@ def link(mod: tvm.IRModule, pipeline: tvm.transform.Pass):
     bytecode only; the kernels are compiled once (an LSTM ``equal`` ``model.so`` 438 -> 479 KB).
     TVM 0.27 exposes the two codegens as ``relax.vm_build._vmcodegen``'s ``VMCodeGen`` and
     ``VMTIRCodeGen``, which one ``ExecBuilder`` can take in turn; ``_vmlink`` is ``relax.build``'s
-    own last step."""
+    own last step.
+
+    A program of more than :data:`COMPILED_CALLS` calls stays in bytecode: LLVM's cost on the
+    compiled program grows with the square of its length (its -O3 ``MemCpyOptPass``, ARCHITECTURE.md)
+    and the gain does not. ``benchmarks/vm_modes.py`` (2026-11-29, amd-epyc-znver3-2c): the LSTM at
+    sequence 10 (288 calls) links in 1.7 s compiled against 1.3 s in bytecode, at sequence 100 (2,898
+    calls, the README's model) 50.0 s against 4.5, its ``equal`` build (5,804) 323.5 s against 12.0;
+    the compiled program ran 0.967x and 0.993x the bytecode's there (0.96-1.03x at sequence 10)."""
     from tvm.relax import vm_build
 
     mod = pipeline(mod)
@@ -316,11 +323,23 @@ def link(mod: tvm.IRModule, pipeline: tvm.transform.Pass):
     twin[KERNELS_MAIN] = mod["main"].with_attr("global_symbol", KERNELS_MAIN)
     builder = relax.ExecBuilder()
     vm_build._vmcodegen(builder, twin, "bytecode")
-    leftover = vm_build._vmcodegen(builder, mod, "compiled")
+    leftover = vm_build._vmcodegen(builder, mod, "compiled" if program_calls(mod["main"]) <= COMPILED_CALLS else "bytecode")
     attrs = dict(mod.attrs) if mod.attrs else {}
     return vm_build._vmlink(builder, None, vm_build._filter_tir(leftover),
                             ext_libs=list(attrs.get("external_mods", [])),
                             params=dict(attrs.get("const_name_to_constant", {})))
+
+
+#: The longest VM program :func:`link` compiles to native code, in calls (kernels and the VM's
+#: builtins): LLVM spends about 5 s on it (about 5.4e-6 s x calls squared, measured above).
+COMPILED_CALLS = 1000
+
+
+def program_calls(func: relax.Function) -> int:
+    """How many calls the VM program of ``func`` (lowered for the VM) makes."""
+    calls = []
+    relax.analysis.post_order_visit(func.body, lambda e: isinstance(e, relax.Call) and calls.append(e))
+    return len(calls)
 
 
 def build(mod: tvm.IRModule, plan: Plan, graph=None, schedules=None) -> BuildResult:
