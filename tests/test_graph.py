@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from helpers import mlp_model
 from tvm_partition import frontend
-from tvm_partition.ir.graph import OpGraph
+from tvm_partition.ir.graph import OpGraph, op_signature
 
 
 def test_mlp_groups_follow_tvm_fusion():
@@ -34,6 +34,16 @@ def test_legal_dims_and_refusals():
     assert ops["matmul"].split_dims == {0: "batch", 1: "N"}
     assert 1 not in ops["softmax"].split_dims and "normalises" in ops["softmax"].refusals[1]
     assert ops["reshape"].is_view and not ops["reshape"].split_dims
+
+
+def test_op_signatures_name_the_computation_and_are_made_once():
+    """Two imports of one model give each op the same signature, another batch another one; an
+    op keeps its signature once made (planning asks for it tens of thousands of times)."""
+    a, b, c = (OpGraph(mlp_model(batch=n).mod) for n in (4, 4, 8))
+    sigs = [[op_signature(g.ops[i]) for i in g.topo_order()] for g in (a, b, c)]
+    assert sigs[0] == sigs[1] and sigs[0][0] != sigs[2][0]
+    assert sigs[0][0].startswith("matmul-")
+    assert a.ops[a.topo_order()[0]].__dict__["signature"] == sigs[0][0]
 
 
 def test_op_ids_are_stable_across_imports():
