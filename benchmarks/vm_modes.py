@@ -53,7 +53,7 @@ def main(argv=None) -> int:
     align_splits(graph, devices, schedules)  # the cuts a build plans (compile_model)
     plan, _ = plan_and_simulate(graph, devices, args.strategy)
     lowered, placed = ex.lower(model.mod, plan, graph, schedules)
-    pipeline = ex.vm_pipeline(any(placed.get(name, plan.host) != plan.host for name, _ in ex._call_sites(lowered)))
+    pipeline = ex.link_pipeline(lowered, placed, plan.host)
 
     t0 = time.perf_counter()
     executable = ex.link(lowered, pipeline)

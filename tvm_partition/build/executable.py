@@ -291,6 +291,12 @@ def vm_pipeline(off_host: bool) -> tvm.transform.Pass:
     )
 
 
+def link_pipeline(lowered: tvm.IRModule, placed: dict[str, str], host: str) -> tvm.transform.Pass:
+    """:func:`vm_pipeline` for ``lowered`` (:func:`lower`'s module and placement): ``off_host`` where
+    any of its kernels runs off the ``host`` device."""
+    return vm_pipeline(any(placed.get(name, host) != host for name, _ in _call_sites(lowered)))
+
+
 def link(mod: tvm.IRModule, pipeline: tvm.transform.Pass):
     """``relax.build(mod, relax_pipeline=pipeline, exec_mode="compiled")`` (no target: each
     function has its own), plus a bytecode twin of ``main`` named
@@ -347,14 +353,14 @@ def build(mod: tvm.IRModule, plan: Plan, graph=None, schedules=None) -> BuildRes
     with the schedules ``schedules`` (:class:`tvm_partition.build.tuning.Schedules`) has for its kernels."""
     t0 = time.perf_counter()
     lowered, placed = lower(mod, plan, graph, schedules)
-    off_host = any(placed.get(name, plan.host) != plan.host for name, _ in _call_sites(lowered))
+    pipeline = link_pipeline(lowered, placed, plan.host)
     try:
         try:
-            ex = link(lowered, vm_pipeline(off_host))
+            ex = link(lowered, pipeline)
         except Exception as e:  # TVM raises its own error types
             if LLVM_VERIFY not in str(e):
                 raise
-            ex = link(llvm_opt_level(lowered, 2), vm_pipeline(off_host))
+            ex = link(llvm_opt_level(lowered, 2), pipeline)
     except Exception as e:  # keep TVM's message
         raise BuildError(f"TVM could not compile the partitioned module: {e}") from e
     return BuildResult(ex, lowered, plan, placed, time.perf_counter() - t0)
