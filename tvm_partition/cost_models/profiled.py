@@ -44,7 +44,7 @@ from collections import defaultdict
 from . import patterns, xgb
 from ..errors import TvmPartitionError
 from .base import CostModel, Estimate, cut_axes, full_shape, part_fraction
-from .logs import PROFILE_FILE, ProfileLog, read_once
+from .logs import ProfileLog, read_once
 from ..ir.graph import op_signature
 
 
@@ -296,11 +296,10 @@ class ProfiledCostModel(CostModel):
         self.devices = devices
         self.fallback = fallback
         self.log = log or ProfileLog(folder)
-        path = os.path.join(folder, PROFILE_FILE)
         # a log read here from its file: its tables as read_once keeps them, for this version of the
         # file; a log given (it may hold what its file does not): its own
-        tables = (read_once(path, lambda _: _Tables.of(ProfileLog(folder)), kind="tables")
-                  if log is None and os.path.exists(path) else _Tables.of(self.log))
+        tables = (read_once(self.log.path, lambda _: _Tables.of(self.log), kind="tables")
+                  if log is None and os.path.exists(self.log.path) else _Tables.of(self.log))
         #: how much slower CPU kernels run in models than alone (:meth:`in_model_us`)
         self.context: Context = tables.context
         self.names: dict[str, dict] = tables.names
