@@ -478,6 +478,31 @@ def test_eop_cpu_gpu_cross_compiles(which, tmp_path):
     assert bool(cuda) == bool(on_gpu)
 
 
+def test_check_runs_a_host_only_gpu_artifact_itself(monkeypatch):
+    """A cpu,gpu plan that keeps every op on the host is checked by running its own artifact, a CPU
+    in the GPU's place, not by a rebuild for cpu,cpu; a plan with a GPU kernel is not."""
+    import tvm_partition.build.executable as executable
+    from helpers import mlp_model
+    from tvm_partition.cli.compile import host_only
+    from tvm_partition.devices import gpu_available
+
+    if gpu_available():
+        pytest.skip("this machine has a GPU: nothing stands in for it")
+    model = mlp_model()
+    compiled = compile_model(model, CPU_GPU, "cpu")
+    on_gpu = compile_model(model, CPU_GPU, "gpu")
+    assert host_only(compiled) and not host_only(on_gpu)
+
+    def rebuild(*_):
+        raise AssertionError("check() rebuilt a plan that launches nothing on the GPU")
+
+    monkeypatch.setattr(executable, "build", rebuild)
+    err, tol = check(compiled)
+    assert err <= tol, f"max_abs_err={err} > {tol}"
+    with pytest.raises(AssertionError, match="rebuilt"):
+        check(on_gpu)
+
+
 def test_eop_through_plan_with():
     g = OpGraph(frontend.load("lstm", **SMALL["lstm"]).mod)
     cm = analytic(2.0)

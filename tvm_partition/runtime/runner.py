@@ -48,13 +48,17 @@ class Runner:
 
     governor = None  # a remote runner's pool is the server's
 
-    def __init__(self, art_dir: str):
+    def __init__(self, art_dir: str, devices: list | None = None):
+        """``devices``: DeviceSpecs to run on in place of the manifest's, one for each (the
+        ``--check`` of an artifact that launches nothing on its GPU runs it with a CPU there)."""
         import tvm
 
         self.art_dir = art_dir
         self.manifest = artifact.read_manifest(art_dir)
         artifact.verify(art_dir, self.manifest)
-        self.devices = artifact.devices_of(self.manifest)
+        self.devices = devices or artifact.devices_of(self.manifest)
+        if len(self.devices) != len(self.manifest["devices"]):
+            raise ValueError(f"the artifact runs on {len(self.manifest['devices'])} devices, not {len(self.devices)}")
         self.tvm = tvm
         self._load()
 
