@@ -31,13 +31,10 @@ def fed_across(graph: OpGraph, plan: Plan, op_id: str) -> bool:
     (or by a view that follows one), directly or through glue (a split's tuple item): the program
     copies or joins it before the op's kernel."""
     dev = whole_device(graph, plan, op_id)
-    op = graph.ops[op_id]
-    for x in op.inputs:
-        if graph.index_of.get(x) is None:  # a parameter of main: on the host
-            if any(x.same_as(p) for p in graph.func.params) and dev != plan.host:
-                return True
-            continue
-        if any(src != op_id and whole_device(graph, plan, src) != dev for src in graph.producers(x)):
+    for is_param, producers in graph.input_sources(op_id):
+        if is_param and dev != plan.host:  # a parameter of main: on the host
+            return True
+        if any(src != op_id and whole_device(graph, plan, src) != dev for src in producers):
             return True
     return False
 
@@ -57,21 +54,21 @@ def units(graph: OpGraph, plan: Plan) -> list:
     keeps every kernel on its side of each copy, would have cut the op in two; left unfenced,
     ``FuseOps`` ran the fused op at its first binding, ahead of the copy it needs."""
     g = graph
-    unit_of = {}
+    unit_of, whole = {}, {}
     for i in range(len(g.bindings)):
         op_id = g.op_of_binding.get(i)
         if op_id is None:
             unit_of[i] = ("glue", i) if i not in g.static else ("static", i)
         else:
-            whole = whole_device(g, plan, op_id) is not None and not fed_across(g, plan, op_id)
-            unit_of[i] = ("member", i) if whole else op_id
+            if op_id not in whole:  # once per op, not per binding
+                whole[op_id] = whole_device(g, plan, op_id) is not None and not fed_across(g, plan, op_id)
+            unit_of[i] = ("member", i) if whole[op_id] else op_id
     dag = nx.DiGraph()
     first = {}
     for i, u in unit_of.items():
         dag.add_node(u)
         first[u] = min(first.get(u, i), i)
-        for v in g.free[i]:
-            j = g.index_of.get(v)
-            if j is not None and unit_of[j] != u:
+        for j in g.binding_reads[i]:
+            if unit_of[j] != u:
                 dag.add_edge(unit_of[j], u)
     return list(nx.lexicographical_topological_sort(dag, key=lambda u: first[u]))
