@@ -357,27 +357,76 @@ def test_a_row_is_the_median_over_fresh_processes(monkeypatch):
 
 
 def test_the_rows_of_one_model_are_measured_in_rounds(monkeypatch):
-    """Each round runs one process of every artifact, the order alternating: a machine that slows
-    down 2x after the first round reaches every row alike, so their ratios hold; an artifact whose
-    process fails is not run again."""
+    """Each round runs one process timing every TVM artifact in turn and one process of each
+    onnxruntime row, the order alternating: a machine that slows down 2x after the first round
+    reaches every row alike, so their ratios hold."""
+    from tvm_partition.bench import ort as bench_ort
     from tvm_partition.bench import runtime as bench_runtime
 
-    speed = {"a": 100.0, "b": 200.0}
+    speed = {"a": 100.0, "b": 200.0, "ort": 50.0}
     calls = []
 
     def fake(art, repeat, timeout_s=None, preexec=None):
         calls.append(art)
-        if art == "bad":
+        slow = 1.0 if len(calls) <= 2 else 2.0
+        row = lambda a: {"measured_median_us": speed[a] * slow, "measured_p90_us": speed[a] * slow}  # noqa: E731
+        return {a: row(a) for a in art} if isinstance(art, list) else row(art)
+
+    monkeypatch.setattr(bench_runtime, "measure_process", fake)
+    monkeypatch.setattr(bench_ort, "is_artifact", lambda art: art == "ort")
+    got = bench_runtime.measure_interleaved(["a", "b", "ort"], 9)
+    assert calls == [["a", "b"], "ort"] * 3
+    assert got["a"]["process_medians_us"] == [100.0, 200.0, 200.0] and got["a"]["repeat"] == 9
+    assert got["b"]["measured_median_us"] / got["a"]["measured_median_us"] == 2.0
+    assert got["ort"]["process_medians_us"] == [50.0, 100.0, 100.0]
+
+
+def test_a_crash_among_the_rows_measured_together_costs_its_row_only(monkeypatch):
+    """Where the process timing the TVM rows together fails, each is measured in a process of its
+    own from then on (that round too); an artifact whose own process fails is not run again."""
+    from tvm_partition.bench import runtime as bench_runtime
+
+    calls = []
+
+    def fake(art, repeat, timeout_s=None, preexec=None):
+        calls.append(art)
+        if art == "bad" or isinstance(art, list):
             return {"error": "measuring failed: boom"}
-        slow = 1.0 if len(calls) <= 3 else 2.0
-        return {"measured_median_us": speed[art] * slow, "measured_p90_us": speed[art] * slow}
+        return {"measured_median_us": 100.0, "measured_p90_us": 100.0}
 
     monkeypatch.setattr(bench_runtime, "measure_process", fake)
     got = bench_runtime.measure_interleaved(["a", "b", "bad"], 9)
-    assert calls == ["a", "b", "bad", "b", "a", "a", "b"]
+    assert calls == [["a", "b", "bad"], "a", "b", "bad", "b", "a", "a", "b"]
     assert got["bad"] == {"error": "measuring failed: boom"}
-    assert got["a"]["process_medians_us"] == [100.0, 200.0, 200.0] and got["a"]["repeat"] == 9
-    assert got["b"]["measured_median_us"] / got["a"]["measured_median_us"] == 2.0
+    assert got["a"]["process_medians_us"] == [100.0] * 3
+
+
+def test_rows_measured_together_are_timed_in_turn(monkeypatch):
+    """measure_together: every artifact warmed up first, then blocks of runs in turn, the order
+    reversed from block to block, each block after one untimed run."""
+    from tvm_partition.bench import runtime as bench_runtime
+    from tvm_partition.runtime import runner as runner_mod
+
+    log = []
+
+    class FakeRunner:
+        devices = []
+
+        def __init__(self, art):
+            self.art = art
+
+        def example_inputs(self, seed):
+            return {}
+
+        def time(self, inputs, repeat, warmup=None):
+            log.append((self.art, repeat, warmup))
+            return [1.0] * repeat
+
+    monkeypatch.setattr(runner_mod, "Runner", FakeRunner)
+    got = bench_runtime.measure_together(["a", "b"], 6)
+    assert log == [("a", 0, None), ("b", 0, None), ("a", 2, 1), ("b", 2, 1), ("b", 2, 1), ("a", 2, 1),
+                   ("a", 1, 1), ("b", 1, 1), ("b", 1, 1), ("a", 1, 1)]
+    assert got["a"]["repeat"] == got["b"]["repeat"] == 6
 
 
 def test_paired_ratios_are_taken_within_each_round(monkeypatch, tmp_path):

@@ -7,7 +7,8 @@ into a benchmark bundle (``bench --export-bundle DIR``), on a machine without a 
     python3 DIR/run_bench.py [--repeat N] [--force]                  # every artifact of a bundle
 
 Each artifact is measured in fresh child processes (:data:`PROCESSES`, the median of their
-medians; the rows of one model setting in rounds, :func:`measure_interleaved`) with
+medians; the rows of one model setting in rounds, the TVM ones timed in turn within each process,
+:func:`measure_interleaved`) with
 ``TVM_USE_RUNTIME_LIB=1`` (an artifact that crashes the runtime costs its row, not the run):
 :class:`tvm_partition.runtime.run.Runner` loads it,
 :meth:`~tvm_partition.runtime.run.Runner.time` times ``repeat`` end-to-end runs after warm-up and
@@ -43,17 +44,50 @@ def measure(art_dir: str, repeat: int, seed: int = 0) -> dict:
     """Median and p90 end-to-end latency of the artifact in this process (an onnxruntime row's
     folder, :mod:`tvm_partition.bench.ort`, on onnxruntime; its inputs are stored, not seeded here)."""
     from . import ort as bench_ort
-    from ..devices import fingerprint_id
-    from ..runtime.runner import Runner, latency_stats
+    from ..runtime.runner import Runner
 
     if bench_ort.is_artifact(art_dir):
-        times, kinds = bench_ort.time_runs(art_dir, repeat), ["cpu"]
-    else:
-        runner = Runner(art_dir)
-        times, kinds = runner.time(runner.example_inputs(seed), repeat), [d.kind for d in runner.devices]
+        return _result(bench_ort.time_runs(art_dir, repeat), ["cpu"])
+    runner = Runner(art_dir)
+    return _result(runner.time(runner.example_inputs(seed), repeat), [d.kind for d in runner.devices])
+
+
+#: Blocks of runs :func:`measure_together` times each artifact in, in turn with the others'.
+BLOCKS = 4
+
+
+def measure_together(arts: list[str], repeat: int, seed: int = 0) -> dict:
+    """``{art: result}`` as :func:`measure` gives for each, the artifacts (TVM ones) loaded and
+    warmed up in this process and timed in turn: :data:`BLOCKS` blocks of runs each, the order
+    reversed from block to block, each block after one untimed run (the caches the artifact before
+    left). Why: this VM runs one artifact up to 1.5x apart minutes apart (see
+    :func:`measure_interleaved`), and rows measured in processes one after another each caught
+    another phase: in ``bench --quick`` (2026-11-29, amd-epyc-znver3-2c) the GRU's ``auto`` row, the
+    same plan as its ``cpu`` row, read 0.263 ms against 0.354."""
+    from ..runtime.runner import Runner
+
+    runners = [Runner(a) for a in arts]
+    inputs = [r.example_inputs(seed) for r in runners]
+    for r, x in zip(runners, inputs):
+        r.time(x, 0)  # warm-up (Runner.time's)
+    times: dict[str, list] = {a: [] for a in arts}
+    blocks = max(1, min(BLOCKS, repeat))
+    for b in range(blocks):
+        runs = repeat // blocks + (b < repeat % blocks)
+        turn = list(zip(arts, runners, inputs))
+        for art, r, x in (turn if b % 2 == 0 else turn[::-1]):
+            times[art] += r.time(x, runs, warmup=1)
+    return {a: _result(times[a], [d.kind for d in r.devices]) for a, r in zip(arts, runners)}
+
+
+def _result(times: list[float], kinds: list[str]) -> dict:
+    """The result of a row timed ``times`` (us) on devices of ``kinds``."""
+    from ..devices import fingerprint_id
+    from ..runtime.runner import latency_stats
+
     stats = latency_stats(times)
     return {"measured_median_us": round(stats["median_us"], 1), "measured_p90_us": round(stats["p90_us"], 1),
-            "measured_p99_us": round(stats["p99_us"], 1), "repeat": repeat,
+            "measured_p99_us": round(stats["p99_us"], 1), "repeat": len(times),
             "device_names": device_names(kinds), "machine": fingerprint_id(),
             "date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
 
@@ -75,20 +109,36 @@ def measure_isolated(art_dir: str, repeat: int, timeout_s: float | None = None, 
 
 def measure_interleaved(arts: list[str], repeat: int, timeout_s: float | None = None, preexec=None) -> dict:
     """``{art: result}``: each artifact measured as :func:`measure_isolated` measures one, but in
-    rounds: each round runs one fresh process of every artifact, in an order that alternates from
+    rounds: each round runs one fresh process that times every TVM artifact in turn
+    (:func:`measure_together`) and one of each onnxruntime row, in an order that alternates from
     round to round. Why: the rows of one model are compared with each other (a split over ``cpu``,
     ours over onnxruntime), and this VM runs the same build up to 1.2x apart minutes apart
     (ResNet-50 29.1 ms in paired rounds, 34.7 in a ``bench`` row 20 minutes later; onnxruntime's
     ShuffleNet 1.34 and 3.24 ms; amd-epyc-znver5-2c, 2026-11-26): measured one after another, the
-    rows of one model could each take another phase; in rounds each phase reaches every row.
-    An artifact whose process fails is not measured again; its result is the ``error``."""
+    rows of one model could each take another phase; in rounds each phase reaches every row, and
+    within one process every TVM row of it. onnxruntime keeps a process of its own: its threads
+    spin after a run, on the cores the next row would run on. Where the process of all of them
+    fails (an artifact that crashes the runtime), each is measured in a process of its own from
+    then on; an artifact whose own process fails is not measured again, its result the ``error``."""
+    from . import ort as bench_ort
+
     n = PROCESSES if repeat >= 3 * PROCESSES else 1
     each = -(-repeat // n)
     runs: dict[str, list] = {a: [] for a in arts}
     failed: dict[str, dict] = {}
+    together = [a for a in arts if not bench_ort.is_artifact(a)]
     for k in range(n):
+        measured = set()
+        if len(together) > 1:
+            res = measure_process(together, each, timeout_s, preexec)
+            if "error" in res:
+                together = []
+            else:
+                for art, r in res.items():
+                    runs[art].append(r)
+                measured = set(res)
         for art in (arts if k % 2 == 0 else arts[::-1]):
-            if art in failed:
+            if art in failed or art in measured:
                 continue
             res = measure_process(art, each, timeout_s, preexec)
             if "error" in res:
@@ -107,13 +157,15 @@ def _over_processes(runs: list[dict], repeat: int) -> dict:
             "process_medians_us": [r["measured_median_us"] for r in runs]}
 
 
-def measure_process(art_dir: str, repeat: int, timeout_s: float | None = None, preexec=None) -> dict:
-    """:func:`measure` in a child process with the runtime-only TVM; ``{"error": ...}`` if it fails."""
+def measure_process(art_dir: str | list[str], repeat: int, timeout_s: float | None = None, preexec=None) -> dict:
+    """:func:`measure` in a child process with the runtime-only TVM (of a list of artifacts,
+    :func:`measure_together`: ``{art: result}``); ``{"error": ...}`` if it fails."""
     package_parent = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
     env = dict(os.environ, TVM_USE_RUNTIME_LIB="1", PYTHONDONTWRITEBYTECODE="1",
                PYTHONPATH=os.pathsep.join(p for p in (package_parent, os.environ.get("PYTHONPATH")) if p))
     # -S kept: a bundle run without site-packages (numpy and the bundle's TVM only) measures the same way
-    cmd = [sys.executable, *(["-S"] if sys.flags.no_site else []), "-m", "tvm_partition.bench.runtime", art_dir,
+    arts = art_dir if isinstance(art_dir, list) else [art_dir]
+    cmd = [sys.executable, *(["-S"] if sys.flags.no_site else []), "-m", "tvm_partition.bench.runtime", *arts,
            "--repeat", str(repeat)]
     try:
         proc = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=timeout_s, preexec_fn=preexec)
@@ -191,15 +243,16 @@ def bundle_main(bundle: str, argv=None) -> int:
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(prog="python -m tvm_partition.bench.runtime",
-                                 description="Time one artifact; print the result as one JSON line.")
-    ap.add_argument("artifact")
+                                 description="Time one artifact (several TVM ones: in turn, in this process); print the result as one JSON line.")
+    ap.add_argument("artifact", nargs="+", help="one artifact, or several TVM ones timed in turn ({art: result})")
     ap.add_argument("--repeat", type=int, default=20)
     args = ap.parse_args(argv)
     from ..runtime.artifact import ArtifactError
     from ..devices import DeviceError
 
     try:
-        print(json.dumps(measure(args.artifact, args.repeat)))
+        arts = args.artifact
+        print(json.dumps(measure(arts[0], args.repeat) if len(arts) == 1 else measure_together(arts, args.repeat)))
     except (ArtifactError, DeviceError, ValueError) as e:  # bench_ort.OrtError is a ValueError
         print(f"error: {e}", file=sys.stderr)
         return 2
