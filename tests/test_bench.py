@@ -375,7 +375,7 @@ def test_the_rows_of_one_model_are_measured_in_rounds(monkeypatch):
     monkeypatch.setattr(bench_runtime, "measure_process", fake)
     monkeypatch.setattr(bench_ort, "is_artifact", lambda art: art == "ort")
     got = bench_runtime.measure_interleaved(["a", "b", "ort"], 9)
-    assert calls == [["a", "b"], "ort"] * 3
+    assert calls == [["a", "b"], "ort", "ort", ["a", "b"], ["a", "b"], "ort"]
     assert got["a"]["process_medians_us"] == [100.0, 200.0, 200.0] and got["a"]["repeat"] == 9
     assert got["b"]["measured_median_us"] / got["a"]["measured_median_us"] == 2.0
     assert got["ort"]["process_medians_us"] == [50.0, 100.0, 100.0]

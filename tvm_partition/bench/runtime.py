@@ -128,23 +128,24 @@ def measure_interleaved(arts: list[str], repeat: int, timeout_s: float | None = 
     failed: dict[str, dict] = {}
     together = [a for a in arts if not bench_ort.is_artifact(a)]
     for k in range(n):
-        measured = set()
-        if len(together) > 1:
-            res = measure_process(together, each, timeout_s, preexec)
-            if "error" in res:
-                together = []
-            else:
-                for art, r in res.items():
-                    runs[art].append(r)
-                measured = set(res)
-        for art in (arts if k % 2 == 0 else arts[::-1]):
-            if art in failed or art in measured:
-                continue
-            res = measure_process(art, each, timeout_s, preexec)
-            if "error" in res:
-                failed[art] = res
-            else:
-                runs[art].append(res)
+        units = ([together] if len(together) > 1 else [[a] for a in together]) + \
+            [[a] for a in arts if a not in together]
+        for unit in (units if k % 2 == 0 else units[::-1]):
+            if len(unit) > 1:
+                res = measure_process(unit, each, timeout_s, preexec)
+                if "error" not in res:
+                    for art, r in res.items():
+                        runs[art].append(r)
+                    continue
+                together = []  # each alone from now on, this round too
+            for art in unit:
+                if art in failed:
+                    continue
+                res = measure_process(art, each, timeout_s, preexec)
+                if "error" in res:
+                    failed[art] = res
+                else:
+                    runs[art].append(res)
     return {a: failed.get(a) or _over_processes(runs[a], each * n) for a in arts}
 
 
