@@ -31,7 +31,7 @@ def fed_across(graph: OpGraph, plan: Plan, op_id: str) -> bool:
     (or by a view that follows one), directly or through glue (a split's tuple item): the program
     copies or joins it before the op's kernel."""
     dev = whole_device(graph, plan, op_id)
-    for is_param, producers in graph.input_sources(op_id):
+    for is_param, producers in graph.input_sources[op_id]:
         if is_param and dev != plan.host:  # a parameter of main: on the host
             return True
         if any(src != op_id and whole_device(graph, plan, src) != dev for src in producers):

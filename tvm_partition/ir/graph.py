@@ -409,24 +409,23 @@ class OpGraph:
         once per plan it priced, 17 times."""
         return [tuple(j for j in (self.index_of.get(v) for v in vs) if j is not None) for vs in self.free]
 
-    def input_sources(self, op_id: str) -> tuple[tuple[bool, frozenset], ...]:
-        """For each input of op ``op_id``: whether it is a parameter of ``main``, and the ops it
-        reads (:meth:`producers`). Kept per op: see :attr:`binding_reads`."""
-        cache = self.__dict__.setdefault("_input_sources", {})
-        if op_id not in cache:
-            params = list(self.func.params)
-            cache[op_id] = tuple(
-                (self.index_of.get(x) is None and any(x.same_as(p) for p in params), frozenset(self.producers(x)))
-                for x in self.ops[op_id].inputs)
-        return cache[op_id]
+    @functools.cached_property
+    def input_sources(self) -> dict[str, tuple[tuple[bool, frozenset], ...]]:
+        """Op id -> for each of its inputs: whether it is a parameter of ``main``, and the ops it
+        reads (:meth:`producers`). Made once (the op graph's edges are made from it): see
+        :attr:`binding_reads`."""
+        params = self.data_params + self.weight_params
+        return {op_id: tuple((self.index_of.get(x) is None and any(x.same_as(p) for p in params),
+                              frozenset(self.producers(x))) for x in op.inputs)
+                for op_id, op in self.ops.items()}
 
     def _make_graph(self) -> nx.DiGraph:
         g = nx.DiGraph()
         for op in self.ops.values():
             g.add_node(op.id, op=op)
         for op in self.ops.values():
-            for x in op.inputs:
-                for src in sorted(self.producers(x) - {op.id}):
+            for x, (_, producers) in zip(op.inputs, self.input_sources[op.id]):
+                for src in sorted(producers - {op.id}):
                     b = tensor_bytes(x) if is_tensor(x) else 0
                     if g.has_edge(src, op.id):
                         g[src][op.id]["bytes"] += b
