@@ -290,6 +290,23 @@ def test_split_builds_plan_memory_per_device():
     assert calls.get("vm.builtin.alloc_storage", 0) * 4 < kernels, calls
 
 
+def test_main_takes_each_load_time_tensor_once(tmp_path):
+    """An RNN packs its input weight at load time once per time step (a call site each), and
+    share_packed_weights makes those packings one tensor: ``main`` takes it once, not once a
+    step, and the build matches the model."""
+    from tvm_partition.cli.compile import check, compile_model
+
+    model = frontend.load("gru", seq_len=2)  # batch 16: the matmul template packs its weight
+    compiled = compile_model(model, parse_devices("cpu,cpu"), "cpu", tuning_db=str(tmp_path / "no-database"))
+    err, tol = check(compiled)
+    assert err <= tol
+    vm = relax.VirtualMachine(compiled.build.executable, [d.tvm_device() for d in compiled.plan.devices])
+    weights = vm["main_transform_params"]([tvm.runtime.tensor(p) for p in model.params])
+    packed = [w for w in weights if len(w.shape) == 4]  # the template's packed layout
+    assert len(packed) == 4  # each layer's two weights, packed once for both steps
+    assert len({np.from_dlpack(w).__array_interface__["data"][0] for w in weights}) == len(weights)
+
+
 def test_an_op_reading_another_devices_tuple_item_is_emitted_after_its_copy(tmp_path):
     """exp on cpu1 reads item 0 of a split made on cpu: through the tuple access (glue, no kernel)
     it is fed across devices, so it is one emission unit after its copy, and the build runs and

@@ -32,8 +32,8 @@ from ..devices import DeviceSpec
 from ..errors import TvmPartitionError
 from ..ir.fastmath import legalize_ops
 from ..ir.relax_utils import copy_module
-from ..passes import (ApplyPlan, FenceCopies, PropagateVDevice, elide_host_copies, keep_joins_apart, share_packed_weights,
-                      write_joins_in_place)
+from ..passes import (ApplyPlan, FenceCopies, PropagateVDevice, elide_host_copies, keep_joins_apart, merge_repeated_params,
+                      share_packed_weights, write_joins_in_place)
 from ..plan import Plan
 from ..runtime.artifact import KERNELS_MAIN
 from .tuning import apply_schedules, schedule_gpu, tuning_target
@@ -284,7 +284,7 @@ def vm_pipeline(off_host: bool) -> tvm.transform.Pass:
         [
             relax.backend.DispatchSampling(), relax.backend.DispatchSortScan(), t.LegalizeOps(),
             t.RewriteDataflowReshape(), t.ToNonDataflow(), t.RemovePurityChecking(), t.CallTIRRewrite(),
-            elide_host_copies, write_joins_in_place, *planned,
+            elide_host_copies, merge_repeated_params, write_joins_in_place, *planned,
             t.RewriteCUDAGraph(), t.LowerAllocTensor(), t.KillAfterLastUse(), t.LowerRuntimeBuiltin(),
             t.ComputePrimValue(), t.VMShapeLower(), t.AttachGlobalSymbol(),
         ]

@@ -4,16 +4,17 @@
 keeps the concats joining a split op's parts out of TVM's fused groups; :class:`FenceCopies` keeps
 every kernel on its side of each cross-device copy through TVM's fusion; :func:`elide_host_copies`
 drops the copies between two CPU virtual devices (one memory) before memory planning,
-:func:`share_packed_weights` packs a weight once for them all, and :func:`write_joins_in_place`
+:func:`share_packed_weights` packs a weight once for them all, :func:`merge_repeated_params` passes it to
+``main`` once, and :func:`write_joins_in_place`
 lets the parts of a split write into the joined tensor instead of a concat copying them there."""
 
 from .apply_plan import ApplyPlan
 from .fences import FenceCopies
-from .host_copies import elide_host_copies, share_packed_weights
+from .host_copies import elide_host_copies, merge_repeated_params, share_packed_weights
 from .in_place_joins import write_joins_in_place
 from .joins import keep_joins_apart
 from .partition import PartitionPass
 from .propagate_vdevice import PropagateVDevice
 
 __all__ = ["ApplyPlan", "FenceCopies", "PartitionPass", "PropagateVDevice", "elide_host_copies", "keep_joins_apart",
-           "share_packed_weights", "write_joins_in_place"]
+           "merge_repeated_params", "share_packed_weights", "write_joins_in_place"]

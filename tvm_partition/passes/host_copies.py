@@ -152,3 +152,50 @@ class _Share(relax.PyExprMutator):
                     return
             self.done.append((gv, args, binding.var))
         super().visit_var_binding_(binding)
+
+
+@tvm.transform.module_pass(opt_level=0, name="MergeRepeatedParams")
+def merge_repeated_params(mod: tvm.IRModule, _ctx) -> tvm.IRModule:
+    """``mod`` whose ``main`` takes each load-time tensor once. Run after :func:`elide_host_copies`.
+
+    ``LiftTransformParams`` gives ``main`` one parameter per call site of a lifted weight transform,
+    and :func:`share_packed_weights` and :func:`elide_host_copies` leave many of them the same
+    tensor: an RNN packs its input weight for every time step, so the README's LSTM (sequence 100)
+    took 207 arguments, 200 of them two packed weights repeated (8 distinct buffers). Every run
+    passes every argument, and a VM call costs about 0.2 us a tensor argument (ARCHITECTURE.md).
+    Where ``main_transform_params`` returns one variable at several positions, ``main``'s later
+    parameters become the first, and the load-time function returns it once; the runner passes
+    what that function returns, so both sides change together."""
+    names = {gv.name_hint: gv for gv in mod.get_global_vars()}
+    if TRANSFORM_PARAMS not in names or "main" not in names:
+        return mod
+    load, main = mod[TRANSFORM_PARAMS], mod["main"]
+    fields, lifted = _returned(load), list(main.params[int(main.attrs["num_input"]):])
+    if fields is None or len(fields) != len(lifted):
+        return mod  # not the shape LiftTransformParams makes
+    kept, merged = [], {}
+    for j, field in enumerate(fields):
+        first = next(i for i in range(j + 1) if fields[i].same_as(field))
+        if first == j:
+            kept.append(field)
+        else:
+            merged[lifted[j]] = lifted[first]
+    if not merged:
+        return mod
+    returned = relax.BlockBuilder().normalize(relax.Tuple(kept))
+    out = copy_module(mod)
+    out[names[TRANSFORM_PARAMS]] = relax.Function(load.params, relax.SeqExpr(list(load.body.blocks), returned),
+                                                  returned.ty, load.is_pure, load.attrs)
+    out[names["main"]] = main.bind_params(merged)
+    return out
+
+
+def _returned(func: relax.Function) -> list | None:
+    """The fields of the tuple ``func`` returns (directly or through the variable it is bound to)."""
+    body = func.body
+    if not isinstance(body, relax.SeqExpr):
+        return None
+    value = body.body
+    if isinstance(value, relax.Var):
+        value = next((b.value for block in body.blocks for b in block.bindings if b.var.same_as(value)), None)
+    return list(value.fields) if isinstance(value, relax.Tuple) else None
