@@ -509,7 +509,8 @@ def test_tuning_ranks_kernels_by_what_tuning_can_gain(dense_schedules):
     assert all(g.measured_us > 0 for g in gains)
 
 
-def test_transfer_search_records_the_fastest_candidate_as_the_kernels_own(dense_schedules, tmp_path):
+def test_transfer_search_records_the_fastest_candidate_as_the_kernels_own(dense_schedules, tmp_path, monkeypatch):
+    from tvm_partition.build import tuning
     from tvm_partition.devices import parse_devices
     from tvm_partition.build.tuning import (
         Kernel,
@@ -526,6 +527,23 @@ def test_transfer_search_records_the_fastest_candidate_as_the_kernels_own(dense_
     cpu = parse_devices("cpu")[0]
     kmod = matmul(64, 64, 128)
     k = Kernel("mm", cpu, kmod, kernel_flops(kmod))
+
+    def timed(default_us, candidate_us):
+        """Times of this test's choosing, not the machine's: TVM's default schedule is timed first,
+        then the one candidate (a suite run on a loaded machine once timed the 1-MFLOP default
+        quicker than the replayed record)."""
+        calls = []
+
+        def time_kernel(func, target, *args, **kwargs):
+            calls.append(func)
+            return default_us if len(calls) == 1 else candidate_us
+
+        monkeypatch.setattr(tuning, "time_kernel", time_kernel)
+
+    timed(5.0, 10.0)  # the default schedule quicker: its trace is the record, no provenance
+    assert transfer_search([k], dense_schedules, str(tmp_path / "default")) == 1
+    assert transfer.provenance(best_record(open_database(str(tmp_path / "default")), kmod, tuning_target(cpu)).trace) is None
+    timed(10.0, 5.0)
     assert transfer_search([k], dense_schedules, str(tmp_path)) == 1
     db = open_database(str(tmp_path))
     record = best_record(db, kmod, tuning_target(cpu))
