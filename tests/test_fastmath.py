@@ -15,7 +15,7 @@ from tvm import relax
 from tvm.script import relax as R
 
 from tvm_partition.devices import cpu_target
-from tvm_partition.ir.fastmath import legalize_ops
+from tvm_partition.ir.legalize import legalize_ops
 
 
 def _module(dtype: str):

@@ -30,7 +30,7 @@ from tvm import relax
 
 from ..devices import DeviceSpec
 from ..errors import TvmPartitionError
-from ..ir.fastmath import legalize_ops
+from ..ir.legalize import legalize_ops
 from ..ir.relax_utils import copy_module
 from ..passes import (ApplyPlan, FenceCopies, PropagateVDevice, elide_host_copies, keep_joins_apart, merge_repeated_params,
                       share_packed_weights, write_joins_in_place)
@@ -132,7 +132,7 @@ def lower(mod: tvm.IRModule, plan: Plan, graph=None, schedules=None) -> tuple[tv
             relax.transform.RealizeVDevice(),
             relax.transform.LiftTransformParams(),
             # TVM's fusion (the "zero" pipeline), with the vdevice of every kernel kept
-            legalize_ops(),  # sigmoid, tanh, exp that vectorise (ir/fastmath.py)
+            legalize_ops(),  # sigmoid, tanh, exp that vectorise (ir/fastmath.py), each distinct call once (ir/legalize.py)
             PropagateVDevice(),
             relax.transform.AnnotateTIROpPattern(),
             keep_joins_apart,  # a split op's parts stay apart from the concat joining them

@@ -17,9 +17,9 @@ the softmax template, 75 us; amd-epyc-znver5-2c, 2026-11-26). LRN's pool over th
 ``avg_pool3d`` TVM legalizes as a reduction, which fuses with nothing) is written out as a sum of
 neighbours that ``FuseOps`` joins to the rest of the LRN (:func:`_avg_pool3d`).
 
-:data:`LEGALIZE` is the ``customize_legalize_map`` of every ``LegalizeOps`` that makes the kernels
-of our builds, of :class:`tvm_partition.ir.graph.OpGraph` and of the profile's samples, so the three
-see the same kernels. The PrimFuncs keep TVM's names (``tir_sigmoid``, ...), so fused kernels keep
+:data:`LEGALIZE` overrides TVM's legalization of these ops in every ``LegalizeOps`` that makes the
+kernels of our builds, of :class:`tvm_partition.ir.graph.OpGraph` and of the profile's samples
+(:func:`tvm_partition.ir.legalize.legalize_ops`), so the three see the same kernels. The PrimFuncs keep TVM's names (``tir_sigmoid``, ...), so fused kernels keep
 theirs. TVM's own flow (``bench``'s ``tvm-cpu`` row, the reference outputs of ``--check``) keeps
 libm: the baseline is TVM as a user gets it.
 """
@@ -113,10 +113,3 @@ LEGALIZE = {
     "relax.nn.softmax": _softmax,
     "relax.nn.avg_pool3d": _avg_pool3d,
 }
-
-
-def legalize_ops():
-    """TVM's ``LegalizeOps`` with :data:`LEGALIZE`."""
-    from tvm import relax
-
-    return relax.transform.LegalizeOps(customize_legalize_map=LEGALIZE)

@@ -26,7 +26,7 @@ import tvm_ffi
 from tvm import relax
 
 from ..errors import TvmPartitionError
-from .fastmath import legalize_ops
+from .legalize import legalize_ops
 from .relax_utils import ByStructure, Constant
 from .split_rules import IllegalSplit, MisalignedCut, Region, is_tensor, shape_of, split_call, tensor_operands
 

@@ -210,7 +210,7 @@ def launch_module(k: int, device):
     import tvm
 
     from ..build.tuning import schedule_gpu
-    from ..ir.fastmath import legalize_ops
+    from ..ir.legalize import legalize_ops
 
     mod = launch_function(k)
     if device.kind != "gpu":
@@ -274,7 +274,7 @@ def lower_sample(func) -> list:
     from tvm import relax
 
     from ..build.tuning import kernel_module
-    from ..ir.fastmath import legalize_ops
+    from ..ir.legalize import legalize_ops
 
     fuse = tvm.transform.Sequential([
         legalize_ops(), relax.transform.AnnotateTIROpPattern(), relax.transform.FoldConstant(),
