@@ -337,6 +337,7 @@ class Run:
             self.journal.pop()()
 
     def _add_whole(self, x, dev: str) -> None:
+        x = self.s.source(x)  # the object get() looks it up by (no TVM Expr.__eq__ on a lookup)
         if x in self.whole:
             self.whole[x].append(dev)
             self.journal.append(self.whole[x].pop)
@@ -345,6 +346,7 @@ class Run:
             self.journal.append(lambda: self.whole.pop(x))
 
     def _add_part(self, x, region: Region, dev: str) -> None:
+        x = self.s.source(x)
         if x in self.parts:
             self.parts[x].append((region, dev))
             self.journal.append(self.parts[x].pop)
@@ -514,7 +516,7 @@ class Run:
         for v in self.g.free[i]:
             self.get(v, dev, None)
         var = self.g.bindings[i].var
-        if var in op.outputs:
+        if any(var.__chandle__() == o.__chandle__() for o in op.outputs):  # not `in`: Expr.__eq__ per output
             self._add_whole(var, dev)
         if i == max(op.members):
             self._kernel(op, dev)
