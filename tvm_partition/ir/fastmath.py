@@ -19,9 +19,10 @@ neighbours that ``FuseOps`` joins to the rest of the LRN (:func:`_avg_pool3d`).
 
 :data:`LEGALIZE` overrides TVM's legalization of these ops in every ``LegalizeOps`` that makes the
 kernels of our builds, of :class:`tvm_partition.ir.graph.OpGraph` and of the profile's samples
-(:func:`tvm_partition.ir.legalize.legalize_ops`), so the three see the same kernels. The PrimFuncs keep TVM's names (``tir_sigmoid``, ...), so fused kernels keep
-theirs. TVM's own flow (``bench``'s ``tvm-cpu`` row, the reference outputs of ``--check``) keeps
-libm: the baseline is TVM as a user gets it.
+(:func:`tvm_partition.ir.legalize.legalize_ops`), so the three see the same kernels. The PrimFuncs
+keep TVM's names (``tir_sigmoid``, ...), so fused kernels keep theirs. TVM's own flow (``bench``'s
+``tvm-cpu`` row, the reference outputs of ``--check``) keeps libm: the baseline is TVM as a user
+gets it.
 """
 
 from __future__ import annotations

@@ -31,23 +31,38 @@ _CALL_TIR = tvm.ir.Op.get("relax.call_tir")
 
 def legalize_ops() -> tvm.transform.Pass:
     """TVM's ``LegalizeOps`` with :data:`~tvm_partition.ir.fastmath.LEGALIZE`, each distinct call once."""
-    memo: dict = {}
-    legalizations = {}
-    for name in tvm.get_global_func("ir.ListOpNames")():
-        fn = LEGALIZE.get(name) or tvm.ir.Op.get(name).get_attr("FLegalize")
-        if fn is not None:
-            legalizations[name] = _remembered(name, fn, memo)
-    return relax.transform.LegalizeOps(customize_legalize_map=legalizations)
+    remembered = _Remembered()
+    return relax.transform.LegalizeOps(customize_legalize_map=dict.fromkeys(_legalizations(), remembered))
 
 
-def _remembered(name: str, legalize, memo: dict):
-    def remembered(bb, call):
+_LEGALIZATIONS: dict = {}
+
+
+def _legalizations() -> dict:
+    """``{op name: its legalization}`` of every op that has one (ours where :data:`LEGALIZE` has it),
+    read once: walking TVM's 1,026 registered ops took 8 ms, and the profiler makes a pass a sample."""
+    if not _LEGALIZATIONS:
+        for name in tvm.get_global_func("ir.ListOpNames")():
+            fn = LEGALIZE.get(name) or tvm.ir.Op.get(name).get_attr("FLegalize")
+            if fn is not None:
+                _LEGALIZATIONS[name] = fn
+    return _LEGALIZATIONS
+
+
+class _Remembered:
+    """The legalization of every op, remembering what each distinct call became, for one pass."""
+
+    def __init__(self):
+        self.builder = None  # held, so that no later builder takes its place (and handle)
+        self.memo: dict = {}
+
+    def __call__(self, bb, call):
+        legalize = _legalizations()[call.op.name]
         if not all(_static(t) for t in [call.ty] + [a.ty for a in call.args if isinstance(a, relax.Var)]):
             return legalize(bb, call)  # a symbolic extent is a variable of its own: never the same
-        if memo.get("builder") is None or not memo["builder"].same_as(bb):
-            memo.clear()  # a pass over another module: its kernels are not this one's
-            memo["builder"] = bb  # held, so that no later builder takes its place (and handle)
-        key = (name, _key(call))
+        if self.builder is None or not self.builder.same_as(bb):
+            self.builder, self.memo = bb, {}  # a pass over another module: its kernels are not this one's
+        memo, key = self.memo, (call.op.name, _key(call))
         known = memo.get(key)
         if known is not None and _same(known[0], call):
             _, kernel, positions, out_ty = known
@@ -57,8 +72,6 @@ def _remembered(name: str, legalize, memo: dict):
         if positions is not None:
             memo[key] = (call, out.args[0], positions, out.ty_args[0] if len(out.ty_args) == 1 else list(out.ty_args))
         return out
-
-    return remembered
 
 
 def _static(ty) -> bool:

@@ -161,9 +161,9 @@ def merge_repeated_params(mod: tvm.IRModule, _ctx) -> tvm.IRModule:
     ``LiftTransformParams`` gives ``main`` one parameter per call site of a lifted weight transform,
     and :func:`share_packed_weights` and :func:`elide_host_copies` leave many of them the same
     tensor: an RNN packs its input weight for every time step, so the README's LSTM (sequence 100)
-    took 207 arguments, 200 of them two packed weights repeated (8 distinct buffers). Every run
-    passes every argument, and a VM call costs about 0.2 us a tensor argument (ARCHITECTURE.md).
-    Where ``main_transform_params`` returns one variable at several positions, ``main``'s later
+    took 207 arguments, 200 of them two packed weights repeated (8 distinct buffers), and every run
+    passes every argument through the FFI (the run time this saved was within the VM's noise:
+    0.985-1.003x, GRU and LSTM, amd-epyc-znver3-2c, 2026-11-29). Where ``main_transform_params`` returns one variable at several positions, ``main``'s later
     parameters become the first, and the load-time function returns it once; the runner passes
     what that function returns, so both sides change together."""
     names = {gv.name_hint: gv for gv in mod.get_global_vars()}
