@@ -7,6 +7,7 @@ import pytest
 import tvm
 from tvm import relax
 from tvm.relax.frontend import nn
+from tvm.script import relax as R
 
 from helpers import equal_check, mlp_model, run_plan, run_relax
 from tvm_partition import frontend
@@ -305,6 +306,38 @@ def test_main_takes_each_load_time_tensor_once(tmp_path):
     packed = [w for w in weights if len(w.shape) == 4]  # the template's packed layout
     assert len(packed) == 4  # each layer's two weights, packed once for both steps
     assert len({np.from_dlpack(w).__array_interface__["data"][0] for w in weights}) == len(weights)
+
+
+@tvm.script.ir_module
+class _LoadedTwice:
+    @R.function
+    def main_transform_params(p: R.Tuple(R.Tensor((2,), "float32"), R.Tensor((2,), "float32"))):
+        a = p[0]
+        b = p[1]
+        return (a, b, a)
+
+    @R.function
+    def main(x: R.Tensor((2,), "float32"), w: R.Tensor((2,), "float32"), u: R.Tensor((2,), "float32"),
+             v: R.Tensor((2,), "float32")):
+        R.func_attr({"num_input": 1})
+        return R.add(R.add(R.add(x, w), u), v)
+
+
+def test_a_tensor_the_load_time_function_returns_twice_is_one_parameter_of_main():
+    from tvm_partition.passes import merge_repeated_params
+
+    out = merge_repeated_params(_LoadedTwice)
+    assert [p.name for p in out["main"].params] == ["x", "w", "u"]
+    assert len(out["main_transform_params"].body.body.fields) == 2
+    x, a, b = (np.arange(2, dtype="float32") + k for k in range(3))
+    ex = relax.build(out, target="llvm")
+    vm = relax.VirtualMachine(ex, tvm.cpu())
+    loaded = vm["main_transform_params"]((tvm.runtime.tensor(a), tvm.runtime.tensor(b)))
+    np.testing.assert_allclose(vm["main"](tvm.runtime.tensor(x), *loaded).numpy(), x + a + b + a)
+    # without num_input (where main's inputs end) the pass leaves the module as it is
+    plain = tvm.IRModule({"main": _LoadedTwice["main"].without_attr("num_input"),
+                          "main_transform_params": _LoadedTwice["main_transform_params"]})
+    assert merge_repeated_params(plain).same_as(plain)
 
 
 def test_an_op_reading_another_devices_tuple_item_is_emitted_after_its_copy(tmp_path):

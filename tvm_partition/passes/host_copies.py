@@ -170,9 +170,11 @@ def merge_repeated_params(mod: tvm.IRModule, _ctx) -> tvm.IRModule:
     if TRANSFORM_PARAMS not in names or "main" not in names:
         return mod
     load, main = mod[TRANSFORM_PARAMS], mod["main"]
+    if main.attrs is None or "num_input" not in main.attrs:
+        return mod  # not the shape LiftTransformParams makes (it marks where main's inputs end)
     fields, lifted = _returned(load), list(main.params[int(main.attrs["num_input"]):])
     if fields is None or len(fields) != len(lifted):
-        return mod  # not the shape LiftTransformParams makes
+        return mod
     kept, merged = [], {}
     for j, field in enumerate(fields):
         first = next(i for i in range(j + 1) if fields[i].same_as(field))
