@@ -93,11 +93,12 @@ def _key(call: relax.Call) -> tuple:
     return tvm_ffi.structural_hash(call.ty), operands, attrs
 
 
-def _first(call: relax.Call, var: relax.Var) -> int:
-    """Where ``var`` first stands among ``call``'s operands: ``multiply(a, a)`` is another call
-    than ``multiply(a, b)`` (TVM may give it a kernel of one input), and in calls of one such
-    pattern the kernel's operands map back to the call's unambiguously."""
-    return next(i for i, a in enumerate(call.args) if a.same_as(var))
+def _first(call: relax.Call, expr) -> int | None:
+    """Where ``expr`` first stands among ``call``'s variables (None: nowhere). In the key:
+    ``multiply(a, a)`` is another call than ``multiply(a, b)`` (TVM may give it a kernel of one
+    input), and in calls of one such pattern the kernel's operands map back to the call's
+    unambiguously (:func:`_operand_positions`)."""
+    return next((i for i, a in enumerate(call.args) if isinstance(a, relax.Var) and a.same_as(expr)), None)
 
 
 def _same(known: relax.Call, call: relax.Call) -> bool:
@@ -115,10 +116,5 @@ def _operand_positions(out, call: relax.Call) -> list[int] | None:
     if not (isinstance(out, relax.Call) and out.op.same_as(_CALL_TIR) and len(out.args) == 2
             and isinstance(out.args[1], relax.Tuple)):
         return None
-    positions = []
-    for operand in out.args[1].fields:
-        at = next((i for i, a in enumerate(call.args) if isinstance(a, relax.Var) and a.same_as(operand)), None)
-        if at is None:
-            return None
-        positions.append(at)
-    return positions
+    positions = [_first(call, operand) for operand in out.args[1].fields]
+    return None if None in positions else positions

@@ -199,5 +199,5 @@ def _returned(func: relax.Function) -> list | None:
         return None
     value = body.body
     if isinstance(value, relax.Var):
-        value = next((b.value for block in body.blocks for b in block.bindings if b.var.same_as(value)), None)
+        value = next((b.value for b in _bindings(func) if b.var.same_as(value)), None)
     return list(value.fields) if isinstance(value, relax.Tuple) else None
