@@ -261,9 +261,15 @@ def test_cli_tuning_flags_and_manifest(tuned_only, tmp_path):
 def test_tune_list_and_bad_input(tuned):
     logs, _, _ = tuned
     listed = cli("tune", *MODEL, "--tuning-logs", logs, "--list")
-    assert listed.returncode == 0 and "tuned" in listed.stdout
+    assert listed.returncode == 0
     lines = [line for line in listed.stdout.splitlines() if not line.startswith("copy")]
-    assert len(lines) == len(compute_kernels()) and all(line.startswith("tuned ") for line in lines)
+    # a tuned kernel says so, but where tune's race gave it to the matmul template (cold timings on
+    # this machine: a suite run on a loaded VM had the template win): the label follows the race
+    folder = database_dir(str(logs))
+    db, races = open_database(folder), load_races(folder)
+    want = ["template" if template_won(races, k.mod, tuning_target(k.device), best_record(db, k.mod, tuning_target(k.device)))
+            else "tuned" for k in compute_kernels()]
+    assert [line.split()[0] for line in lines] == want and len(want) == len(compute_kernels()) > 0
     for args, message in [
         (["--trials", "-1"], "--trials must be >= 0"),
         (["--ratios", "1.5"], "strictly between 0 and 1"),
