@@ -54,3 +54,23 @@ def test_a_pass_object_run_on_two_modules_legalizes_each_its_own(twice):
     first = pass_(Repeats)
     second = pass_(Repeats) if twice else first
     tvm.ir.assert_structural_equal(second, relax.transform.LegalizeOps(customize_legalize_map=LEGALIZE)(Repeats))
+
+
+@I.ir_module
+class RepeatedSplits:
+    @R.function
+    def main(x: R.Tensor((4, 8), "float32"), y: R.Tensor((4, 8), "float32")):
+        with R.dataflow():
+            a = R.split(x, 2, axis=1)
+            b = R.split(y, 2, axis=1)  # a repeat, of a kernel with two outputs
+            c = R.add(a[0], b[1])
+            R.output(c)
+        return c
+
+
+def test_a_repeated_call_of_several_outputs_gets_the_kernel_of_the_first():
+    """A kernel of a tuple of outputs (``split``: an ONNX LSTM's steps) reused: found by
+    ``tests/test_onnx_rnn.py``, whose second layer's Split failed to legalize."""
+    ours = legalize.legalize_ops()(RepeatedSplits)
+    tvm.ir.assert_structural_equal(ours, relax.transform.LegalizeOps(customize_legalize_map=LEGALIZE)(RepeatedSplits))
+    assert len([gv for gv in ours.get_global_vars() if gv.name_hint.startswith("split")]) == 1

@@ -70,8 +70,16 @@ class _Remembered:
         out = legalize(bb, call)
         positions = _operand_positions(out, call)
         if positions is not None:
-            memo[key] = (call, out.args[0], positions, out.ty_args[0] if len(out.ty_args) == 1 else list(out.ty_args))
+            memo[key] = (call, out.args[0], positions, _outputs(out))
         return out
+
+
+def _outputs(call_tir: relax.Call):
+    """The output types ``relax.call_tir`` takes to make ``call_tir`` again: one tensor's, or a
+    list of the tensors' of a kernel of several outputs (``split``), whose call holds them as one
+    tuple type (``call_tir`` refuses a tuple type there)."""
+    (ty,) = call_tir.ty_args
+    return list(ty.fields) if isinstance(ty, relax.TupleType) else ty
 
 
 def _static(ty) -> bool:
