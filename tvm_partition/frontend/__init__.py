@@ -1,4 +1,5 @@
-"""Model sources: ONNX files, PyTorch exported programs, Relax IRModules and the built-in zoo.
+"""Model sources: ONNX files (their LSTM, GRU and RNN nodes unrolled first, :mod:`.onnx_rnn`),
+PyTorch exported programs, Relax IRModules and the built-in zoo.
 
 Every source yields a :class:`Model`: a Relax module whose ``main`` takes the data inputs first
 (``num_input`` of them) and the weights after, the weights as numpy arrays, and seeded example
@@ -22,6 +23,7 @@ from ..devices import meminfo_bytes
 from ..errors import TvmPartitionError
 from ..inputs import random_input
 from .model import Model
+from .onnx_rnn import RecurrentError, unroll_recurrent
 from ..ir.relax_utils import Constant, rebuilt
 from .inference import fold_batch_norms, pad_output_channels, remove_dropout, roots_for_powers, ungroup_convolutions
 
@@ -179,6 +181,10 @@ def _from_onnx(path: str, batch: int | None, seed: int) -> Model:
                                  "only the batch (dimension 0, bound by --batch) may be free")
         shape_dict[gi.name] = dims
         dtype_dict[gi.name] = onnx.helper.tensor_dtype_to_np_dtype(tt.elem_type).name
+    try:
+        unroll_recurrent(proto, shape_dict)
+    except RecurrentError as e:
+        raise ModelError(f"{path}: {e}") from None
     try:
         mod = from_onnx(proto, shape_dict=shape_dict, dtype_dict=dtype_dict, keep_params_in_input=True)
     except Exception as e:  # the importer raises many types for unsupported ops
