@@ -86,6 +86,17 @@ def _static_shapes(proto, shapes: dict[str, list[int]]) -> dict[str, list[int]]:
     return out
 
 
+def _activations(kind: str, attrs: dict, dirs: int, where: str) -> list[tuple[str, ...]]:
+    """The activation ops of each direction (``activations``, else the operator's defaults)."""
+    default = DEFAULT_ACTIVATIONS[kind]
+    names = [a.decode() for a in attrs.get("activations", [])] or list(default * dirs)
+    if len(names) != len(default) * dirs or any(n.lower() not in ACTIVATIONS for n in names):
+        raise RecurrentError(f"{where}: activations {names} are not supported (only "
+                             f"{', '.join(sorted(set(ACTIVATIONS.values())))}, {len(default)} a direction)")
+    n = len(default)
+    return [tuple(ACTIVATIONS[a.lower()] for a in names[d * n:(d + 1) * n]) for d in range(dirs)]
+
+
 class _Emitter:
     """New nodes (in order) and initializers of one replaced node, under names it owns."""
 
@@ -156,7 +167,7 @@ class _Cell:
     def __init__(self, node, emit: _Emitter, shapes: dict[str, list[int]], consumed: set[str]):
         from onnx import helper
 
-        self.node, self.emit, self.kind = node, emit, node.op_type
+        self.emit, self.kind, self._reset = emit, node.op_type, None
         attrs = {a.name: helper.get_attribute_value(a) for a in node.attribute}
         where = f"{self.kind} node {node.name or node.output[0]!r}"
         self.layout = int(attrs.get("layout", 0))
@@ -169,13 +180,7 @@ class _Cell:
                 raise RecurrentError(f"{where}: attribute {name} is not supported")
         if int(attrs.get("input_forget", 0)):
             raise RecurrentError(f"{where}: input_forget=1 is not supported")
-        default = DEFAULT_ACTIVATIONS[self.kind]
-        names = [a.decode() for a in attrs.get("activations", [])] or list(default * dirs)
-        if len(names) != len(default) * dirs or any(n.lower() not in ACTIVATIONS for n in names):
-            raise RecurrentError(f"{where}: activations {names} are not supported (only "
-                                 f"{', '.join(sorted(set(ACTIVATIONS.values())))}, {len(default)} a direction)")
-        self.activations = [tuple(ACTIVATIONS[n.lower()] for n in names[d * len(default):(d + 1) * len(default)])
-                            for d in range(dirs)]
+        self.activations = _activations(self.kind, attrs, dirs, where)
         self.linear_before_reset = bool(attrs.get("linear_before_reset", 0))
         self.hidden = int(attrs["hidden_size"]) if "hidden_size" in attrs else None
         ins = list(node.input) + [""] * (8 - len(node.input))
@@ -187,8 +192,7 @@ class _Cell:
             raise RecurrentError(f"{where}: the shape of its input {self.x!r} is not static once the inputs are bound")
         self.seq, self.batch, self.input_size = (x_shape[1], x_shape[0], x_shape[2]) if self.layout else x_shape
         self.dirs = dirs
-        inits = {i.name: i for i in emit.graph.initializer}
-        self.inits = inits
+        self.inits = {i.name: i for i in emit.graph.initializer}
         w_shape = shapes.get(self.w)
         if self.hidden is None:
             if w_shape is None:
@@ -319,7 +323,6 @@ class _Cell:
 
     def _gru_step(self, d, gi, h, c, r_all, rb):
         e, (f, g) = self.emit, self.activations[d]
-        hid = self.hidden
         if self.linear_before_reset or h is None:
             gh = self._recurrent(h, r_all, rb)  # all three gates of h R^T + Rb at once
             z = e.op(f, [self._plus(self._gate(gi, 0), self._gh_gate(gh, h, 0))])
@@ -328,17 +331,26 @@ class _Cell:
             if hh is not None and self.linear_before_reset:
                 hh = e.op("Mul", [r, hh])
         else:  # (r * h) R_h^T: the z and r columns first, then the reset state's product
-            zr = self._plus(e.op("MatMul", [h, e.slice(r_all, 1, 0, 2 * hid)]),
-                            e.slice(rb, 0, 0, 2 * hid) if rb else None)
+            (r_zr, rb_zr), (r_h, rb_h) = self._reset_weights(r_all, rb)
+            zr = self._plus(e.op("MatMul", [h, r_zr]), rb_zr)
             z = e.op(f, [e.op("Add", [self._gate(gi, 0), self._gate(zr, 0)])])
             r = e.op(f, [e.op("Add", [self._gate(gi, 1), self._gate(zr, 1)])])
-            hh = self._plus(e.op("MatMul", [e.op("Mul", [r, h]), e.slice(r_all, 1, 2 * hid, 3 * hid)]),
-                            e.slice(rb, 0, 2 * hid, 3 * hid) if rb else None)
+            hh = self._plus(e.op("MatMul", [e.op("Mul", [r, h]), r_h]), rb_h)
         n = e.op(g, [self._plus(self._gate(gi, 2), hh)])
         # h' = (1 - z) n + z h  ==  n + z (h - n)   (h = 0: n - z n)
         if h is None:
             return e.op("Sub", [n, e.op("Mul", [z, n])]), None
         return e.op("Add", [n, e.op("Mul", [z, e.op("Sub", [h, n])])]), None
+
+    def _reset_weights(self, r_all: str, rb: str | None) -> tuple:
+        """``((R_zr, Rb_zr), (R_h, Rb_h))``: the columns of ``R^T`` and ``Rb`` of the z and r gates
+        and of the h gate, cut once a direction (GRU with ``linear_before_reset=0``)."""
+        if self._reset is None or self._reset[0] != (r_all, rb):
+            e, hid = self.emit, self.hidden
+            cols = [(e.slice(r_all, 1, lo, hi), e.slice(rb, 0, lo, hi) if rb else None)
+                    for lo, hi in ((0, 2 * hid), (2 * hid, 3 * hid))]
+            self._reset = ((r_all, rb), cols)
+        return self._reset[1]
 
     # ------------------------------------------------------------------ Y, Y_h, Y_c
     def _outputs(self, per_dir) -> None:
