@@ -21,7 +21,7 @@ GATES = {"LSTM": 4, "GRU": 3, "RNN": 1}
 
 
 def recurrent_model(kind="LSTM", *, seq=5, batch=3, inp=6, hidden=4, direction="forward", layout=0,
-                    initial=False, peepholes=False, outputs=(0, 1, 2), seed=0, **attrs):
+                    initial=False, peepholes=False, outputs=(0, 1, 2), seed=0, opset=14, **attrs):
     """A graph of one ``kind`` node (weights seeded initializers) and the inputs to run it on."""
     rng = np.random.default_rng(seed)
     dirs, g = (2 if direction == "bidirectional" else 1), GATES[kind]
@@ -58,7 +58,7 @@ def recurrent_model(kind="LSTM", *, seq=5, batch=3, inp=6, hidden=4, direction="
             graph_outputs.append(helper.make_tensor_value_info(out + "_relu", TensorProto.FLOAT,
                                                                y_shape if out == "Y" else state))
     graph = helper.make_graph(nodes, "g", graph_inputs, graph_outputs, inits)
-    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 14)]), feeds
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)]), feeds
 
 
 def run_ort(model, feeds):
@@ -105,6 +105,12 @@ def test_unrolled_batch_first_matches_onnxruntime_on_the_sequence_first_node(kin
     np.testing.assert_allclose(got[0], want[0].transpose(2, 0, 1, 3), rtol=1e-5, atol=1e-5)  # Y
     for g, w in zip(got[1:], want[1:]):  # Y_h, Y_c
         np.testing.assert_allclose(g, w.transpose(1, 0, 2), rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("opset", [9, 11])
+def test_older_opsets_take_the_slice_and_split_of_their_time(opset):
+    """Before opset 10 ``Slice`` takes its bounds as attributes, before 13 ``Split`` its sizes."""
+    assert_same(*recurrent_model("LSTM", opset=opset, direction="bidirectional"))
 
 
 @pytest.mark.parametrize("linear_before_reset", [0, 1])
