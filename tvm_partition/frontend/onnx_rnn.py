@@ -29,6 +29,8 @@ onnxruntime's own implementation of the three operators (``tests/test_onnx_rnn.p
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 
 #: The recurrent operators unrolled here and their gates (ONNX's order), default activations.
@@ -49,6 +51,8 @@ def unroll_recurrent(proto, shapes: dict[str, list[int]]) -> int:
         return 0
     known = _static_shapes(proto, shapes)
     consumed = {i for n in proto.graph.node for i in n.input} | {o.name for o in proto.graph.output}
+    # read once for every node replaced (the tensors it looks up are the graph's own)
+    graph = _Lookup({i.name: i for i in proto.graph.initializer}, {o: n for n in proto.graph.node for o in n.output})
     opset = next((o.version for o in proto.opset_import if o.domain in ("", "ai.onnx")), 1)
     nodes, count = [], 0
     for index, node in enumerate(proto.graph.node):
@@ -57,7 +61,7 @@ def unroll_recurrent(proto, shapes: dict[str, list[int]]) -> int:
             continue
         # ONNX does not require node names to be unique: the node's index makes the new names so
         emit = _Emitter(proto.graph, f"{node.name or node.op_type}#{index}", opset)
-        _Cell(node, emit, known, consumed).unroll()
+        _Cell(node, emit, known, consumed, graph).unroll()
         nodes.extend(emit.nodes)
         count += 1
     del proto.graph.node[:]
@@ -95,6 +99,14 @@ def _activations(kind: str, attrs: dict, dirs: int, where: str) -> list[tuple[st
                              f"{', '.join(sorted(set(ACTIVATIONS.values())))}, {len(default)} a direction)")
     n = len(default)
     return [tuple(ACTIVATIONS[a.lower()] for a in names[d * n:(d + 1) * n]) for d in range(dirs)]
+
+
+@dataclasses.dataclass(frozen=True)
+class _Lookup:
+    """The original graph's initializers and the node producing each tensor, by name."""
+
+    inits: dict
+    producers: dict
 
 
 class _Emitter:
@@ -164,10 +176,10 @@ class _Emitter:
 class _Cell:
     """One recurrent node: its inputs and attributes read and checked, then unrolled."""
 
-    def __init__(self, node, emit: _Emitter, shapes: dict[str, list[int]], consumed: set[str]):
+    def __init__(self, node, emit: _Emitter, shapes: dict[str, list[int]], consumed: set[str], graph: _Lookup):
         from onnx import helper
 
-        self.emit, self.kind, self._reset = emit, node.op_type, None
+        self.emit, self.kind, self.graph, self._reset = emit, node.op_type, graph, None
         attrs = {a.name: helper.get_attribute_value(a) for a in node.attribute}
         where = f"{self.kind} node {node.name or node.output[0]!r}"
         self.layout = int(attrs.get("layout", 0))
@@ -192,7 +204,6 @@ class _Cell:
             raise RecurrentError(f"{where}: the shape of its input {self.x!r} is not static once the inputs are bound")
         self.seq, self.batch, self.input_size = (x_shape[1], x_shape[0], x_shape[2]) if self.layout else x_shape
         self.dirs = dirs
-        self.inits = {i.name: i for i in emit.graph.initializer}
         w_shape = shapes.get(self.w)
         if self.hidden is None:
             if w_shape is None:
@@ -207,11 +218,11 @@ class _Cell:
     def _array(self, name: str) -> np.ndarray | None:
         from onnx import numpy_helper
 
-        init = self.inits.get(name)
+        init = self.graph.inits.get(name)
         if init is not None:
             return numpy_helper.to_array(init)
-        const = next((n for n in self.emit.graph.node if n.op_type == "Constant" and name in n.output), None)
-        if const is not None and const.attribute and const.attribute[0].name == "value":
+        const = self.graph.producers.get(name)
+        if const is not None and const.op_type == "Constant" and const.attribute and const.attribute[0].name == "value":
             return numpy_helper.to_array(const.attribute[0].t)
         return None
 
@@ -242,7 +253,7 @@ class _Cell:
         array = self._array(name)
         if array is not None:
             return not np.any(array)
-        producer = next((n for n in self.emit.graph.node if name in n.output), None)
+        producer = self.graph.producers.get(name)
         if producer is None:
             return False
         if producer.op_type == "Expand":
