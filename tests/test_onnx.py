@@ -63,7 +63,7 @@ def ort_run(proto: onnx.ModelProto, inputs: list[np.ndarray]) -> list[np.ndarray
 
 def run_split(model, tmp_path, inputs: list[np.ndarray], plan_file=None, strategy="equal"):
     """Compile over cpu,cpu, save the artifact, run it with the Runner; inputs are mapped by
-    position (TVM sanitizes ONNX names: "0" becomes "input_0")."""
+    position (the artifact's are the ONNX graph's; ORT's oracle takes them by position too)."""
     compiled = compile_model(model, parse_devices(CPU2), strategy, plan_file)
     art = compiled.save(str(tmp_path / "art"))
     runner = Runner(art)

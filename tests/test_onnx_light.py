@@ -96,7 +96,7 @@ def seeded_model(name: str, folder) -> tuple:
         path = onnx_light.reseed(src, os.path.join(str(folder), f"{name}.onnx"), seed=0)
         model = frontend.load(path)
         sess = session(path, 1)
-        # inputs by position: TVM sanitizes ONNX names ("gpu_0/data_0")
+        # inputs by position (the Model keys them by these names as well)
         feeds = dict(zip(graph_input_names(path), model.inputs.values()))
         _SEEDED[name] = (path, model, [np.asarray(o) for o in sess.run(None, feeds)])
     return _SEEDED[name]

@@ -1,4 +1,5 @@
-"""Model sources: ONNX files (their LSTM, GRU and RNN nodes unrolled first, :mod:`.onnx_rnn`),
+"""Model sources: ONNX files (their small constant computations evaluated, :mod:`.onnx_fold`, and
+their LSTM, GRU and RNN nodes unrolled first, :mod:`.onnx_rnn`),
 PyTorch exported programs, Relax IRModules and the built-in zoo.
 
 Every source yields a :class:`Model`: a Relax module whose ``main`` takes the data inputs first
@@ -23,6 +24,7 @@ from ..devices import meminfo_bytes
 from ..errors import TvmPartitionError
 from ..inputs import random_input
 from .model import Model
+from .onnx_fold import fold_constants
 from .onnx_rnn import RecurrentError, unroll_recurrent
 from ..ir.relax_utils import Constant, rebuilt
 from .inference import fold_batch_norms, pad_output_channels, remove_dropout, roots_for_powers, ungroup_convolutions
@@ -164,6 +166,7 @@ def _from_onnx(path: str, batch: int | None, seed: int) -> Model:
     # weights twice to main's signature. Keep only the real inputs.
     del proto.graph.input[:]
     proto.graph.input.extend(graph_inputs)
+    fold_constants(proto)
     _pairwise_sums(proto)
     shape_dict, dtype_dict, unbound = {}, {}, []
     for gi in graph_inputs:
@@ -194,7 +197,11 @@ def _from_onnx(path: str, batch: int | None, seed: int) -> Model:
     main = mod["main"]
     num_input = int(main.attrs["num_input"]) if main.attrs and "num_input" in main.attrs else len(graph_inputs)
     rng = np.random.default_rng(seed)
-    inputs = {p.name: random_input(_static_shape(p), p.ty.dtype, rng) for p in main.params[:num_input]}
+    # keyed by the graph's own input names, which a user's input file carries: TVM's importer
+    # renames some ("input.1", PyTorch's default, is main's parameter input_1) and keeps their order
+    data = main.params[:num_input]
+    names = [gi.name for gi in graph_inputs] if len(graph_inputs) == len(data) else [p.name for p in data]
+    inputs = {n: random_input(_static_shape(p), p.ty.dtype, rng) for n, p in zip(names, data)}
     name = os.path.splitext(os.path.basename(path))[0]
     if name == "model":  # model zoos ship <name>/model.onnx
         name = os.path.basename(os.path.dirname(os.path.abspath(path))) or name
