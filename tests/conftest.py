@@ -30,7 +30,7 @@ GROUP_SECONDS = {
     "test_bench": 99, "test_cli": 82, "test_eop": 76, "test_cuda_kernels": 75, "test_zoo_partition": 69,
     "test_split_rules": 48, "test_zoo": 44, "test_examples": 43, "test_processes": 37, "test_passes": 37,
     "test_vm_order": 36, "test_stages_plan": 32, "test_placement_decompose": 29, "test_templates": 28,
-    "test_rpc": 27, "test_deploy": 18, "test_onnx_rnn": 16, "test_onnx_fold": 12, "test_transfer": 15, "test_placement_compile": 12, "test_placement": 10,
+    "test_rpc": 27, "test_deploy": 18, "test_onnx_rnn": 16, "test_onnx_fold": 12, "test_onnx_loop": 12, "test_transfer": 15, "test_placement_compile": 12, "test_placement": 10,
     "test_data_movement": 9, "test_placement_congestion": 6, "test_onnx_light": 6, "test_threads": 4,
     "test_fastmath": 3, "test_frontends": 2, "test_servers_plan": 2, "test_commands": 2,
 }

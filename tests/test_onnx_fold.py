@@ -143,3 +143,22 @@ def test_a_causal_convolution_builds_and_runs_under_its_own_input_name(tmp_path)
     (got,) = runner.run({"input.1": x})
     (want,) = run_ort(proto, {"input.1": x})
     np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("start,end,want", [(None, None, [2, 3, 4]), (1, None, [3, 4]), (0, -1, [2, 3]), (-5, 9, [2, 3, 4])])
+def test_the_shape_of_a_static_tensor_is_folded_once_the_inputs_are_bound(start, end, want):
+    """``Shape`` (its ``start`` / ``end``, opset 15, clamped as ONNX says) and ``Size`` of a tensor
+    whose shape inference gives static dims; nothing without the inputs' shapes."""
+    attrs = {k: v for k, v in (("start", start), ("end", end)) if v is not None}
+    nodes = [helper.make_node("Relu", ["x"], ["r"]), helper.make_node("Shape", ["r"], ["s"], **attrs),
+             helper.make_node("Size", ["r"], ["n"])]
+    graph = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["b", 3, 4])],
+                              [helper.make_tensor_value_info("s", TensorProto.INT64, None),
+                               helper.make_tensor_value_info("n", TensorProto.INT64, None)])
+    proto = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    assert fold_constants(proto) == 0  # the batch is free: no shape known
+    assert fold_constants(proto, {"x": [2, 3, 4]}) == 2
+    got = {n.output[0]: numpy_helper.to_array(n.attribute[0].t) for n in proto.graph.node if n.op_type == "Constant"}
+    assert list(got["s"]) == want and int(got["n"]) == 24
+    x = np.ones((2, 3, 4), np.float32)
+    assert [list(np.atleast_1d(v)) for v in run_ort(proto, {"x": x})] == [want, [24]]

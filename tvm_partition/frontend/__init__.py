@@ -1,5 +1,6 @@
-"""Model sources: ONNX files (their small constant computations evaluated, :mod:`.onnx_fold`, and
-their LSTM, GRU and RNN nodes unrolled first, :mod:`.onnx_rnn`),
+"""Model sources: ONNX files (their small constant computations evaluated, :mod:`.onnx_fold`, their
+loops of a known trip count written out, :mod:`.onnx_loop`, and their LSTM, GRU and RNN nodes
+unrolled, :mod:`.onnx_rnn`, before TVM's importer reads them),
 PyTorch exported programs, Relax IRModules and the built-in zoo.
 
 Every source yields a :class:`Model`: a Relax module whose ``main`` takes the data inputs first
@@ -25,6 +26,7 @@ from ..errors import TvmPartitionError
 from ..inputs import random_input
 from .model import Model
 from .onnx_fold import fold_constants
+from .onnx_loop import unroll_loops
 from .onnx_rnn import RecurrentError, unroll_recurrent
 from ..ir.relax_utils import Constant, rebuilt
 from .inference import fold_batch_norms, pad_output_channels, remove_dropout, roots_for_powers, ungroup_convolutions
@@ -166,7 +168,6 @@ def _from_onnx(path: str, batch: int | None, seed: int) -> Model:
     # weights twice to main's signature. Keep only the real inputs.
     del proto.graph.input[:]
     proto.graph.input.extend(graph_inputs)
-    fold_constants(proto)
     _pairwise_sums(proto)
     shape_dict, dtype_dict, unbound = {}, {}, []
     for gi in graph_inputs:
@@ -184,6 +185,8 @@ def _from_onnx(path: str, batch: int | None, seed: int) -> Model:
                                  "only the batch (dimension 0, bound by --batch) may be free")
         shape_dict[gi.name] = dims
         dtype_dict[gi.name] = onnx.helper.tensor_dtype_to_np_dtype(tt.elem_type).name
+    fold_constants(proto, shape_dict)
+    unroll_loops(proto, shape_dict)
     try:
         unroll_recurrent(proto, shape_dict)
     except RecurrentError as e:

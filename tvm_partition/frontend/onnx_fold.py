@@ -11,7 +11,10 @@ exporter folds the chain itself).
 Every node of the default ONNX domain whose inputs are all constants (initializers, ``Constant``
 nodes, nodes folded before it) is evaluated by ``onnx.reference.ReferenceEvaluator`` (the ONNX
 package's own implementation of the specification) and replaced by a ``Constant`` node holding its
-value; ``Constant`` nodes nothing reads any more are dropped. Only small tensors are folded
+value; so is every ``Shape`` and ``Size`` of a tensor whose shape is static once the inputs' shapes
+are bound (ONNX's shape inference: this tool builds static shapes only), which is what makes the
+trip count of PyTorch's loops a constant (:mod:`.onnx_loop`). ``Constant`` nodes nothing reads any
+more are dropped. Only small tensors are folded
 (:data:`MAX_ELEMENTS`, inputs and outputs): what the importer needs as constants is index and
 shape arithmetic, while a computation on weights (a transposed weight matrix) is folded by TVM's
 own passes in compiled code, where the reference evaluator is numpy and Python loops (its
@@ -22,24 +25,31 @@ from __future__ import annotations
 
 import numpy as np
 
+from .onnx_graph import default_opset, static_shapes
+
 #: Largest input or output (elements) of a node folded here: pads, shapes, indices and attention
 #: masks up to 256 x 256, not weights.
 MAX_ELEMENTS = 65_536
 
+#: Ops whose value is their input's shape, not its values.
+_SHAPES = frozenset({"Shape", "Size"})
 #: Ops whose value is not a function of their inputs.
 _RANDOM = frozenset({"RandomNormal", "RandomUniform", "RandomNormalLike", "RandomUniformLike",
                      "Multinomial", "Bernoulli"})
 
 
-def fold_constants(proto) -> int:
+def fold_constants(proto, input_shapes: dict[str, list[int]] | None = None, keep=frozenset()) -> int:
     """Fold the small constant computations of ``proto``'s main graph in place (module docstring);
-    return how many nodes were folded."""
-    from onnx import AttributeProto, helper, numpy_helper
+    ``input_shapes``: the graph inputs' static shapes (without them no ``Shape`` is folded);
+    ``keep``: names to keep a ``Constant`` of though nothing reads them. Returns how many nodes
+    were folded."""
+    from onnx import helper, numpy_helper
 
     graph = proto.graph
-    opset = next((o.version for o in proto.opset_import if o.domain in ("", "ai.onnx")), None)
-    if opset is None:
-        return 0
+    opset = default_opset(proto)
+    shapes = {}
+    if input_shapes is not None and any(n.op_type in _SHAPES for n in graph.node):
+        shapes = static_shapes(proto, input_shapes)
     values = {init.name: init for init in graph.initializer}  # name -> TensorProto (not decoded yet)
     arrays: dict[str, np.ndarray] = {}
 
@@ -58,13 +68,12 @@ def fold_constants(proto) -> int:
             nodes.append(node)
             continue
         inputs = [n for n in node.input if n]
-        if (not inputs or node.domain not in ("", "ai.onnx") or node.op_type in _RANDOM
-                or any(a.type in (AttributeProto.GRAPH, AttributeProto.GRAPHS) for a in node.attribute)
-                or any(n not in values for n in inputs)
-                or any(_elements(values[n], arrays.get(n)) > MAX_ELEMENTS for n in inputs)):
-            nodes.append(node)
-            continue
-        outs = _evaluate(node, {n: value(n) for n in inputs}, opset)
+        if node.op_type in _SHAPES and node.domain in ("", "ai.onnx") and inputs and inputs[0] in shapes:
+            outs = [_shape_of(node, shapes[inputs[0]])]
+        elif _foldable(node, inputs, values, arrays):
+            outs = _evaluate(node, {n: value(n) for n in inputs}, opset)
+        else:
+            outs = None
         if outs is None or any(o.size > MAX_ELEMENTS or o.dtype == object for o in outs):
             nodes.append(node)
             continue
@@ -75,11 +84,45 @@ def fold_constants(proto) -> int:
                                               value=numpy_helper.from_array(out, name)))
         folded += 1
     if folded:
-        read = _read_names(graph) | {o.name for o in graph.output}
+        read = _read_names(graph) | {o.name for o in graph.output} | set(keep)
         read |= {n for node in nodes for n in node.input}
         del graph.node[:]
         graph.node.extend(n for n in nodes if n.op_type != "Constant" or any(o in read for o in n.output))
     return folded
+
+
+def _foldable(node, inputs: list[str], values: dict, arrays: dict) -> bool:
+    """Whether ``node`` is a deterministic op of the default domain, without a subgraph, all of
+    whose inputs are constants of at most :data:`MAX_ELEMENTS`."""
+    from onnx import AttributeProto
+
+    return (bool(inputs) and node.domain in ("", "ai.onnx") and node.op_type not in _RANDOM
+            and not any(a.type in (AttributeProto.GRAPH, AttributeProto.GRAPHS) for a in node.attribute)
+            and all(n in values and _elements(values[n], arrays.get(n)) <= MAX_ELEMENTS for n in inputs))
+
+
+def constant_value(graph, name: str) -> np.ndarray | None:
+    """The value of ``name`` where ``graph`` holds it as an initializer or a ``Constant`` node's
+    ``value``; None otherwise."""
+    from onnx import numpy_helper
+
+    for init in graph.initializer:
+        if init.name == name:
+            return numpy_helper.to_array(init)
+    for node in graph.node:
+        if node.op_type == "Constant" and name in node.output:
+            attr = next((a for a in node.attribute if a.name == "value"), None)
+            return numpy_helper.to_array(attr.t) if attr is not None else None
+    return None
+
+
+def _shape_of(node, dims: list[int]) -> np.ndarray:
+    """A ``Shape`` node's value (its ``start`` / ``end``, opset 15, slice the dims as Python does:
+    negatives from the end, clamped) or a ``Size`` node's, for a tensor of static ``dims``."""
+    if node.op_type == "Size":
+        return np.array(int(np.prod(dims)), np.int64)
+    attrs = {a.name: a.i for a in node.attribute}
+    return np.array(dims[attrs.get("start", 0):attrs.get("end", len(dims))], np.int64)
 
 
 def _elements(tensor, array) -> int:

@@ -33,6 +33,8 @@ import dataclasses
 
 import numpy as np
 
+from .onnx_graph import Emitter, default_opset, static_shapes
+
 #: The recurrent operators unrolled here and their gates (ONNX's order), default activations.
 GATES = {"LSTM": "iofc", "GRU": "zrh", "RNN": "i"}
 DEFAULT_ACTIVATIONS = {"LSTM": ("Sigmoid", "Tanh", "Tanh"), "GRU": ("Sigmoid", "Tanh"), "RNN": ("Tanh",)}
@@ -49,45 +51,24 @@ def unroll_recurrent(proto, shapes: dict[str, list[int]]) -> int:
     steps; ``shapes``: the static shapes of the graph's inputs. Returns how many were replaced."""
     if not any(n.op_type in GATES and n.domain in ("", "ai.onnx") for n in proto.graph.node):
         return 0
-    known = _static_shapes(proto, shapes)
+    known = static_shapes(proto, shapes)
     consumed = {i for n in proto.graph.node for i in n.input} | {o.name for o in proto.graph.output}
     # read once for every node replaced (the tensors it looks up are the graph's own)
     graph = _Lookup({i.name: i for i in proto.graph.initializer}, {o: n for n in proto.graph.node for o in n.output})
-    opset = next((o.version for o in proto.opset_import if o.domain in ("", "ai.onnx")), 1)
+    opset = default_opset(proto)
     nodes, count = [], 0
     for index, node in enumerate(proto.graph.node):
         if node.op_type not in GATES or node.domain not in ("", "ai.onnx"):
             nodes.append(node)
             continue
         # ONNX does not require node names to be unique: the node's index makes the new names so
-        emit = _Emitter(proto.graph, f"{node.name or node.op_type}#{index}", opset)
+        emit = Emitter(proto.graph, f"{node.name or node.op_type}#{index}", opset)
         _Cell(node, emit, known, consumed, graph).unroll()
         nodes.extend(emit.nodes)
         count += 1
     del proto.graph.node[:]
     proto.graph.node.extend(nodes)
     return count
-
-
-def _static_shapes(proto, shapes: dict[str, list[int]]) -> dict[str, list[int]]:
-    """Every tensor's static shape that ONNX's shape inference finds once the inputs are bound."""
-    import onnx
-
-    bound = onnx.ModelProto()
-    bound.CopyFrom(proto)
-    for gi in bound.graph.input:
-        if gi.name in shapes:
-            dims = gi.type.tensor_type.shape.dim
-            del dims[:]
-            for d in shapes[gi.name]:
-                dims.add().dim_value = int(d)
-    inferred = onnx.shape_inference.infer_shapes(bound).graph
-    out = {i.name: list(i.dims) for i in inferred.initializer}
-    for vi in list(inferred.input) + list(inferred.value_info) + list(inferred.output):
-        dims = vi.type.tensor_type.shape.dim
-        if dims and all(d.HasField("dim_value") for d in dims):
-            out[vi.name] = [d.dim_value for d in dims]
-    return out
 
 
 def _activations(kind: str, attrs: dict, dirs: int, where: str) -> list[tuple[str, ...]]:
@@ -109,74 +90,10 @@ class _Lookup:
     producers: dict
 
 
-class _Emitter:
-    """New nodes (in order) and initializers of one replaced node, under names it owns."""
-
-    def __init__(self, graph, prefix: str, opset: int):
-        self.graph, self.prefix, self.opset, self.nodes, self.n = graph, prefix, opset, [], 0
-
-    def name(self, hint: str) -> str:
-        self.n += 1
-        return f"{self.prefix}/{hint}_{self.n}"
-
-    def op(self, op_type: str, inputs: list[str], out: str | None = None, **attrs) -> str:
-        from onnx import helper
-
-        out = out or self.name(op_type.lower())
-        self.nodes.append(helper.make_node(op_type, inputs, [out], name=self.name(op_type), **attrs))
-        return out
-
-    def weight(self, array: np.ndarray, hint: str) -> str:
-        """An initializer (TVM's importer makes it a weight of ``main``)."""
-        from onnx import numpy_helper
-
-        name = self.name(hint)
-        self.graph.initializer.append(numpy_helper.from_array(np.ascontiguousarray(array), name))
-        return name
-
-    def ints(self, values) -> str:
-        """An int64 ``Constant`` node (indices and shapes stay constants, not weights)."""
-        from onnx import helper, numpy_helper
-
-        return self.op("Constant", [], value=numpy_helper.from_array(np.asarray(values, np.int64), self.name("i")))
-
-    def slice(self, x: str, axis: int, lo: int, hi: int) -> str:
-        if self.opset < 10:
-            return self.op("Slice", [x], starts=[lo], ends=[hi], axes=[axis])
-        return self.op("Slice", [x, self.ints([lo]), self.ints([hi]), self.ints([axis])])
-
-    def split(self, x: str, axis: int, n: int) -> list[str]:
-        """``x`` cut into ``n`` pieces of one along ``axis`` by one ``Split`` node."""
-        from onnx import helper
-
-        outs = [self.name("piece") for _ in range(n)]
-        if self.opset < 13:
-            node = helper.make_node("Split", [x], outs, name=self.name("Split"), axis=axis, split=[1] * n)
-        else:
-            node = helper.make_node("Split", [x, self.ints([1] * n)], outs, name=self.name("Split"), axis=axis)
-        self.nodes.append(node)
-        return outs
-
-    def reshape(self, x: str, shape: list[int], out: str | None = None) -> str:
-        return self.op("Reshape", [x, self.ints(shape)], out)
-
-    def concat(self, xs: list[str], axis: int, out: str | None = None) -> str:
-        """``xs`` joined along ``axis`` as a balanced tree of pairwise ``Concat`` nodes: TVM's
-        concat of n tensors computes each element through a chain of n conditions, and fuses the
-        join with what produced its inputs; the 100 steps of an LSTM's ``Y`` joined at once ran
-        2.0 ms a run, as a tree 0.42 ms (2 Zen 3 threads, ``run --kernels``)."""
-        if len(xs) == 1:
-            return xs[0] if out is None else self.op("Identity", xs, out)
-        if len(xs) > 2:
-            half = len(xs) // 2
-            xs = [self.concat(xs[:half], axis), self.concat(xs[half:], axis)]
-        return self.op("Concat", xs, out, axis=axis)
-
-
 class _Cell:
     """One recurrent node: its inputs and attributes read and checked, then unrolled."""
 
-    def __init__(self, node, emit: _Emitter, shapes: dict[str, list[int]], consumed: set[str], graph: _Lookup):
+    def __init__(self, node, emit: Emitter, shapes: dict[str, list[int]], consumed: set[str], graph: _Lookup):
         from onnx import helper
 
         self.emit, self.kind, self.graph, self._reset = emit, node.op_type, graph, None

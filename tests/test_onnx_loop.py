@@ -1,0 +1,166 @@
+"""ONNX ``Loop`` nodes of a known trip count written out (``frontend.onnx_loop``), against
+onnxruntime running the same graph before and after, and end to end through our build.
+
+The loops are written here the way PyTorch exports ``nn.EmbeddingBag`` (its trip count the length
+of a tensor of offsets, read through ``Shape``; each iteration a slice of the indices), plus
+loop-carried values and loops that must be left alone (a computed condition, too many iterations).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import onnx
+import pytest
+from onnx import TensorProto, helper, numpy_helper
+
+from tvm_partition.frontend.onnx_loop import MAX_ITERATIONS, unroll_loops
+
+ort = pytest.importorskip("onnxruntime")
+pytestmark = pytest.mark.filterwarnings("ignore:Renaming name:UserWarning")
+
+
+def ints(name: str, values) -> onnx.NodeProto:
+    return helper.make_node("Constant", [], [name], value=numpy_helper.from_array(np.asarray(values, np.int64), name))
+
+
+def embedding_bag(path=None, bags=4, bag=6, vocab=50, dim=8, classes=3, seed=0) -> onnx.ModelProto:
+    """``fc(EmbeddingBag(ids, mode="mean"))`` on ``ids`` of ``[bags, bag]`` as PyTorch's TorchScript
+    exporter writes it: a Loop over the bags whose trip count is ``Shape`` of the offsets' ends."""
+    rng = np.random.default_rng(seed)
+    inits = [numpy_helper.from_array(rng.standard_normal((vocab, dim)).astype(np.float32), "table"),
+             numpy_helper.from_array(rng.standard_normal((classes, dim)).astype(np.float32), "fc_w"),
+             numpy_helper.from_array(rng.standard_normal(classes).astype(np.float32), "fc_b")]
+    body = helper.make_graph(
+        [helper.make_node("Gather", ["starts", "i"], ["lo"]), helper.make_node("Gather", ["ends", "i"], ["hi"]),
+         ints("zero", [0]),
+         helper.make_node("Unsqueeze", ["lo", "zero"], ["lo1"]), helper.make_node("Unsqueeze", ["hi", "zero"], ["hi1"]),
+         helper.make_node("Slice", ["flat", "lo1", "hi1", "zero"], ["ids_of_bag"]),
+         helper.make_node("Gather", ["table", "ids_of_bag"], ["rows"]),
+         helper.make_node("ReduceMean", ["rows"], ["mean"], axes=[0], keepdims=0),
+         helper.make_node("Identity", ["cond_in"], ["cond_out"])],
+        "bag", [helper.make_tensor_value_info("i", TensorProto.INT64, []),
+                helper.make_tensor_value_info("cond_in", TensorProto.BOOL, [])],
+        [helper.make_tensor_value_info("cond_out", TensorProto.BOOL, []),
+         helper.make_tensor_value_info("mean", TensorProto.FLOAT, [dim])])
+    nodes = [
+        ints("minus_one", [-1]), helper.make_node("Reshape", ["ids", "minus_one"], ["flat"]),
+        helper.make_node("Shape", ["flat"], ["flat_shape"]), ints("at0", 0),
+        helper.make_node("Gather", ["flat_shape", "at0"], ["total"]), ints("axis0", [0]),
+        helper.make_node("Unsqueeze", ["total", "axis0"], ["total1"]),
+        ints("offsets", np.arange(bags) * bag),
+        helper.make_node("Concat", ["offsets", "total1"], ["starts"], axis=0),
+        ints("one", [1]), ints("end", [2 ** 62]),
+        helper.make_node("Slice", ["starts", "one", "end", "axis0"], ["ends"]),
+        helper.make_node("Shape", ["ends"], ["ends_shape"]),
+        helper.make_node("Gather", ["ends_shape", "at0"], ["trips"]),
+        helper.make_node("Constant", [], ["true"], value=numpy_helper.from_array(np.array(True), "true")),
+        helper.make_node("Loop", ["trips", "true"], ["bagged"], body=body),
+        helper.make_node("Gemm", ["bagged", "fc_w", "fc_b"], ["logits"], transB=1),
+    ]
+    graph = helper.make_graph(nodes, "textcls", [helper.make_tensor_value_info("ids", TensorProto.INT64, [bags, bag])],
+                              [helper.make_tensor_value_info("logits", TensorProto.FLOAT, [bags, classes])], inits)
+    proto = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    if path:
+        onnx.save(proto, path)
+    return proto
+
+
+def counting_loop(trips: int, stop_after: int | None = None, computed_stop: bool = False) -> onnx.ModelProto:
+    """``v`` carried through ``trips`` iterations (``v = v * 0.5 + x * i``), every ``v`` a scan
+    output; ``stop_after``: the condition turns false after that many iterations (constants
+    only); ``computed_stop``: the condition reads the input (a while loop)."""
+    cond = [helper.make_node("Identity", ["cond_in"], ["cond_out"])]
+    if stop_after is not None:
+        cond = [ints("limit", stop_after - 1), helper.make_node("Less", ["i", "limit"], ["cond_out"])]
+    elif computed_stop:
+        cond = [helper.make_node("ReduceSum", ["v_next"], ["total"], keepdims=0),
+                helper.make_node("Constant", [], ["big"], value=numpy_helper.from_array(np.array(1e9, np.float32))),
+                helper.make_node("Less", ["total", "big"], ["cond_out"])]
+    body = helper.make_graph(
+        [helper.make_node("Cast", ["i"], ["fi"], to=TensorProto.FLOAT),
+         helper.make_node("Mul", ["x", "fi"], ["xi"]),
+         helper.make_node("Constant", [], ["half"], value=numpy_helper.from_array(np.array(0.5, np.float32))),
+         helper.make_node("Mul", ["v_in", "half"], ["v_half"]),
+         helper.make_node("Add", ["v_half", "xi"], ["v_next"]),
+         helper.make_node("Identity", ["v_next"], ["v_scan"])] + cond,
+        "body", [helper.make_tensor_value_info("i", TensorProto.INT64, []),
+                 helper.make_tensor_value_info("cond_in", TensorProto.BOOL, []),
+                 helper.make_tensor_value_info("v_in", TensorProto.FLOAT, [3])],
+        [helper.make_tensor_value_info("cond_out", TensorProto.BOOL, []),
+         helper.make_tensor_value_info("v_next", TensorProto.FLOAT, [3]),
+         helper.make_tensor_value_info("v_scan", TensorProto.FLOAT, [3])])
+    nodes = [ints("trips", trips),
+             helper.make_node("Constant", [], ["true"], value=numpy_helper.from_array(np.array(True), "true")),
+             helper.make_node("Constant", [], ["v0"], value=numpy_helper.from_array(np.ones(3, np.float32), "v0")),
+             helper.make_node("Loop", ["trips", "true", "v0"], ["v_last", "vs"], body=body)]
+    graph = helper.make_graph(nodes, "count", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [3])],
+                              [helper.make_tensor_value_info("v_last", TensorProto.FLOAT, [3]),
+                               helper.make_tensor_value_info("vs", TensorProto.FLOAT, [None, 3])])
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+
+
+def run_ort(proto, feeds):
+    return ort.InferenceSession(proto.SerializeToString(), providers=["CPUExecutionProvider"]).run(None, feeds)
+
+
+def op_types(proto) -> list[str]:
+    return [n.op_type for n in proto.graph.node]
+
+
+def bag_ids(bags=4, bag=6, vocab=50, seed=1):
+    return np.random.default_rng(seed).integers(0, vocab, (bags, bag)).astype(np.int64)
+
+
+def test_an_embedding_bag_loop_is_written_out_bag_by_bag():
+    proto = embedding_bag()
+    ids = bag_ids()
+    want = run_ort(proto, {"ids": ids})
+    assert unroll_loops(proto, {"ids": [4, 6]}) == 1
+    kinds = op_types(proto)
+    assert "Loop" not in kinds and "Shape" not in kinds
+    # each bag a slice of the indices at constant bounds, a gather of its rows and their mean
+    assert kinds.count("Slice") == 4 and kinds.count("ReduceMean") == 4
+    slices = [n for n in proto.graph.node if n.op_type == "Slice"]
+    consts = {n.output[0] for n in proto.graph.node if n.op_type == "Constant"}
+    assert all(x in consts for n in slices for x in n.input[1:])
+    for got, ref in zip(run_ort(proto, {"ids": ids}), want):
+        np.testing.assert_allclose(got, ref, rtol=1e-6, atol=1e-6)
+
+
+@pytest.mark.parametrize("trips", [1, 5])
+def test_loop_carried_values_and_scan_outputs(trips):
+    proto = counting_loop(trips)
+    x = np.array([1.0, -2.0, 0.5], np.float32)
+    want = run_ort(proto, {"x": x})
+    assert unroll_loops(proto, {"x": [3]}) == 1
+    assert "Loop" not in op_types(proto)
+    got = run_ort(proto, {"x": x})
+    for g, w in zip(got, want):
+        np.testing.assert_allclose(g, w, rtol=1e-6)
+    assert got[1].shape == (trips, 3)
+
+
+@pytest.mark.parametrize("loop", [dict(trips=5, stop_after=3), dict(trips=4, computed_stop=True),
+                                  dict(trips=MAX_ITERATIONS + 1)], ids=["stops-early", "while", "too-long"])
+def test_loops_that_do_not_run_a_known_number_of_iterations_are_left_alone(loop):
+    proto = counting_loop(**loop)
+    before = proto.SerializeToString()
+    assert unroll_loops(proto, {"x": [3]}) == 0
+    assert proto.SerializeToString() == before
+
+
+def test_an_embedding_bag_classifier_builds_and_matches_onnxruntime(tmp_path):
+    """End to end: TVM's importer had no converter for the Loop (``OpNotImplemented: Loop``)."""
+    from tvm_partition import frontend
+    from tvm_partition.cli.compile import compile_model
+    from tvm_partition.devices import parse_devices
+    from tvm_partition.runtime.runner import Runner
+
+    path = str(tmp_path / "textcls.onnx")
+    proto = embedding_bag(path)
+    model = frontend.load(path)
+    runner = Runner(compile_model(model, parse_devices("cpu,cpu"), "cpu").save(str(tmp_path / "art")))
+    ids = bag_ids()
+    (got,) = runner.run({"ids": ids})
+    (want,) = run_ort(proto, {"ids": ids})
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)

@@ -1,0 +1,139 @@
+"""ONNX ``Loop`` nodes of a known trip count written out iteration by iteration, before TVM's
+importer reads the graph.
+
+TVM 0.27's Relax ONNX importer has no converter for ``Loop`` (``OpNotImplemented``), and PyTorch
+exports one for ``nn.EmbeddingBag`` (both of its exporters: a loop over the bags, each a slice of
+the indices, a gather of their rows and a reduction; found on a bag-of-words text classifier,
+2026-11-29), as for any loop of a scripted function. Where the loop runs a number of iterations
+known once the inputs' shapes are bound (its trip count a constant after :mod:`.onnx_fold`, its
+condition constant true), its body is copied once per iteration after the ONNX specification's
+``Loop``: the iteration's number a constant, the loop-carried values passed from one copy to the
+next, outer names read as they are, each scan output's values stacked along a new first axis (a
+balanced tree of ``Concat``, as :mod:`.onnx_rnn` joins its steps). The copies are folded again, so
+an iteration's index arithmetic becomes constants (an EmbeddingBag's bag a slice at a constant
+offset). A loop whose condition is computed at run time (a while loop), that runs more than
+:data:`MAX_ITERATIONS` times or holds a subgraph of its own is left to TVM's importer, which then
+names it in its error.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .onnx_fold import constant_value, fold_constants
+from .onnx_graph import Emitter, default_opset
+
+#: Most iterations written out: the body is copied this many times (a loop over a batch's bags
+#: runs once a sample).
+MAX_ITERATIONS = 1024
+
+
+def unroll_loops(proto, input_shapes: dict[str, list[int]] | None = None) -> int:
+    """Write out every ``Loop`` of ``proto``'s main graph whose iterations are known (module
+    docstring), in place; ``input_shapes``: the graph inputs' static shapes (for folding).
+    Returns how many were written out."""
+    if not any(_is_loop(n) for n in proto.graph.node):
+        return 0
+    fold_constants(proto, input_shapes)  # trip counts read through Shape and index arithmetic
+    graph, opset, count, tried = proto.graph, default_opset(proto), 0, set()
+    while True:
+        # folding drops constants anywhere in the graph, so a loop is found again by its names
+        index = next((k for k, n in enumerate(graph.node) if _is_loop(n) and _key(n) not in tried), None)
+        if index is None:
+            return count
+        node = graph.node[index]
+        tried.add(_key(node))
+        body = next(a.g for a in node.attribute if a.name == "body")
+        trips = _trip_count(graph, node)
+        if trips is None or _has_subgraph(body):
+            continue
+        emit = Emitter(graph, f"{node.name or 'Loop'}#{len(tried)}", opset)
+        conditions = _write_out(node, body, trips, emit)
+        before = list(graph.node)
+        del graph.node[:]
+        graph.node.extend(before[:index] + emit.nodes + before[index + 1:])
+        fold_constants(proto, input_shapes, keep=set(conditions))
+        if not all(_true(constant_value(graph, c)) for c in conditions):
+            del graph.node[:]  # stops on a value computed at run time: left to TVM's importer
+            graph.node.extend(before)
+            continue
+        kept = [n for n in graph.node if not (n.op_type == "Constant" and set(n.output) <= set(conditions))]
+        del graph.node[:]
+        graph.node.extend(kept)
+        count += 1
+
+
+def _key(node) -> tuple:
+    return tuple(node.input), tuple(node.output)
+
+
+def _has_subgraph(body) -> bool:
+    """Whether a node of ``body`` holds a graph of its own (a loop or a branch): not written out."""
+    from onnx import AttributeProto
+
+    return any(a.type in (AttributeProto.GRAPH, AttributeProto.GRAPHS) for n in body.node for a in n.attribute)
+
+
+def _is_loop(node) -> bool:
+    return node.op_type == "Loop" and node.domain in ("", "ai.onnx")
+
+
+def _true(value) -> bool:
+    return value is not None and value.dtype == np.bool_ and bool(np.all(value))
+
+
+def _trip_count(graph, node) -> int | None:
+    """The iterations ``node`` runs where its trip count is a constant of at most
+    :data:`MAX_ITERATIONS` and its first condition constant true (or absent); else None."""
+    if len(node.input) < 1 or not node.input[0]:
+        return None
+    trips = constant_value(graph, node.input[0])
+    if trips is None or trips.size != 1 or not 1 <= int(trips.reshape(())) <= MAX_ITERATIONS:
+        return None
+    if len(node.input) > 1 and node.input[1] and not _true(constant_value(graph, node.input[1])):
+        return None
+    return int(trips.reshape(()))
+
+
+def _write_out(node, body, trips: int, emit: Emitter) -> list[str]:
+    """Emit ``trips`` copies of ``body`` and the loop's outputs; return each copy's condition."""
+    from onnx import NodeProto, numpy_helper
+
+    carried = list(node.input[2:])
+    n_carried = len(carried)
+    scans = [[] for _ in body.output[1 + n_carried:]]
+    conditions = []
+    for i in range(trips):
+        rename = {body.input[0].name: emit.op("Constant", [], value=numpy_helper.from_array(np.array(i, np.int64))),
+                  body.input[1].name: emit.op("Constant", [], value=numpy_helper.from_array(np.array(True)))}
+        rename.update({b.name: v for b, v in zip(body.input[2:], carried)})
+        for inner in body.node:
+            copy = NodeProto()
+            copy.CopyFrom(inner)
+            copy.name = emit.name(inner.name or inner.op_type)
+            del copy.input[:]
+            copy.input.extend(rename.get(x, x) for x in inner.input)
+            del copy.output[:]
+            for y in inner.output:
+                rename[y] = emit.name(f"it{i}") if y else ""
+                copy.output.append(rename[y])
+            emit.nodes.append(copy)
+        outs = [rename.get(o.name, o.name) for o in body.output]
+        conditions.append(outs[0])
+        carried = outs[1:1 + n_carried]
+        for k, value in enumerate(outs[1 + n_carried:]):
+            scans[k].append(_unsqueezed(value, emit))
+    for out, value in zip(node.output[:n_carried], carried):
+        if out:
+            emit.op("Identity", [value], out)
+    for out, values in zip(node.output[n_carried:], scans):
+        if out:
+            emit.concat(values, 0, out)
+    return conditions
+
+
+def _unsqueezed(x: str, emit: Emitter) -> str:
+    """``x`` with a new first axis (``axes`` an input from opset 13, an attribute before)."""
+    if emit.opset < 13:
+        return emit.op("Unsqueeze", [x], axes=[0])
+    return emit.op("Unsqueeze", [x, emit.ints([0])])
