@@ -227,6 +227,30 @@ def test_output_channels_padded_to_whole_vectors(cout, padded, tmp_path):
         np.testing.assert_allclose(outs[0], ref, rtol=RTOL, atol=ATOL)
 
 
+@pytest.mark.parametrize("groups,attrs", [(1, dict(kernel_shape=[3], dilations=[2], strides=[2], pads=[2, 1])),
+                                          (16, dict(kernel_shape=[5], pads=[2, 2]))], ids=["dilated-strided", "depthwise"])
+def test_one_dimensional_convolutions_run_as_two_dimensional_ones(groups, attrs, tmp_path):
+    """PyTorch's Conv1d (a TCN's dilated causal convolution, a Conformer's depthwise one) is a
+    conv2d over one row once loaded, so the templates and split rules take it; whole and split,
+    the model matches onnxruntime."""
+    rng = np.random.default_rng(0)
+    weights = {"W": rng.standard_normal((16, 16 // groups, attrs["kernel_shape"][0])).astype(np.float32) * 0.2,
+               "B": rng.standard_normal(16).astype(np.float32) * 0.1}
+    path = tmp_path / "conv1d.onnx"
+    out_len = 20 if groups == 16 else 10
+    proto = one_conv_model(path, [helper.make_node("Conv", ["x", "W", "B"], ["c"], group=groups, **attrs),
+                                  helper.make_node("Relu", ["c"], ["y"])], weights, [1, 16, 20], [1, 16, out_len])
+    model = frontend.load(str(path))
+    text = model.mod["main"].script()
+    assert "R.nn.conv1d(" not in text and "R.nn.conv2d(" in text
+    x = rng.standard_normal((1, 16, 20)).astype(np.float32)
+    (ref,) = ort_run(proto, [x])
+    assert ref.shape == (1, 16, out_len)
+    for strategy in ("cpu", "equal"):
+        _, outs = run_split(model, tmp_path / strategy, [x], strategy=strategy)
+        np.testing.assert_allclose(outs[0], ref, rtol=RTOL, atol=ATOL)
+
+
 def lrn_model(path, c=12, hw=7, size=5) -> onnx.ModelProto:
     """One LRN (AlexNet's and ZFNet's: alpha 1e-4, beta 0.75, bias 1) between two ReLUs."""
     nodes = [helper.make_node("Relu", ["x"], ["r"]),

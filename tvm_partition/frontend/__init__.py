@@ -29,7 +29,7 @@ from .onnx_fold import fold_constants
 from .onnx_loop import unroll_loops
 from .onnx_rnn import RecurrentError, unroll_recurrent
 from ..ir.relax_utils import Constant, rebuilt
-from .inference import fold_batch_norms, pad_output_channels, remove_dropout, roots_for_powers, ungroup_convolutions
+from .inference import conv1d_as_conv2d, fold_batch_norms, pad_output_channels, remove_dropout, roots_for_powers, ungroup_convolutions
 
 
 class ModelError(TvmPartitionError, ValueError):
@@ -227,7 +227,8 @@ def _from_torch(ep, seed) -> Model:
 
 
 def normalize(model: Model) -> Model:
-    """Inference form: batch norms after convolutions folded into their weights, the others
+    """Inference form: one-dimensional convolutions as two-dimensional ones of one row, batch
+    norms after convolutions folded into their weights, the others
     decomposed, dropout removed, grouped convolutions of wide groups one per group, output channels
     of convolutions padded to whole vectors, powers of whole quarters as roots (:mod:`.inference`,
     which sees one-element weights as constants: :func:`bind_scalar_weights`), constants lifted
@@ -235,6 +236,7 @@ def normalize(model: Model) -> Model:
     model.mod, model.params = bind_scalar_weights(model.mod, model.params)
     mod = tvm.transform.Sequential(
         [
+            conv1d_as_conv2d,  # first: what follows knows conv2d only
             fold_batch_norms,
             relax.transform.DecomposeOpsForInference(),
             remove_dropout,
