@@ -1,4 +1,4 @@
-"""sigmoid, tanh, exp and GELU legalized on TVM's polynomials (tvm_partition/ir/fastmath.py).
+"""sigmoid, tanh, exp, erf and GELU legalized on TVM's polynomials (tvm_partition/ir/fastmath.py).
 
 Oracles: numpy in float64 (the error stays within a few float32 ulps), the legalized PrimFuncs'
 text (no libm call is left, TVM's names are kept), and TVM's own legalization where ours declines."""
@@ -28,7 +28,8 @@ def _module(dtype: str):
                 t = R.tanh(b)
                 e = R.exp(R.multiply(a, R.const(0.25, dtype)))
                 g = R.nn.gelu(b)
-                y = R.add(R.add(R.multiply(s, t), e), g)
+                f = R.erf(R.multiply(a, R.const(0.3, dtype)))
+                y = R.add(R.add(R.add(R.multiply(s, t), e), g), f)
                 R.output(y)
             return y
 
@@ -38,8 +39,8 @@ def _module(dtype: str):
 def test_the_gate_functions_vectorise_and_keep_their_accuracy_and_names():
     legal = legalize_ops()(_module("float32"))
     names = {gv.name_hint: f for gv, f in legal.functions_items() if isinstance(f, tvm.tirx.PrimFunc)}
-    assert {"tir_sigmoid", "tir_tanh", "tir_exp", "gelu"} <= set(names)
-    for name in ("tir_sigmoid", "tir_tanh", "tir_exp", "gelu"):
+    assert {"tir_sigmoid", "tir_tanh", "tir_exp", "gelu", "erf"} <= set(names)
+    for name in ("tir_sigmoid", "tir_tanh", "tir_exp", "gelu", "erf"):
         text = names[name].script()
         assert not any(f"T.{f}(" in text for f in ("exp", "tanh", "sigmoid", "erf")), name
     ex = tvm.compile(legal, target=tvm.target.Target(cpu_target()))
@@ -51,7 +52,7 @@ def test_the_gate_functions_vectorise_and_keep_their_accuracy_and_names():
     got = vm["main"](tvm.runtime.tensor(a), tvm.runtime.tensor(b)).numpy()
     a64, b64 = a.astype(np.float64), b.astype(np.float64)
     erf = np.vectorize(math.erf)
-    want = np.tanh(b64) / (1 + np.exp(-a64)) + np.exp(a64 * 0.25) + b64 * 0.5 * (1 + erf(b64 / math.sqrt(2)))
+    want = np.tanh(b64) / (1 + np.exp(-a64)) + np.exp(a64 * 0.25) + b64 * 0.5 * (1 + erf(b64 / math.sqrt(2))) + erf(a64 * 0.3)
     assert np.all(np.isfinite(got))
     np.testing.assert_allclose(got, want, rtol=2e-6, atol=1e-6)
 

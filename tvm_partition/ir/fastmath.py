@@ -1,4 +1,4 @@
-"""Exponentials that vectorise: ``sigmoid``, ``tanh``, ``exp``, GELU and softmax legalized on TVM's ``fast_exp`` / ``fast_tanh`` / ``fast_erf``; LRN's pool that fuses.
+"""Exponentials that vectorise: ``sigmoid``, ``tanh``, ``exp``, ``erf``, GELU and softmax legalized on TVM's ``fast_exp`` / ``fast_tanh`` / ``fast_erf``; LRN's pool that fuses.
 
 TVM 0.27 legalizes ``R.sigmoid``, ``R.tanh`` and ``R.exp`` to ``T.sigmoid`` / ``T.tanh`` / ``T.exp``,
 which LLVM lowers to a call of libm's scalar ``expf`` (``tanhf``) for every element: no loop
@@ -10,7 +10,10 @@ shift) and ``topi.fast_tanh`` (a rational function) are plain arithmetic that LL
 Measured on ``sigmoid(a) * tanh(b)`` over 16 x 64 (amd-epyc-znver5-2c, 2026-11-25): libm
 5.08 us, these 0.38 us; the largest error against float64 1.96e-7, libm's 1.45e-7. GELU
 (``x * (0.5 + 0.5 * erf(x / sqrt 2))``, BERT's feed-forward epilogue) calls libm's ``erff`` the same
-way; ``topi.fast_erf`` is a rational function. ``softmax`` over the last axis exponentiates
+way; ``topi.fast_erf`` is a rational function. So does an ``erf`` of its own: PyTorch's
+TorchScript exporter writes ``nn.GELU`` out as ``Div, Erf, Add, Mul, Mul`` (its dynamo exporter as
+ONNX's ``Gelu``), and an MLP-Mixer's feed-forward matmul with that epilogue ran 338 us a call on
+libm's ``erff``, 99 us as ``gelu`` (``run --kernels``, amd-epyc-znver3-2c, 2026-11-30). ``softmax`` over the last axis exponentiates
 every element the same way: it becomes ``topi.nn.fast_softmax`` (BERT-tiny's attention softmax,
 16 x 2 x 128 x 128, took 493 us on a transferred record with libm's ``expf``; on ``fast_exp`` and
 the softmax template, 75 us; amd-epyc-znver5-2c, 2026-11-26). LRN's pool over the channels (an
@@ -111,6 +114,7 @@ LEGALIZE = {
     "relax.tanh": _legalize("relax.tanh", topi.fast_tanh, "tir_tanh"),
     "relax.exp": _legalize("relax.exp", topi.fast_exp, "tir_exp"),
     "relax.nn.gelu": _legalize("relax.nn.gelu", _gelu, "gelu"),
+    "relax.erf": _legalize("relax.erf", topi.fast_erf, "erf"),
     "relax.nn.softmax": _softmax,
     "relax.nn.avg_pool3d": _avg_pool3d,
 }
