@@ -61,10 +61,13 @@ def fold_constants(proto, input_shapes: dict[str, list[int]] | None = None, keep
     folded, nodes = 0, []
     for node in graph.node:
         if node.op_type == "Constant" and node.domain in ("", "ai.onnx"):
-            out = _evaluate(node, {}, opset)
-            if out is not None:
-                arrays[node.output[0]] = out[0]
-                values[node.output[0]] = None
+            attr = node.attribute[0] if len(node.attribute) == 1 else None
+            if attr is not None and attr.name == "value":
+                values[node.output[0]] = attr.t  # decoded only where a fold reads it (it may be a weight)
+            else:  # value_float, value_ints, ...: small
+                out = _evaluate(node, {}, opset)
+                if out is not None:
+                    arrays[node.output[0]], values[node.output[0]] = out[0], None
             nodes.append(node)
             continue
         inputs = [n for n in node.input if n]

@@ -1,10 +1,11 @@
 """ONNX ``Loop`` nodes of a known trip count written out iteration by iteration, before TVM's
 importer reads the graph.
 
-TVM 0.27's Relax ONNX importer has no converter for ``Loop`` (``OpNotImplemented``), and PyTorch
-exports one for ``nn.EmbeddingBag`` (both of its exporters: a loop over the bags, each a slice of
-the indices, a gather of their rows and a reduction; found on a bag-of-words text classifier,
-2026-11-29), as for any loop of a scripted function. Where the loop runs a number of iterations
+TVM 0.27's Relax ONNX importer has no converter for ``Loop`` (``OpNotImplemented``), and PyTorch's
+TorchScript exporter writes one for ``nn.EmbeddingBag`` (a loop over the bags, each a slice of the
+indices, a gather of their rows and a reduction; found on a bag-of-words text classifier,
+2026-11-29), as for any loop of a scripted function. (Its dynamo exporter writes a while loop over
+a sequence with an ``If`` in its body: left to the importer, which refuses it.) Where the loop runs a number of iterations
 known once the inputs' shapes are bound (its trip count a constant after :mod:`.onnx_fold`, its
 condition constant true), its body is copied once per iteration after the ONNX specification's
 ``Loop``: the iteration's number a constant, the loop-carried values passed from one copy to the
