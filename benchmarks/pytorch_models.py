@@ -1,0 +1,175 @@
+"""Small models of the kinds users write in PyTorch, exported to ONNX the two ways PyTorch offers.
+
+    python benchmarks/pytorch_models.py [--out build/pytorch_models] [--exporters torchscript,dynamo]
+
+Writes ``{name}_{exporter}.onnx`` for nine architectures a user brings and none of this
+project's zoo has: a dilated causal TCN (``F.pad``), a pre-norm causal transformer language model
+(``nn.TransformerEncoder`` with a mask), a Conformer block (GLU, a depthwise ``Conv1d``, batch
+norm, SiLU, ``nn.MultiheadAttention``), ESPCN super-resolution (``F.pixel_shuffle``), an MLP-Mixer,
+a YOLO-like detection head (LeakyReLU, nearest upsampling, a concat, a permute), causal
+``F.scaled_dot_product_attention``, a bag-of-words classifier on ``nn.EmbeddingBag`` and an
+EfficientNet-like block (squeeze-and-excitation). Seeded weights, batch as given below.
+``torchscript``: ``torch.onnx.export(..., dynamo=False, opset_version=17)``; ``dynamo``: PyTorch's
+default exporter since 2.9 (needs ``onnxscript``); a model an exporter refuses is reported and
+skipped. Needs ``torch`` (not a dependency of this project); then ``tvm-partition bench --models
+build/pytorch_models/tcn_torchscript.onnx,... --strategies cpu,onnxruntime`` measures each beside
+onnxruntime and checks its outputs against it (BENCHMARKS.md, "Models written in PyTorch").
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+
+
+def models():
+    """``{name: (module, example input)}``, seeded."""
+    import torch
+    from torch import nn
+    from torch.nn import functional as F
+
+    class TCN(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.convs = nn.ModuleList([nn.Conv1d(64 if i else 16, 64, 3, dilation=2 ** i) for i in range(6)])
+            self.head = nn.Linear(64, 5)
+
+        def forward(self, x):
+            for i, conv in enumerate(self.convs):
+                y = F.relu(conv(F.pad(x, (2 * 2 ** i, 0))))  # causal: pad the past only
+                x = y + x if x.shape[1] == y.shape[1] else y
+            return self.head(x[:, :, -1])
+
+    class CausalLM(nn.Module):
+        def __init__(self, vocab=2000, d=128, seq=64):
+            super().__init__()
+            self.emb, self.pos = nn.Embedding(vocab, d), nn.Parameter(torch.randn(1, seq, d) * 0.02)
+            layer = nn.TransformerEncoderLayer(d, 4, 4 * d, batch_first=True, norm_first=True, activation="gelu")
+            self.enc, self.out = nn.TransformerEncoder(layer, 2), nn.Linear(d, vocab)
+            self.register_buffer("mask", torch.triu(torch.full((seq, seq), float("-inf")), 1))
+
+        def forward(self, ids):
+            return self.out(self.enc(self.emb(ids) + self.pos, mask=self.mask))
+
+    class Conformer(nn.Module):
+        def __init__(self, d=144):
+            super().__init__()
+            self.ln1, self.pw1 = nn.LayerNorm(d), nn.Conv1d(d, 2 * d, 1)
+            self.dw, self.bn, self.pw2 = nn.Conv1d(d, d, 15, padding=7, groups=d), nn.BatchNorm1d(d), nn.Conv1d(d, d, 1)
+            self.ln2, self.att = nn.LayerNorm(d), nn.MultiheadAttention(d, 4, batch_first=True)
+            self.ff = nn.Sequential(nn.Linear(d, 4 * d), nn.SiLU(), nn.Linear(4 * d, d))
+
+        def forward(self, x):
+            y = F.glu(self.pw1(self.ln1(x).transpose(1, 2)), dim=1)
+            x = x + self.pw2(F.silu(self.bn(self.dw(y)))).transpose(1, 2)
+            z = self.ln2(x)
+            x = x + self.att(z, z, z, need_weights=False)[0]
+            return x + 0.5 * self.ff(x)
+
+    class ESPCN(nn.Module):
+        def __init__(self, scale=3):
+            super().__init__()
+            self.c1, self.c2 = nn.Conv2d(3, 64, 5, padding=2), nn.Conv2d(64, 32, 3, padding=1)
+            self.c3, self.scale = nn.Conv2d(32, 3 * scale ** 2, 3, padding=1), scale
+
+        def forward(self, x):
+            y = self.c3(torch.tanh(self.c2(torch.tanh(self.c1(x)))))
+            return torch.sigmoid(F.pixel_shuffle(y, self.scale))
+
+    class Mixer(nn.Module):
+        def __init__(self, patches=64, d=128):
+            super().__init__()
+            self.stem, self.n1, self.n2 = nn.Conv2d(3, d, 8, 8), nn.LayerNorm(d), nn.LayerNorm(d)
+            self.tok = nn.Sequential(nn.Linear(patches, 2 * patches), nn.GELU(), nn.Linear(2 * patches, patches))
+            self.ch = nn.Sequential(nn.Linear(d, 4 * d), nn.GELU(), nn.Linear(4 * d, d))
+            self.fc = nn.Linear(d, 10)
+
+        def forward(self, x):
+            x = self.stem(x).flatten(2).transpose(1, 2)
+            x = x + self.tok(self.n1(x).transpose(1, 2)).transpose(1, 2)
+            x = x + self.ch(self.n2(x))
+            return self.fc(x.mean(1))
+
+    class Yolo(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.b1 = nn.Sequential(nn.Conv2d(3, 32, 3, 2, 1), nn.BatchNorm2d(32), nn.LeakyReLU(0.1))
+            self.b2 = nn.Sequential(nn.Conv2d(32, 64, 3, 2, 1), nn.BatchNorm2d(64), nn.SiLU(), nn.MaxPool2d(2))
+            self.up, self.head = nn.Upsample(scale_factor=2, mode="nearest"), nn.Conv2d(96, 3 * 7, 1)
+
+        def forward(self, x):
+            a = self.b1(x)
+            y = self.head(torch.cat([self.up(self.b2(a)), F.max_pool2d(a, 2)], 1))
+            n, _, h, w = y.shape
+            return y.view(n, 3, 7, h, w).permute(0, 1, 3, 4, 2).sigmoid().reshape(n, -1, 7)
+
+    class SDPA(nn.Module):
+        def __init__(self, d=128, heads=4):
+            super().__init__()
+            self.qkv, self.o, self.heads = nn.Linear(d, 3 * d), nn.Linear(d, d), heads
+
+        def forward(self, x):
+            b, t, d = x.shape
+            q, k, v = self.qkv(x).view(b, t, 3, self.heads, d // self.heads).permute(2, 0, 3, 1, 4)
+            y = F.scaled_dot_product_attention(q, k, v, is_causal=True)
+            return self.o(y.transpose(1, 2).reshape(b, t, d))
+
+    class TextClassifier(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.emb, self.fc = nn.EmbeddingBag(10000, 64, mode="mean"), nn.Linear(64, 4)
+
+        def forward(self, ids):
+            return self.fc(self.emb(ids))
+
+    class EffNetBlock(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.stem, self.dw = nn.Conv2d(3, 32, 3, 2, 1), nn.Conv2d(32, 32, 3, 1, 1, groups=32)
+            self.se1, self.se2 = nn.Conv2d(32, 8, 1), nn.Conv2d(8, 32, 1)
+            self.pw, self.fc = nn.Conv2d(32, 16, 1), nn.Linear(16, 10)
+
+        def forward(self, x):
+            y = F.silu(self.dw(F.silu(self.stem(x))))
+            y = y * torch.sigmoid(self.se2(F.silu(self.se1(F.adaptive_avg_pool2d(y, 1)))))
+            return self.fc(torch.flatten(F.adaptive_avg_pool2d(self.pw(y), 1), 1))
+
+    torch.manual_seed(0)
+    return {
+        "tcn": (TCN(), torch.randn(1, 16, 1000)),
+        "causal_lm": (CausalLM(), torch.randint(0, 2000, (1, 64))),
+        "conformer": (Conformer(), torch.randn(1, 100, 144)),
+        "espcn": (ESPCN(), torch.randn(1, 3, 64, 64)),
+        "mixer": (Mixer(), torch.randn(1, 3, 64, 64)),
+        "yolo": (Yolo(), torch.randn(1, 3, 160, 160)),
+        "sdpa": (SDPA(), torch.randn(1, 64, 128)),
+        "textcls": (TextClassifier(), torch.randint(0, 10000, (16, 20))),
+        "effnet": (EffNetBlock(), torch.randn(1, 3, 128, 128)),
+    }
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--out", default=os.path.join("build", "pytorch_models"), help="folder (default build/pytorch_models)")
+    ap.add_argument("--exporters", default="torchscript,dynamo", help="comma-separated (default torchscript,dynamo)")
+    args = ap.parse_args(argv)
+    import torch
+
+    os.makedirs(args.out, exist_ok=True)
+    for name, (module, example) in models().items():
+        for exporter in args.exporters.split(","):
+            path = os.path.join(args.out, f"{name}_{exporter}.onnx")
+            try:
+                if exporter == "dynamo":
+                    torch.onnx.export(module.eval(), (example,), path, dynamo=True, external_data=False, verbose=False)
+                else:
+                    torch.onnx.export(module.eval(), (example,), path, dynamo=False, opset_version=17)
+            except Exception as e:  # an exporter's refusal is a result: report it, go on
+                print(f"{path}: {exporter} export failed: {type(e).__name__}: {str(e).splitlines()[0][:160]}")
+                continue
+            print(path)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
