@@ -104,21 +104,6 @@ def _foldable(node, inputs: list[str], values: dict, arrays: dict) -> bool:
             and all(n in values and _elements(values[n], arrays.get(n)) <= MAX_ELEMENTS for n in inputs))
 
 
-def constant_value(graph, name: str) -> np.ndarray | None:
-    """The value of ``name`` where ``graph`` holds it as an initializer or a ``Constant`` node's
-    ``value``; None otherwise."""
-    from onnx import numpy_helper
-
-    for init in graph.initializer:
-        if init.name == name:
-            return numpy_helper.to_array(init)
-    for node in graph.node:
-        if node.op_type == "Constant" and name in node.output:
-            attr = next((a for a in node.attribute if a.name == "value"), None)
-            return numpy_helper.to_array(attr.t) if attr is not None else None
-    return None
-
-
 def _shape_of(node, dims: list[int]) -> np.ndarray:
     """A ``Shape`` node's value (its ``start`` / ``end``, opset 15, slice the dims as Python does:
     negatives from the end, clamped) or a ``Size`` node's, for a tensor of static ``dims``."""

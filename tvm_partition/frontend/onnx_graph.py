@@ -1,9 +1,11 @@
 """Helpers shared by the rewrites of ONNX graphs done before TVM's importer reads them
 (:mod:`.onnx_fold`, :mod:`.onnx_loop`, :mod:`.onnx_rnn`): the opset, every tensor's static shape
-once the inputs are bound (ONNX's own shape inference), and an emitter of new nodes under names of
-their own."""
+once the inputs are bound (ONNX's own shape inference), a graph's initializers and producers read
+once, and an emitter of new nodes under names of their own."""
 
 from __future__ import annotations
+
+import dataclasses
 
 import numpy as np
 
@@ -32,6 +34,31 @@ def static_shapes(proto, shapes: dict[str, list[int]]) -> dict[str, list[int]]:
         if dims and all(d.HasField("dim_value") for d in dims):
             out[vi.name] = [d.dim_value for d in dims]
     return out
+
+
+@dataclasses.dataclass(frozen=True)
+class Lookup:
+    """A graph's initializers and the node producing each tensor, by name, read once (a rewrite
+    asks about many names: a scan of the graph for each was quadratic in a written-out loop)."""
+
+    inits: dict
+    producers: dict
+
+    @classmethod
+    def of(cls, graph) -> "Lookup":
+        return cls({i.name: i for i in graph.initializer}, {o: n for n in graph.node for o in n.output})
+
+    def array(self, name: str) -> np.ndarray | None:
+        """The value of ``name`` where it is an initializer or a ``Constant`` node's ``value``; else None."""
+        from onnx import numpy_helper
+
+        init = self.inits.get(name)
+        if init is not None:
+            return numpy_helper.to_array(init)
+        const = self.producers.get(name)
+        if const is not None and const.op_type == "Constant" and const.attribute and const.attribute[0].name == "value":
+            return numpy_helper.to_array(const.attribute[0].t)
+        return None
 
 
 class Emitter:

@@ -21,8 +21,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from .onnx_fold import constant_value, fold_constants
-from .onnx_graph import Emitter, default_opset
+from .onnx_fold import fold_constants
+from .onnx_graph import Emitter, Lookup, default_opset
 
 #: Most iterations written out: the body is copied this many times (a loop over a batch's bags
 #: runs once a sample).
@@ -31,11 +31,11 @@ MAX_ITERATIONS = 1024
 
 def unroll_loops(proto, input_shapes: dict[str, list[int]] | None = None) -> int:
     """Write out every ``Loop`` of ``proto``'s main graph whose iterations are known (module
-    docstring), in place; ``input_shapes``: the graph inputs' static shapes (for folding).
-    Returns how many were written out."""
+    docstring), in place, on a graph :func:`~.onnx_fold.fold_constants` has folded (trip counts are
+    read through ``Shape`` and index arithmetic); ``input_shapes``: the graph inputs' static shapes
+    (for folding the copies). Returns how many were written out."""
     if not any(_is_loop(n) for n in proto.graph.node):
         return 0
-    fold_constants(proto, input_shapes)  # trip counts read through Shape and index arithmetic
     graph, opset, count, tried = proto.graph, default_opset(proto), 0, set()
     while True:
         # folding drops constants anywhere in the graph, so a loop is found again by its names
@@ -45,7 +45,7 @@ def unroll_loops(proto, input_shapes: dict[str, list[int]] | None = None) -> int
         node = graph.node[index]
         tried.add(_key(node))
         body = next(a.g for a in node.attribute if a.name == "body")
-        trips = _trip_count(graph, node)
+        trips = _trip_count(Lookup.of(graph), node)
         if trips is None or _has_subgraph(body):
             continue
         emit = Emitter(graph, f"{node.name or 'Loop'}#{len(tried)}", opset)
@@ -54,7 +54,8 @@ def unroll_loops(proto, input_shapes: dict[str, list[int]] | None = None) -> int
         del graph.node[:]
         graph.node.extend(before[:index] + emit.nodes + before[index + 1:])
         fold_constants(proto, input_shapes, keep=set(conditions))
-        if not all(_true(constant_value(graph, c)) for c in conditions):
+        folded = Lookup.of(graph)
+        if not all(_true(folded.array(c)) for c in conditions):
             del graph.node[:]  # stops on a value computed at run time: left to TVM's importer
             graph.node.extend(before)
             continue
@@ -83,15 +84,15 @@ def _true(value) -> bool:
     return value is not None and value.dtype == np.bool_ and bool(np.all(value))
 
 
-def _trip_count(graph, node) -> int | None:
+def _trip_count(lookup: Lookup, node) -> int | None:
     """The iterations ``node`` runs where its trip count is a constant of at most
     :data:`MAX_ITERATIONS` and its first condition constant true (or absent); else None."""
     if len(node.input) < 1 or not node.input[0]:
         return None
-    trips = constant_value(graph, node.input[0])
+    trips = lookup.array(node.input[0])
     if trips is None or trips.size != 1 or not 1 <= int(trips.reshape(())) <= MAX_ITERATIONS:
         return None
-    if len(node.input) > 1 and node.input[1] and not _true(constant_value(graph, node.input[1])):
+    if len(node.input) > 1 and node.input[1] and not _true(lookup.array(node.input[1])):
         return None
     return int(trips.reshape(()))
 

@@ -29,11 +29,9 @@ onnxruntime's own implementation of the three operators (``tests/test_onnx_rnn.p
 
 from __future__ import annotations
 
-import dataclasses
-
 import numpy as np
 
-from .onnx_graph import Emitter, default_opset, static_shapes
+from .onnx_graph import Emitter, Lookup, default_opset, static_shapes
 
 #: The recurrent operators unrolled here and their gates (ONNX's order), default activations.
 GATES = {"LSTM": "iofc", "GRU": "zrh", "RNN": "i"}
@@ -54,7 +52,7 @@ def unroll_recurrent(proto, shapes: dict[str, list[int]]) -> int:
     known = static_shapes(proto, shapes)
     consumed = {i for n in proto.graph.node for i in n.input} | {o.name for o in proto.graph.output}
     # read once for every node replaced (the tensors it looks up are the graph's own)
-    graph = _Lookup({i.name: i for i in proto.graph.initializer}, {o: n for n in proto.graph.node for o in n.output})
+    graph = Lookup.of(proto.graph)
     opset = default_opset(proto)
     nodes, count = [], 0
     for index, node in enumerate(proto.graph.node):
@@ -82,18 +80,10 @@ def _activations(kind: str, attrs: dict, dirs: int, where: str) -> list[tuple[st
     return [tuple(ACTIVATIONS[a.lower()] for a in names[d * n:(d + 1) * n]) for d in range(dirs)]
 
 
-@dataclasses.dataclass(frozen=True)
-class _Lookup:
-    """The original graph's initializers and the node producing each tensor, by name."""
-
-    inits: dict
-    producers: dict
-
-
 class _Cell:
     """One recurrent node: its inputs and attributes read and checked, then unrolled."""
 
-    def __init__(self, node, emit: Emitter, shapes: dict[str, list[int]], consumed: set[str], graph: _Lookup):
+    def __init__(self, node, emit: Emitter, shapes: dict[str, list[int]], consumed: set[str], graph: Lookup):
         from onnx import helper
 
         self.emit, self.kind, self.graph, self._reset = emit, node.op_type, graph, None
@@ -127,26 +117,15 @@ class _Cell:
                 raise RecurrentError(f"{where}: no hidden_size and no static shape of W")
             self.hidden = w_shape[1] // len(GATES[self.kind])
         if lens:
-            seq_lens = self._array(lens)
+            seq_lens = self.graph.array(lens)
             if seq_lens is None or np.any(seq_lens != self.seq):
                 raise RecurrentError(f"{where}: sequence_lens other than the whole sequence ({self.seq}) are not supported")
         self.wanted = [o if o and o in consumed else "" for o in list(node.output) + [""] * (3 - len(node.output))]
 
-    def _array(self, name: str) -> np.ndarray | None:
-        from onnx import numpy_helper
-
-        init = self.graph.inits.get(name)
-        if init is not None:
-            return numpy_helper.to_array(init)
-        const = self.graph.producers.get(name)
-        if const is not None and const.op_type == "Constant" and const.attribute and const.attribute[0].name == "value":
-            return numpy_helper.to_array(const.attribute[0].t)
-        return None
-
     # ------------------------------------------------------------------ weights of one direction
     def _matrix(self, name: str, d: int, hint: str) -> str:
         """Direction ``d`` of W or R (``[gates*hidden, cols]``), transposed: ``[cols, gates*hidden]``."""
-        array = self._array(name)
+        array = self.graph.array(name)
         if array is not None:
             return self.emit.weight(array[d].T, hint)
         part = self.emit.slice(name, 0, d, d + 1)
@@ -157,7 +136,7 @@ class _Cell:
         """Columns ``lo:hi`` of direction ``d`` of a ``[dirs, n]`` input (B or P); None without it."""
         if not name:
             return None
-        array = self._array(name)
+        array = self.graph.array(name)
         if array is not None:
             return self.emit.weight(array[d, lo:hi], hint)
         return self.emit.reshape(self.emit.slice(self.emit.slice(name, 0, d, d + 1), 1, lo, hi), [hi - lo])
@@ -167,7 +146,7 @@ class _Cell:
         initial state) or ``ConstantOfShape`` of zero."""
         from onnx import numpy_helper
 
-        array = self._array(name)
+        array = self.graph.array(name)
         if array is not None:
             return not np.any(array)
         producer = self.graph.producers.get(name)
