@@ -208,18 +208,19 @@ def test_grouped_convolutions_of_wide_groups_become_one_per_group(cin, groups, c
         np.testing.assert_allclose(outs[0], ref, rtol=RTOL, atol=ATOL)
 
 
-@pytest.mark.parametrize("cout,padded", [(250, True), (24, False)], ids=["padded-to-256", "narrow-left-alone"])
-def test_output_channels_padded_to_whole_vectors(cout, padded, tmp_path):
+@pytest.mark.parametrize("cout,wide", [(250, 256), (24, None), (27, 32), (21, 24), (3, None)],
+                         ids=["padded-to-256", "narrow-left-alone", "padded-to-32", "padded-to-24", "rgb-left-alone"])
+def test_output_channels_padded_to_whole_vectors(cout, wide, tmp_path):
     """250 output channels compute 256 (6 zero channels: 2.4% more work) and a slice keeps 250;
-    24 would take a third more and stay. Whole and split, the model matches onnxruntime."""
-    from tvm_partition.frontend import inference
-
+    24 (a whole number of 8-lane vectors) would take a third more to reach 32 and stays; 27 and 21,
+    no whole number of vectors, compute 32 and 24; 3 would take 167% more and stays. Whole and
+    split, the model matches onnxruntime."""
     path = tmp_path / "conv.onnx"
     proto = grouped_conv(path, 8, cout, 1)
     model = frontend.load(str(path))
     text = model.mod["main"].script()
-    wide = cout - cout % -inference.CHANNEL_MULTIPLE  # 256, 32
-    assert (f"R.Tensor((1, {wide}, 9, 9)" in text and "R.strided_slice(" in text) == padded
+    assert "R.strided_slice(" in text if wide else "R.strided_slice(" not in text
+    assert f"R.Tensor((1, {wide or cout}, 9, 9)" in text
     x = np.random.default_rng(3).standard_normal((1, 8, 9, 9)).astype(np.float32)
     (ref,) = ort_run(proto, [x])
     for strategy in ("cpu", "equal"):

@@ -46,6 +46,12 @@ so the planners, the profiler and the build see the same ops.
   they are a multiple of its lanes, else on half vectors: SqueezeNet's 1000-channel classifier
   (512 input channels, 13 x 13) ran 807 us, padded to 1008 channels 527 us (``run --kernels``,
   amd-epyc-znver5-2c, 2026-11-26). On a CPU of 8-lane vectors the padding costs its share.
+  Channels that are no whole number of :data:`VECTOR_CHANNELS` (8: AVX2's lanes, half of AVX-512's)
+  take no template at all, only a transferred record, so they are padded to the next multiple of 8
+  where that adds at most :data:`MAX_UNVECTORISED_SHARE`: ESPCN's 32 -> 27 channel 3x3 convolution
+  (64 x 64) ran 1,884 us on a record, padded to 32 channels 772 us, YOLO-like head's 96 -> 21 1x1
+  (40 x 40) 337 and 152 us (``run --kernels``); the models paired 0.70x and 0.84x
+  (amd-epyc-znver3-2c, 2026-11-30; BENCHMARKS.md, "Models written in PyTorch").
 * :func:`roots_for_powers`: ``x ** c`` for a constant ``c`` of whole quarters (LRN's ``0.75``, a
   variance's ``2``, ``0.5``) becomes products of ``x``, ``sqrt(x)`` and ``sqrt(sqrt(x))``: TVM
   lowers ``power`` to a call of libm's scalar ``powf`` per element, which no loop vectorises;
@@ -77,6 +83,13 @@ CHANNEL_MULTIPLE = 16
 #: ... where the zero channels add at most this share of its output channels (1000 -> 1008: 0.8%;
 #: 24 -> 32, ShuffleNet's, would add a third and is left alone).
 MAX_PADDED_SHARE = 1 / 32
+#: Output channels that are no multiple of this (an AVX2 vector's float32 lanes, half an AVX-512
+#: vector's: the narrowest the direct-convolution template takes on either) are padded to the next
+#: multiple of it...
+VECTOR_CHANNELS = 8
+#: ... where that adds at most this share (27 -> 32: 19%, 21 -> 24: 14%; an RGB output's 3 -> 8,
+#: 167%, never measured, is left alone).
+MAX_UNVECTORISED_SHARE = 1 / 2
 
 _DROPOUT = tvm.ir.Op.get("relax.nn.dropout")
 _CONV1D = tvm.ir.Op.get("relax.nn.conv1d")
@@ -171,7 +184,11 @@ class _Padded(relax.PyExprMutator):
             return call
         cout = conv[2][0]
         pad = -cout % CHANNEL_MULTIPLE
-        if pad == 0 or pad > MAX_PADDED_SHARE * cout:
+        if pad > MAX_PADDED_SHARE * cout:
+            pad = -cout % VECTOR_CHANNELS
+            if pad > MAX_UNVECTORISED_SHARE * cout:
+                return call
+        if pad == 0:
             return call
         x, w = call.args
         padded = self.builder_.emit(relax.op.nn.pad(w, [0, pad, 0, 0, 0, 0, 0, 0]))
@@ -312,7 +329,8 @@ def ungroup_convolutions(mod: tvm.IRModule, _ctx) -> tvm.IRModule:
 @tvm.transform.module_pass(opt_level=0, name="PadOutputChannels")
 def pad_output_channels(mod: tvm.IRModule, _ctx) -> tvm.IRModule:
     """Every NCHW convolution of one group whose output channels fall short of a multiple of
-    :data:`CHANNEL_MULTIPLE` by at most :data:`MAX_PADDED_SHARE` of them computes the zero channels
+    :data:`CHANNEL_MULTIPLE` by at most :data:`MAX_PADDED_SHARE` of them, or of a multiple of
+    :data:`VECTOR_CHANNELS` by at most :data:`MAX_UNVECTORISED_SHARE`, computes the zero channels
     too, sliced off after it; run after :func:`fold_batch_norms` (it reads the convolution's own
     output)."""
     return _each_function(mod, lambda mod, _func: _Padded(mod))
