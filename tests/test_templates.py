@@ -280,6 +280,38 @@ def test_layer_norms_the_template_does_not_fit_keep_their_schedule(shape, axes):
     assert templates.label(layer_norm(shape, axes), TARGET) is None
 
 
+def reduction(shape, op, axes, keepdims=True, relu=False):
+    def build():
+        x = relax.Var("x", relax.TensorType(shape, "float32"))
+        y = getattr(relax.op, op)(x, axis=list(axes), keepdims=keepdims)
+        return [x], relax.op.nn.relu(y) if relu else y
+
+    return kernel(build)
+
+
+@pytest.mark.parametrize("shape,op,axes,keepdims,relu,parallel", [
+    ((1, 32, 64, 64), "mean", (2, 3), True, False, True),  # a global average pool: the division inlined
+    ((2, 8, 16, 16), "sum", (2, 3), False, False, False),  # no epilogue block; below MIN_MOVED_ELEMENTS
+    ((1, 16, 32), "max", (2,), True, False, False),
+    ((4, 8, 24), "mean", (2,), False, True, False),  # 24: 8-lane vectors; the ReLU after the division
+])
+def test_the_reduction_template_computes_what_the_default_schedule_computes(shape, op, axes, keepdims, relu, parallel):
+    kmod = reduction(shape, op, axes, keepdims, relu)
+    done = templates.templated(kmod, TARGET)
+    assert done is not None and done[1] == templates.REDUCE_LABEL
+    text = done[0].script()
+    assert "_rf" in text and "T.vectorized" in text and ("T.parallel" in text) == parallel
+    np.testing.assert_allclose(run(done[0]), run(kmod["main"]), rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("shape,axes", [
+    ((1, 64, 7, 7), (2, 3)),  # rows of 49: no whole vector
+    ((1, 64, 128), (1,)),  # a middle axis: its elements are not contiguous
+])
+def test_reductions_the_template_does_not_fit_keep_their_schedule(shape, axes):
+    assert templates.templated(reduction(shape, "mean", axes), TARGET) is None
+
+
 class TinyCNN(nn.Module):
     """ResNet-18's kinds of packed kernels at a 64th of its build time (4 s against 28): a 3x3
     convolution and a classifier of batch 1 (a matrix-vector product)."""

@@ -734,8 +734,9 @@ class Schedules:
 #: hold fewer than 3 vectors (:data:`tvm_partition.build.templates.ALIASED_PLANE_BYTES`), 25 takes
 #: a replay with no parallel loop only where no other candidate has one
 #: (:func:`tvm_partition.build.transfer.transfer`), 26 schedules layer norms over the last axis by
-#: :mod:`tvm_partition.build.templates` (rows in parallel, from 65,536 outputs).
-TRANSFER_RULES = 26
+#: :mod:`tvm_partition.build.templates` (rows in parallel, from 65,536 outputs), 27 reductions over
+#: the innermost axes too (:func:`tvm_partition.build.templates._reduce_plan`: a global average pool).
+TRANSFER_RULES = 27
 
 
 def open_schedules(path: str | None, transfer: bool = True) -> Schedules:
