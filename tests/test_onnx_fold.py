@@ -162,3 +162,40 @@ def test_the_shape_of_a_static_tensor_is_folded_once_the_inputs_are_bound(start,
     assert list(got["s"]) == want and int(got["n"]) == 24
     x = np.ones((2, 3, 4), np.float32)
     assert [list(np.atleast_1d(v)) for v in run_ort(proto, {"x": x})] == [want, [24]]
+
+
+def test_a_shape_behind_a_reshape_to_a_computed_shape_is_folded_in_the_same_pass(tmp_path):
+    """Swin-T's window padding: pads computed from the ``Shape`` of a tensor that a ``Reshape`` to a
+    computed target shape made. ONNX's inference of the whole graph knows no static shape past that
+    ``Reshape``; the pass infers each node's outputs as it goes, after folding its inputs. The model
+    then builds, and matches onnxruntime."""
+    from tvm_partition import frontend
+    from tvm_partition.cli.compile import compile_model
+    from tvm_partition.devices import parse_devices
+    from tvm_partition.runtime.runner import Runner
+
+    nodes = [
+        const("six", [6]), const("four", [4]),
+        helper.make_node("Concat", ["six", "four"], ["target"], axis=0),  # computed: not an initializer
+        helper.make_node("Reshape", ["x", "target"], ["r"]),
+        helper.make_node("Shape", ["r"], ["s"]),
+        const("one", [1]), const("two", [2]), const("zeros", [0, 0, 0]),
+        helper.make_node("Slice", ["s", "one", "two"], ["width"]),  # [4]
+        helper.make_node("Mod", ["width", "two"], ["odd"]),  # [0]
+        helper.make_node("Sub", ["width", "odd"], ["pad_end"]),  # [4]
+        helper.make_node("Concat", ["zeros", "pad_end"], ["pads"], axis=0),  # [0, 0, 0, 4]
+        helper.make_node("Pad", ["r", "pads"], ["y"], mode="constant"),
+    ]
+    graph = helper.make_graph(nodes, "windows", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 3, 4])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, [6, 8])])
+    proto = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    path = tmp_path / "windows.onnx"
+    onnx.save(proto, path)
+    folded = onnx.load(path)
+    assert fold_constants(folded, {"x": [2, 3, 4]}) == 6  # the two Concats, Shape, Slice, Mod and Sub
+    assert producers(folded)["pads"].op_type == "Constant"
+    x = np.random.default_rng(0).standard_normal((2, 3, 4)).astype(np.float32)
+    (want,) = run_ort(proto, {"x": x})
+    runner = Runner(compile_model(frontend.load(str(path)), parse_devices("cpu"), "cpu").save(str(tmp_path / "art")))
+    (got,) = runner.run({"x": x})
+    np.testing.assert_allclose(got, want, rtol=1e-6, atol=1e-6)

@@ -12,8 +12,9 @@ Every node of the default ONNX domain whose inputs are all constants (initialize
 nodes, nodes folded before it) is evaluated by ``onnx.reference.ReferenceEvaluator`` (the ONNX
 package's own implementation of the specification) and replaced by a ``Constant`` node holding its
 value; so is every ``Shape`` and ``Size`` of a tensor whose shape is static once the inputs' shapes
-are bound (ONNX's shape inference: this tool builds static shapes only), which is what makes the
-trip count of PyTorch's loops a constant (:mod:`.onnx_loop`). ``Constant`` nodes nothing reads any
+are bound (ONNX's shape inference of each node as the pass reaches it, :class:`_Shapes`: this tool
+builds static shapes only), which is what makes the trip count of PyTorch's loops a constant
+(:mod:`.onnx_loop`) and Swin-T's window padding constant pads. ``Constant`` nodes nothing reads any
 more are dropped. Only small tensors are folded
 (:data:`MAX_ELEMENTS`, inputs and outputs): what the importer needs as constants is index and
 shape arithmetic, while a computation on weights (a transposed weight matrix) is folded by TVM's
@@ -25,7 +26,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .onnx_graph import default_opset, static_shapes
+from .onnx_graph import default_opset
 
 #: Largest input or output (elements) of a node folded here: pads, shapes, indices and attention
 #: masks up to 256 x 256, not weights.
@@ -47,11 +48,10 @@ def fold_constants(proto, input_shapes: dict[str, list[int]] | None = None, keep
 
     graph = proto.graph
     opset = default_opset(proto)
-    shapes = {}
-    if input_shapes is not None and any(n.op_type in _SHAPES for n in graph.node):
-        shapes = static_shapes(proto, input_shapes)
     values = {init.name: init for init in graph.initializer}  # name -> TensorProto (not decoded yet)
     arrays: dict[str, np.ndarray] = {}
+    shapes = _Shapes(proto, input_shapes, values, arrays) \
+        if input_shapes is not None and any(n.op_type in _SHAPES for n in graph.node) else None
 
     def value(name: str) -> np.ndarray:
         if name not in arrays:
@@ -71,13 +71,16 @@ def fold_constants(proto, input_shapes: dict[str, list[int]] | None = None, keep
             nodes.append(node)
             continue
         inputs = [n for n in node.input if n]
-        if node.op_type in _SHAPES and node.domain in ("", "ai.onnx") and inputs and inputs[0] in shapes:
-            outs = [_shape_of(node, shapes[inputs[0]])]
+        dims = shapes.dims(inputs[0]) if shapes is not None and inputs else None
+        if node.op_type in _SHAPES and node.domain in ("", "ai.onnx") and dims is not None:
+            outs = [_shape_of(node, dims)]
         elif _foldable(node, inputs, values, arrays):
             outs = _evaluate(node, {n: value(n) for n in inputs}, opset)
         else:
             outs = None
         if outs is None or any(o.size > MAX_ELEMENTS or o.dtype == object for o in outs):
+            if shapes is not None:
+                shapes.infer(node)
             nodes.append(node)
             continue
         for name, out in zip(node.output, outs):
@@ -92,6 +95,77 @@ def fold_constants(proto, input_shapes: dict[str, list[int]] | None = None, keep
         del graph.node[:]
         graph.node.extend(n for n in nodes if n.op_type != "Constant" or any(o in read for o in n.output))
     return folded
+
+
+class _Shapes:
+    """The static type of every tensor met so far in one pass over a graph in its order, each node's
+    outputs inferred by ONNX's shape inference for that node alone (``infer_node_outputs``) from its
+    inputs' types and the values of its small constant inputs, those the pass folded included.
+
+    Why not ONNX's shape inference of the whole model once: it gives no static shape past a
+    ``Reshape`` whose target shape is computed, and the pass folds that computation only after.
+    torchvision's Swin-T (TorchScript export) pads each window by ``Mod``s of the shape of its
+    block's input, behind the shifted windows' reshapes of the block before: inferred once, 14 of
+    its 15 ``Pad``s kept computed pads, which TVM's importer refuses (``Dynamic pads are not
+    supported yet``); inferred as the pass goes, none did. It also copies no weight (the whole-model
+    inference copied the model)."""
+
+    def __init__(self, proto, input_shapes: dict, values: dict, arrays: dict):
+        from onnx import helper
+
+        self.values, self.arrays = values, arrays
+        self.opset_imports = list(proto.opset_import)
+        self.opsets = {("" if o.domain == "ai.onnx" else o.domain): o.version for o in proto.opset_import}
+        self.types = {init.name: helper.make_tensor_type_proto(init.data_type, list(init.dims))
+                      for init in proto.graph.initializer}
+        for gi in proto.graph.input:
+            if gi.name in input_shapes:
+                self.types[gi.name] = helper.make_tensor_type_proto(gi.type.tensor_type.elem_type,
+                                                                    [int(d) for d in input_shapes[gi.name]])
+
+    def type_of(self, name: str):
+        """``name``'s TypeProto where known: a typed tensor's, or a constant's."""
+        from onnx import helper
+
+        if name in self.types:
+            return self.types[name]
+        if name in self.arrays:
+            array = self.arrays[name]
+            return helper.make_tensor_type_proto(helper.np_dtype_to_tensor_dtype(array.dtype), list(array.shape))
+        if self.values.get(name) is not None:
+            return helper.make_tensor_type_proto(self.values[name].data_type, list(self.values[name].dims))
+        return None
+
+    def dims(self, name: str) -> list[int] | None:
+        """``name``'s dims where they are all known."""
+        t = self.type_of(name)
+        if t is None or not t.HasField("tensor_type") or not t.tensor_type.HasField("shape"):
+            return None
+        dims = t.tensor_type.shape.dim
+        return [d.dim_value for d in dims] if all(d.HasField("dim_value") for d in dims) else None
+
+    def infer(self, node) -> None:
+        """Record the types of ``node``'s outputs, where ONNX infers them from what is known."""
+        import onnx
+        from onnx import numpy_helper
+
+        inputs = [n for n in node.input if n]
+        types = {n: self.type_of(n) for n in inputs}
+        if any(t is None for t in types.values()):
+            return
+        data = {}
+        for n in inputs:
+            if n in self.arrays and self.arrays[n].size <= MAX_ELEMENTS:
+                data[n] = numpy_helper.from_array(self.arrays[n], n)
+            elif self.values.get(n) is not None and _elements(self.values[n], None) <= MAX_ELEMENTS:
+                data[n] = self.values[n]
+        try:
+            domain = "" if node.domain == "ai.onnx" else node.domain
+            schema = onnx.defs.get_schema(node.op_type, self.opsets[domain], domain)
+            outs = onnx.shape_inference.infer_node_outputs(schema, node, types, data, opset_imports=self.opset_imports)
+        except Exception:  # an op ONNX has no schema or inference for: its outputs stay unknown
+            return
+        self.types.update(outs)
 
 
 def _foldable(node, inputs: list[str], values: dict, arrays: dict) -> bool:
