@@ -170,6 +170,16 @@ def test_the_grouped_template_computes_what_the_default_schedule_computes(c, gro
     np.testing.assert_allclose(run(done[0]), run(kmod["main"]), rtol=1e-4, atol=1e-4)
 
 
+@pytest.mark.parametrize("groups,stride,grouped", [(8, 2, False), (8, 1, True), (64, 2, True)],
+                         ids=["strided-8-a-group", "8-a-group", "strided-depthwise"])
+def test_a_strided_convolution_of_several_channels_a_group_keeps_its_record(groups, stride, grouped):
+    """RegNet's and ResNeXt's strided convolutions of 8 input channels a group ran 2.7-3.4x quicker
+    on the replayed dense record than on the grouped template (strided row reads); at stride 1, and
+    for depthwise ones at stride 2 (MobileNet-V2's), the template stays."""
+    kmod = conv(64, 64, 56, 3, stride, groups=groups)
+    assert (templates.label(kmod, TARGET) == templates.GROUP_LABEL) == grouped
+
+
 def elementwise(shape, kind):
     def build():
         x = relax.Var("x", relax.TensorType(shape, "float32"))

@@ -78,6 +78,12 @@ Where it pays (each kernel alone, 2 threads): outputs at least :data:`MIN_GROUP_
 most :data:`MAX_GROUP_CHANNELS` input channels per group: a 32-channel 112x112 depthwise 258 -> 49 us,
 a stride-2 96-channel one 649 -> 229 us (BENCHMARKS.md); on 14- and 7-wide maps, and for ShuffleNet's groups of
 34-136 input channels, the replayed dense record was as fast or faster (up to 2x), so those keep it.
+Nor a strided convolution of several input channels a group: each step of its row segment reads
+every other input pixel, and the replayed dense record, whose vector is a group's 8 output channels,
+ran 2.7-3.4x quicker (RegNet-Y-400MF's 48- and 104-channel ones of 8 channels a group 691 and
+280 us against 1,847 and 800, ResNeXt-50's 256-channel one 747 against 2,550; at stride 1 the
+template stays ahead, 361 against 486 and 640 against 1,107; torchvision exports, 2 Zen 3 threads,
+2026-11-30, ``benchmarks/template_ab.py conv2d``). Strided groups of 2-7 channels were not measured.
 
 Softmax over the last axis (``topi.nn.fast_softmax``, :mod:`tvm_partition.ir.fastmath`): each row
 in parallel, its maximum and sum accumulated in vector lanes and combined, its exponentials and
@@ -527,8 +533,20 @@ def _group_plan(kmod: tvm.IRModule, target) -> _GroupPlan | None:
     _, _, oh, ow, group_channels, _, _ = nest.extents
     if ow < MIN_GROUP_WIDTH or group_channels > MAX_GROUP_CHANNELS:
         return None
+    if group_channels > 1 and _column_stride(nest.block) > 1:
+        return None
     lanes, _ = vector_lanes(target)
     return _GroupPlan(nest.epilogue, _row(ow, lanes), next(r for r in GROUP_ROWS if oh % r == 0), nest.padded)
+
+
+def _column_stride(conv) -> int:
+    """The stride of a convolution block along the width: the coefficient of its output column in
+    the column its input (its first read) is read at; 1 where that is not a linear form of it."""
+    from tvm.sym.pattern import detect_linear_equation
+
+    column = conv.iter_vars[3].var
+    coefficients = detect_linear_equation(conv.reads[0].region[3].min, [column])
+    return int(coefficients[0]) if len(coefficients) == 2 and isinstance(coefficients[0], tvm.tirx.IntImm) else 1
 
 
 @dataclasses.dataclass(frozen=True)

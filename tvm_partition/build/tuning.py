@@ -735,8 +735,10 @@ class Schedules:
 #: a replay with no parallel loop only where no other candidate has one
 #: (:func:`tvm_partition.build.transfer.transfer`), 26 schedules layer norms over the last axis by
 #: :mod:`tvm_partition.build.templates` (rows in parallel, from 65,536 outputs), 27 reductions over
-#: the innermost axes too (:func:`tvm_partition.build.templates._reduce_plan`: a global average pool).
-TRANSFER_RULES = 27
+#: the innermost axes too (:func:`tvm_partition.build.templates._reduce_plan`: a global average pool),
+#: 28 leaves strided convolutions of several input channels a group to their replayed records
+#: (:func:`tvm_partition.build.templates._group_plan`).
+TRANSFER_RULES = 28
 
 
 def open_schedules(path: str | None, transfer: bool = True) -> Schedules:
