@@ -228,6 +228,34 @@ def test_output_channels_padded_to_whole_vectors(cout, wide, tmp_path):
         np.testing.assert_allclose(outs[0], ref, rtol=RTOL, atol=ATOL)
 
 
+@pytest.mark.parametrize("rows,padded", [(101, True), (100, False), (7, False)],
+                         ids=["101-rows-to-104", "whole-tiles-left-alone", "few-rows-left-alone"])
+def test_matmul_rows_padded_to_whole_register_tiles(rows, padded, tmp_path):
+    """ViT-B/16's 197 tokens: a MatMul by weights whose rows are no multiple of the matmul template's
+    4-row tile computes zero rows up to one (101 -> 104: 3% more) and a slice keeps the model's rows,
+    then the bias and ReLU; 100 rows are whole tiles, and 7 -> 8 would add 14%. Whole and split, the
+    model matches onnxruntime."""
+    from tvm_partition.build import templates
+    from tvm_partition.frontend import inference
+
+    assert inference.MATMUL_ROW_MULTIPLE == templates.MATMUL_ROWS
+    rng = np.random.default_rng(0)
+    weights = {"W": rng.standard_normal((24, 32)).astype(np.float32) * 0.2,
+               "B": rng.standard_normal(32).astype(np.float32) * 0.1}
+    nodes = [helper.make_node("MatMul", ["x", "W"], ["m"]), helper.make_node("Add", ["m", "B"], ["a"]),
+             helper.make_node("Relu", ["a"], ["y"])]
+    path = tmp_path / "mm.onnx"
+    proto = one_conv_model(path, nodes, weights, [1, rows, 24], [1, rows, 32])
+    model = frontend.load(str(path))
+    text = model.mod["main"].script()
+    assert ("R.nn.pad(" in text and f"R.Tensor((1, {rows + 3}, 32)" in text) == padded
+    x = rng.standard_normal((1, rows, 24)).astype(np.float32)
+    (ref,) = ort_run(proto, [x])
+    for strategy in ("cpu", "equal"):
+        _, outs = run_split(model, tmp_path / strategy, [x], strategy=strategy)
+        np.testing.assert_allclose(outs[0], ref, rtol=RTOL, atol=ATOL)
+
+
 @pytest.mark.parametrize("groups,attrs", [(1, dict(kernel_shape=[3], dilations=[2], strides=[2], pads=[2, 1])),
                                           (16, dict(kernel_shape=[5], pads=[2, 2]))], ids=["dilated-strided", "depthwise"])
 def test_one_dimensional_convolutions_run_as_two_dimensional_ones(groups, attrs, tmp_path):
