@@ -14,6 +14,12 @@ default exporter since 2.9 (needs ``onnxscript``); a model an exporter refuses i
 skipped. Needs ``torch`` (not a dependency of this project); then ``tvm-partition bench --models
 build/pytorch_models/tcn_torchscript.onnx,... --strategies cpu,onnxruntime`` measures each beside
 onnxruntime and checks its outputs against it (BENCHMARKS.md, "Models written in PyTorch").
+
+    python benchmarks/pytorch_models.py --torchvision mobilenet_v3_small,swin_t,... [--out build/torchvision]
+
+writes torchvision's classification models of those names instead (``torchvision.models``,
+``weights=None``: torchvision's own initialisation, seeded; 1 x 3 x 224 x 224), the models users
+deploy most (BENCHMARKS.md, "torchvision's models"). Needs ``torchvision``.
 """
 
 from __future__ import annotations
@@ -148,15 +154,26 @@ def models():
     }
 
 
+def torchvision_models(names: list[str]):
+    """``{name: (module, example input)}`` of torchvision's classification models, seeded."""
+    import torch
+    from torchvision import models as tv
+
+    torch.manual_seed(0)
+    return {name: (getattr(tv, name)(weights=None), torch.randn(1, 3, 224, 224)) for name in names}
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--out", default=os.path.join("build", "pytorch_models"), help="folder (default build/pytorch_models)")
     ap.add_argument("--exporters", default="torchscript,dynamo", help="comma-separated (default torchscript,dynamo)")
+    ap.add_argument("--torchvision", metavar="NAMES", help="comma-separated torchvision.models names to export instead")
     args = ap.parse_args(argv)
     import torch
 
     os.makedirs(args.out, exist_ok=True)
-    for name, (module, example) in models().items():
+    chosen = torchvision_models(args.torchvision.split(",")) if args.torchvision else models()
+    for name, (module, example) in chosen.items():
         for exporter in args.exporters.split(","):
             path = os.path.join(args.out, f"{name}_{exporter}.onnx")
             try:
