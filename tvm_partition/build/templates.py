@@ -995,7 +995,8 @@ def _schedule_reduce(kmod: tvm.IRModule, plan: _ReducePlan) -> tvm.tirx.PrimFunc
     iteration of a loop, parallel where ``plan.parallel``, the reduction and the epilogue under it.
     Why: TVM's default schedule adds each element to one scalar, each addition waiting for the one
     before: a [1, 32, 64, 64] mean took 137 us, this schedule 6.4 (serial: 1.9 us at 32 x 32 x 32,
-    where the parallel loop took 2.3; 2 Zen 3 threads, 2026-11-30; BENCHMARKS.md, "Reductions")."""
+    where the parallel loop took 2.3; 2 Zen 3 threads, 2026-11-30; BENCHMARKS.md, "Models written in
+    PyTorch")."""
     sch = tvm.s_tir.Schedule(tvm.IRModule({"main": kmod["main"]}))
     try:
         for name in plan.epilogue[:-1]:
