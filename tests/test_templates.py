@@ -314,6 +314,17 @@ def test_the_reduction_template_computes_what_the_default_schedule_computes(shap
     np.testing.assert_allclose(run(done[0]), run(kmod["main"]), rtol=1e-5, atol=1e-5)
 
 
+def test_a_reduction_broadcast_back_over_its_rows_keeps_its_schedule():
+    """``x - mean(x)`` in one kernel: computed under each output element, the template would sum a
+    row once per element of it."""
+    from tvm import te, topi
+
+    x = te.placeholder((1, 16, 32, 32), "float32", name="x")
+    total = topi.sum(x, axis=(2, 3), keepdims=True)
+    y = te.compute(x.shape, lambda n, c, h, w: x[n, c, h, w] - total[n, c, 0, 0] / 1024.0, name="centred")
+    assert templates.templated(tvm.IRModule({"main": te.create_prim_func([x, y])}), TARGET) is None
+
+
 @pytest.mark.parametrize("shape,axes", [
     ((1, 64, 7, 7), (2, 3)),  # rows of 49: no whole vector
     ((1, 64, 128), (1,)),  # a middle axis: its elements are not contiguous

@@ -976,6 +976,11 @@ def _reduce_plan(kmod: tvm.IRModule, target) -> _ReducePlan | None:
     extents = [v.dom.extent for v in red.iter_vars]
     if not all(isinstance(e, tvm.tirx.IntImm) for e in extents):
         return None
+    # every later block over the reduction's outputs alone: one that broadcasts them back over the
+    # reduced axes (x - mean(x)) would recompute a row's reduction for each of its elements
+    spatial = [int(e) for e in extents[:-reduced]]
+    if any([int(v.dom.extent) for v in b.iter_vars] != spatial for b in blocks[1:]):
+        return None
     row = math.prod(int(e) for e in extents[-reduced:])
     widest, _ = vector_lanes(target)
     lanes = 2 * widest if row >= TWO_VECTOR_ROW and row % (2 * widest) == 0 else _row_lanes(row, target)
