@@ -948,6 +948,7 @@ class _ReducePlan:
     lanes: int  # partial results a row: one or two vectors
     parallel: bool  # the rows in parallel (from MIN_MOVED_ELEMENTS elements read)
     reduction: str  # the reduction block
+    reduced: int  # its reduced axes, its innermost
     epilogue: tuple[str, ...]  # the element-wise blocks after it (mean's division), in order
 
 
@@ -986,7 +987,7 @@ def _reduce_plan(kmod: tvm.IRModule, target) -> _ReducePlan | None:
     lanes = 2 * widest if row >= TWO_VECTOR_ROW and row % (2 * widest) == 0 else _row_lanes(row, target)
     if lanes is None or row <= lanes:
         return None
-    return _ReducePlan(lanes, math.prod(int(e) for e in extents) >= MIN_MOVED_ELEMENTS, red.name_hint,
+    return _ReducePlan(lanes, math.prod(int(e) for e in extents) >= MIN_MOVED_ELEMENTS, red.name_hint, reduced,
                        tuple(b.name_hint for b in blocks[1:]))
 
 
@@ -1008,8 +1009,8 @@ def _schedule_reduce(kmod: tvm.IRModule, plan: _ReducePlan) -> tvm.tirx.PrimFunc
             sch.compute_inline(sch.get_sblock(name))
         red = sch.get_sblock(plan.reduction)
         loops = sch.get_loops(red)
-        reduced = len(_iter_kinds(sch.get(red))) - len(_iter_kinds(sch.get(red)).rstrip("R"))
-        _, lanes = sch.split(sch.fuse(*loops[-reduced:]) if reduced > 1 else loops[-1], [None, plan.lanes])
+        reduced = sch.fuse(*loops[-plan.reduced:]) if plan.reduced > 1 else loops[-1]
+        _, lanes = sch.split(reduced, [None, plan.lanes])
         partial = sch.rfactor(lanes, len(sch.get_loops(red)) - 2)
         out = sch.get_sblock(plan.epilogue[-1]) if plan.epilogue else red
         # the output's loops over its elements (a reduction block left alone keeps its lanes' loop)

@@ -118,11 +118,16 @@ def _static(expr) -> tuple[int, ...] | None:
         return None
 
 
+def _calls(call: relax.Call, op) -> bool:
+    """Whether ``call`` calls operator ``op`` (not a function or a ``GlobalVar``)."""
+    return isinstance(call.op, tvm.ir.Op) and call.op.same_as(op)
+
+
 def _bound_call(mutator: relax.PyExprMutator, expr, op) -> relax.Call | None:
     """``expr`` if it is a call of ``op``, or the call of ``op`` that variable ``expr`` is bound to in
     what ``mutator`` emitted; else None."""
     value = mutator.lookup_binding(expr) if isinstance(expr, relax.Var) else expr
-    return value if isinstance(value, relax.Call) and value.op.same_as(op) else None
+    return value if isinstance(value, relax.Call) and _calls(value, op) else None
 
 
 def _conv2d_like(conv: relax.Call, data, weight, groups: int):
@@ -136,7 +141,7 @@ def _conv2d_like(conv: relax.Call, data, weight, groups: int):
 class _Conv1dAs2d(relax.PyExprMutator):
     def visit_call_(self, call):
         call = super().visit_call_(call)
-        if not (isinstance(call.op, tvm.ir.Op) and call.op.same_as(_CONV1D)):
+        if not _calls(call, _CONV1D):
             return call
         a = call.attrs
         if a.data_layout != "NCW" or a.kernel_layout != "OIW" or a.out_layout not in ("", "NCW"):
@@ -159,7 +164,7 @@ class _WithoutDropout(relax.PyExprMutator):
 
 def _nchw_conv(call) -> tuple | None:
     """``(groups, data shape, weight shape)`` of an NCHW / OIHW convolution of static shapes, else None."""
-    if not (isinstance(call.op, tvm.ir.Op) and call.op.same_as(_CONV2D)):
+    if not _calls(call, _CONV2D):
         return None
     a = call.attrs
     xs, ws = _static(call.args[0]), _static(call.args[1])
@@ -213,7 +218,7 @@ class _Padded(relax.PyExprMutator):
 class _PaddedRows(relax.PyExprMutator):
     def visit_call_(self, call):
         call = super().visit_call_(call)
-        if not (isinstance(call.op, tvm.ir.Op) and call.op.same_as(_MATMUL)):
+        if not _calls(call, _MATMUL):
             return call
         x, w = call.args
         xs, ws = _static(x), _static(w)

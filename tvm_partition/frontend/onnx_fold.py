@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .onnx_graph import default_opset
+from .onnx_graph import default_opset, static_dims
 
 #: Largest input or output (elements) of a node folded here: pads, shapes, indices and attention
 #: masks up to 256 x 256, not weights.
@@ -71,8 +71,9 @@ def fold_constants(proto, input_shapes: dict[str, list[int]] | None = None, keep
             nodes.append(node)
             continue
         inputs = [n for n in node.input if n]
-        dims = shapes.dims(inputs[0]) if shapes is not None and inputs else None
-        if node.op_type in _SHAPES and node.domain in ("", "ai.onnx") and dims is not None:
+        shaped = node.op_type in _SHAPES and node.domain in ("", "ai.onnx") and shapes is not None and inputs
+        dims = shapes.dims(inputs[0]) if shaped else None
+        if dims is not None:
             outs = [_shape_of(node, dims)]
         elif _foldable(node, inputs, values, arrays):
             outs = _evaluate(node, {n: value(n) for n in inputs}, opset)
@@ -139,10 +140,7 @@ class _Shapes:
     def dims(self, name: str) -> list[int] | None:
         """``name``'s dims where they are all known."""
         t = self.type_of(name)
-        if t is None or not t.HasField("tensor_type") or not t.tensor_type.HasField("shape"):
-            return None
-        dims = t.tensor_type.shape.dim
-        return [d.dim_value for d in dims] if all(d.HasField("dim_value") for d in dims) else None
+        return None if t is None else static_dims(t)
 
     def infer(self, node) -> None:
         """Record the types of ``node``'s outputs, where ONNX infers them from what is known."""

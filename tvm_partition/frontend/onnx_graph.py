@@ -30,10 +30,18 @@ def static_shapes(proto, shapes: dict[str, list[int]]) -> dict[str, list[int]]:
     inferred = onnx.shape_inference.infer_shapes(bound).graph
     out = {i.name: list(i.dims) for i in inferred.initializer}
     for vi in list(inferred.input) + list(inferred.value_info) + list(inferred.output):
-        dims = vi.type.tensor_type.shape.dim
-        if dims and all(d.HasField("dim_value") for d in dims):
-            out[vi.name] = [d.dim_value for d in dims]
+        dims = static_dims(vi.type)
+        if dims:  # a scalar's empty dims look like an unknown shape's here: left out
+            out[vi.name] = dims
     return out
+
+
+def static_dims(type_proto) -> list[int] | None:
+    """The dims of a tensor ``TypeProto`` whose shape is known and every dim a number; else None."""
+    if not type_proto.HasField("tensor_type") or not type_proto.tensor_type.HasField("shape"):
+        return None
+    dims = type_proto.tensor_type.shape.dim
+    return [d.dim_value for d in dims] if all(d.HasField("dim_value") for d in dims) else None
 
 
 @dataclasses.dataclass(frozen=True)
