@@ -61,10 +61,13 @@ def ort_run(proto: onnx.ModelProto, inputs: list[np.ndarray]) -> list[np.ndarray
     return sess.run(None, dict(zip(names, inputs)))
 
 
-def run_split(model, tmp_path, inputs: list[np.ndarray], plan_file=None, strategy="equal"):
+def run_split(model, tmp_path, inputs: list[np.ndarray], plan_file=None, strategy="equal", schedules=False):
     """Compile over cpu,cpu, save the artifact, run it with the Runner; inputs are mapped by
-    position (the artifact's are the ONNX graph's; ORT's oracle takes them by position too)."""
-    compiled = compile_model(model, parse_devices(CPU2), strategy, plan_file)
+    position (the artifact's are the ONNX graph's; ORT's oracle takes them by position too).
+    ``schedules``: the kernels get the templates and transferred records a user's build gives them
+    (a database folder that does not exist), else TVM's default schedules."""
+    db = str(tmp_path / "no-database") if schedules else None
+    compiled = compile_model(model, parse_devices(CPU2), strategy, plan_file, tuning_db=db)
     art = compiled.save(str(tmp_path / "art"))
     runner = Runner(art)
     names = [i["name"] for i in runner.input_info]
@@ -254,6 +257,71 @@ def test_matmul_rows_padded_to_whole_register_tiles(rows, padded, tmp_path):
     for strategy in ("cpu", "equal"):
         _, outs = run_split(model, tmp_path / strategy, [x], strategy=strategy)
         np.testing.assert_allclose(outs[0], ref, rtol=RTOL, atol=ATOL)
+
+
+def test_a_sequence_first_matmul_is_tiled_over_its_tokens(tmp_path):
+    """PyTorch's sequence-first attention projects ``[tokens, 1, features]`` by a weight: the
+    tokens (101) are the rows, padded to 104 on that axis, and the matmul template tiles them (not
+    101 matrix-vector products); whole and split, the model matches onnxruntime."""
+    from tvm_partition.build import templates
+
+    rng = np.random.default_rng(0)
+    weights = {"W": rng.standard_normal((24, 32)).astype(np.float32) * 0.2,
+               "B": rng.standard_normal(32).astype(np.float32) * 0.1}
+    nodes = [helper.make_node("MatMul", ["x", "W"], ["m"]), helper.make_node("Add", ["m", "B"], ["y"])]
+    path = tmp_path / "mm.onnx"
+    proto = one_conv_model(path, nodes, weights, [101, 1, 24], [101, 1, 32])
+    model = frontend.load(str(path))
+    assert "R.Tensor((104, 1, 32)" in model.mod["main"].script()
+    x = rng.standard_normal((101, 1, 24)).astype(np.float32)
+    (ref,) = ort_run(proto, [x])
+    for strategy in ("cpu", "equal"):
+        compiled, outs = run_split(model, tmp_path / strategy, [x], strategy=strategy, schedules=True)
+        np.testing.assert_allclose(outs[0], ref, rtol=RTOL, atol=ATOL)
+    (label,) = [v for k, v in compiled.kernel_schedules.items() if "matmul" in k and not k.endswith("prepack")]
+    assert label == templates.MATMUL_LABEL
+    from tvm_partition.build.align import kernel_of
+    from tvm_partition.build.tuning import tuning_target
+
+    graph = OpGraph(model.mod)
+    (op,) = [op for op in graph.ops.values() if "matmul" in op.fused_name]
+    plan = templates._matmul_plan(kernel_of(graph, op, 0), tuning_target(parse_devices("cpu")[0]))
+    assert plan.row_axis == 0 and plan.rows == templates.MATMUL_ROWS  # 4-row tiles of tokens
+
+
+def attention(path, tokens: int, width: int = 64, seed: int = 0) -> onnx.ModelProto:
+    """One attention head over ``tokens`` tokens of ``width`` features: ``softmax(q k^T / 8) v``,
+    ``q``, ``k``, ``v`` projections of the input, so both attention matmuls multiply computed operands."""
+    rng = np.random.default_rng(seed)
+    weights = {n: rng.standard_normal((width, width)).astype(np.float32) * 0.2 for n in ("Wq", "Wk", "Wv")}
+    weights["s"] = np.array(0.125, np.float32)
+    nodes = [helper.make_node("MatMul", ["x", "Wq"], ["q"]), helper.make_node("MatMul", ["x", "Wk"], ["k"]),
+             helper.make_node("MatMul", ["x", "Wv"], ["v"]), helper.make_node("Transpose", ["k"], ["kt"], perm=[0, 2, 1]),
+             helper.make_node("MatMul", ["q", "kt"], ["a"]), helper.make_node("Mul", ["a", "s"], ["b"]),
+             helper.make_node("Softmax", ["b"], ["p"], axis=-1), helper.make_node("MatMul", ["p", "v"], ["y"])]
+    return one_conv_model(path, nodes, weights, [1, tokens, width], [1, tokens, width])
+
+
+def test_attention_matmuls_padded_to_whole_tiles_and_vectors(tmp_path):
+    """ViT-B/16's 197 tokens, here 133: the scores ``q @ k^T`` (both computed) compute 136 rows
+    (whole 4-row tiles, 2% more) of 144 columns (whole 16-lane vectors, 8% more), ``softmax @ v``
+    136 rows, and slices keep the model's; ``softmax @ v`` (a reduction of 133) takes the matmul
+    template on its operands in place. Whole and split, the model matches onnxruntime."""
+    from tvm_partition.build import templates
+    from tvm_partition.frontend import inference
+
+    assert 133 * inference.MAX_PADDED_COLUMNS >= 144 - 133 and 133 >= templates.MIN_BATCHED_REDUCTION
+    path = tmp_path / "attention.onnx"
+    proto = attention(path, 133)
+    model = frontend.load(str(path))
+    text = model.mod["main"].script()
+    assert "R.Tensor((1, 136, 144)" in text and "R.Tensor((1, 64, 144)" in text and "R.Tensor((1, 136, 64)" in text
+    x = np.random.default_rng(3).standard_normal((1, 133, 64)).astype(np.float32)
+    (ref,) = ort_run(proto, [x])
+    for strategy in ("cpu", "equal"):
+        compiled, outs = run_split(model, tmp_path / strategy, [x], strategy=strategy, schedules=True)
+        np.testing.assert_allclose(outs[0], ref, rtol=RTOL, atol=ATOL)
+    assert templates.BATCHED_MATMUL_LABEL in compiled.kernel_schedules.values()
 
 
 @pytest.mark.parametrize("groups,attrs", [(1, dict(kernel_shape=[3], dilations=[2], strides=[2], pads=[2, 1])),

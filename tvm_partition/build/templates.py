@@ -63,7 +63,12 @@ memory, it reads them as one contiguous stream a tile: ZFNet-512's 1 x 9216 x 40
 17.6 ms on the record replayed, 11.1 as one-row tiles (27 GB/s), the model 37.8 -> 27.2 ms and
 AlexNet 19.3 -> 14.2 (paired, 5 rounds; ``benchmarks/template_ab.py matmul``: every classifier of
 ResNet-18, ResNet-50, AlexNet and Inception-v1 0.35-0.62x its record alone; 2 Zen 4 threads,
-2026-11-27).
+2026-11-27). The same schedule takes attention's batched matmuls of computed operands
+(``softmax @ v``: the right operand read in place, not packed) where their reduction is long
+enough (:data:`MIN_BATCHED_REDUCTION`), and tiles a sequence-first ``[tokens, 1, features]``
+projection over its tokens (:func:`_row_axis`); ViT-B/16 (torchvision, 197 tokens) with these and
+:func:`tvm_partition.frontend.inference.pad_matmuls` ran 0.53x the build before, 1.22x
+onnxruntime's time (2 Zen 4 threads, 2026-11-30; BENCHMARKS.md, "torchvision's models").
 
 Grouped and depthwise convolutions (TOPI's ``group_conv2d_nchw``: MobileNet-V2's depthwise 3x3s,
 ShuffleNet's grouped 1x1s). Why: no record of them exists, so they ran a dense convolution's record
@@ -143,6 +148,10 @@ SOFTMAX_LABEL = "template (softmax, rows in parallel, vectorised reductions)"
 LAYER_NORM_LABEL = "template (layer norm, rows in parallel, vectorised reductions)"
 POOL_LABEL = "template (pooling, channels in parallel, padding per row)"
 MATMUL_LABEL = "template (matmul, packed weights)"
+BATCHED_MATMUL_LABEL = "template (matmul, operands read in place)"
+#: The matmul template's labels: a record tuned here for the kernel can outrank it (see
+#: :class:`tvm_partition.build.tuning.Schedules`), as for no other template
+MATMUL_LABELS = (MATMUL_LABEL, BATCHED_MATMUL_LABEL)
 POINTWISE_LABEL = "template (1x1 convolution, vectorised along the pixels)"
 REDUCE_LABEL = "template (reduction over the innermost axes, vectorised partial results)"
 
@@ -165,6 +174,13 @@ MATMUL_ROWS = 4
 #: divide its columns, each an independent chain of FMAs (ResNet-18's classifier, 1000 columns in
 #: 5 vectors of 8, 12.7 us alone where its record took 30.2 and one vector a tile 42.2)
 GEMV_VECTORS = 8
+#: A batched matmul of computed operands (attention's ``q @ k^T`` and ``softmax @ v``: its right
+#: operand read in place, not packed) takes the template where its reduction is at least this
+#: long. Each alone, template against the record a build replays (``benchmarks/template_ab.py
+#: matmul``, 5 rounds, amd-epyc-znver4-2c, 2026-11-30): ViT-B/16's ``softmax @ v`` (12 x 200 x 64,
+#: reduction 197) 305 against 843 us, BERT-tiny's (16 x 2 x 128 x 64, 128) 333 against 333, but both
+#: models' ``q @ k^T`` (reduction 64, the heads' width) 551 against 361 and 370 against 326.
+MIN_BATCHED_REDUCTION = 128
 
 #: Where the grouped-convolution template replaces a replayed dense record (see the module
 #: docstring for the measurements that set them).
@@ -554,11 +570,28 @@ class _MatmulPlan:
     """What :func:`_schedule_matmul` needs of a matmul kernel it applies to."""
 
     epilogue: tuple[str, ...]
-    weight: int  # the kernel parameter holding ``w[k, n]``
+    weight: int  # the kernel parameter holding ``w[k, n]`` (or ``w[..., k, n]``)
     lanes: int  # output columns per vector
     blocks: int  # vectors of output columns per register tile
     parallel: bool  # a parallel loop (not below :data:`tvm_partition.build.transfer.SERIAL_FLOPS`)
     rows: int = MATMUL_ROWS  # rows per register tile: 1 for a matrix-vector product
+    row_axis: int = -1  # the spatial axis tiled as rows (:func:`_row_axis`); -1: the one before the columns
+    packed: bool = True  # ``w`` a rank-2 weight, packed at load time; else read in place
+
+
+def _row_axis(extents: list[int], shared: bool) -> int:
+    """The spatial axis of a matmul (spatial ``extents``, then the reduction) whose indices are its
+    rows: the one before the columns, or, where that is 1 and the right operand is of rank 2
+    (``shared`` by every leading index), the innermost leading
+    axis of more than one element: ``[197, 1, 768] @ [768, 2304]`` (PyTorch's sequence-first
+    attention) tiled over its tokens, not as 197 matrix-vector products (ViT-B/16's QKV projection:
+    8.1 ms a call as those, 3.4 as 4-row tiles of its tokens padded to 200, ``run --kernels``,
+    amd-epyc-znver4-2c, 2026-11-30; :func:`tvm_partition.frontend.inference.pad_matmuls` pads the
+    same axis)."""
+    rank = len(extents) - 1
+    if extents[rank - 2] != 1 or not shared:
+        return rank - 2
+    return next((a for a in range(rank - 3, -1, -1) if extents[a] > 1), rank - 2)
 
 
 def _matmul_plan(kmod: tvm.IRModule, target) -> _MatmulPlan | None:
@@ -579,12 +612,16 @@ def _matmul_plan(kmod: tvm.IRModule, target) -> _MatmulPlan | None:
     if not all(isinstance(e, tvm.tirx.IntImm) for e in extents):
         return None
     weight = _weight(kmod, mm)
-    if weight is None or len(mm.reads[1].source.shape) != 2:
+    if weight is None:
+        return None
+    shared = len(mm.reads[1].source.shape) == 2
+    if not shared and int(extents[rank]) < MIN_BATCHED_REDUCTION:
         return None
     if any(_iter_kinds(b) != "S" * rank for b in blocks[1:]):  # element-wise only, over the matmul's output
         return None
     widest, _ = vector_lanes(target)
-    rows, cols = int(extents[rank - 2]), int(extents[rank - 1])
+    axis = _row_axis([int(e) for e in extents], shared)
+    rows, cols = int(extents[axis]), int(extents[rank - 1])
     lanes = next((n for n in (widest, widest // 2) if n >= 4 and cols % n == 0), None)
     if lanes is None or (rows % MATMUL_ROWS and rows != 1):
         return None
@@ -595,7 +632,7 @@ def _matmul_plan(kmod: tvm.IRModule, target) -> _MatmulPlan | None:
     else:
         tile = 2 if cols % (2 * lanes) == 0 else 1
     return _MatmulPlan(tuple(b.name_hint for b in blocks[1:]), weight, lanes, tile, not serial(kmod, target),
-                       min(rows, MATMUL_ROWS))
+                       min(rows, MATMUL_ROWS), axis, shared)
 
 
 def _schedule_matmul(kmod: tvm.IRModule, target, plan: _MatmulPlan) -> tvm.tirx.PrimFunc | None:
@@ -608,9 +645,11 @@ def _schedule_matmul(kmod: tvm.IRModule, target, plan: _MatmulPlan) -> tvm.tirx.
     fused with the rows: fused, the tile's rows were a division of the fused index and LLVM kept
     an 8-row tile's accumulators in memory.
     """
-    func = kmod["main"].with_attr("layout_free_buffers", [plan.weight])
+    func = kmod["main"].with_attr("layout_free_buffers", [plan.weight]) if plan.packed else kmod["main"]
     sch, mm = _opened(func, _MATMUL, plan.epilogue)
-    *lead, m, n, k = sch.get_loops(mm)
+    *spatial, n, k = sch.get_loops(mm)
+    m = spatial[plan.row_axis]
+    lead = [loop for i, loop in enumerate(spatial) if i != plan.row_axis % len(spatial)]
     m_o, m_i = sch.split(m, [None, plan.rows])
     n_o, n_b, n_i = sch.split(n, [None, plan.blocks, plan.lanes])
     outer = (*lead, m_o, n_o)
@@ -623,7 +662,7 @@ def _schedule_matmul(kmod: tvm.IRModule, target, plan: _MatmulPlan) -> tvm.tirx.
     sch.unroll(n_b)
     sch.unroll(m_i)
     sch.decompose_reduction(mm, k)
-    return _packed(sch, target)
+    return _packed(sch, target) if plan.packed else sch.mod["main"].with_attr("tirx.is_scheduled", True)
 
 
 def schedule(kmod: tvm.IRModule, target) -> tvm.tirx.PrimFunc | None:
@@ -641,7 +680,7 @@ def templated(kmod: tvm.IRModule, target) -> tuple[tvm.tirx.PrimFunc, str] | Non
     elif (plan := _plan(kmod, target)) is not None:
         func, name = _schedule_conv(kmod, target, plan), CONV_LABEL
     elif (mm := _matmul_plan(kmod, target)) is not None:
-        func, name = _schedule_matmul(kmod, target, mm), MATMUL_LABEL
+        func, name = _schedule_matmul(kmod, target, mm), MATMUL_LABEL if mm.packed else BATCHED_MATMUL_LABEL
     elif (group := _group_plan(kmod, target)) is not None:
         func, name = _schedule_group(kmod, group), GROUP_LABEL
     elif (lanes := _softmax_lanes(kmod, target)) is not None:

@@ -652,7 +652,7 @@ class Schedules:
         from .transfer import blocks_of, main_block, provenance, signature, source_of, transfer
 
         done = templates.templated(kmod, target) if self.templates else None
-        if done is not None and done[1] != templates.MATMUL_LABEL:
+        if done is not None and done[1] not in templates.MATMUL_LABELS:
             return (*done, None)
         record = best_record(self.db, kmod, target)
         # the matmul template outranks every record but one tuning measured here for exactly this
@@ -737,8 +737,10 @@ class Schedules:
 #: :mod:`tvm_partition.build.templates` (rows in parallel, from 65,536 outputs), 27 reductions over
 #: the innermost axes too (:func:`tvm_partition.build.templates._reduce_plan`: a global average pool),
 #: 28 leaves strided convolutions of several input channels a group to their replayed records
-#: (:func:`tvm_partition.build.templates._group_plan`).
-TRANSFER_RULES = 28
+#: (:func:`tvm_partition.build.templates._group_plan`), 29 gives the matmul template batched matmuls
+#: of computed operands with long reductions and sequence-first projections' tokens as rows
+#: (:data:`tvm_partition.build.templates.MIN_BATCHED_REDUCTION`, :func:`tvm_partition.build.templates._row_axis`).
+TRANSFER_RULES = 29
 
 
 def open_schedules(path: str | None, transfer: bool = True) -> Schedules:
@@ -999,7 +1001,7 @@ def race_templates(db, db_path: str, kernels: list[Kernel], rounds: int = 3) -> 
     raced = 0
     for k in kernels:
         target = tuning_target(k.device)
-        if k.device.kind != "cpu" or templates.label(k.mod, target) != templates.MATMUL_LABEL:
+        if k.device.kind != "cpu" or templates.label(k.mod, target) not in templates.MATMUL_LABELS:
             continue
         record = best_record(db, k.mod, target)
         if record is None or is_default(record) or provenance(record.trace) is not None:
@@ -1083,7 +1085,7 @@ def tune_with_progress(kernels: list[Kernel], db_path: str, trials: int, budget_
     deadline = None if budget_s is None else t0 + budget_s
     # builds give direct convolutions the hand-written schedule whatever the database holds; a
     # matmul the template schedules runs a record tuned here instead (Schedules._choose)
-    templated = [k for k in kernels if templates.label(k.mod, tuning_target(k.device)) not in (None, templates.MATMUL_LABEL)]
+    templated = [k for k in kernels if templates.label(k.mod, tuning_target(k.device)) not in (None, *templates.MATMUL_LABELS)]
     kernels = [k for k in kernels if k not in templated]
     db = open_database(db_path)
     untuned = [k for k in kernels if not is_tuned(db, k)]

@@ -52,13 +52,19 @@ so the planners, the profiler and the build see the same ops.
   (64 x 64) ran 1,884 us on a record, padded to 32 channels 772 us, YOLO-like head's 96 -> 21 1x1
   (40 x 40) 337 and 152 us (``run --kernels``); the models paired 0.70x and 0.84x
   (amd-epyc-znver3-2c, 2026-11-30; BENCHMARKS.md, "Models written in PyTorch").
-* :func:`pad_matmul_rows`: a matmul by constant weights whose rows are no multiple of
-  :data:`MATMUL_ROW_MULTIPLE` computes zero rows up to the next one (its input padded; at most
-  :data:`MAX_PADDED_SHARE` more) and a slice keeps the model's rows, which TVM fuses into the
-  matmul's kernel. The matmul template (:mod:`tvm_partition.build.templates`) takes register tiles
-  of 4 rows and nothing else: ViT-B/16's 197 tokens (196 patches and the class token) ran its MLP
-  matmuls on a replayed record, 168 and 110 ms a call (0.93 GFLOP each), the model 7.8x
-  onnxruntime's time (torchvision export, 2 Zen 3 threads, 2026-11-30).
+* :func:`pad_matmuls`: a matmul whose rows are no multiple of :data:`MATMUL_ROW_MULTIPLE`
+  computes zero rows up to the next one (its left operand padded; at most
+  :data:`MAX_PADDED_SHARE` more), one whose columns are no multiple of :data:`CHANNEL_MULTIPLE`
+  zero columns (its right operand padded; at most :data:`MAX_PADDED_COLUMNS` more), and a slice
+  keeps the model's, which TVM fuses into the matmul's kernel; a weight's padding runs at load
+  time, a computed operand's in the kernel that computes it. The matmul template
+  (:mod:`tvm_partition.build.templates`) takes register tiles of 4 rows and whole vectors of
+  columns and nothing else, and a replayed record's tiles shrink to what divides the extents:
+  ViT-B/16's 197 tokens (196 patches and the class token) ran its MLP matmuls on a replayed
+  record, 168 and 110 ms a call (0.93 GFLOP each), the model 7.8x onnxruntime's time
+  (torchvision export, 2 Zen 3 threads); its attention scores (12 x 197 x 64 by 64 x 197)
+  9.6 ms a call at 197 columns, 0.72 at 208 (2 Zen 4 threads); the model 0.53x with the columns
+  padded too (2026-11-30).
 * :func:`roots_for_powers`: ``x ** c`` for a constant ``c`` of whole quarters (LRN's ``0.75``, a
   variance's ``2``, ``0.5``) becomes products of ``x``, ``sqrt(x)`` and ``sqrt(sqrt(x))``: TVM
   lowers ``power`` to a call of libm's scalar ``powf`` per element, which no loop vectorises;
@@ -98,10 +104,15 @@ VECTOR_CHANNELS = 8
 #: 167%, never measured, is left alone).
 MAX_UNVECTORISED_SHARE = 1 / 2
 
-#: :func:`pad_matmul_rows` pads a matmul's rows to a multiple of this: the register tile of
+#: :func:`pad_matmuls` pads a matmul's rows to a multiple of this: the register tile of
 #: ``tvm_partition.build.templates.MATMUL_ROWS`` rows, which the matmul template needs (a test keeps
 #: them in step), where that adds at most :data:`MAX_PADDED_SHARE` of them.
 MATMUL_ROW_MULTIPLE = 4
+#: :func:`pad_matmuls` pads a matmul's columns to a multiple of :data:`CHANNEL_MULTIPLE` where that
+#: adds at most this share of them: ViT-B/16's attention scores (12 x 197 x 64 by 64 x 197, both
+#: computed) ran 9.6 ms a call on a replayed record at 197 columns, 1.24 at 200 (a multiple of 8),
+#: 0.72 at 208 (of 16: 5.6% more work; amd-epyc-znver4-2c, 2026-11-30).
+MAX_PADDED_COLUMNS = 1 / 8
 
 _DROPOUT = tvm.ir.Op.get("relax.nn.dropout")
 _MATMUL = tvm.ir.Op.get("relax.matmul")
@@ -214,26 +225,53 @@ class _Padded(relax.PyExprMutator):
         return relax.op.strided_slice(out, [1], [0], [cout])
 
 
+def _row_axis(shape: tuple[int, ...], shared: bool) -> int:
+    """The axis of a matmul's left operand ``[..., m, k]`` whose elements are its rows: ``m``, or,
+    where ``m`` is 1 and the right operand is of rank 2 (``shared`` by every leading index), the
+    innermost leading axis of more than one element (a sequence-first layout's ``[197, 1, 768]``:
+    its tokens; the matmul template tiles the same axis, :func:`tvm_partition.build.templates._row_axis`)."""
+    if shape[-2] == 1 and shared:
+        return next((a for a in range(len(shape) - 3, -1, -1) if shape[a] > 1), len(shape) - 2)
+    return len(shape) - 2
+
+
+def _padding(extent: int, multiple: int, share: float) -> int:
+    """Elements that take ``extent`` to the next multiple of ``multiple``; 0 where that adds more
+    than ``share`` of it."""
+    pad = -extent % multiple
+    return pad if pad <= share * extent else 0
+
+
 @relax.expr_functor.mutator
-class _PaddedRows(relax.PyExprMutator):
+class _PaddedMatmul(relax.PyExprMutator):
     def visit_call_(self, call):
         call = super().visit_call_(call)
         if not _calls(call, _MATMUL):
             return call
         x, w = call.args
-        xs, ws = _static(x), _static(w)
-        weights = isinstance(w, Constant) or (isinstance(w, relax.Var) and self.lookup_binding(w) is None)
-        if xs is None or ws is None or len(ws) != 2 or len(xs) < 2 or not weights:
+        xs, ws, out = _static(x), _static(w), _static(call)
+        if xs is None or ws is None or out is None or len(xs) < 2 or len(ws) < 2:
             return call
-        rows = xs[-2]
-        pad = -rows % MATMUL_ROW_MULTIPLE
-        if pad == 0 or pad > MAX_PADDED_SHARE * rows:
+        axis = _row_axis(xs, len(ws) == 2)
+        rows, cols = xs[axis], ws[-1]
+        pad_rows = _padding(rows, MATMUL_ROW_MULTIPLE, MAX_PADDED_SHARE) if rows > 1 else 0
+        pad_cols = _padding(cols, CHANNEL_MULTIPLE, MAX_PADDED_COLUMNS)
+        if not (pad_rows or pad_cols):
             return call
-        widths = [0] * (2 * len(xs))
-        widths[2 * (len(xs) - 2) + 1] = pad
-        padded = self.builder_.emit(relax.op.nn.pad(x, widths))
-        out = self.builder_.emit(relax.op.matmul(padded, w, out_dtype=call.attrs.out_dtype))
-        return relax.op.strided_slice(out, [len(xs) - 2], [0], [rows])
+        if pad_rows:
+            x = self.builder_.emit(relax.op.nn.pad(x, _widths(len(xs), axis, pad_rows)))
+        if pad_cols:
+            w = self.builder_.emit(relax.op.nn.pad(w, _widths(len(ws), len(ws) - 1, pad_cols)))
+        padded = self.builder_.emit(relax.op.matmul(x, w, out_dtype=call.attrs.out_dtype))
+        axes = [axis + len(out) - len(xs), len(out) - 1]
+        return relax.op.strided_slice(padded, axes, [0, 0], [rows, cols])
+
+
+def _widths(rank: int, axis: int, pad: int) -> list[int]:
+    """``relax.op.nn.pad``'s widths that add ``pad`` elements at the end of ``axis``."""
+    widths = [0] * (2 * rank)
+    widths[2 * axis + 1] = pad
+    return widths
 
 
 def _uses(func: relax.Function) -> dict:
@@ -366,12 +404,14 @@ def ungroup_convolutions(mod: tvm.IRModule, _ctx) -> tvm.IRModule:
     return _each_function(mod, lambda mod, _func: _Ungrouped(mod))
 
 
-@tvm.transform.module_pass(opt_level=0, name="PadMatmulRows")
-def pad_matmul_rows(mod: tvm.IRModule, _ctx) -> tvm.IRModule:
-    """Every matmul of static shapes by a rank-2 weight (a constant or a parameter) whose rows fall
-    short of a multiple of :data:`MATMUL_ROW_MULTIPLE` by at most :data:`MAX_PADDED_SHARE` of them
-    computes zero rows too (its input padded), sliced off after it."""
-    return _each_function(mod, lambda mod, _func: _PaddedRows(mod))
+@tvm.transform.module_pass(opt_level=0, name="PadMatmuls")
+def pad_matmuls(mod: tvm.IRModule, _ctx) -> tvm.IRModule:
+    """Every matmul of static shapes whose rows fall short of a multiple of
+    :data:`MATMUL_ROW_MULTIPLE` by at most :data:`MAX_PADDED_SHARE` of them computes zero rows too
+    (its left operand padded), and whose columns fall short of a multiple of
+    :data:`CHANNEL_MULTIPLE` by at most :data:`MAX_PADDED_COLUMNS` zero columns (its right operand
+    padded), sliced off after it."""
+    return _each_function(mod, lambda mod, _func: _PaddedMatmul(mod))
 
 
 @tvm.transform.module_pass(opt_level=0, name="PadOutputChannels")
