@@ -227,27 +227,38 @@ def test_a_small_copy_of_one_block_keeps_the_default_schedule():
     assert templates.schedule(elementwise((1, 16, 32, 32), "concat"), TARGET) is None
 
 
-def softmax(shape):
+def _rows_padded(y, rank: int, rows: int):
+    """``y`` with ``rows`` zero rows after its last but one axis (as ``pad_matmuls`` pads a matmul's input)."""
+    return relax.op.nn.pad(y, [0, 0] * (rank - 2) + [0, rows, 0, 0]) if rows else y
+
+
+def softmax(shape, pad_rows=0, scaled=False):
     def build():
         x = relax.Var("x", relax.TensorType(shape, "float32"))
-        return [x], relax.op.nn.softmax(x, axis=-1)
+        y = relax.op.nn.softmax(x, axis=-1)
+        y = relax.op.multiply(y, relax.const(2.0, "float32")) if scaled else y
+        return [x], _rows_padded(y, len(shape), pad_rows)
 
     return kernel(build)
 
 
-@pytest.mark.parametrize("shape", [
-    (4, 2, 16, 128),  # BERT's attention rows: whole vectors of any width
-    (3, 5, 24),  # 24: 8-lane vectors where 16 do not divide
-    (2, 3, 20),  # 20: 4-lane vectors
-    (4, 8),  # a row of one vector: nothing to accumulate across vectors
+@pytest.mark.parametrize("shape,pad_rows,scaled", [
+    ((4, 2, 16, 128), 0, False),  # BERT's attention rows: whole vectors of any width
+    ((3, 5, 24), 0, False),  # 24: 8-lane vectors where 16 do not divide
+    ((2, 3, 20), 0, False),  # 20: 4-lane vectors
+    ((4, 8), 0, False),  # a row of one vector: nothing to accumulate across vectors
+    ((4, 97, 197), 0, False),  # ViT's rows of 197, no whole vector: rows in parallel, reductions scalar
+    ((2, 4, 37, 64), 3, False),  # its rows padded for the matmul after it: a loop nest of its own
+    ((2, 3, 24), 0, True),  # an element-wise epilogue: inlined into the division
 ])
-def test_the_softmax_template_computes_what_the_default_schedule_computes(shape):
-    kmod = softmax(shape)
+def test_the_softmax_template_computes_what_the_default_schedule_computes(shape, pad_rows, scaled):
+    kmod = softmax(shape, pad_rows, scaled)
     assert templates.label(kmod, TARGET) == templates.SOFTMAX_LABEL
     text = templates.schedule(kmod, TARGET).script()
     assert "T.parallel" in text and "T.vectorized" in text
-    # partial maxima and sums where a row holds more than one vector
-    assert ("_rf" in text) == (shape[-1] > templates._softmax_lanes(kmod, TARGET))
+    # partial maxima and sums where a row holds more than one whole vector
+    assert ("_rf" in text) == (shape[-1] > templates._softmax_lanes(kmod, TARGET) > 1)
+    assert text.count("T.parallel") == 1 + bool(pad_rows)
     np.testing.assert_allclose(run(templates.schedule(kmod, TARGET)), run(kmod["main"]), rtol=1e-5, atol=1e-7)
 
 
@@ -255,28 +266,31 @@ def test_a_softmax_whose_rows_hold_no_whole_vector_keeps_its_schedule():
     assert templates.label(softmax((2, 3, 7)), TARGET) is None
 
 
-def layer_norm(shape, axes=(-1,)):
+def layer_norm(shape, axes=(-1,), pad_rows=0):
     def build():
         x = relax.Var("x", relax.TensorType(shape, "float32"))
         norm = [shape[a] for a in axes]
         gamma = relax.Var("gamma", relax.TensorType(norm, "float32"))
         beta = relax.Var("beta", relax.TensorType(norm, "float32"))
-        return [x, gamma, beta], relax.op.nn.layer_norm(x, gamma, beta, axes=list(axes))
+        y = relax.op.nn.layer_norm(x, gamma, beta, axes=list(axes))
+        return [x, gamma, beta], _rows_padded(y, len(shape), pad_rows)
 
     return kernel(build)
 
 
-@pytest.mark.parametrize("shape", [
-    (4, 128, 128),  # BERT-tiny's, 4 of its 16 sequences: 65,536 outputs
-    (3, 512, 48),  # 48: 8-lane vectors where 16 do not divide
-    (1, 2048, 36),  # 36: 4-lane vectors
+@pytest.mark.parametrize("shape,pad_rows", [
+    ((4, 128, 128), 0),  # BERT-tiny's, 4 of its 16 sequences: 65,536 outputs
+    ((3, 512, 48), 0),  # 48: 8-lane vectors where 16 do not divide
+    ((1, 2048, 36), 0),  # 36: 4-lane vectors
+    ((1, 197, 768), 3),  # ViT-B/16's, its rows padded for the matmul after it
 ])
-def test_the_layer_norm_template_computes_what_the_default_schedule_computes(shape):
-    kmod = layer_norm(shape)
+def test_the_layer_norm_template_computes_what_the_default_schedule_computes(shape, pad_rows):
+    kmod = layer_norm(shape, pad_rows=pad_rows)
     assert templates.label(kmod, TARGET) == templates.LAYER_NORM_LABEL
     text = templates.schedule(kmod, TARGET).script()
-    # one parallel loop over the rows, partial sums in vectors (not the record's loop a block)
-    assert text.count("T.parallel") == 1 and "_rf" in text and "T.vectorized" in text
+    # one parallel loop over the rows, partial sums in vectors (not the record's loop a block); the
+    # padding a parallel loop of its own
+    assert text.count("T.parallel") == 1 + bool(pad_rows) and "_rf" in text and "T.vectorized" in text
     np.testing.assert_allclose(run(templates.schedule(kmod, TARGET)), run(kmod["main"]), rtol=1e-4, atol=1e-5)
 
 

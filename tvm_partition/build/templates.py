@@ -99,6 +99,11 @@ runs five parallel loops a call, one per block, each waking the thread pool: rep
 32 sequences it ran 1.3-1.5x this template's time alone, and at its own shape, quicker alone
 (46 us against 61), it ran 1.2-1.3x the template's time in the model (107-124 us a call against
 82-101, ``run --kernels``; 2 Zen 3 threads, 2026-11-29), so the template outranks it there too.
+Both take an element-wise epilogue (inlined) or a padding of their rows (the matmul after them
+pads its rows, :func:`tvm_partition.frontend.inference.pad_matmuls`; a parallel loop nest of its
+own), and a softmax whose rows hold no whole vector keeps scalar reductions: ViT-B/16's softmax
+and layer norms, each fused with such a padding, ran TVM's default schedule, 12.6 and 5.2 ms of
+the model's 217; with these 7.2 and under 0.9 (``run --kernels``, 2 Zen 4 threads, 2026-11-30).
 
 Max and average pooling (TOPI's ``pool_max``, ``pool_sum`` + ``pool_avg``, NCHW), global ones
 excepted: the channels in parallel, each output row's padded input rows computed under it
@@ -864,15 +869,53 @@ SOFTMAX_BLOCKS = ("T_softmax_maxelem", "T_softmax_delta", "T_fast_exp", "T_softm
 def _softmax_lanes(kmod: tvm.IRModule, target) -> int | None:
     """The vector lanes the softmax template gives ``kmod``'s reductions: an llvm kernel of
     :data:`SOFTMAX_BLOCKS` (TVM's fusion leaves a softmax alone: an attention mask added before it
-    is a kernel of its own), its rows a whole number of vectors (the register's, 8 or 4 lanes);
-    else None."""
+    is a kernel of its own), then element-wise blocks at most (:func:`_epilogue_of`: a padding of
+    its rows for the matmul after it), its rows a whole number of vectors (the register's, 8 or 4
+    lanes), or else 1 (reductions left scalar) where it has :data:`MIN_MOVED_ELEMENTS` elements:
+    ViT-B/16's 12 x 197 rows of 197 ran 457 us so, TVM's default schedule 661 (alone, 2 Zen 4
+    threads, 2026-11-30); else None."""
     if target.kind.name != "llvm":
         return None
     blocks = _root_blocks(kmod)
-    if tuple(b.name_hint for b in blocks) != SOFTMAX_BLOCKS:
+    core = len(SOFTMAX_BLOCKS)
+    if tuple(b.name_hint for b in blocks[:core]) != SOFTMAX_BLOCKS or _epilogue_of(blocks, core) is None:
         return None
-    row = blocks[-1].iter_vars[-1].dom.extent
-    return _row_lanes(int(row), target) if isinstance(row, tvm.tirx.IntImm) else None
+    norm = blocks[core - 1].iter_vars
+    if not all(isinstance(v.dom.extent, tvm.tirx.IntImm) for v in norm):
+        return None
+    lanes = _row_lanes(int(norm[-1].dom.extent), target)
+    if lanes is None and math.prod(int(v.dom.extent) for v in norm) >= MIN_MOVED_ELEMENTS:
+        return 1
+    return lanes
+
+
+def _epilogue_of(blocks: tuple, core: int) -> tuple[str, ...] | None:
+    """The names of ``blocks`` after the first ``core`` where every one is spatial (element-wise or
+    moving data, as a padding is), else None."""
+    rest = blocks[core:]
+    if any(set(_iter_kinds(b)) - {"S"} for b in rest):
+        return None
+    return tuple(b.name_hint for b in rest)
+
+
+def _epilogue_in_parallel(sch, names: tuple[str, ...], lanes: int) -> None:
+    """Blocks ``names`` (after a row template's output) each inlined into the block before it where
+    they map its elements one to one, else a loop nest of its own: all but its innermost loop one
+    parallel loop, the innermost vectorised where a whole number of ``lanes`` (a padding of the
+    rows, whose extents are not the output's)."""
+    for name in names:
+        block = sch.get_sblock(name)
+        try:
+            sch.reverse_compute_inline(block)
+            continue
+        except tvm.s_tir.schedule.ScheduleError:
+            pass
+        loops = sch.get_loops(block)
+        if len(loops) > 1:
+            sch.parallel(sch.fuse(*loops[:-1]))
+        extent = sch.get(loops[-1]).extent
+        if lanes > 1 and isinstance(extent, tvm.tirx.IntImm) and int(extent) % lanes == 0:
+            sch.vectorize(sch.split(loops[-1], [None, lanes])[1])
 
 
 def _row_lanes(row: int, target) -> int | None:
@@ -922,20 +965,25 @@ def _schedule_softmax(kmod: tvm.IRModule, lanes: int) -> tvm.tirx.PrimFunc | Non
         sch.compute_inline(sch.get_sblock("T_softmax_delta"))
         row_len = int(sch.get(sch.get_loops(sch.get_sblock("T_softmax_norm"))[-1]).extent)
         # a row of one vector has nothing to accumulate across vectors: its reductions stay as TVM
-        # wrote them (split, the outer loop of extent 1 would vanish from the loop nest)
-        partial = _partial_sums(sch, ("T_softmax_maxelem", "T_softmax_expsum") if row_len > lanes else (), lanes)
+        # wrote them (split, the outer loop of extent 1 would vanish from the loop nest), and so do
+        # those of a row of no whole vector (lanes 1): a split by lanes that does not divide the row
+        # leaves rfactor reading past its end (no error; the results wrong, 2026-11-30)
+        partial = _partial_sums(sch, ("T_softmax_maxelem", "T_softmax_expsum") if row_len > lanes > 1 else (), lanes)
         _rows_in_parallel(sch, "T_softmax_norm", [
             sch.get_sblock("T_softmax_expsum"), partial.get("T_softmax_expsum"), sch.get_sblock("T_fast_exp"),
             sch.get_sblock("T_softmax_maxelem"), partial.get("T_softmax_maxelem")], partial)
         sch.vectorize(sch.get_loops(sch.get_sblock("T_fast_exp"))[-1])
+        _epilogue_in_parallel(sch, _epilogue_of(_root_blocks(kmod), len(SOFTMAX_BLOCKS)), lanes)
     except tvm.s_tir.schedule.ScheduleError:
         return None
     return sch.mod["main"].with_attr("tirx.is_scheduled", True)
 
 
-def _layer_norm_plan(kmod: tvm.IRModule, target) -> tuple[int, tuple[str, ...]] | None:
-    """``(lanes, block names)`` of an llvm kernel of TOPI's layer norm over its last axis alone
-    (blocks ``<input>_sum``, ``<input>_mean``, ``<input>_var_sum``, ``T_layer_norm``) whose rows
+def _layer_norm_plan(kmod: tvm.IRModule, target) -> tuple[int, tuple[str, ...], tuple[str, ...]] | None:
+    """``(lanes, block names, epilogue)`` of an llvm kernel of TOPI's layer norm over its last axis
+    alone (blocks ``<input>_sum``, ``<input>_mean``, ``<input>_var_sum``, ``T_layer_norm``, then
+    element-wise blocks at most, :func:`_epilogue_of`: a padding of its rows for the matmul after
+    it, as ViT-B/16's) whose rows
     hold more than one whole vector and whose outputs number at least :data:`MIN_MOVED_ELEMENTS`;
     else None. Why the floor: below it the record's serial replay was as quick or quicker (BERT-tiny's
     layer norm, each alone, 2 Zen 3 threads, 2026-11-29: 1 sequence of 128 x 128, 16,384 outputs,
@@ -943,8 +991,8 @@ def _layer_norm_plan(kmod: tvm.IRModule, target) -> tuple[int, tuple[str, ...]] 
     if target.kind.name != "llvm":
         return None
     blocks = _root_blocks(kmod)
-    names = tuple(b.name_hint for b in blocks)
-    if (len(names) != 4 or not names[0].endswith("_sum") or names[1] != names[0][:-4] + "_mean"
+    names, epilogue = tuple(b.name_hint for b in blocks[:4]), _epilogue_of(blocks, 4)
+    if (len(names) != 4 or epilogue is None or not names[0].endswith("_sum") or names[1] != names[0][:-4] + "_mean"
             or names[2] != names[0][:-4] + "_var_sum" or names[3] != "T_layer_norm"):
         return None
     if _iter_kinds(blocks[0]) != "S" * (len(blocks[0].iter_vars) - 1) + "R" or _iter_kinds(blocks[2]) != _iter_kinds(blocks[0]):
@@ -953,10 +1001,11 @@ def _layer_norm_plan(kmod: tvm.IRModule, target) -> tuple[int, tuple[str, ...]] 
     if not all(isinstance(e, tvm.tirx.IntImm) for e in extents) or math.prod(int(e) for e in extents) < MIN_MOVED_ELEMENTS:
         return None
     lanes = _row_lanes(int(extents[-1]), target)
-    return None if lanes is None or int(extents[-1]) <= lanes else (lanes, names)
+    return None if lanes is None or int(extents[-1]) <= lanes else (lanes, names, epilogue)
 
 
-def _schedule_layer_norm(kmod: tvm.IRModule, lanes: int, names: tuple[str, ...]) -> tvm.tirx.PrimFunc | None:
+def _schedule_layer_norm(kmod: tvm.IRModule, lanes: int, names: tuple[str, ...],
+                         epilogue: tuple[str, ...] = ()) -> tvm.tirx.PrimFunc | None:
     """Every row in parallel, all of its work under its iteration (:func:`_schedule_softmax`'s
     layout): the sum and the sum of squared deviations as ``lanes`` partial results each
     (``rfactor``) accumulated in vectors, then combined, the mean inlined, the normalisation
@@ -970,6 +1019,7 @@ def _schedule_layer_norm(kmod: tvm.IRModule, lanes: int, names: tuple[str, ...])
         partial = _partial_sums(sch, (total, var), lanes)
         _rows_in_parallel(sch, norm_name, [sch.get_sblock(var), partial[var], sch.get_sblock(total), partial[total]],
                           partial)
+        _epilogue_in_parallel(sch, epilogue, lanes)
     except tvm.s_tir.schedule.ScheduleError:
         return None
     return sch.mod["main"].with_attr("tirx.is_scheduled", True)
