@@ -302,26 +302,30 @@ def attention(path, tokens: int, width: int = 64, seed: int = 0) -> onnx.ModelPr
     return one_conv_model(path, nodes, weights, [1, tokens, width], [1, tokens, width])
 
 
-def test_attention_matmuls_padded_to_whole_tiles_and_vectors(tmp_path):
+@pytest.mark.parametrize("tokens,rows,cols", [(133, 136, 144), (49, 49, 56)], ids=["vit-like", "swin-window"])
+def test_attention_matmuls_padded_to_whole_tiles_and_vectors(tokens, rows, cols, tmp_path):
     """ViT-B/16's 197 tokens, here 133: the scores ``q @ k^T`` (both computed) compute 136 rows
     (whole 4-row tiles, 2% more) of 144 columns (whole 16-lane vectors, 8% more), ``softmax @ v``
     136 rows, and slices keep the model's; ``softmax @ v`` (a reduction of 133) takes the matmul
-    template on its operands in place. Whole and split, the model matches onnxruntime."""
+    template on its operands in place. Swin-T's windows of 49 tokens: 56 columns (whole 8-lane
+    vectors, 14% more; 16-lane ones would add 31%), 49 rows (52 would add 6%). Whole and split, the
+    model matches onnxruntime."""
     from tvm_partition.build import templates
     from tvm_partition.frontend import inference
 
     assert 133 * inference.MAX_PADDED_COLUMNS >= 144 - 133 and 133 >= templates.MIN_BATCHED_REDUCTION
     path = tmp_path / "attention.onnx"
-    proto = attention(path, 133)
+    proto = attention(path, tokens)
     model = frontend.load(str(path))
     text = model.mod["main"].script()
-    assert "R.Tensor((1, 136, 144)" in text and "R.Tensor((1, 64, 144)" in text and "R.Tensor((1, 136, 64)" in text
-    x = np.random.default_rng(3).standard_normal((1, 133, 64)).astype(np.float32)
+    assert f"R.Tensor((1, {rows}, {cols})" in text and f"R.Tensor((1, 64, {cols})" in text
+    assert rows == tokens or f"R.Tensor((1, {rows}, 64)" in text  # softmax @ v's rows padded too
+    x = np.random.default_rng(3).standard_normal((1, tokens, 64)).astype(np.float32)
     (ref,) = ort_run(proto, [x])
     for strategy in ("cpu", "equal"):
         compiled, outs = run_split(model, tmp_path / strategy, [x], strategy=strategy, schedules=True)
         np.testing.assert_allclose(outs[0], ref, rtol=RTOL, atol=ATOL)
-    assert templates.BATCHED_MATMUL_LABEL in compiled.kernel_schedules.values()
+    assert (templates.BATCHED_MATMUL_LABEL in compiled.kernel_schedules.values()) == (tokens >= templates.MIN_BATCHED_REDUCTION)
 
 
 @pytest.mark.parametrize("groups,attrs", [(1, dict(kernel_shape=[3], dilations=[2], strides=[2], pads=[2, 1])),

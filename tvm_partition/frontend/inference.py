@@ -55,7 +55,8 @@ so the planners, the profiler and the build see the same ops.
 * :func:`pad_matmuls`: a matmul whose rows are no multiple of :data:`MATMUL_ROW_MULTIPLE`
   computes zero rows up to the next one (its left operand padded; at most
   :data:`MAX_PADDED_SHARE` more), one whose columns are no multiple of :data:`CHANNEL_MULTIPLE`
-  zero columns (its right operand padded; at most :data:`MAX_PADDED_COLUMNS` more), and a slice
+  zero columns (its right operand padded; at most :data:`MAX_PADDED_COLUMNS` more, or to a
+  multiple of :data:`VECTOR_CHANNELS` at most :data:`MAX_NARROW_COLUMNS` more), and a slice
   keeps the model's, which TVM fuses into the matmul's kernel; a weight's padding runs at load
   time, a computed operand's in the kernel that computes it. The matmul template
   (:mod:`tvm_partition.build.templates`) takes register tiles of 4 rows and whole vectors of
@@ -113,6 +114,11 @@ MATMUL_ROW_MULTIPLE = 4
 #: computed) ran 9.6 ms a call on a replayed record at 197 columns, 1.24 at 200 (a multiple of 8),
 #: 0.72 at 208 (of 16: 5.6% more work; amd-epyc-znver4-2c, 2026-11-30).
 MAX_PADDED_COLUMNS = 1 / 8
+#: ... or else to a multiple of :data:`VECTOR_CHANNELS` where that adds at most this share: Swin-T's
+#: windows of 49 tokens made its attention scores (64 windows x 3 heads, 49 x 32 by 32 x 49, plus
+#: the relative position bias) replay a record onto a 49-lane vector, 3.6 ms a call; at 56 columns
+#: 0.28 (alone, ``benchmarks/template_ab.py``, amd-epyc-znver4-2c, 2026-11-30).
+MAX_NARROW_COLUMNS = 1 / 4
 
 _DROPOUT = tvm.ir.Op.get("relax.nn.dropout")
 _MATMUL = tvm.ir.Op.get("relax.matmul")
@@ -255,7 +261,7 @@ class _PaddedMatmul(relax.PyExprMutator):
         axis = _row_axis(xs, len(ws) == 2)
         rows, cols = xs[axis], ws[-1]
         pad_rows = _padding(rows, MATMUL_ROW_MULTIPLE, MAX_PADDED_SHARE) if rows > 1 else 0
-        pad_cols = _padding(cols, CHANNEL_MULTIPLE, MAX_PADDED_COLUMNS)
+        pad_cols = _padding(cols, CHANNEL_MULTIPLE, MAX_PADDED_COLUMNS) or _padding(cols, VECTOR_CHANNELS, MAX_NARROW_COLUMNS)
         if not (pad_rows or pad_cols):
             return call
         if pad_rows:
@@ -410,7 +416,7 @@ def pad_matmuls(mod: tvm.IRModule, _ctx) -> tvm.IRModule:
     :data:`MATMUL_ROW_MULTIPLE` by at most :data:`MAX_PADDED_SHARE` of them computes zero rows too
     (its left operand padded), and whose columns fall short of a multiple of
     :data:`CHANNEL_MULTIPLE` by at most :data:`MAX_PADDED_COLUMNS` zero columns (its right operand
-    padded), sliced off after it."""
+    padded; or of :data:`VECTOR_CHANNELS` by at most :data:`MAX_NARROW_COLUMNS`), sliced off after it."""
     return _each_function(mod, lambda mod, _func: _PaddedMatmul(mod))
 
 
