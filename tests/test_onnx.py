@@ -275,10 +275,11 @@ def test_a_sequence_first_matmul_is_tiled_over_its_tokens(tmp_path):
     assert "R.Tensor((104, 1, 32)" in model.mod["main"].script()
     x = rng.standard_normal((101, 1, 24)).astype(np.float32)
     (ref,) = ort_run(proto, [x])
+    built = {}
     for strategy in ("cpu", "equal"):
-        compiled, outs = run_split(model, tmp_path / strategy, [x], strategy=strategy, schedules=True)
+        built[strategy], outs = run_split(model, tmp_path / strategy, [x], strategy=strategy, schedules=True)
         np.testing.assert_allclose(outs[0], ref, rtol=RTOL, atol=ATOL)
-    (label,) = [v for k, v in compiled.kernel_schedules.items() if "matmul" in k and not k.endswith("prepack")]
+    (label,) = [v for k, v in built["cpu"].kernel_schedules.items() if "matmul" in k and not k.endswith("prepack")]
     assert label == templates.MATMUL_LABEL
     from tvm_partition.build.align import kernel_of
     from tvm_partition.build.tuning import tuning_target

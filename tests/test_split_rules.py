@@ -69,6 +69,20 @@ def test_dense(b, k, n, dim, r):
     assert check_split(model, dim, r) == ((b, n)[dim] > 1)  # rows and columns split; an axis of 1 cannot
 
 
+@pytest.mark.parametrize("dim", [0, 1])
+def test_a_matmul_padded_to_whole_tiles_splits_along_what_it_slices_off(dim):
+    """101 x 200 by a weight computes 104 x 208 (``frontend.inference.pad_matmuls``) and slices both
+    axes back: each part slices its own rows or columns, so both axes stay splittable (EOP's split
+    of a classifier along its outputs) and the parts compute the unpadded model's values."""
+    model = one_op_model([(101, 24)], [(24, 200), (200,)], lambda x, w, c: relax.op.tanh(relax.op.add(relax.op.matmul(x, w), c)))
+    graph = OpGraph(model.mod)
+    (op,) = [op for op in graph.ops.values() if "matmul" in op.fused_name]
+    assert "strided_slice" in op.fused_name and set(op.split_dims) == {0, 1}
+    for ratio in (0.5, 0.3):
+        plan = Plan(DEVICES, {op.id: Split(dim, (ratio, 1 - ratio), ("cpu1", "cpu"))})
+        np.testing.assert_allclose(run_plan(model, plan), run_reference(model), rtol=1e-5, atol=1e-5)
+
+
 @SETTINGS
 @given(b=st.integers(1, 3), m=st.integers(1, 6), dim=st.integers(0, 2), r=RATIOS)
 def test_batched_matmul_two_inputs(b, m, dim, r):

@@ -299,7 +299,7 @@ def inner_tiles(kmod: tvm.IRModule, target) -> dict[int, int]:
     if mm is None:
         return {}
     rank = len(kmod["main"].params[-1].shape)  # the output's (kernel_module form: outputs last)
-    return {rank - 2: mm.rows, rank - 1: mm.lanes * mm.blocks}
+    return {mm.row_axis % (rank - 1): mm.rows, rank - 1: mm.lanes * mm.blocks}
 
 
 @dataclasses.dataclass(frozen=True)

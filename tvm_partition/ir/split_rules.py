@@ -402,15 +402,35 @@ def _concat(call, out_shape, region):
 
 @rule("strided_slice")
 def _strided_slice(call, out_shape, region):
+    """Cut along an axis it does not slice, or along one it slices with stride 1 (a padded matmul's or
+    convolution's zero rows sliced off, :mod:`tvm_partition.frontend.inference`): the part reads the
+    same region shifted by the slice's start and keeps its first ``region.size`` elements."""
     (data,) = tensor_operands(call)
-    ndim = len(shape_of(data))
+    shape = shape_of(data)
     try:
-        axes = [_norm_axis(int(f.value), ndim) for f in call.args[1].fields]
+        axes = [_norm_axis(int(f.value), len(shape)) for f in call.args[1].fields]
+        begins = [int(f.value) for f in call.args[2].fields]
+        ends = [int(f.value) for f in call.args[3].fields]
+        strides = [int(f.value) for f in call.args[4].fields] if len(call.args) > 4 else [1] * len(axes)
     except (AttributeError, TypeError, ValueError):
         raise IllegalSplit("strided_slice with non-constant axes") from None
-    if region.axis in axes:
-        raise IllegalSplit(f"strided_slice slices axis {region.axis}")
-    return RuleResult([region])
+    if region.axis not in axes:
+        return RuleResult([region])
+    i = axes.index(region.axis)
+    if strides[i] != 1:
+        raise IllegalSplit(f"strided_slice strides axis {region.axis}")
+    start = begins[i] + shape[region.axis] if begins[i] < 0 else begins[i]
+    # the part that ends the slice computes the rest of the padded axis too, dropped after: its rows
+    # stay whole register tiles (a padded matmul's 52 rows cut 24 | 25 compute 24 | 28)
+    end = shape[region.axis] if region.hi == out_shape[region.axis] and start == 0 else start + region.hi
+
+    def rebuild(ops, i=i, size=region.size):
+        whole = list(ends)
+        whole[i] = size
+        return relax.op.strided_slice(ops[0], axes, [0 if j == i else b for j, b in enumerate(begins)], whole,
+                                      strides, assume_inbound=True)
+
+    return RuleResult([Region(region.axis, start + region.lo, end)], rebuild)
 
 
 @rule("split")
