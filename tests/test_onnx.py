@@ -290,6 +290,41 @@ def test_a_sequence_first_matmul_is_tiled_over_its_tokens(tmp_path):
     assert plan.row_axis == 0 and plan.rows == templates.MATMUL_ROWS  # 4-row tiles of tokens
 
 
+def test_a_channels_last_mlp_is_one_matrix_of_pixels(tmp_path):
+    """ConvNeXt's block after its depthwise convolution: ``nn.Linear`` on ``[1, 7, 7, C]`` (rows of
+    7 pixels: no whole 4-row tile), GELU, ``nn.Linear`` back and the residual. Each matmul becomes one
+    of 49 pixel rows, padded to 52, the reshapes back to the map moved below the bias, GELU and
+    residual, so both kernels take the matmul template; a transpose after them stays on the map.
+    Whole and split, the model matches onnxruntime."""
+    from tvm_partition.build import templates
+
+    rng = np.random.default_rng(0)
+    weights = {"W1": rng.standard_normal((24, 48)).astype(np.float32) * 0.2, "B1": rng.standard_normal(48).astype(np.float32),
+               "W2": rng.standard_normal((48, 24)).astype(np.float32) * 0.2, "B2": rng.standard_normal(24).astype(np.float32),
+               "r2": np.array(2 ** 0.5, np.float32), "one": np.array(1.0, np.float32), "half": np.array(0.5, np.float32)}
+    nodes = [helper.make_node("MatMul", ["x", "W1"], ["m"]), helper.make_node("Add", ["m", "B1"], ["a"]),
+             helper.make_node("Div", ["a", "r2"], ["d"]), helper.make_node("Erf", ["d"], ["e"]),
+             helper.make_node("Add", ["e", "one"], ["e1"]), helper.make_node("Mul", ["a", "e1"], ["g0"]),
+             helper.make_node("Mul", ["g0", "half"], ["g"]), helper.make_node("MatMul", ["g", "W2"], ["m2"]),
+             helper.make_node("Add", ["m2", "B2"], ["b2"]), helper.make_node("Add", ["b2", "x"], ["res"]),
+             helper.make_node("Transpose", ["res"], ["y"], perm=[0, 3, 1, 2])]
+    path = tmp_path / "mlp.onnx"
+    proto = one_conv_model(path, nodes, weights, [1, 7, 7, 24], [1, 24, 7, 7])
+    model = frontend.load(str(path))
+    text = model.mod["main"].script()
+    assert "R.Tensor((52, 48)" in text and "R.Tensor((52, 24)" in text and "R.Tensor((1, 7, 7, 48)" not in text
+    x = rng.standard_normal((1, 7, 7, 24)).astype(np.float32)
+    (ref,) = ort_run(proto, [x])
+    built = {}
+    for strategy in ("cpu", "equal"):
+        built[strategy], outs = run_split(model, tmp_path / strategy, [x], strategy=strategy, schedules=True)
+        np.testing.assert_allclose(outs[0], ref, rtol=RTOL, atol=1e-4)
+    for compiled in built.values():  # whole, and the parts of its split, on whole 4-row tiles
+        labels = [v for k, v in compiled.kernel_schedules.items() if "matmul" in k and not k.endswith("prepack")]
+        assert labels and set(labels) == {templates.MATMUL_LABEL}, labels
+    assert n_splits(built["equal"]) >= 1
+
+
 def attention(path, tokens: int, width: int = 64, seed: int = 0) -> onnx.ModelProto:
     """One attention head over ``tokens`` tokens of ``width`` features: ``softmax(q k^T / 8) v``,
     ``q``, ``k``, ``v`` projections of the input, so both attention matmuls multiply computed operands."""

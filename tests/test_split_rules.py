@@ -220,7 +220,8 @@ def test_known_legal_dims():
     """Refusals must not be vacuous: these splits are legal by construction."""
     conv = OpGraph(one_op_model([(2, 3, 8, 8)], [(4, 3, 3, 3)], lambda x, w: relax.op.nn.conv2d(x, w, padding=1)).mod)
     assert the_op(conv).split_dims == {0: "batch", 1: "channel", 2: "H", 3: "W"}
-    mm = OpGraph(one_op_model([(2, 6, 8)], [(8, 5)], lambda x, w: relax.op.matmul(x, w)).mod)
+    # rows of whole 4-row tiles: 6 would be flattened to one matrix of 12 (frontend.matmul_rows)
+    mm = OpGraph(one_op_model([(2, 8, 8)], [(8, 5)], lambda x, w: relax.op.matmul(x, w)).mod)
     assert the_op(mm).split_dims == {0: "batch", 1: "M", 2: "N"}
 
 

@@ -54,7 +54,7 @@ so the planners, the profiler and the build see the same ops.
   (amd-epyc-znver3-2c, 2026-11-30; BENCHMARKS.md, "Models written in PyTorch").
 * :func:`pad_matmuls`: a matmul whose rows are no multiple of :data:`MATMUL_ROW_MULTIPLE`
   computes zero rows up to the next one (its left operand padded; at most
-  :data:`MAX_PADDED_SHARE` more), one whose columns are no multiple of :data:`CHANNEL_MULTIPLE`
+  :data:`MAX_PADDED_ROWS` more), one whose columns are no multiple of :data:`CHANNEL_MULTIPLE`
   zero columns (its right operand padded; at most :data:`MAX_PADDED_COLUMNS` more, or to a
   multiple of :data:`VECTOR_CHANNELS` at most :data:`MAX_NARROW_COLUMNS` more), and a slice
   keeps the model's, which TVM fuses into the matmul's kernel; a weight's padding runs at load
@@ -107,8 +107,15 @@ MAX_UNVECTORISED_SHARE = 1 / 2
 
 #: :func:`pad_matmuls` pads a matmul's rows to a multiple of this: the register tile of
 #: ``tvm_partition.build.templates.MATMUL_ROWS`` rows, which the matmul template needs (a test keeps
-#: them in step), where that adds at most :data:`MAX_PADDED_SHARE` of them.
+#: them in step)...
 MATMUL_ROW_MULTIPLE = 4
+#: ... where that adds at most this share of them, by a rank-2 right operand (the template's; others
+#: at most :data:`MAX_PADDED_SHARE`: Swin-T's attention scores alone, a replayed record, ran 244 us
+#: at 49 rows, 363 at 52): ConvNeXt-T's last stage, 7 x 7 pixels of 768
+#: channels (49 rows, :mod:`tvm_partition.frontend.matmul_rows`), computes 52 (6% more) on 4-row tiles
+#: rather than replay a record tuned at other shapes (4.4 ms a call, 52 GFLOP/s; 2 Zen 4 threads,
+#: 2026-11-30); 7 -> 8 rows would add 14%.
+MAX_PADDED_ROWS = 1 / 8
 #: :func:`pad_matmuls` pads a matmul's columns to a multiple of :data:`CHANNEL_MULTIPLE` where that
 #: adds at most this share of them: ViT-B/16's attention scores (12 x 197 x 64 by 64 x 197, both
 #: computed) ran 9.6 ms a call on a replayed record at 197 columns, 1.24 at 200 (a multiple of 8),
@@ -260,7 +267,8 @@ class _PaddedMatmul(relax.PyExprMutator):
             return call
         axis = _row_axis(xs, len(ws) == 2)
         rows, cols = xs[axis], ws[-1]
-        pad_rows = _padding(rows, MATMUL_ROW_MULTIPLE, MAX_PADDED_SHARE) if rows > 1 else 0
+        share = MAX_PADDED_ROWS if len(ws) == 2 else MAX_PADDED_SHARE  # by a weight: to take the template
+        pad_rows = _padding(rows, MATMUL_ROW_MULTIPLE, share) if rows > 1 else 0
         pad_cols = _padding(cols, CHANNEL_MULTIPLE, MAX_PADDED_COLUMNS) or _padding(cols, VECTOR_CHANNELS, MAX_NARROW_COLUMNS)
         if not (pad_rows or pad_cols):
             return call
@@ -413,7 +421,8 @@ def ungroup_convolutions(mod: tvm.IRModule, _ctx) -> tvm.IRModule:
 @tvm.transform.module_pass(opt_level=0, name="PadMatmuls")
 def pad_matmuls(mod: tvm.IRModule, _ctx) -> tvm.IRModule:
     """Every matmul of static shapes whose rows fall short of a multiple of
-    :data:`MATMUL_ROW_MULTIPLE` by at most :data:`MAX_PADDED_SHARE` of them computes zero rows too
+    :data:`MATMUL_ROW_MULTIPLE` by at most :data:`MAX_PADDED_ROWS` of them (:data:`MAX_PADDED_SHARE`
+    where the right operand is not of rank 2) computes zero rows too
     (its left operand padded), and whose columns fall short of a multiple of
     :data:`CHANNEL_MULTIPLE` by at most :data:`MAX_PADDED_COLUMNS` zero columns (its right operand
     padded; or of :data:`VECTOR_CHANNELS` by at most :data:`MAX_NARROW_COLUMNS`), sliced off after it."""
