@@ -83,6 +83,23 @@ def test_a_matmul_padded_to_whole_tiles_splits_along_what_it_slices_off(dim):
         np.testing.assert_allclose(run_plan(model, plan), run_reference(model), rtol=1e-5, atol=1e-5)
 
 
+@pytest.mark.parametrize("end,read_to", [(1000, 1008), (100, 100)], ids=["padding-dropped", "a-models-own-slice"])
+def test_the_part_ending_a_slice_reads_the_padding_not_what_the_model_drops(end, read_to):
+    """The last part of a cut along a sliced axis computes the padding after it (whole tiles), but
+    not the 908 elements a model's own ``x[:, :100]`` of 1,008 drops."""
+    from tvm_partition.ir.split_rules import Region, split_call
+
+    x = relax.Var("x", relax.TensorType((4, 1008), "float32"))
+    call = relax.op.strided_slice(x, [1], [0], [end])
+    bb = relax.BlockBuilder()
+    with bb.function("f", [x]):
+        out = bb.emit(call)
+        bb.emit_func_output(out)
+    call = bb.get()["f"].body.blocks[0].bindings[0].value
+    (region,) = split_call(call, (4, end), Region(1, end // 2, end)).operand_regions
+    assert region == Region(1, end // 2, read_to)
+
+
 @SETTINGS
 @given(b=st.integers(1, 3), m=st.integers(1, 6), dim=st.integers(0, 2), r=RATIOS)
 def test_batched_matmul_two_inputs(b, m, dim, r):

@@ -26,7 +26,6 @@ from tvm import relax
 from .inference import MATMUL_ROW_MULTIPLE, _calls, _each_function, _row_axis, _static
 
 _MATMUL = tvm.ir.Op.get("relax.matmul")
-_RESHAPE = tvm.ir.Op.get("relax.reshape")
 #: Element-wise operators a reshape back to the map moves below (each computes the same elements in
 #: either shape); the binary ones where every other operand is a scalar, a vector over the last
 #: axis, or a tensor of the map's shape (reshaped the same way: a view).

@@ -400,6 +400,11 @@ def _concat(call, out_shape, region):
     return RuleResult([region] * len(ops))
 
 
+#: Elements past a prefix slice's end that the part ending it computes too (:func:`_strided_slice`):
+#: fewer than a 16-lane vector, the most :mod:`tvm_partition.frontend.inference` pads an axis by.
+MAX_PADDED_TAIL = 16
+
+
 @rule("strided_slice")
 def _strided_slice(call, out_shape, region):
     """Cut along an axis it does not slice, or along one it slices with stride 1 (a padded matmul's or
@@ -420,9 +425,11 @@ def _strided_slice(call, out_shape, region):
     if strides[i] != 1:
         raise IllegalSplit(f"strided_slice strides axis {region.axis}")
     start = begins[i] + shape[region.axis] if begins[i] < 0 else begins[i]
-    # the part that ends the slice computes the rest of the padded axis too, dropped after: its rows
-    # stay whole register tiles (a padded matmul's 52 rows cut 24 | 25 compute 24 | 28)
-    end = shape[region.axis] if region.hi == out_shape[region.axis] and start == 0 else start + region.hi
+    # the part that ends the slice computes the rest of a padded axis too, dropped after: its rows
+    # stay whole register tiles (a padded matmul's 52 rows cut 24 | 25 compute 24 | 28); a slice
+    # that drops more than padding (a model's own x[:, :100] of 1,000) is read as it is
+    tail = shape[region.axis] - (start + region.hi)
+    end = shape[region.axis] if region.hi == out_shape[region.axis] and start == 0 and tail < MAX_PADDED_TAIL else start + region.hi
 
     def rebuild(ops, i=i, size=region.size):
         whole = list(ends)
