@@ -225,11 +225,7 @@ class _Padded(relax.PyExprMutator):
         if conv is None or conv[0] != 1:
             return call
         cout = conv[2][0]
-        pad = -cout % CHANNEL_MULTIPLE
-        if pad > MAX_PADDED_SHARE * cout:
-            pad = -cout % VECTOR_CHANNELS
-            if pad > MAX_UNVECTORISED_SHARE * cout:
-                return call
+        pad = _padding(cout, CHANNEL_MULTIPLE, MAX_PADDED_SHARE) or _padding(cout, VECTOR_CHANNELS, MAX_UNVECTORISED_SHARE)
         if pad == 0:
             return call
         x, w = call.args
