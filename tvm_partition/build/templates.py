@@ -66,7 +66,7 @@ ResNet-18, ResNet-50, AlexNet and Inception-v1 0.35-0.62x its record alone; 2 Ze
 2026-11-27). The same schedule takes attention's batched matmuls of computed operands
 (``softmax @ v``: the right operand read in place, not packed) where their reduction is long
 enough (:data:`MIN_BATCHED_REDUCTION`), and tiles a sequence-first ``[tokens, 1, features]``
-projection over its tokens (:func:`_row_axis`); ViT-B/16 (torchvision, 197 tokens) with these and
+projection over its tokens (:func:`tvm_partition.ir.relax_utils.matmul_row_axis`); ViT-B/16 (torchvision, 197 tokens) with these and
 :func:`tvm_partition.frontend.inference.pad_matmuls` ran 0.53x the build before, 1.22x
 onnxruntime's time (2 Zen 4 threads, 2026-11-30; BENCHMARKS.md, "torchvision's models").
 
@@ -141,6 +141,8 @@ import functools
 import math
 
 import tvm
+
+from ..ir.relax_utils import matmul_row_axis
 
 #: Labels of the kernels scheduled here (the manifest and ``--explain`` show them beside tuned,
 #: transferred and default).
@@ -580,23 +582,8 @@ class _MatmulPlan:
     blocks: int  # vectors of output columns per register tile
     parallel: bool  # a parallel loop (not below :data:`tvm_partition.build.transfer.SERIAL_FLOPS`)
     rows: int = MATMUL_ROWS  # rows per register tile: 1 for a matrix-vector product
-    row_axis: int = -1  # the spatial axis tiled as rows (:func:`_row_axis`); -1: the one before the columns
+    row_axis: int = -1  # the spatial axis tiled as rows (``matmul_row_axis``); -1: the one before the columns
     packed: bool = True  # ``w`` a rank-2 weight, packed at load time; else read in place
-
-
-def _row_axis(extents: list[int], shared: bool) -> int:
-    """The spatial axis of a matmul (spatial ``extents``, then the reduction) whose indices are its
-    rows: the one before the columns, or, where that is 1 and the right operand is of rank 2
-    (``shared`` by every leading index), the innermost leading
-    axis of more than one element: ``[197, 1, 768] @ [768, 2304]`` (PyTorch's sequence-first
-    attention) tiled over its tokens, not as 197 matrix-vector products (ViT-B/16's QKV projection:
-    8.1 ms a call as those, 3.4 as 4-row tiles of its tokens padded to 200, ``run --kernels``,
-    amd-epyc-znver4-2c, 2026-11-30; :func:`tvm_partition.frontend.inference.pad_matmuls` pads the
-    same axis)."""
-    rank = len(extents) - 1
-    if extents[rank - 2] != 1 or not shared:
-        return rank - 2
-    return next((a for a in range(rank - 3, -1, -1) if extents[a] > 1), rank - 2)
 
 
 def _matmul_plan(kmod: tvm.IRModule, target) -> _MatmulPlan | None:
@@ -625,7 +612,7 @@ def _matmul_plan(kmod: tvm.IRModule, target) -> _MatmulPlan | None:
     if any(_iter_kinds(b) != "S" * rank for b in blocks[1:]):  # element-wise only, over the matmul's output
         return None
     widest, _ = vector_lanes(target)
-    axis = _row_axis([int(e) for e in extents], shared)
+    axis = matmul_row_axis([int(e) for e in extents[:-1]], shared)  # output extents: [..., m, n]
     rows, cols = int(extents[axis]), int(extents[rank - 1])
     lanes = next((n for n in (widest, widest // 2) if n >= 4 and cols % n == 0), None)
     if lanes is None or (rows % MATMUL_ROWS and rows != 1):

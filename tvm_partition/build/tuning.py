@@ -739,7 +739,7 @@ class Schedules:
 #: 28 leaves strided convolutions of several input channels a group to their replayed records
 #: (:func:`tvm_partition.build.templates._group_plan`), 29 gives the matmul template batched matmuls
 #: of computed operands with long reductions and sequence-first projections' tokens as rows
-#: (:data:`tvm_partition.build.templates.MIN_BATCHED_REDUCTION`, :func:`tvm_partition.build.templates._row_axis`),
+#: (:data:`tvm_partition.build.templates.MIN_BATCHED_REDUCTION`, :func:`tvm_partition.ir.relax_utils.matmul_row_axis`),
 #: and the softmax and layer norm templates a padding of their rows and softmax rows of no whole
 #: vector (:func:`tvm_partition.build.templates._epilogue_in_parallel`).
 TRANSFER_RULES = 29

@@ -80,7 +80,7 @@ from __future__ import annotations
 import tvm
 from tvm import relax
 
-from ..ir.relax_utils import Constant, copy_module
+from ..ir.relax_utils import Constant, copy_module, matmul_row_axis
 from ..ir.split_rules import IllegalSplit, shape_of
 
 #: Input channels a group needs for :func:`ungroup_convolutions` to take its convolution apart:
@@ -234,16 +234,6 @@ class _Padded(relax.PyExprMutator):
         return relax.op.strided_slice(out, [1], [0], [cout])
 
 
-def _row_axis(shape: tuple[int, ...], shared: bool) -> int:
-    """The axis of a matmul's left operand ``[..., m, k]`` whose elements are its rows: ``m``, or,
-    where ``m`` is 1 and the right operand is of rank 2 (``shared`` by every leading index), the
-    innermost leading axis of more than one element (a sequence-first layout's ``[197, 1, 768]``:
-    its tokens; the matmul template tiles the same axis, :func:`tvm_partition.build.templates._row_axis`)."""
-    if shape[-2] == 1 and shared:
-        return next((a for a in range(len(shape) - 3, -1, -1) if shape[a] > 1), len(shape) - 2)
-    return len(shape) - 2
-
-
 def _padding(extent: int, multiple: int, share: float) -> int:
     """Elements that take ``extent`` to the next multiple of ``multiple``; 0 where that adds more
     than ``share`` of it."""
@@ -261,7 +251,7 @@ class _PaddedMatmul(relax.PyExprMutator):
         xs, ws, out = _static(x), _static(w), _static(call)
         if xs is None or ws is None or out is None or len(xs) < 2 or len(ws) < 2:
             return call
-        axis = _row_axis(xs, len(ws) == 2)
+        axis = matmul_row_axis(xs, len(ws) == 2)
         rows, cols = xs[axis], ws[-1]
         share = MAX_PADDED_ROWS if len(ws) == 2 else MAX_PADDED_SHARE  # by a weight: to take the template
         pad_rows = _padding(rows, MATMUL_ROW_MULTIPLE, share) if rows > 1 else 0

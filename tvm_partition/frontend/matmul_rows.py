@@ -2,7 +2,7 @@
 
 A channels-last MLP (ConvNeXt's and Swin-T's, a PyTorch ``nn.Linear`` on ``[N, H, W, C]``) multiplies
 a weight into every pixel of a map. TVM's ``matmul`` keeps the map's axes, so the row axis the
-matmul template tiles (:func:`tvm_partition.build.templates._row_axis`) is the map's width: 14 or 7,
+matmul template tiles (:func:`tvm_partition.ir.relax_utils.matmul_row_axis`) is the map's width: 14 or 7,
 no whole number of 4-row tiles, and padding it (:func:`tvm_partition.frontend.inference.pad_matmuls`)
 would add 14-43%. The template tiling the fused pixel index instead ran 1.4-3x slower (its
 accumulators indexed by a division of it stayed in memory; each alone, Swin-T's kernels,
@@ -23,7 +23,8 @@ import math
 import tvm
 from tvm import relax
 
-from .inference import MATMUL_ROW_MULTIPLE, _calls, _each_function, _row_axis, _static
+from ..ir.relax_utils import matmul_row_axis
+from .inference import MATMUL_ROW_MULTIPLE, _calls, _each_function, _static
 
 _MATMUL = tvm.ir.Op.get("relax.matmul")
 #: Element-wise operators a reshape back to the map moves below (each computes the same elements in
@@ -39,7 +40,7 @@ def _flattenable(xs: tuple[int, ...], ws: tuple[int, ...]) -> bool:
     template would tile holds no whole number of tiles."""
     if len(ws) != 2 or len(xs) < 3:
         return False
-    rows = xs[_row_axis(xs, True)]
+    rows = xs[matmul_row_axis(xs, True)]
     return rows > 1 and rows % MATMUL_ROW_MULTIPLE != 0 and math.prod(xs[:-1]) > rows
 
 

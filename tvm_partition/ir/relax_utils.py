@@ -108,3 +108,17 @@ class ByStructure:
         while self.kept is not None and len(self._by_key) > self.kept:
             del self._by_key[next(iter(self._by_key))]
         return answer
+
+
+def matmul_row_axis(shape, shared: bool) -> int:
+    """The axis of ``shape`` (a matmul's left operand ``[..., m, k]`` or its output ``[..., m, n]``)
+    whose indices are the matmul's rows: ``m``, or, where ``m`` is 1 and the right operand is of
+    rank 2 (``shared`` by every leading index), the innermost leading axis of more than one element
+    (a sequence-first layout's ``[197, 1, 768]``: its tokens). The frontend pads this axis
+    (:func:`tvm_partition.frontend.inference.pad_matmuls`) and the matmul template tiles it
+    (:mod:`tvm_partition.build.templates`): ViT-B/16's QKV projection ran 8.1 ms a call as 197
+    matrix-vector products, 3.4 as 4-row tiles of its tokens padded to 200 (``run --kernels``,
+    amd-epyc-znver4-2c, 2026-11-30)."""
+    if shape[-2] == 1 and shared:
+        return next((a for a in range(len(shape) - 3, -1, -1) if shape[a] > 1), len(shape) - 2)
+    return len(shape) - 2
