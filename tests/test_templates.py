@@ -158,7 +158,7 @@ def test_the_template_leaves_other_kernels_alone(kmod):
 
 @pytest.mark.parametrize("c,groups,size,k,stride,epilogue", [
     (8, 8, 30, 3, 1, "bias_relu"),  # depthwise 3x3 (MobileNet-V2's), rows not a multiple of 4
-    (8, 8, 56, 3, 2, "batch_norm"),  # depthwise, strided: 28 wide
+    (10, 10, 56, 3, 2, "batch_norm"),  # depthwise, strided, no whole vectors of channels: 28 wide
     (16, 4, 28, 1, 1, None),  # grouped 1x1 (ShuffleNet's), 4 input channels a group, no padding
 ])
 def test_the_grouped_template_computes_what_the_default_schedule_computes(c, groups, size, k, stride, epilogue):
@@ -170,14 +170,45 @@ def test_the_grouped_template_computes_what_the_default_schedule_computes(c, gro
     np.testing.assert_allclose(run(done[0]), run(kmod["main"]), rtol=1e-4, atol=1e-4)
 
 
-@pytest.mark.parametrize("groups,stride,grouped", [(8, 2, False), (8, 1, True), (64, 2, True)],
-                         ids=["strided-8-a-group", "8-a-group", "strided-depthwise"])
+@pytest.mark.parametrize("groups,stride,grouped", [(8, 2, False), (8, 1, True)],
+                         ids=["strided-8-a-group", "8-a-group"])
 def test_a_strided_convolution_of_several_channels_a_group_keeps_its_record(groups, stride, grouped):
     """RegNet's and ResNeXt's strided convolutions of 8 input channels a group ran 2.7-3.4x quicker
-    on the replayed dense record than on the grouped template (strided row reads); at stride 1, and
-    for depthwise ones at stride 2 (MobileNet-V2's), the template stays."""
+    on the replayed dense record than on the grouped template (strided row reads); at stride 1 the
+    template stays."""
     kmod = conv(64, 64, 56, 3, stride, groups=groups)
     assert (templates.label(kmod, TARGET) == templates.GROUP_LABEL) == grouped
+
+
+@pytest.mark.parametrize("c,size,k,stride,epilogue,padding", [
+    (64, 7, 5, 1, "bias_relu", None),  # MobileNet-V3's 5x5 on a 7x7 map: 7-pixel tiles
+    (24, 14, 3, 2, "batch_norm", None),  # strided, 24 channels: half-width vectors on AVX-512
+    (64, 9, 3, 1, None, 0),  # no padding and no epilogue: the input copied all the same
+    (64, 1, 3, 1, "bias_relu", None),  # a 1x1 map: one-pixel tiles
+])
+def test_the_depthwise_template_computes_what_the_default_schedule_computes(c, size, k, stride, epilogue, padding):
+    kmod = conv(c, c, size, k, stride, groups=c, epilogue=epilogue, padding=padding)
+    done = templates.templated(kmod, TARGET)
+    assert done is not None and done[1] == templates.DEPTHWISE_LABEL
+    text = done[0].script()
+    assert "T.parallel" in text and "T.vectorized" in text and "layout_rewrite_preproc" in text
+    np.testing.assert_allclose(run(done[0]), run(kmod["main"]), rtol=1e-4, atol=1e-4)
+    assert templates.inner_tiles(kmod, TARGET) == {1: templates._depthwise_plan(kmod, TARGET).lanes}
+
+
+LANES = templates.vector_lanes(TARGET)[0]
+BLOCKS = templates.MIN_DEPTHWISE_BLOCKS
+
+
+@pytest.mark.parametrize("c,c_out,size,stride,label", [
+    (LANES, LANES, 56, 1, templates.GROUP_LABEL),  # stride 1, one vector of channels: rows
+    (LANES, LANES, 56, 2, templates.DEPTHWISE_LABEL),  # strided: channels at any count
+    (BLOCKS * LANES, BLOCKS * LANES, 56, 1, templates.DEPTHWISE_LABEL),  # stride 1, enough vectors
+    (BLOCKS * LANES, 2 * BLOCKS * LANES, 56, 1, templates.GROUP_LABEL),  # a multiplier of 2: f reads f // 2
+    (10, 10, 14, 2, None),  # no whole vectors of channels (and 14 wide: no row template either)
+], ids=["one-vector", "strided", "many-vectors", "multiplier-2", "10-channels"])
+def test_depthwise_convolutions_take_the_channel_template_where_it_measured_quicker(c, c_out, size, stride, label):
+    assert templates.label(conv(c, c_out, size, 3, stride, groups=c), TARGET) == label
 
 
 def elementwise(shape, kind):

@@ -89,6 +89,12 @@ ran 2.7-3.4x quicker (RegNet-Y-400MF's 48- and 104-channel ones of 8 channels a 
 280 us against 1,847 and 800, ResNeXt-50's 256-channel one 747 against 2,550; at stride 1 the
 template stays ahead, 361 against 486 and 640 against 1,107; torchvision exports, 2 Zen 3 threads,
 2026-11-30, ``benchmarks/template_ab.py conv2d``). Strided groups of 2-7 channels were not measured.
+A depthwise convolution whose channels fill whole vectors takes a schedule vectorised along its
+channels instead where that measured quicker (strided, or stride 1 with at least
+:data:`MIN_DEPTHWISE_BLOCKS` vectors of channels: :func:`_depthwise_plan`): each parallel task
+copies its channels' padded input channels innermost and accumulates a row segment of pixels x one
+vector of channels, the weights packed at load time (MobileNet-V3-Small's 576-channel 5x5 at 7x7
+458 us replayed, 109 on the row template, 16 here).
 
 Softmax over the last axis (``topi.nn.fast_softmax``, :mod:`tvm_partition.ir.fastmath`): each row
 in parallel, its maximum and sum accumulated in vector lanes and combined, its exponentials and
@@ -151,6 +157,7 @@ ELEMENTWISE_LABEL = "template (element-wise, parallel and vectorised)"
 #: An element-wise kernel too small for a parallel loop, its blocks inlined (:data:`MIN_ELEMENTS`).
 INLINED_LABEL = "template (element-wise, inlined, serial)"
 GROUP_LABEL = "template (grouped convolution, vectorised along the rows)"
+DEPTHWISE_LABEL = "template (depthwise convolution, vectorised along the channels)"
 SOFTMAX_LABEL = "template (softmax, rows in parallel, vectorised reductions)"
 LAYER_NORM_LABEL = "template (layer norm, rows in parallel, vectorised reductions)"
 POOL_LABEL = "template (pooling, channels in parallel, padding per row)"
@@ -196,6 +203,18 @@ MAX_GROUP_CHANNELS = 32
 #: Output rows a register tile of the grouped template holds, the first that divides the height:
 #: 4 rows ran a 112x112 depthwise in 47 us, 2 rows 77, 1 row 89 (one row segment of 16 lanes each).
 GROUP_ROWS = (4, 2, 1)
+#: Output pixels of a depthwise template's register tile (the largest divisor of the width up to
+#: it), one vector of channels each: 8 (7 on 7-, 14- and 28-wide maps) against 14 and against two
+#: rows of 7 ran 0.85-0.98x their time on MNASNet's nine depthwise kernels (each alone, 3 rounds,
+#: 2 Zen 4 threads, 2026-11-30); two rows of 7 won only on 56- and 112-wide maps of few channels,
+#: which keep the row template (:data:`MIN_DEPTHWISE_BLOCKS`).
+DEPTHWISE_ROW = 8
+#: Vectors of channels from which a stride-1 depthwise convolution takes the channel template
+#: rather than the row template (strided ones always do: a row segment reads every other pixel).
+#: Each alone, row against channel template (us, 2 Zen 4 threads, 2026-11-30): 16 and 32 channels
+#: at 112x112 (1 and 2 vectors) 38 / 126 and 145 / 228, 48 at 56x56 (3) 49 / 63; 72 at 56x56 (9
+#: vectors of 8) 69 / 58, 144 at 56x56 342 / 283.
+MIN_DEPTHWISE_BLOCKS = 4
 
 #: Output elements from which an element-wise kernel runs in parallel (smaller ones are inlined
 #: and stay serial): one that computes gained 1.8-2.6x at 2,048 elements (an LSTM's gates at
@@ -297,6 +316,9 @@ def inner_tiles(kmod: tvm.IRModule, target) -> dict[int, int]:
     plan = _plan(kmod, target)
     if plan is not None:
         return {1: plan.lanes * plan.blocks}
+    depthwise = _depthwise_plan(kmod, target)
+    if depthwise is not None:
+        return {1: depthwise.lanes}
     mm = _matmul_plan(kmod, target)
     if mm is None:
         return {}
@@ -562,6 +584,86 @@ def _group_plan(kmod: tvm.IRModule, target) -> _GroupPlan | None:
     return _GroupPlan(nest.epilogue, _row(ow, lanes), next(r for r in GROUP_ROWS if oh % r == 0), nest.padded)
 
 
+@dataclasses.dataclass(frozen=True)
+class _DepthwisePlan:
+    """What :func:`_schedule_depthwise` needs of a depthwise convolution kernel it applies to."""
+
+    epilogue: tuple[str, ...]
+    weight: int  # the kernel parameter holding the weights
+    lanes: int  # channels per vector
+    row: int  # output pixels per register tile
+    padded: bool
+
+
+def _depthwise_plan(kmod: tvm.IRModule, target) -> _DepthwisePlan | None:
+    """The :class:`_DepthwisePlan` of a depthwise convolution (one input channel a group, as many
+    output channels as input channels, a whole number of vectors of them) that is strided or has
+    at least :data:`MIN_DEPTHWISE_BLOCKS` vectors of channels; None for any other kernel.
+
+    Why: on 14- and 7-wide maps, where the row template's segments are 7 pixels, these kernels ran
+    a dense convolution's record replayed (MobileNet-V3-Small's 576-channel 5x5 at 7x7 458 us
+    alone, 519 a call in the model, of its 5.1 ms) or the row template on 7-lane vectors (109 us);
+    vectorised along the channels, 16 us. Every one of MobileNet-V3-Large's, MNASNet's and
+    EfficientNet-B0's depthwise kernels but the stride-1 ones of 1-3 vectors of channels ran
+    0.15-0.86x the row template's time (BENCHMARKS.md, "Depthwise convolutions")."""
+    nest = _nest(kmod, target, (_GROUP,))
+    if nest is None:
+        return None
+    _, channels, _, ow, group_channels, _, _ = nest.extents
+    data = nest.block.reads[0].source if not nest.padded else _root_blocks(kmod)[0].reads[0].source
+    weight = _weight(kmod, nest.block)
+    if group_channels != 1 or int(data.shape[1]) != channels or weight is None:
+        return None  # grouped, or a depthwise multiplier above 1 (output channel f reads input f // m)
+    widest, _ = vector_lanes(target)
+    lanes = next((n for n in (widest, widest // 2) if n >= 4 and channels % n == 0), None)
+    if lanes is None or (_column_stride(nest.block) == 1 and channels // lanes < MIN_DEPTHWISE_BLOCKS):
+        return None
+    return _DepthwisePlan(nest.epilogue, weight, lanes, _row(ow, DEPTHWISE_ROW), nest.padded)
+
+
+def _schedule_depthwise(kmod: tvm.IRModule, target, plan: _DepthwisePlan) -> tvm.tirx.PrimFunc | None:
+    """The depthwise schedule: ``n f_o | y x_o | ry rx x_i f_i``, ``f_i`` one vector of channels,
+    ``x_i`` a row segment (unrolled, as the window), ``n f_o`` one parallel loop. Under it the
+    padded input of its channels is copied channels innermost (``[h, w, f_i]``, a gather per
+    vector), so each step of the window loads one contiguous vector and the weights (packed at load
+    time ``[f_o, ry, rx, f_i]``) another; the accumulator, laid out ``[y, x, f]``, is written out
+    through the inlined epilogue a vector of channels at a time (a scatter per vector: NCHW).
+    Measured on MobileNet-V3-Small's 576-channel 5x5: the epilogue computed from an NCHW copy of
+    the accumulator 23.9 us, inlined and vectorised 18.3, the input copy gathered a vector at a
+    time 16.1 (each alone, 2 Zen 4 threads)."""
+    func = kmod["main"].with_attr("layout_free_buffers", [plan.weight])
+    sch, conv = _opened(func, _GROUP, plan.epilogue)
+    lanes = plan.lanes
+    if not plan.padded:  # the input read in place: copy it all the same, channels innermost
+        sch.cache_read(conv, 0, "global")
+    data = sch.get_producers(conv)[0]
+    n, f, y, x, rc, ry, rx = sch.get_loops(conv)
+    f_o, f_i = sch.split(f, [None, lanes])
+    x_o, x_i = sch.split(x, [None, plan.row])
+    sch.reorder(n, f_o, y, x_o, rc, ry, rx, x_i, f_i)
+    acc = sch.cache_write(conv, 0, "local")
+    sch.transform_layout(conv, ("write", 0), lambda a, b, c, d: (a, c, d, b))
+    _per_tile(sch, acc, x_o, plan.epilogue)
+    if plan.epilogue:
+        sch.reverse_compute_inline(sch.get_sblock(plan.epilogue[-1]))
+    if plan.row > 1:  # the write-back of one tile, f_i x_i: vectors of channels
+        channel, pixel = sch.get_loops(acc)[-2:]
+        sch.reorder(pixel, channel)
+    sch.vectorize(sch.get_loops(acc)[-1])
+    tasks = sch.fuse(n, f_o)
+    sch.parallel(tasks)
+    sch.vectorize(f_i)
+    for loop in (x_i, rx, ry):
+        sch.unroll(loop)
+    sch.decompose_reduction(conv, rc)
+    sch.transform_layout(data, ("write", 0), lambda a, b, c, d: (a, b // lanes, c, d, b % lanes))
+    sch.compute_at(data, tasks)
+    channel, row, column = sch.get_loops(data)[-3:]
+    sch.reorder(row, column, channel)
+    sch.vectorize(channel)
+    return _packed(sch, target)
+
+
 def _column_stride(conv) -> int:
     """The stride of a convolution block along the width: the coefficient of its output column in
     the column its input (its first read) is read at; 1 where that is not a linear form of it."""
@@ -673,6 +775,8 @@ def templated(kmod: tvm.IRModule, target) -> tuple[tvm.tirx.PrimFunc, str] | Non
         func, name = _schedule_conv(kmod, target, plan), CONV_LABEL
     elif (mm := _matmul_plan(kmod, target)) is not None:
         func, name = _schedule_matmul(kmod, target, mm), MATMUL_LABEL if mm.packed else BATCHED_MATMUL_LABEL
+    elif (depthwise := _depthwise_plan(kmod, target)) is not None:
+        func, name = _schedule_depthwise(kmod, target, depthwise), DEPTHWISE_LABEL
     elif (group := _group_plan(kmod, target)) is not None:
         func, name = _schedule_group(kmod, group), GROUP_LABEL
     elif (lanes := _softmax_lanes(kmod, target)) is not None:

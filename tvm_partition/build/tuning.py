@@ -741,8 +741,9 @@ class Schedules:
 #: of computed operands with long reductions and sequence-first projections' tokens as rows
 #: (:data:`tvm_partition.build.templates.MIN_BATCHED_REDUCTION`, :func:`tvm_partition.ir.relax_utils.matmul_row_axis`),
 #: and the softmax and layer norm templates a padding of their rows and softmax rows of no whole
-#: vector (:func:`tvm_partition.build.templates._epilogue_in_parallel`).
-TRANSFER_RULES = 29
+#: vector (:func:`tvm_partition.build.templates._epilogue_in_parallel`), 30 vectorises depthwise
+#: convolutions along their channels (:func:`tvm_partition.build.templates._depthwise_plan`).
+TRANSFER_RULES = 30
 
 
 def open_schedules(path: str | None, transfer: bool = True) -> Schedules:
