@@ -31,6 +31,13 @@ def conv(c_in, c_out, size, k=3, stride=1, groups=1, epilogue="bias_relu", paddi
         if epilogue == "batch_norm":  # as the ONNX importer leaves an unfolded batch norm
             y = relax.op.add(relax.op.multiply(relax.op.divide(relax.op.subtract(y, b), b), b), b)
             return [x, w, b], relax.op.nn.relu(y)
+        if epilogue == "hard_swish":  # MobileNet-V3's, as PyTorch exports it: y * clip(y + 3, 0, 6) / 6
+            y = relax.op.add(y, b)
+            three, six = relax.const(3.0, "float32"), relax.const(6.0, "float32")
+            return [x, w, b], relax.op.multiply(y, relax.op.divide(relax.op.clip(relax.op.add(y, three), 0, 6), six))
+        if epilogue == "scale":  # a squeeze-and-excitation's: a map scaled by the 1x1 map computed
+            m = relax.Var("m", relax.TensorType((1, c_out, 5, 5), "float32"))
+            return [x, w, b, m], relax.op.multiply(m, relax.op.sigmoid(relax.op.add(y, b)))
         return [x, w, b], relax.op.nn.relu(relax.op.add(y, b))
 
     return kernel(build)
@@ -43,6 +50,8 @@ def conv(c_in, c_out, size, k=3, stride=1, groups=1, epilogue="bias_relu", paddi
     (8, 16, 6, 3, 1, "batch_norm"),  # four element-wise blocks inlined into the last
     (16, 128, 4, 3, 1, "bias_relu"),  # 4 wide: a tile of several vectors of output channels
     (8, 24, 13, 1, 1, "bias_relu"),  # 24 channels: half-width vectors on AVX-512 (SqueezeNet's 1000)
+    (3, 16, 12, 3, 2, "hard_swish"),  # MobileNet-V3's stem: the epilogue inlined into the write-back
+    (24, 32, 1, 1, 1, "scale"),  # the epilogue writes a larger tensor: its own loop nest
 ])
 def test_the_template_computes_what_the_default_schedule_computes(c_in, c_out, size, k, stride, epilogue):
     kmod = conv(c_in, c_out, size, k, stride, epilogue=epilogue)

@@ -742,8 +742,10 @@ class Schedules:
 #: (:data:`tvm_partition.build.templates.MIN_BATCHED_REDUCTION`, :func:`tvm_partition.ir.relax_utils.matmul_row_axis`),
 #: and the softmax and layer norm templates a padding of their rows and softmax rows of no whole
 #: vector (:func:`tvm_partition.build.templates._epilogue_in_parallel`), 30 vectorises depthwise
-#: convolutions along their channels (:func:`tvm_partition.build.templates._depthwise_plan`).
-TRANSFER_RULES = 30
+#: convolutions along their channels (:func:`tvm_partition.build.templates._depthwise_plan`), 31
+#: computes a convolution template's epilogue in its write-back, a vector of channels at a time
+#: (:func:`tvm_partition.build.templates._write_back_by_channels`).
+TRANSFER_RULES = 31
 
 
 def open_schedules(path: str | None, transfer: bool = True) -> Schedules:
