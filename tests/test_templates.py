@@ -58,7 +58,20 @@ def test_the_template_computes_what_the_default_schedule_computes(c_in, c_out, s
     func = templates.schedule(kmod, TARGET)
     assert func is not None and func.attrs["tirx.is_scheduled"]
     text = func.script()
-    assert "T.parallel" in text and "T.vectorized" in text and "layout_rewrite_preproc" in text
+    assert "T.vectorized" in text and "layout_rewrite_preproc" in text
+    plan = templates._pointwise_plan(kmod, TARGET) or templates._plan(kmod, TARGET)
+    assert ("T.parallel" in text) == getattr(plan, "parallel", True)
+    np.testing.assert_allclose(run(func), run(kmod["main"]), rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.parametrize("size,k,parallel", [(1, 1, False), (4, 3, True)])
+def test_a_convolution_too_small_for_the_thread_pool_runs_serial(size, k, parallel):
+    """A squeeze-and-excitation's 1x1s on a 1x1 map (64 -> 240: 31k FLOP) ran 0.3-2 us serial,
+    0.7-4 parallel (transfer.SERIAL_FLOPS); a 3x3 at 4x4 (4.4 MFLOP) keeps its parallel loop."""
+    kmod = conv(64, 240, size, k, 1)
+    assert templates._plan(kmod, TARGET).parallel is parallel
+    func = templates.schedule(kmod, TARGET)
+    assert ("T.parallel" in func.script()) is parallel
     np.testing.assert_allclose(run(func), run(kmod["main"]), rtol=1e-4, atol=1e-4)
 
 
@@ -93,8 +106,8 @@ def test_on_avx2_two_vectors_of_4_pixels_where_4_divides_the_width(kmod, tile):
 
 @pytest.mark.parametrize("c_in,c_out,size,k,stride,rows_first", [
     (3, 16, 32, 7, 2, True),  # a stem: the padded input (3 x 38 x 38) outweighs the weights (16 x 3 x 7 x 7)
-    (8, 16, 32, 1, 2, True),  # a strided 1x1 at a large size (a stride-1 one takes the 1x1 template)
-    (16, 128, 4, 3, 1, False),  # a narrow deep layer: the weights outweigh the input
+    (8, 64, 64, 1, 2, True),  # a strided 1x1 at a large size (a stride-1 one takes the 1x1 template)
+    (32, 128, 4, 3, 1, False),  # a narrow deep layer: the weights outweigh the input
 ])
 def test_the_parallel_loop_splits_the_larger_operand_between_the_threads(c_in, c_out, size, k, stride, rows_first):
     kmod = conv(c_in, c_out, size, k, stride)

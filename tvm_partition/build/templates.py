@@ -337,6 +337,7 @@ class _Plan:
     padded: bool  # a pad_temp block comes first
     blocks: int = 1  # vectors of output channels per register tile (:func:`_blocks`)
     rows_outer: bool = False  # the parallel loop takes output rows before channel blocks (:func:`_rows_outer`)
+    parallel: bool = True  # a parallel loop (not below :data:`tvm_partition.build.transfer.SERIAL_FLOPS`)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -408,8 +409,10 @@ def _plan(kmod: tvm.IRModule, target) -> _Plan | None:
     if paired and ow % paired == 0 and _blocks(paired, oc, lanes, registers) == 2 \
             and not (one_by_one and _aliased(conv)):
         row = paired
+    from .transfer import serial
+
     return _Plan(nest.epilogue, weight, lanes, row, nest.padded, _blocks(row, oc, lanes, registers),
-                 _rows_outer(conv))
+                 _rows_outer(conv), not serial(kmod, target))
 
 
 def _aliased(conv) -> bool:
@@ -605,7 +608,7 @@ def _depthwise_plan(kmod: tvm.IRModule, target) -> _DepthwisePlan | None:
     alone, 519 a call in the model, of its 5.1 ms) or the row template on 7-lane vectors (109 us);
     vectorised along the channels, 16 us. Every one of MobileNet-V3-Large's, MNASNet's and
     EfficientNet-B0's depthwise kernels but the stride-1 ones of 1-3 vectors of channels ran
-    0.15-0.86x the row template's time (BENCHMARKS.md, "Depthwise convolutions")."""
+    0.13-0.84x the row template's time; those 1.3-3.3x (BENCHMARKS.md, "Depthwise convolutions")."""
     nest = _nest(kmod, target, (_GROUP,))
     if nest is None:
         return None
@@ -803,11 +806,15 @@ def _schedule_conv(kmod: tvm.IRModule, target, plan: _Plan) -> tvm.tirx.PrimFunc
     sch.transform_layout(conv, ("write", 0), lambda a, b, c, d: (a, c, d, b))
     _per_tile(sch, acc, x_o, plan.epilogue)
     _write_back_by_channels(sch, acc, plan.epilogue, plan.lanes, plan.row)
-    sch.parallel(sch.fuse(n, *outer))
+    tasks = sch.fuse(n, *outer)
+    # below SERIAL_FLOPS no parallel loop: MobileNet-V3-Small's 14 squeeze-and-excitation 1x1s on
+    # 1x1 maps ran 35 us all told serial, 50 with the thread pool (each alone, 2 Zen 4 threads)
+    if plan.parallel:
+        sch.parallel(tasks)
     sch.vectorize(f_i)
     sch.unroll(f_b)
     sch.unroll(x_i)
-    _reduction_and_padding(sch, conv, rc, plan.padded)
+    _reduction_and_padding(sch, conv, rc, plan.padded and plan.parallel)  # serial: a serial padding too
     return _packed(sch, target)
 
 
@@ -896,11 +903,14 @@ def _write_back_by_channels(sch, acc, epilogue: tuple[str, ...], lanes: int, row
     loop per element; a hard swish's division per output was most of MobileNet-V3's 1x1 and stem
     kernels: its stem 230 -> 108 us, its 240-channel 1x1 at 14x14 65 -> 33, ResNet-18's
     convolutions 14.4 -> 13.5 ms all told (each alone, 3 rounds, 2 Zen 4 threads, 2026-11-30). An
-    epilogue that writes a larger tensor than the convolution (a squeeze-and-excitation's scaling
-    of the feature map by the 1x1 map it computes) keeps its own loop nest under the tile."""
+    epilogue that writes another shape than the convolution (a squeeze-and-excitation's scaling of
+    the feature map by the 1x1 map it computes; a slice of padded channels) keeps its own loop nest
+    under the tile, its innermost loop vectorised: MobileNet-V3-Small's scalings 9.5-26.1 us ->
+    4.3-7.5 (the same measurements)."""
     if epilogue:
         last = sch.get_sblock(epilogue[-1])
         if list(sch.get(last).writes[0].source.shape) != list(sch.get(acc).writes[0].source.shape):
+            sch.vectorize(sch.get_loops(last)[-1])
             return
         sch.reverse_compute_inline(last)
     loops = sch.get_loops(acc)  # under the tile's loop: channels (a whole number of vectors), pixels

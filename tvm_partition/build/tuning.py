@@ -744,8 +744,10 @@ class Schedules:
 #: vector (:func:`tvm_partition.build.templates._epilogue_in_parallel`), 30 vectorises depthwise
 #: convolutions along their channels (:func:`tvm_partition.build.templates._depthwise_plan`), 31
 #: computes a convolution template's epilogue in its write-back, a vector of channels at a time
-#: (:func:`tvm_partition.build.templates._write_back_by_channels`).
-TRANSFER_RULES = 31
+#: (:func:`tvm_partition.build.templates._write_back_by_channels`), 32 vectorises an epilogue of
+#: another shape (a squeeze-and-excitation's scaling) and runs a direct convolution below
+#: :data:`tvm_partition.build.transfer.SERIAL_FLOPS` without its parallel loop.
+TRANSFER_RULES = 32
 
 
 def open_schedules(path: str | None, transfer: bool = True) -> Schedules:
