@@ -35,6 +35,8 @@ def conv(c_in, c_out, size, k=3, stride=1, groups=1, epilogue="bias_relu", paddi
             y = relax.op.add(y, b)
             three, six = relax.const(3.0, "float32"), relax.const(6.0, "float32")
             return [x, w, b], relax.op.multiply(y, relax.op.divide(relax.op.clip(relax.op.add(y, three), 0, 6), six))
+        if epilogue == "slice":  # a slice of the output channels (of channels padded to whole vectors)
+            return [x, w], relax.op.strided_slice(y, axes=[1, 3], begin=[0, 0], end=[1, 1])
         if epilogue == "scale":  # a squeeze-and-excitation's: a map scaled by the 1x1 map computed
             m = relax.Var("m", relax.TensorType((1, c_out, 5, 5), "float32"))
             return [x, w, b, m], relax.op.multiply(m, relax.op.sigmoid(relax.op.add(y, b)))
@@ -52,6 +54,7 @@ def conv(c_in, c_out, size, k=3, stride=1, groups=1, epilogue="bias_relu", paddi
     (8, 24, 13, 1, 1, "bias_relu"),  # 24 channels: half-width vectors on AVX-512 (SqueezeNet's 1000)
     (3, 16, 12, 3, 2, "hard_swish"),  # MobileNet-V3's stem: the epilogue inlined into the write-back
     (24, 32, 1, 1, 1, "scale"),  # the epilogue writes a larger tensor: its own loop nest
+    (8, 32, 8, 3, 1, "slice"),  # ... or a smaller one (one channel's first column)
 ])
 def test_the_template_computes_what_the_default_schedule_computes(c_in, c_out, size, k, stride, epilogue):
     kmod = conv(c_in, c_out, size, k, stride, epilogue=epilogue)
