@@ -746,8 +746,9 @@ class Schedules:
 #: computes a convolution template's epilogue in its write-back, a vector of channels at a time
 #: (:func:`tvm_partition.build.templates._write_back_by_channels`), 32 vectorises an epilogue of
 #: another shape (a squeeze-and-excitation's scaling) and runs a direct convolution below
-#: :data:`tvm_partition.build.transfer.SERIAL_FLOPS` without its parallel loop.
-TRANSFER_RULES = 32
+#: :data:`tvm_partition.build.transfer.SERIAL_FLOPS` without its parallel loop, 33 inlines a direct
+#: convolution's padding stage where it pads nothing (:func:`tvm_partition.build.templates._copied`).
+TRANSFER_RULES = 33
 
 
 def open_schedules(path: str | None, transfer: bool = True) -> Schedules:
