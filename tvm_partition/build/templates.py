@@ -514,10 +514,8 @@ def _pointwise_plan(kmod: tvm.IRModule, target) -> _PointwisePlan | None:
     data = [int(x) for x in conv.reads[0].source.shape]
     if (ry, rx) != (1, 1) or oc % POINTWISE_CHANNELS or data[2:] != [oh, ow]:
         return None  # not 1x1, or stride or padding other than 1 and 0
-    if nest.padded:
-        pad = _root_blocks(kmod)[0]
-        if [int(x) for x in pad.reads[0].source.shape] != data:
-            return None
+    if nest.padded and not _copied(kmod):
+        return None
     if _aliased(conv):
         return None
     weight = _weight(kmod, conv)
