@@ -286,6 +286,14 @@ def vector_lanes(target) -> tuple[int, int]:
     return max(4, int(llvm_get_vector_width(target)) // 32), 32
 
 
+def _whole_vectors(extent: int, target) -> int | None:
+    """The lanes of the vectors an axis of ``extent`` (output channels, matmul columns) is cut into
+    by the templates: the widest vector, or half of it (of at least 4 lanes), that divides it; None
+    where neither does."""
+    widest, _ = vector_lanes(target)
+    return next((n for n in (widest, widest // 2) if n >= 4 and extent % n == 0), None)
+
+
 def _row(width: int, budget: int) -> int:
     """Output pixels per register tile: the largest divisor of the output width within the budget
     (a divisor: a partial tile would need a predicated, non-unrolled tail)."""
@@ -398,9 +406,9 @@ def _plan(kmod: tvm.IRModule, target) -> _Plan | None:
     weight = _weight(kmod, conv)
     if weight is None:
         return None
-    widest, registers = vector_lanes(target)
+    _, registers = vector_lanes(target)
     _, oc, _, ow, _, _, _ = nest.extents
-    lanes = next((n for n in (widest, widest // 2) if n >= 4 and oc % n == 0), None)
+    lanes = _whole_vectors(oc, target)
     if lanes is None:
         return None
     row = _row(ow, ROW_BUDGET[registers])
@@ -626,8 +634,7 @@ def _depthwise_plan(kmod: tvm.IRModule, target) -> _DepthwisePlan | None:
     weight = _weight(kmod, nest.block)
     if group_channels != 1 or int(data.shape[1]) != channels or weight is None:
         return None  # grouped, or a depthwise multiplier above 1 (output channel f reads input f // m)
-    widest, _ = vector_lanes(target)
-    lanes = next((n for n in (widest, widest // 2) if n >= 4 and channels % n == 0), None)
+    lanes = _whole_vectors(channels, target)
     if lanes is None or (_column_stride(nest.block) == 1 and channels // lanes < MIN_DEPTHWISE_BLOCKS):
         return None
     return _DepthwisePlan(nest.epilogue, weight, lanes, _row(ow, DEPTHWISE_ROW), nest.padded)
@@ -720,10 +727,9 @@ def _matmul_plan(kmod: tvm.IRModule, target) -> _MatmulPlan | None:
         return None
     if any(_iter_kinds(b) != "S" * rank for b in blocks[1:]):  # element-wise only, over the matmul's output
         return None
-    widest, _ = vector_lanes(target)
     axis = matmul_row_axis([int(e) for e in extents[:-1]], shared)  # output extents: [..., m, n]
     rows, cols = int(extents[axis]), int(extents[rank - 1])
-    lanes = next((n for n in (widest, widest // 2) if n >= 4 and cols % n == 0), None)
+    lanes = _whole_vectors(cols, target)
     if lanes is None or (rows % MATMUL_ROWS and rows != 1):
         return None
     from .transfer import serial
