@@ -176,6 +176,72 @@ def test_parts_that_are_aligned_blocks_of_the_joined_tensor_are_written_in_place
     np.testing.assert_allclose(run_plan(model, plan), ref, rtol=1e-5, atol=1e-6)
 
 
+class _Halves(nn.Module):
+    """``y`` ([rows, 8]: a dense's output, or with ``of_input`` the model's input itself), its top
+    and bottom half rows each through a dense of their own, summed."""
+
+    def __init__(self, rows: int, of_input: bool):
+        self.rows, self.of_input = rows, of_input
+        self.fc, self.top, self.bottom = nn.Linear(8, 8), nn.Linear(8, 8), nn.Linear(8, 8)
+
+    def forward(self, x):
+        from tvm_partition.frontend.zoo import slice_axis
+
+        y = x if self.of_input else self.fc(x)
+        half = self.rows // 2
+        return self.top(slice_axis(y, 0, 0, half)) + self.bottom(slice_axis(y, 0, half, self.rows))
+
+
+@pytest.mark.parametrize("rows, of_input, views, slices", [(8, False, 2, 0), (6, False, 1, 1), (8, True, 0, 2)],
+                         ids=["aligned", "second-half-unaligned", "of-the-input"])
+def test_a_models_slices_of_aligned_blocks_are_views(rows, of_input, views, slices):
+    """The model's own slices (no plan splits anything): TVM's fusion leaves a slice read by a
+    matmul a kernel of its own, which SlicesAsViews takes as a view where the rows are one block
+    of memory at a multiple of 64 B (rows 0 and 4 of 8, 32 B a row; not row 3 of 6) of a tensor
+    computed in ``main``, not of ``main``'s own input (over RPC a ``DLTensor*``, no view). The
+    program calls exactly that many slice kernels and views, the simulator launches no kernel for
+    those views (``OpGraph.viewed_slices``), and the program matches the model."""
+    from tvm_partition.build.executable import build
+    from tvm_partition.cost_models.base import AnalyticCostModel, DeviceRoofline
+    from tvm_partition.planners.baselines import plan_cpu
+    from tvm_partition.planners.simulate import simulate
+
+    mod, _ = _Halves(rows, of_input).export_tvm(spec={"forward": {"x": nn.spec.Tensor([rows, 8], "float32")}})
+    model = frontend.load(mod, seed=1)
+    devices = parse_devices("cpu,cpu")
+    graph = OpGraph(model.mod)
+    plan = plan_cpu(graph, devices)
+    calls = [line for line in build(model.mod, plan).executable.as_text().splitlines() if line.strip().startswith("call")]
+    assert (sum("ensure_zero_offset" in c for c in calls), sum("strided_slice" in c for c in calls)) == (views, slices)
+    cpus = AnalyticCostModel({d.name: DeviceRoofline(100.0, 20.0) for d in devices})
+    tasks = [t for t in simulate(graph, plan, cpus).tasks if graph.ops[t.label].kind == "strided_slice"]
+    assert ([t.launched for t in tasks].count(False), [t.launched for t in tasks].count(True)) == (views, slices)
+    ref = run_relax(model.mod, list(model.inputs.values()), model.params)
+    np.testing.assert_allclose(run_plan(model, plan), ref, rtol=1e-5, atol=1e-6)
+
+
+def test_only_a_plain_slice_kernel_has_offsets():
+    """``slice_offsets`` reads where LegalizeOps' slice starts on each axis, and refuses a strided
+    slice and any other kernel."""
+    from tvm_partition.passes.slice_views import slice_offsets
+
+    x = relax.Var("x", R.Tensor((1, 8, 4, 4), "float32"))
+
+    def kernel(expr):
+        bb = relax.BlockBuilder()
+        with bb.function("main", [x]):
+            bb.emit_func_output(bb.emit(expr))
+        mod = relax.transform.LegalizeOps()(bb.get())
+        [prim] = [f for f in mod.functions.values() if isinstance(f, tvm.tirx.PrimFunc)]
+        return prim
+
+    assert slice_offsets(kernel(relax.op.strided_slice(x, [1], [2], [6]))) == [0, 2, 0, 0]
+    assert slice_offsets(kernel(relax.op.strided_slice(x, [1, 3], [0, 1], [8, 3]))) == [0, 0, 0, 1]
+    assert slice_offsets(kernel(relax.op.strided_slice(x, [1], [0], [8], [2]))) is None
+    assert slice_offsets(kernel(relax.op.exp(x))) is None
+    assert slice_offsets(kernel(relax.op.add(x, x))) is None
+
+
 class _Residual(nn.Module):
     """``fc1`` read twice: by ``fc2`` and by a softmax, in the order ``softmax_first`` says."""
 

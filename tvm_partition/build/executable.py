@@ -33,7 +33,7 @@ from ..errors import TvmPartitionError
 from ..ir.legalize import legalize_ops
 from ..ir.relax_utils import copy_module
 from ..passes import (ApplyPlan, FenceCopies, PropagateVDevice, elide_host_copies, keep_joins_apart, merge_repeated_params,
-                      share_packed_weights, write_joins_in_place)
+                      share_packed_weights, slices_as_views, write_joins_in_place)
 from ..plan import Plan
 from ..runtime.artifact import KERNELS_MAIN
 from .tuning import apply_schedules, schedule_gpu, tuning_target
@@ -276,13 +276,15 @@ def vm_pipeline(off_host: bool) -> tvm.transform.Pass:
     same kernel on ``cpu`` and ``cpu1`` compiles it once, placed on ``cpu``, so a build that copies
     to ``cpu1`` may launch nothing there. Then the parts of a split that are aligned blocks of their
     join write into it (:func:`~tvm_partition.passes.write_joins_in_place`: the planner after it
-    sees one allocation where it saw three, and no concat)."""
+    sees one allocation where it saw three, and no concat). First of all, a slice kernel on a CPU
+    that copies one aligned block of a tensor ``main`` computes becomes a view of it
+    (:func:`~tvm_partition.passes.slices_as_views`: the groups of an ungrouped convolution)."""
     t = relax.transform
     planned = [scope_storage_by_device, t.StaticPlanBlockMemory(), unscope_storage] if off_host else [
         t.StaticPlanBlockMemory()]
     return tvm.transform.Sequential(  # relax.get_pipeline("default") of TVM 0.27, plus the passes above
         [
-            relax.backend.DispatchSampling(), relax.backend.DispatchSortScan(), t.LegalizeOps(),
+            relax.backend.DispatchSampling(), relax.backend.DispatchSortScan(), t.LegalizeOps(), slices_as_views,
             t.RewriteDataflowReshape(), t.ToNonDataflow(), t.RemovePurityChecking(), t.CallTIRRewrite(),
             elide_host_copies, merge_repeated_params, write_joins_in_place, *planned,
             t.RewriteCUDAGraph(), t.LowerAllocTensor(), t.KillAfterLastUse(), t.LowerRuntimeBuiltin(),

@@ -28,7 +28,8 @@ from tvm import relax
 from ..errors import TvmPartitionError
 from .legalize import legalize_ops
 from .relax_utils import ByStructure, Constant
-from .split_rules import IllegalSplit, MisalignedCut, Region, is_tensor, shape_of, split_call, tensor_operands
+from .split_rules import (IllegalSplit, MisalignedCut, Region, is_tensor, shape_of, sliced_block, split_call,
+                          tensor_operands, view_offset)
 
 _ANCHOR_RANK = {
     "conv2d": 4, "conv1d": 4, "conv3d": 4, "conv2d_transpose": 4, "matmul": 4,
@@ -380,6 +381,29 @@ class OpGraph:
             output_dtypes=[o.ty.dtype for o in outputs if is_tensor(o)],
             flops=float(flops), bytes=float(io_bytes),
         )
+
+    @functools.cached_property
+    def viewed_slices(self) -> frozenset[str]:
+        """The ops that are a lone ``strided_slice`` of one aligned block of a tensor ``main``
+        computes (no parameter, nothing moved to load time): on a CPU the link pipeline takes each
+        as a view, no kernel (:func:`tvm_partition.passes.slices_as_views`, where the rule is
+        measured), which the simulator prices as it does a split's views."""
+        out = set()
+        for op_id, op in self.ops.items():
+            call = self.bindings[op.members[0]].value if len(op.members) == 1 else None
+            if _op_name(call) != "strided_slice":
+                continue
+            (x,) = tensor_operands(call)
+            i = self.index_of.get(x) if isinstance(x, relax.Var) else None
+            if i is None or i in self.static:
+                continue
+            try:
+                region = sliced_block(call)
+            except IllegalSplit:
+                continue
+            if region is not None and view_offset(shape_of(x), x.ty.dtype, region) is not None:
+                out.add(op_id)
+        return frozenset(out)
 
     def producers(self, expr) -> set[str]:
         """Every op whose output ``expr`` reads, looking through glue (a tuple of two ops' outputs

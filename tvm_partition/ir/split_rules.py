@@ -405,20 +405,43 @@ def _concat(call, out_shape, region):
 MAX_PADDED_TAIL = 16
 
 
-@rule("strided_slice")
-def _strided_slice(call, out_shape, region):
-    """Cut along an axis it does not slice, or along one it slices with stride 1 (a padded matmul's or
-    convolution's zero rows sliced off, :mod:`tvm_partition.frontend.inference`): the part reads the
-    same region shifted by the slice's start and keeps its first ``region.size`` elements."""
-    (data,) = tensor_operands(call)
-    shape = shape_of(data)
+def slice_args(call) -> tuple[list[int], list[int], list[int], list[int]]:
+    """``(axes, begins, ends, strides)`` of a ``strided_slice`` call, its axes counted from the
+    front; :class:`IllegalSplit` where they are not constants."""
+    ndim = len(shape_of(tensor_operands(call)[0]))
     try:
-        axes = [_norm_axis(int(f.value), len(shape)) for f in call.args[1].fields]
+        axes = [_norm_axis(int(f.value), ndim) for f in call.args[1].fields]
         begins = [int(f.value) for f in call.args[2].fields]
         ends = [int(f.value) for f in call.args[3].fields]
         strides = [int(f.value) for f in call.args[4].fields] if len(call.args) > 4 else [1] * len(axes)
     except (AttributeError, TypeError, ValueError):
         raise IllegalSplit("strided_slice with non-constant axes") from None
+    return axes, begins, ends, strides
+
+
+def sliced_block(call) -> Region | None:
+    """The block of its input a ``strided_slice`` call copies, where it is one: a Region of the
+    one axis it cuts, with stride 1; None where it cuts several axes or none, or strides."""
+    shape, out = shape_of(tensor_operands(call)[0]), shape_of(call)
+    axes, begins, _, strides = slice_args(call)
+    cut = [a for a in range(len(shape)) if shape[a] != out[a]]
+    if len(cut) != 1 or any(s != 1 for s in strides):
+        return None
+    a = cut[0]
+    start = 0
+    if a in axes:
+        b = begins[axes.index(a)]
+        start = b + shape[a] if b < 0 else b
+    return Region(a, start, start + out[a])
+
+
+@rule("strided_slice")
+def _strided_slice(call, out_shape, region):
+    """Cut along an axis it does not slice, or along one it slices with stride 1 (a padded matmul's or
+    convolution's zero rows sliced off, :mod:`tvm_partition.frontend.inference`): the part reads the
+    same region shifted by the slice's start and keeps its first ``region.size`` elements."""
+    shape = shape_of(tensor_operands(call)[0])
+    axes, begins, ends, strides = slice_args(call)
     if region.axis not in axes:
         return RuleResult([region])
     i = axes.index(region.axis)

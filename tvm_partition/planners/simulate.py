@@ -19,7 +19,9 @@ The execution model is TVM's Relax VM, which runs ``main`` on one host thread:
 * a copy between devices (``to_vdevice``) blocks the VM and waits for the streams of the GPUs
   it touches (``cudaMemcpy`` orders after earlier work on the stream);
 * slices and concats are kernels on the device holding the data, but a slice that is one aligned
-  block of memory is a view (:func:`tvm_partition.ir.split_rules.view_offset`) and costs nothing;
+  block of memory is a view (:func:`tvm_partition.ir.split_rules.view_offset`) and costs nothing,
+  and so is a model's own slice of such a block on a CPU (:attr:`OpGraph.viewed_slices
+  <tvm_partition.ir.graph.OpGraph.viewed_slices>`, :func:`tvm_partition.passes.slices_as_views`);
 * launching any kernel costs the VM thread the cost model's ``launch_time`` (dispatch, output
   allocation, the call; the profiler measures it on a chain of one-element kernels: 0.18 us
   on the build machine's CPU), a GPU kernel too: its launch is asynchronous, its call is not
@@ -502,7 +504,8 @@ class Run:
             self._add_whole(o, dec.device)
 
     def _kernel(self, op, dev: str) -> None:
-        est = None if op.is_view else self.s.estimate(op.id, dev)
+        view = op.is_view or (op.id in self.g.viewed_slices and self.clock.kind[dev] == "cpu")
+        est = None if view else self.s.estimate(op.id, dev)
         us = 0.0 if est is None else est.us
         self.clock.kernel(dev, us, "op", op.id, est is not None)
         self._op_done(op.id, us, [] if est is None else [est.source])
