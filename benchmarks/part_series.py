@@ -19,11 +19,14 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
 def main(argv=None) -> int:
+    from tvm_partition import flags
+
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("model", help="a zoo model (default settings)")
+    ap.add_argument("model", help="a zoo model (its default settings, or those the flags give)")
     ap.add_argument("op", help="the fused name of one of its ops, e.g. fused_matmul3_add3_gelu")
     ap.add_argument("axis", help="the axis to cut, by name (batch, M, N, channel, H, W...)")
     ap.add_argument("--step", type=int, default=16, help="cut at every multiple of this (default 16)")
+    flags.add_model_args(ap)
     args = ap.parse_args(argv)
 
     from tvm_partition import frontend
@@ -32,7 +35,7 @@ def main(argv=None) -> int:
     from tvm_partition.devices import database_dir, parse_devices
     from tvm_partition.ir.graph import OpGraph
 
-    graph = OpGraph(frontend.load(args.model, seed=0).mod)
+    graph = OpGraph(frontend.load_from_args(args.model, args).mod)
     ops = [o for o in graph.ops.values() if o.fused_name == args.op]
     if not ops:
         print(f"error: {args.model} has no op {args.op!r}", file=sys.stderr)
