@@ -80,8 +80,8 @@ from __future__ import annotations
 import tvm
 from tvm import relax
 
-from ..ir.relax_utils import Constant, copy_module, matmul_row_axis
-from ..ir.split_rules import IllegalSplit, shape_of
+from ..ir.relax_utils import Constant, calls_op, matmul_row_axis, rewrite_functions
+from ..ir.split_rules import static_shape
 
 #: Input channels a group needs for :func:`ungroup_convolutions` to take its convolution apart:
 #: one more than ``tvm_partition.build.templates.MAX_GROUP_CHANNELS`` (a test keeps them in step).
@@ -134,24 +134,11 @@ _CONV2D = tvm.ir.Op.get("relax.nn.conv2d")
 _BATCH_NORM = tvm.ir.Op.get("relax.nn.batch_norm")
 
 
-def _static(expr) -> tuple[int, ...] | None:
-    """``expr``'s static shape (:func:`~tvm_partition.ir.split_rules.shape_of`), None where it has none."""
-    try:
-        return shape_of(expr)
-    except IllegalSplit:
-        return None
-
-
-def _calls(call: relax.Call, op) -> bool:
-    """Whether ``call`` calls operator ``op`` (not a function or a ``GlobalVar``)."""
-    return isinstance(call.op, tvm.ir.Op) and call.op.same_as(op)
-
-
 def _bound_call(mutator: relax.PyExprMutator, expr, op) -> relax.Call | None:
     """``expr`` if it is a call of ``op``, or the call of ``op`` that variable ``expr`` is bound to in
     what ``mutator`` emitted; else None."""
     value = mutator.lookup_binding(expr) if isinstance(expr, relax.Var) else expr
-    return value if isinstance(value, relax.Call) and _calls(value, op) else None
+    return value if isinstance(value, relax.Call) and calls_op(value, op) else None
 
 
 def _conv2d_like(conv: relax.Call, data, weight, groups: int):
@@ -165,7 +152,7 @@ def _conv2d_like(conv: relax.Call, data, weight, groups: int):
 class _Conv1dAs2d(relax.PyExprMutator):
     def visit_call_(self, call):
         call = super().visit_call_(call)
-        if not _calls(call, _CONV1D):
+        if not calls_op(call, _CONV1D):
             return call
         a = call.attrs
         if a.data_layout != "NCW" or a.kernel_layout != "OIW" or a.out_layout not in ("", "NCW"):
@@ -188,10 +175,10 @@ class _WithoutDropout(relax.PyExprMutator):
 
 def _nchw_conv(call) -> tuple | None:
     """``(groups, data shape, weight shape)`` of an NCHW / OIHW convolution of static shapes, else None."""
-    if not _calls(call, _CONV2D):
+    if not calls_op(call, _CONV2D):
         return None
     a = call.attrs
-    xs, ws = _static(call.args[0]), _static(call.args[1])
+    xs, ws = static_shape(call.args[0]), static_shape(call.args[1])
     if a.data_layout != "NCHW" or a.kernel_layout != "OIHW" or xs is None or ws is None:
         return None
     return int(a.groups), xs, ws
@@ -245,10 +232,10 @@ def _padding(extent: int, multiple: int, share: float) -> int:
 class _PaddedMatmul(relax.PyExprMutator):
     def visit_call_(self, call):
         call = super().visit_call_(call)
-        if not _calls(call, _MATMUL):
+        if not calls_op(call, _MATMUL):
             return call
         x, w = call.args
-        xs, ws, out = _static(x), _static(w), _static(call)
+        xs, ws, out = static_shape(x), static_shape(w), static_shape(call)
         if xs is None or ws is None or out is None or len(xs) < 2 or len(ws) < 2:
             return call
         axis = matmul_row_axis(xs, len(ws) == 2)
@@ -319,15 +306,6 @@ class _Folded(relax.PyExprMutator):
         return relax.op.add(out, bias)
 
 
-def _each_function(mod: tvm.IRModule, mutator) -> tvm.IRModule:
-    """``mod`` with every relax function rewritten by ``mutator(mod, func)``."""
-    out = copy_module(mod)
-    for gv, func in mod.functions_items():
-        if isinstance(func, relax.Function):
-            out[gv] = mutator(mod, func).visit_expr(func)
-    return out
-
-
 #: Exponents :func:`roots_for_powers` rewrites: whole quarters up to this magnitude.
 MAX_ROOT_POWER = 4.0
 _POWER = tvm.ir.Op.get("relax.power")
@@ -373,35 +351,35 @@ class _Rooted(relax.PyExprMutator):
 @tvm.transform.module_pass(opt_level=0, name="Conv1dAsConv2d")
 def conv1d_as_conv2d(mod: tvm.IRModule, _ctx) -> tvm.IRModule:
     """Every ``NCW`` / ``OIW`` ``conv1d`` as a ``conv2d`` over one row (module docstring)."""
-    return _each_function(mod, lambda mod, _func: _Conv1dAs2d(mod))
+    return rewrite_functions(mod, lambda mod, _func: _Conv1dAs2d(mod))
 
 
 @tvm.transform.module_pass(opt_level=0, name="RootsForPowers")
 def roots_for_powers(mod: tvm.IRModule, _ctx) -> tvm.IRModule:
     """Every float32 ``power`` of a constant exponent of whole quarters (at most
     :data:`MAX_ROOT_POWER`) as products of roots (:func:`quarter_power`)."""
-    return _each_function(mod, lambda mod, _func: _Rooted(mod))
+    return rewrite_functions(mod, lambda mod, _func: _Rooted(mod))
 
 
 @tvm.transform.module_pass(opt_level=0, name="RemoveDropout")
 def remove_dropout(mod: tvm.IRModule, _ctx) -> tvm.IRModule:
     """Every dropout's output replaced by its input (one whose mask is used stays;
     ``DeadCodeElimination`` drops the others)."""
-    return _each_function(mod, lambda mod, _func: _WithoutDropout(mod))
+    return rewrite_functions(mod, lambda mod, _func: _WithoutDropout(mod))
 
 
 @tvm.transform.module_pass(opt_level=0, name="FoldBatchNorms")
 def fold_batch_norms(mod: tvm.IRModule, _ctx) -> tvm.IRModule:
     """Every batch norm of a convolution's output (the only use of it) folded into the
     convolution's weights and a bias; run before ``DecomposeOpsForInference``."""
-    return _each_function(mod, _Folded)
+    return rewrite_functions(mod, _Folded)
 
 
 @tvm.transform.module_pass(opt_level=0, name="UngroupConvolutions")
 def ungroup_convolutions(mod: tvm.IRModule, _ctx) -> tvm.IRModule:
     """Every NCHW grouped convolution of at most :data:`MAX_UNGROUPED_GROUPS` groups with at least
     :data:`MIN_UNGROUPED_CHANNELS` input channels a group as one convolution per group, concatenated."""
-    return _each_function(mod, lambda mod, _func: _Ungrouped(mod))
+    return rewrite_functions(mod, lambda mod, _func: _Ungrouped(mod))
 
 
 @tvm.transform.module_pass(opt_level=0, name="PadMatmuls")
@@ -412,7 +390,7 @@ def pad_matmuls(mod: tvm.IRModule, _ctx) -> tvm.IRModule:
     (its left operand padded), and whose columns fall short of a multiple of
     :data:`CHANNEL_MULTIPLE` by at most :data:`MAX_PADDED_COLUMNS` zero columns (its right operand
     padded; or of :data:`VECTOR_CHANNELS` by at most :data:`MAX_NARROW_COLUMNS`), sliced off after it."""
-    return _each_function(mod, lambda mod, _func: _PaddedMatmul(mod))
+    return rewrite_functions(mod, lambda mod, _func: _PaddedMatmul(mod))
 
 
 @tvm.transform.module_pass(opt_level=0, name="PadOutputChannels")
@@ -422,4 +400,4 @@ def pad_output_channels(mod: tvm.IRModule, _ctx) -> tvm.IRModule:
     :data:`VECTOR_CHANNELS` by at most :data:`MAX_UNVECTORISED_SHARE`, computes the zero channels
     too, sliced off after it; run after :func:`fold_batch_norms` (it reads the convolution's own
     output)."""
-    return _each_function(mod, lambda mod, _func: _Padded(mod))
+    return rewrite_functions(mod, lambda mod, _func: _Padded(mod))

@@ -23,8 +23,9 @@ import math
 import tvm
 from tvm import relax
 
-from ..ir.relax_utils import matmul_row_axis
-from .inference import MATMUL_ROW_MULTIPLE, _calls, _each_function, _static
+from ..ir.relax_utils import calls_op, matmul_row_axis, rewrite_functions
+from ..ir.split_rules import static_shape
+from .inference import MATMUL_ROW_MULTIPLE
 
 _MATMUL = tvm.ir.Op.get("relax.matmul")
 #: Element-wise operators a reshape back to the map moves below (each computes the same elements in
@@ -52,7 +53,7 @@ class _Flattened(relax.PyExprMutator):
 
     def visit_call_(self, call):
         call = super().visit_call_(call)
-        if _calls(call, _MATMUL):
+        if calls_op(call, _MATMUL):
             return self._flattened(call)
         if isinstance(call.op, tvm.ir.Op) and call.op in ELEMENTWISE:
             return self._sunk(call)
@@ -70,25 +71,25 @@ class _Flattened(relax.PyExprMutator):
 
     def _flattened(self, call):
         x, w = call.args
-        xs, ws, out = _static(x), _static(w), _static(call)
+        xs, ws, out = static_shape(x), static_shape(w), static_shape(call)
         if xs is None or ws is None or out is None or not _flattenable(xs, ws):
             return call
         rows = [math.prod(xs[:-1]), xs[-1]]
         source = self._source(x)  # the last matmul's rows, viewed as a map: taken as they are
-        flat = source if source is not None and list(_static(source)) == rows else self.builder_.emit(relax.op.reshape(x, rows))
+        flat = source if source is not None and list(static_shape(source)) == rows else self.builder_.emit(relax.op.reshape(x, rows))
         return self._view(self.builder_.emit(relax.op.matmul(flat, w, out_dtype=call.attrs.out_dtype)), out)
 
     def _sunk(self, call):
-        shape = _static(call)
+        shape = static_shape(call)
         sources = [self._source(a) for a in call.args]
         viewed = next((s for s in sources if s is not None), None)
         if shape is None or viewed is None:
             return call
-        flat = _static(viewed)
+        flat = static_shape(viewed)
         args = []
         for arg, source in zip(call.args, sources):
-            arg_shape = _static(arg)
-            if source is not None and _static(source) == flat and arg_shape == shape:
+            arg_shape = static_shape(arg)
+            if source is not None and static_shape(source) == flat and arg_shape == shape:
                 args.append(source)
             elif arg_shape == shape:  # a tensor of the map's shape: viewed as rows the same way
                 args.append(self.builder_.emit(relax.op.reshape(arg, flat)))
@@ -105,4 +106,4 @@ def flatten_matmul_rows(mod: tvm.IRModule, _ctx) -> tvm.IRModule:
     """Every matmul by a rank-2 right operand whose rows run over several axes, the template's of
     which holds no whole number of 4-row tiles, as a matmul of one matrix of rows, reshaped back to
     the map after the element-wise ops that follow it."""
-    return _each_function(mod, lambda mod, _func: _Flattened(mod))
+    return rewrite_functions(mod, lambda mod, _func: _Flattened(mod))

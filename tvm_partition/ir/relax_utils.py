@@ -29,6 +29,20 @@ def copy_module(mod: tvm.IRModule) -> tvm.IRModule:
     return tvm.IRModule(dict(mod.functions), attrs=mod.attrs, global_infos=mod.global_infos)
 
 
+def calls_op(call: relax.Call, op) -> bool:
+    """Whether ``call`` calls operator ``op`` (not a function or a ``GlobalVar``)."""
+    return isinstance(call.op, tvm.ir.Op) and call.op.same_as(op)
+
+
+def rewrite_functions(mod: tvm.IRModule, mutator) -> tvm.IRModule:
+    """``mod`` with every Relax function rewritten by ``mutator(mod, func)`` (a ``PyExprMutator``)."""
+    out = copy_module(mod)
+    for gv, func in mod.functions_items():
+        if isinstance(func, relax.Function):
+            out[gv] = mutator(mod, func).visit_expr(func)
+    return out
+
+
 def remove_uncalled(mod: tvm.IRModule, candidates) -> None:
     """Delete from ``mod`` (in place) each GlobalVar of ``candidates`` that no Relax function of
     ``mod`` calls any more: a kernel whose calls a pass replaced."""

@@ -99,6 +99,14 @@ def shape_of(expr) -> tuple[int, ...]:
         raise IllegalSplit(f"{_short(expr)} has a dynamic shape {ty.shape}") from None
 
 
+def static_shape(expr) -> tuple[int, ...] | None:
+    """:func:`shape_of` ``expr``, or None where it has no static tensor shape."""
+    try:
+        return shape_of(expr)
+    except IllegalSplit:
+        return None
+
+
 def _short(expr) -> str:
     name = getattr(expr, "name", None)
     return f"'{name}'" if name else type(expr).__name__

@@ -35,7 +35,7 @@ import tvm
 from tvm import relax
 
 from ..ir.relax_utils import copy_module, remove_uncalled
-from ..ir.split_rules import IllegalSplit, Region, shape_of, view_offset
+from ..ir.split_rules import Region, static_shape, view_offset
 
 _ALLOC_TENSOR = tvm.ir.Op.get("relax.builtin.alloc_tensor")
 
@@ -48,13 +48,6 @@ def _int(expr) -> int | None:
 
 def _is_alloc(value) -> bool:
     return isinstance(value, relax.Call) and value.op.same_as(_ALLOC_TENSOR)
-
-
-def _static_shape(expr) -> tuple | None:
-    try:
-        return shape_of(expr)
-    except IllegalSplit:
-        return None
 
 
 def _concat_axis(shapes: list, out: tuple) -> int | None:
@@ -106,10 +99,10 @@ class _Rewrite:
             return None
         *inputs, out = call.args
         j_out = self._alloc(out) if isinstance(out, relax.Var) and self.writers.get(out) == [i] else None
-        out_shape = _static_shape(out) if j_out is not None else None
+        out_shape = static_shape(out) if j_out is not None else None
         if out_shape is None or len(inputs) < 2 or any(not isinstance(x, relax.Var) for x in inputs):
             return None
-        shapes = [_static_shape(x) for x in inputs]
+        shapes = [static_shape(x) for x in inputs]
         axis = None if None in shapes else _concat_axis(shapes, out_shape)
         if axis is None:
             return None

@@ -35,7 +35,7 @@ import tvm
 from tvm import relax
 
 from ..ir.relax_utils import copy_module, remove_uncalled
-from ..ir.split_rules import IllegalSplit, Region, shape_of, view_offset
+from ..ir.split_rules import Region, static_shape, view_offset
 
 _CALL_TIR = tvm.ir.Op.get("relax.call_tir")
 #: The suffix ``LiftTransformParams`` gives the function it moves weight computations to: its
@@ -96,11 +96,8 @@ def _view(call, slices: dict, params: set):
     if len(call.args) > 2 or len(args) != 1 or not isinstance(args[0], relax.Var) or args[0] in params:
         return None
     x = args[0]
-    try:
-        in_shape, out_shape = shape_of(x), shape_of(call)
-    except IllegalSplit:
-        return None
-    if len(in_shape) != len(out_shape) or x.ty.dtype != call.ty.dtype:
+    in_shape, out_shape = static_shape(x), static_shape(call)
+    if in_shape is None or out_shape is None or len(in_shape) != len(out_shape) or x.ty.dtype != call.ty.dtype:
         return None
     region = _region(slices[call.args[0]], in_shape, out_shape)
     offset = view_offset(in_shape, x.ty.dtype, region) if region is not None else None
