@@ -211,6 +211,28 @@ def test_grouped_convolutions_of_wide_groups_become_one_per_group(cin, groups, c
         np.testing.assert_allclose(outs[0], ref, rtol=RTOL, atol=ATOL)
 
 
+def test_a_gather_clamps_its_indices_and_builds_without_the_fast_mode_warning(tmp_path, capfd):
+    """An embedding-like Gather (rows of a weight table, negative indices among them, which TVM's
+    importer turns into in-range ones) imports as a ``take`` of mode ``fast``, for which TOPI warns
+    at every build that it "segfaults when there are out-of-bounds indices". The frontend makes it
+    mode ``clip``: no such line while the model compiles, and it matches onnxruntime."""
+    table = numpy_helper.from_array(np.random.default_rng(0).standard_normal((10, 16)).astype(np.float32), "table")
+    nodes = [helper.make_node("Gather", ["table", "ids"], ["rows"], axis=0), helper.make_node("Relu", ["rows"], ["y"])]
+    graph = helper.make_graph(nodes, "gather", [helper.make_tensor_value_info("ids", TensorProto.INT64, [2, 3])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 3, 16])], [table])
+    proto = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
+    path = tmp_path / "gather.onnx"
+    onnx.save(proto, path)
+    model = frontend.load(str(path))
+    text = model.mod["main"].script()
+    assert 'mode="clip"' in text and 'mode="fast"' not in text
+    ids = np.array([[0, 9, -1], [-10, 3, 4]], dtype=np.int64)
+    capfd.readouterr()
+    _, outs = run_split(model, tmp_path, [ids], strategy="cpu")
+    assert "Fast mode segfaults" not in capfd.readouterr().err
+    np.testing.assert_allclose(outs[0], ort_run(proto, [ids])[0], rtol=RTOL, atol=ATOL)
+
+
 @pytest.mark.parametrize("cout,wide", [(250, 256), (24, None), (27, 32), (21, 24), (3, None)],
                          ids=["padded-to-256", "narrow-left-alone", "padded-to-32", "padded-to-24", "rgb-left-alone"])
 def test_output_channels_padded_to_whole_vectors(cout, wide, tmp_path):

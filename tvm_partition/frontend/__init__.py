@@ -30,7 +30,7 @@ from .onnx_loop import unroll_loops
 from .onnx_rnn import RecurrentError, unroll_recurrent
 from ..ir.relax_utils import Constant, rebuilt
 from .matmul_rows import flatten_matmul_rows
-from .inference import (conv1d_as_conv2d, fold_batch_norms, pad_matmuls, pad_output_channels, remove_dropout,
+from .inference import (clip_takes, conv1d_as_conv2d, fold_batch_norms, pad_matmuls, pad_output_channels, remove_dropout,
                         roots_for_powers, ungroup_convolutions)
 
 
@@ -233,7 +233,8 @@ def normalize(model: Model) -> Model:
     norms after convolutions folded into their weights, the others
     decomposed, dropout removed, grouped convolutions of wide groups one per group, output channels
     of convolutions padded to whole vectors, channels-last matmuls over a map as one matrix of rows
-    (:mod:`.matmul_rows`), matmuls' rows and columns to whole register tiles and vectors, powers of whole quarters as roots (:mod:`.inference`,
+    (:mod:`.matmul_rows`), matmuls' rows and columns to whole register tiles and vectors, powers of whole quarters as roots,
+    takes that clamp their indices (:mod:`.inference`,
     which sees one-element weights as constants: :func:`bind_scalar_weights`), constants lifted
     into weights, static shapes only."""
     model.mod, model.params = bind_scalar_weights(model.mod, model.params)
@@ -248,6 +249,7 @@ def normalize(model: Model) -> Model:
             flatten_matmul_rows,
             pad_matmuls,
             roots_for_powers,
+            clip_takes,
             relax.transform.CanonicalizeBindings(),
             relax.transform.DeadCodeElimination(["main"]),
         ]

@@ -66,6 +66,12 @@ so the planners, the profiler and the build see the same ops.
   (torchvision export, 2 Zen 3 threads); its attention scores (12 x 197 x 64 by 64 x 197)
   9.6 ms a call at 197 columns, 0.72 at 208 (2 Zen 4 threads); the model 0.53x with the columns
   padded too (2026-11-30).
+* :func:`clip_takes`: a ``take`` (a Gather, an embedding) of mode ``fast`` reads out of bounds
+  where an index is (no check), and TOPI says so at every build: a C++ warning "Fast mode
+  segfaults when there are out-of-bounds indices" for each such kernel, 18 lines in one
+  ``bench --quick`` (BERT-tiny's embeddings). Mode ``clip`` clamps each index into range: no
+  warning, and a bad token id reads the last row instead of memory past the table; a min and a
+  max per index, nothing beside a row's copy.
 * :func:`roots_for_powers`: ``x ** c`` for a constant ``c`` of whole quarters (LRN's ``0.75``, a
   variance's ``2``, ``0.5``) becomes products of ``x``, ``sqrt(x)`` and ``sqrt(sqrt(x))``: TVM
   lowers ``power`` to a call of libm's scalar ``powf`` per element, which no loop vectorises;
@@ -359,6 +365,26 @@ def roots_for_powers(mod: tvm.IRModule, _ctx) -> tvm.IRModule:
     """Every float32 ``power`` of a constant exponent of whole quarters (at most
     :data:`MAX_ROOT_POWER`) as products of roots (:func:`quarter_power`)."""
     return rewrite_functions(mod, lambda mod, _func: _Rooted(mod))
+
+
+_TAKE = tvm.ir.Op.get("relax.take")
+
+
+@relax.expr_functor.mutator
+class _ClippedTakes(relax.PyExprMutator):
+    def visit_call_(self, call):
+        call = super().visit_call_(call)
+        if calls_op(call, _TAKE) and call.attrs.mode == "fast":
+            axis = call.attrs.axis
+            return relax.op.take(call.args[0], call.args[1], None if axis is None else int(axis), mode="clip")
+        return call
+
+
+@tvm.transform.module_pass(opt_level=0, name="ClipTakes")
+def clip_takes(mod: tvm.IRModule, _ctx) -> tvm.IRModule:
+    """Every ``take`` of mode ``fast`` (TVM's default, and what its ONNX importer emits for a
+    Gather) as mode ``clip``."""
+    return rewrite_functions(mod, lambda mod, _func: _ClippedTakes(mod))
 
 
 @tvm.transform.module_pass(opt_level=0, name="RemoveDropout")
