@@ -71,6 +71,11 @@ class CostModel(abc.ABC):
         VM, its arguments' checks, the return; once a run, before its first kernel."""
         return 0.0
 
+    def view_time(self, device: str) -> float:
+        """What the VM spends on a view of a tensor on ``device`` (a split's rows, a part written
+        into its join: no kernel, two calls)."""
+        return 0.0
+
 
 def full_shape(op) -> tuple[int, ...]:
     """The op's output shape; ``()`` for an op whose output is a tuple."""
@@ -188,3 +193,6 @@ class ServersCostModel(CostModel):
 
     def run_time(self, device: str) -> float:
         return self.base.run_time(self.local) * self._factor(device)
+
+    def view_time(self, device: str) -> float:
+        return self.base.view_time(self.local) * self._factor(device)

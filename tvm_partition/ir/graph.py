@@ -387,7 +387,7 @@ class OpGraph:
         """The ops that are a lone ``strided_slice`` of one aligned block of a tensor ``main``
         computes (no parameter, nothing moved to load time): on a CPU the link pipeline takes each
         as a view, no kernel (:func:`tvm_partition.passes.slices_as_views`, where the rule is
-        measured), which the simulator prices as it does a split's views."""
+        measured), which the simulator prices as it does a split's views (``view_time``)."""
         out = set()
         for op_id, op in self.ops.items():
             call = self.bindings[op.members[0]].value if len(op.members) == 1 else None

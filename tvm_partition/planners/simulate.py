@@ -19,14 +19,17 @@ The execution model is TVM's Relax VM, which runs ``main`` on one host thread:
 * a copy between devices (``to_vdevice``) blocks the VM and waits for the streams of the GPUs
   it touches (``cudaMemcpy`` orders after earlier work on the stream);
 * slices and concats are kernels on the device holding the data, but a slice that is one aligned
-  block of memory is a view (:func:`tvm_partition.ir.split_rules.view_offset`) and costs nothing,
-  and so is a model's own slice of such a block on a CPU (:attr:`OpGraph.viewed_slices
-  <tvm_partition.ir.graph.OpGraph.viewed_slices>`, :func:`tvm_partition.passes.slices_as_views`);
+  block of memory is a view (:func:`tvm_partition.ir.split_rules.view_offset`), and so is a model's
+  own slice of such a block on a CPU (:attr:`OpGraph.viewed_slices
+  <tvm_partition.ir.graph.OpGraph.viewed_slices>`, :func:`tvm_partition.passes.slices_as_views`)
+  and each part written into its join: a view launches no kernel and costs the VM thread the cost
+  model's ``view_time`` (two calls; the profiler times a chain of views: 0.16 us a view on a Zen 4,
+  more than its 0.11 us kernel launch);
 * launching any kernel costs the VM thread the cost model's ``launch_time`` (dispatch, output
   allocation, the call; the profiler measures it on a chain of one-element kernels: 0.18 us
   on the build machine's CPU), a GPU kernel too: its launch is asynchronous, its call is not
   (about 3.2 us on the H100 machine's host, where the GPU runs these models' kernels in
-  microseconds: a split plan's GPU launches and CPU parts share one thread). Views launch nothing;
+  microseconds: a split plan's GPU launches and CPU parts share one thread);
 * a run starts with the cost model's ``run_time`` of the host: the call into the VM from Python,
   its arguments' checks (the profiler times a run of one kernel: 0.77 us on a Zen 4, 0.66 beyond
   its launch).
@@ -93,17 +96,23 @@ class Simulation:
 class _Clock:
     """The VM thread and one stream per GPU."""
 
-    def __init__(self, plan: Plan, launch: dict[str, float] | None = None, entry_us: float = 0.0):
+    def __init__(self, plan: Plan, launch: dict[str, float] | None = None, entry_us: float = 0.0,
+                 view: dict[str, float] | None = None):
         self.kind = {d.name: d.kind for d in plan.devices}
         self.launch = launch or {}  # VM time per kernel launched on a device, beyond the kernel
+        self.view = view or {}  # VM time per view of a tensor on a device (no kernel)
         self.host = entry_us  # the call into the VM, before its first kernel
         self.stream = {d.name: 0.0 for d in plan.devices if d.kind == "gpu"}
         self.tasks: list[Task] = []
         self.sum_us = 0.0
 
-    def kernel(self, dev: str, us: float, kind: str, label: str, launch: bool = True) -> float:
-        if launch:  # a view launches nothing
+    def kernel(self, dev: str, us: float, kind: str, label: str, launch: bool = True, views: int = 0) -> float:
+        """A task of ``us`` on ``dev``; ``launch``: the VM launches a kernel for it, else ``views``
+        views (each the VM's ``view_time``: a view launches no kernel, but is two calls)."""
+        if launch:
             self.host += self.launch.get(dev, 0.0)
+        else:
+            self.host += views * self.view.get(dev, 0.0)
         if self.kind[dev] == "gpu":
             start = max(self.stream[dev], self.host)
             self.stream[dev] = start + us
@@ -115,13 +124,14 @@ class _Clock:
             self.sum_us += us
         return us
 
-    def launch_late(self, index: int, us: float) -> list[Task]:
-        """Task ``index``, a join on a CPU priced in place, launched after all: it takes its launch
-        and ``us`` where the program runs it, and everything scheduled after it (on the VM thread,
-        or on a stream the thread launched it on) moves that much later. Returns the tasks it
-        replaced, ``tasks[index:]`` before."""
+    def launch_late(self, index: int, us: float, views: int = 0) -> list[Task]:
+        """Task ``index``, a join on a CPU priced in place (its parts as ``views`` views), launched
+        after all: it takes its launch and ``us`` where the program runs it, less those views, and
+        everything scheduled after it (on the VM thread, or on a stream the thread launched it on)
+        moves that much later. Returns the tasks it replaced, ``tasks[index:]`` before."""
         old = self.tasks[index:]
-        join, delay = old[0], self.launch.get(old[0].resource, 0.0) + us
+        join = old[0]
+        delay = self.launch.get(join.resource, 0.0) + us - views * self.view.get(join.resource, 0.0)
         start = join.start_us + delay - us
         self.tasks[index:] = [dataclasses.replace(join, start_us=start, end_us=start + us, launched=True)] + [
             dataclasses.replace(t, start_us=t.start_us + delay, end_us=t.end_us + delay) for t in old[1:]]
@@ -171,6 +181,12 @@ class Simulator:
     def launch_times(self, plan: Plan) -> dict[str, float]:
         """The cost model's VM time per kernel launch on each device of ``plan``."""
         return {d.name: self.cm.launch_time(d.name) for d in plan.devices}
+
+    def view_times(self, plan: Plan) -> dict[str, float]:
+        """The cost model's VM time per view of a tensor on each device of ``plan`` (0 where it
+        has none: a cost model of no ``view_time``, or a profile of no view chain)."""
+        view_time = getattr(self.cm, "view_time", None)
+        return {d.name: view_time(d.name) if view_time else 0.0 for d in plan.devices}
 
     # ------------------------------------------------------------------ cached costs
     def estimate(self, op_id: str, dev: str, region: Region | None = None):
@@ -312,13 +328,13 @@ class Run:
     def __init__(self, sim: Simulator, plan: Plan):
         self.s, self.g, self.plan = sim, sim.g, plan
         self.host = plan.host
-        self.clock = _Clock(plan, sim.launch_times(plan), sim.cm.run_time(plan.host))
+        self.clock = _Clock(plan, sim.launch_times(plan), sim.cm.run_time(plan.host), sim.view_times(plan))
         self.rank = {d.name: (0 if d.kind == "gpu" else 1, i) for i, d in enumerate(plan.devices)}
         self.whole: dict = {}  # value -> [devices holding it whole]
         self.parts: dict = {}  # value -> [(Region, device)]
         self.cache: set = set()
         self.read_parts: set = set()  # values whose parts something but their join read
-        self.in_place: dict = {}  # value -> (its join's task index, bytes): joined in place, no concat launched yet
+        self.in_place: dict = {}  # value -> (its join's task index, bytes, parts): joined in place, no concat launched yet
         self.op_us: dict = {}
         self.op_sources: dict = {}
         self.journal: list = []  # undo steps, for planners trying decisions (:meth:`mark`, :meth:`rollback`)
@@ -394,10 +410,10 @@ class Run:
                 return
             for r, _ in sorted(parts, key=lambda p: p[0].lo):
                 self.get(x, dev, r, joining=True)
-            if self._in_place(x, parts, dev):
-                self.in_place[x] = (len(self.clock.tasks), nbytes)
+            if self._in_place(x, parts, dev):  # each part written through a view of x
+                self.in_place[x] = (len(self.clock.tasks), nbytes, len(parts))
                 self.journal.append(lambda: self.in_place.pop(x, None))
-                self.clock.kernel(dev, 0.0, "concat", name, launch=False)
+                self.clock.kernel(dev, 0.0, "concat", name, launch=False, views=len(parts))
             else:
                 self.clock.kernel(dev, self.s.comm_time("concat", nbytes, dev), "concat", name)
             self._add_whole(x, dev)
@@ -439,13 +455,13 @@ class Run:
             self.read_parts.add(x)
             self.journal.append(lambda: self.read_parts.discard(x))
         if x in self.in_place:
-            index, nbytes = self.in_place.pop(x)
+            index, nbytes, views = self.in_place.pop(x)
             tasks = self.clock.tasks
-            old = self.clock.launch_late(index, self.s.comm_time("concat", nbytes, tasks[index].resource))
+            old = self.clock.launch_late(index, self.s.comm_time("concat", nbytes, tasks[index].resource), views)
 
             def undo():  # after the clock's own rollback has cut its tasks back to the mark's
                 tasks[index:] = old[:max(0, len(tasks) - index)]
-                self.in_place[x] = (index, nbytes)
+                self.in_place[x] = (index, nbytes, views)
 
             self.journal.append(undo)
 
@@ -453,7 +469,8 @@ class Run:
         """``region`` of ``x`` (of its part ``within``) taken on ``dev``: a kernel, or a view that
         launches nothing (:meth:`Simulator.slice_us`)."""
         us = self.s.slice_us(x, region, dev, within)
-        self.clock.kernel(dev, us or 0.0, "slice", getattr(x, "name_hint", "value"), launch=us is not None)
+        self.clock.kernel(dev, us or 0.0, "slice", getattr(x, "name_hint", "value"), launch=us is not None,
+                          views=int(us is None))
 
     def prefetch(self, x, dev: str, region: Region | None) -> None:
         """The copies and concats :meth:`get` needs, without its last slice on ``dev``
@@ -504,10 +521,10 @@ class Run:
             self._add_whole(o, dec.device)
 
     def _kernel(self, op, dev: str) -> None:
-        view = op.is_view or (op.id in self.g.viewed_slices and self.clock.kind[dev] == "cpu")
-        est = None if view else self.s.estimate(op.id, dev)
+        viewed = op.id in self.g.viewed_slices and self.clock.kind[dev] == "cpu"
+        est = None if op.is_view or viewed else self.s.estimate(op.id, dev)
         us = 0.0 if est is None else est.us
-        self.clock.kernel(dev, us, "op", op.id, est is not None)
+        self.clock.kernel(dev, us, "op", op.id, est is not None, views=int(viewed))
         self._op_done(op.id, us, [] if est is None else [est.source])
         self.clock.sum_us += us
 

@@ -204,15 +204,43 @@ def launch_function(k: int = LAUNCH_CHAIN):
     return bb.get()
 
 
-def launch_module(k: int, device):
-    """:func:`launch_function` for ``device``: on a GPU legalized and given dlight's schedules first
-    (:func:`tvm_partition.build.tuning.schedule_gpu`; unscheduled TIR does not build for CUDA)."""
+#: Views in the view-overhead sample (:func:`view_function`).
+VIEW_CHAIN = 256
+
+
+def view_function(k: int = VIEW_CHAIN):
+    """A Relax function of one one-element ``tanh`` kernel and ``k`` chained views of its output
+    (``R.memory.view`` + ``R.memory.ensure_zero_offset``: what a split's rows and a part written
+    into its join are): run by the VM, its time over ``k`` is what one view costs it (two calls,
+    no kernel)."""
+    from tvm import relax
+
+    bb = relax.BlockBuilder()
+    x = relax.Var("x", relax.TensorType((1,), "float32"))
+    with bb.function("main", [x], pure=True):
+        with bb.dataflow():
+            y = bb.emit(relax.op.tanh(x))  # computed in main: a view of an argument is none over RPC
+            for _ in range(k):
+                y = bb.emit(relax.op.memory.ensure_zero_offset(bb.emit(relax.op.memory.view(y, [1], "float32", 0))))
+            out = bb.emit_output(y)
+        bb.emit_func_output(out)
+    return bb.get()
+
+
+#: The chain each ``comm`` record of the VM's own costs times (:func:`launch_module`).
+CHAINS = {"launch": launch_function, "run": launch_function, "view": view_function}
+
+
+def launch_module(k: int, device, comm: str = "launch"):
+    """The chain ``comm`` times (:data:`CHAINS`, of ``k`` kernels or views) for ``device``: on a GPU
+    legalized and given dlight's schedules first (:func:`tvm_partition.build.tuning.schedule_gpu`;
+    unscheduled TIR does not build for CUDA)."""
     import tvm
 
     from ..build.tuning import schedule_gpu
     from ..ir.legalize import legalize_ops
 
-    mod = launch_function(k)
+    mod = CHAINS[comm](k)
     if device.kind != "gpu":
         return mod
     mod = legalize_ops()(mod)
