@@ -551,9 +551,9 @@ class ProfiledCostModel(CostModel):
 
     def view_time(self, device: str) -> float:
         """The profile's chain of views (``R.memory.view`` + ``ensure_zero_offset``, no kernel) per
-        view: 0.18 us on this Zen 4 against 0.11 a kernel launch (a chain of 32 in a compiled VM,
-        2026-11-30), so the splits' views, priced at nothing, made the RNNs' split-op rows read
-        -11% to -18%. 0 where no chain was timed (profiles from before it)."""
+        view: 0.16 us in this Zen 4's profile (0.18 in a chain of 32 timed by hand) against 0.11 a
+        kernel launch (2026-11-30); priced at nothing, the splits' views were part of why the RNNs'
+        split-op rows read -11% to -18%. 0 where no chain was timed (profiles from before it)."""
         kind = device_kind(device, self.devices)
         if kind in self.view:
             return self.view[kind]
