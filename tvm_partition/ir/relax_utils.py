@@ -43,6 +43,20 @@ def rewrite_functions(mod: tvm.IRModule, mutator) -> tvm.IRModule:
     return out
 
 
+def like_block(block, bindings: list):
+    """A block of ``block``'s kind (dataflow or not) holding ``bindings``."""
+    return relax.DataflowBlock(bindings) if isinstance(block, relax.DataflowBlock) else relax.BindingBlock(bindings)
+
+
+def view_bindings(bb: relax.BlockBuilder, var: relax.Var, source, shape, offset: int) -> list:
+    """``var`` bound to the ``shape`` of ``source`` at byte ``offset`` as a view, no copy:
+    ``R.memory.view`` then ``R.memory.ensure_zero_offset`` (which moves the data pointer: kernels
+    take tensors of byte offset 0). ``bb`` (in a binding block) infers the calls' types."""
+    view = bb.normalize(relax.op.memory.view(source, list(shape), source.ty.dtype, offset))
+    v = relax.Var(f"{var.name}_view", view.ty)
+    return [relax.VarBinding(v, view), relax.VarBinding(var, bb.normalize(relax.op.memory.ensure_zero_offset(v)))]
+
+
 def remove_uncalled(mod: tvm.IRModule, candidates) -> None:
     """Delete from ``mod`` (in place) each GlobalVar of ``candidates`` that no Relax function of
     ``mod`` calls any more: a kernel whose calls a pass replaced."""

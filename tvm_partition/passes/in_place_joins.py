@@ -34,7 +34,7 @@ from __future__ import annotations
 import tvm
 from tvm import relax
 
-from ..ir.relax_utils import copy_module, remove_uncalled
+from ..ir.relax_utils import copy_module, like_block, remove_uncalled, view_bindings
 from ..ir.split_rules import Region, static_shape, view_offset
 
 _ALLOC_TENSOR = tvm.ir.Op.get("relax.builtin.alloc_tensor")
@@ -156,18 +156,12 @@ def _rewrite_block(block, kernels: dict, on_cpu, uses: dict):
         if i in dropped:
             continue
         if i in views:
-            whole, shape, offset = views[i]
-            view = bb.normalize(relax.op.memory.view(whole, list(shape), whole.ty.dtype, offset))
-            v = relax.Var(f"{b.var.name}_view", view.ty)
-            zero = bb.normalize(relax.op.memory.ensure_zero_offset(v))
-            z = relax.Var(f"{b.var.name}_in_place", zero.ty)
-            out += [relax.VarBinding(v, view), relax.VarBinding(z, zero), relax.VarBinding(b.var, z)]
+            out += view_bindings(bb, b.var, *views[i])
             continue
         out.append(b)
     bb._end_block()
     removed = [r.b[i].value.op for i in plans]
-    new = relax.DataflowBlock(out) if isinstance(block, relax.DataflowBlock) else relax.BindingBlock(out)
-    return new, removed
+    return like_block(block, out), removed
 
 
 @tvm.transform.module_pass(opt_level=0, name="WriteJoinsInPlace")

@@ -22,6 +22,8 @@ from __future__ import annotations
 import tvm
 from tvm import relax
 
+from ..ir.relax_utils import like_block
+
 #: ``OpPatternKind::kOpaque``: FuseOps fuses nothing into or out of such a PrimFunc.
 OPAQUE = 8
 
@@ -43,7 +45,7 @@ def _is_join(binding, copied: set) -> bool:
 def _rebind(block, call_of):
     """``block`` with every binding's value replaced by ``call_of(binding)``."""
     bindings = [relax.VarBinding(b.var, call_of(b)) if isinstance(b, relax.VarBinding) else b for b in block.bindings]
-    return relax.DataflowBlock(bindings) if isinstance(block, relax.DataflowBlock) else relax.BindingBlock(bindings)
+    return like_block(block, bindings)
 
 
 @tvm.transform.module_pass(opt_level=0, name="KeepJoinsApart")

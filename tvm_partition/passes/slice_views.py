@@ -34,7 +34,7 @@ from __future__ import annotations
 import tvm
 from tvm import relax
 
-from ..ir.relax_utils import copy_module, remove_uncalled
+from ..ir.relax_utils import copy_module, like_block, remove_uncalled, view_bindings
 from ..ir.split_rules import Region, static_shape, view_offset
 
 _CALL_TIR = tvm.ir.Op.get("relax.call_tir")
@@ -126,13 +126,13 @@ def slices_as_views(mod: tvm.IRModule, _ctx) -> tvm.IRModule:
         return mod
     bb = relax.BlockBuilder()
     bb._begin_binding_block()  # a scope to normalize the new calls in (their types inferred)
-    out, changed = {}, False
+    out = {}
     for gv, func in mod.functions_items():
         if (not isinstance(func, relax.Function) or not isinstance(func.body, relax.SeqExpr)
                 or gv.name_hint.endswith(LOAD_TIME)):
             continue
         params = set(func.params)
-        blocks = []
+        blocks, changed = [], False
         for block in func.body.blocks:
             bindings = []
             for b in block.bindings:
@@ -140,18 +140,14 @@ def slices_as_views(mod: tvm.IRModule, _ctx) -> tvm.IRModule:
                 if found is None:
                     bindings.append(b)
                     continue
-                x, shape, offset = found
-                view = bb.normalize(relax.op.memory.view(x, list(shape), x.ty.dtype, offset))
-                v = relax.Var(f"{b.var.name}_view", view.ty)
-                bindings += [relax.VarBinding(v, view),
-                             relax.VarBinding(b.var, bb.normalize(relax.op.memory.ensure_zero_offset(v)))]
+                bindings += view_bindings(bb, b.var, *found)
                 changed = True
-            blocks.append(relax.DataflowBlock(bindings) if isinstance(block, relax.DataflowBlock)
-                          else relax.BindingBlock(bindings))
-        out[gv] = relax.Function(func.params, relax.SeqExpr(blocks, func.body.body), func.ret_ty, func.is_pure,
-                                 func.attrs)
+            blocks.append(like_block(block, bindings))
+        if changed:
+            out[gv] = relax.Function(func.params, relax.SeqExpr(blocks, func.body.body), func.ret_ty, func.is_pure,
+                                     func.attrs)
     bb._end_block()
-    if not changed:
+    if not out:
         return mod
     new = copy_module(mod)
     for gv, func in out.items():

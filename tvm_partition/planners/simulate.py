@@ -183,10 +183,9 @@ class Simulator:
         return {d.name: self.cm.launch_time(d.name) for d in plan.devices}
 
     def view_times(self, plan: Plan) -> dict[str, float]:
-        """The cost model's VM time per view of a tensor on each device of ``plan`` (0 where it
-        has none: a cost model of no ``view_time``, or a profile of no view chain)."""
-        view_time = getattr(self.cm, "view_time", None)
-        return {d.name: view_time(d.name) if view_time else 0.0 for d in plan.devices}
+        """The cost model's VM time per view of a tensor on each device of ``plan`` (0 from a
+        profile of no view chain)."""
+        return {d.name: self.cm.view_time(d.name) for d in plan.devices}
 
     # ------------------------------------------------------------------ cached costs
     def estimate(self, op_id: str, dev: str, region: Region | None = None):
