@@ -263,10 +263,16 @@ def test_a_sample_slower_than_a_larger_size_of_its_series_is_timed_again(profile
     top = max(fit_records(batch), key=lambda r: float(r["mean_us"]))
     series = sorted(fit_records([r for r in batch if r["sig"] == top["sig"]]), key=lambda r: int(r["size"]))
     keys = {sample_key(r) for r in series}
-    # a size in order now and well clear of the next (its sizes double, its times with them): the
-    # kernels of a few rows take 30-50 ns, where timing noise alone reorders them
+    # a size in order now, of the most room below the quickest larger size: its time again must come
+    # back in order under the suite's load. The largest size under an eighth of the top had 2x (its
+    # sizes double, its times with them) and twice read slower than that in a full run here
+    # (2026-11-30); a schedule's step between sizes leaves 4-5x.
+
+    def room(r) -> float:
+        return min((float(x["mean_us"]) for x in series if int(x["size"]) > int(r["size"])), default=0.0) / float(r["mean_us"])
+
     small = max((r for r in series if float(r["mean_us"]) <= float(top["mean_us"]) / 8
-                 and sample_key(r) not in profiler.out_of_order(log, keys)), key=lambda r: int(r["size"]))
+                 and sample_key(r) not in profiler.out_of_order(log, keys)), key=room)
     log.append(dict(small, mean_us=5 * top["mean_us"]))
     assert sample_key(small) in profiler.out_of_order(ProfileLog(copy), keys)
     assert sample_key(top) not in profiler.out_of_order(ProfileLog(copy), keys)
