@@ -205,7 +205,7 @@ def test_profile_times_every_op_axis_and_copy_then_resumes(profiled):
     assert ProfiledCostModel(folder, devices).threads == [usable_cpus()]  # the pool every kernel was timed with
     comms = {(r["comm"], r["src"], r["dst"]) for r in log.comms()}
     assert {("copy", "cpu", "cpu"), ("slice", "cpu", "cpu"), ("concat", "cpu", "cpu"), ("launch", "cpu", "cpu"),
-            ("run", "cpu", "cpu"), ("view", "cpu", "cpu")} <= comms
+            ("run", "cpu", "cpu"), ("view", "cpu", "cpu"), ("arg", "cpu", "cpu")} <= comms
     # a chain of views: no kernel, but the VM's calls (on a Zen 4, 1.4-1.6x a launch)
     [view] = [r["mean_us"] for r in log.comms() if r["comm"] == "view"]
     assert 0 < view < 50 and ProfiledCostModel(folder, devices).view_time(devices[1].name) == view
@@ -215,6 +215,11 @@ def test_profile_times_every_op_axis_and_copy_then_resumes(profiled):
     [run] = [r for r in log.comms() if r["comm"] == "run"]
     assert run["kernels"] == 1 and 0 < run["mean_us"] < 100
     assert ProfiledCostModel(folder, devices).run_time("cpu") == pytest.approx(max(0.0, run["mean_us"] - launch))
+    # that run given 64 arguments more: each argument's share of what it takes beyond the run
+    [arg] = [r for r in log.comms() if r["comm"] == "arg"]
+    assert arg["kernels"] == 64 and arg["mean_us"] > 0
+    assert ProfiledCostModel(folder, devices).arg_time("cpu") == pytest.approx(
+        max(0.0, (arg["mean_us"] * 64 - run["mean_us"]) / 64))
     again = profiler.profile([graph], devices, folder)  # everything is there: nothing to time
     assert again["total"] == 0 and again["measured"] == 0
     # after a tuning run changed the databases, the ops are timed again (not the copies)
@@ -510,26 +515,33 @@ def test_a_graph_of_one_kernel_is_priced_at_its_time_alone(tmp_path):
 
 
 def test_a_run_costs_the_call_into_the_vm_once(tmp_path):
-    """The profile's run of one kernel, less its launch, starts every simulated run on the host."""
+    """The profile's run of one kernel, less its launch, and its run given 64 arguments more, less
+    that run, an argument of ``main`` beyond the first (the model's input and its four weights),
+    start every simulated run on the host."""
     from tvm_partition.cost_models import ROOFLINE
     from tvm_partition.planners.simulate import simulate
     from tvm_partition.planners.baselines import plan_cpu
 
     log = ProfileLog(str(tmp_path))
-    for comm, us in (("launch", 0.1), ("run", 0.8)):
-        log.append({"type": "comm", "comm": comm, "src": "cpu", "dst": "cpu", "bytes": 0, "kernels": 1,
+    for comm, us, k in (("launch", 0.1, 1), ("run", 0.8, 1), ("arg", (0.8 + 64 * 0.05) / 64, 64)):
+        log.append({"type": "comm", "comm": comm, "src": "cpu", "dst": "cpu", "bytes": 0, "kernels": k,
                     "mean_us": us, "std_us": 0.0, "repeats": 1})
     fallback = AnalyticCostModel({"cpu": ROOFLINE["cpu"]})
     cm = ProfiledCostModel(str(tmp_path), fallback=fallback)
     assert cm.run_time("cpu") == pytest.approx(0.7) and fallback.run_time("cpu") == 0.0
+    assert cm.arg_time("cpu") == pytest.approx(0.05) and fallback.arg_time("cpu") == 0.0
     graph = OpGraph(mlp_model(batch=16).mod)
+    args = len(graph.func.params)
+    assert args == 5
     devices = parse_devices("cpu")
     plan = plan_cpu(graph, devices)
     kernels = sum(1 for op in graph.ops.values() if not op.is_view)
     sim = simulate(graph, plan, cm)
-    assert sim.latency_us == pytest.approx(0.7 + 0.1 * kernels + sum(sim.op_us.values()))
-    assert min(t.start_us for t in sim.tasks) == pytest.approx(0.7 + 0.1)
-    assert ProfiledCostModel(str(tmp_path / "none"), fallback=fallback).run_time("cpu") == 0.0
+    entry = 0.7 + (args - 1) * 0.05
+    assert sim.latency_us == pytest.approx(entry + 0.1 * kernels + sum(sim.op_us.values()))
+    assert min(t.start_us for t in sim.tasks) == pytest.approx(entry + 0.1)
+    none = ProfiledCostModel(str(tmp_path / "none"), fallback=fallback)
+    assert none.run_time("cpu") == 0.0 and none.arg_time("cpu") == 0.0
 
 
 def test_a_model_is_measured_in_the_vm_against_its_kernels_alone(profiled, tmp_path):
@@ -722,7 +734,7 @@ def test_a_bundle_is_timed_copies_first_then_its_order_across_libraries(tmp_path
     monkeypatch.setattr(timing, "_load_library", lambda bundle, lib_spec, session: (lib_spec["file"], Dev()))
     monkeypatch.setattr(timing, "time_kernel", lambda lib, name, args, dev: (1.0, 0.0, 5))
     monkeypatch.setattr(timing, "time_copy", lambda n, src, dst: (2.0, 0.0, 20))
-    monkeypatch.setattr(timing, "time_launches", lambda path, kernels, dev: (3.0, 0.0, 5))
+    monkeypatch.setattr(timing, "time_launches", lambda path, kernels, dev, args=1: (3.0, 0.0, 5))
     order = []
     assert timing.run_bundle(str(tmp_path), None, done={"s2"}, progress=order.append) == 5
     assert order == ["c0", "l0", "s0", "s1", "s3"]

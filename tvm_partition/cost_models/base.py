@@ -76,6 +76,11 @@ class CostModel(abc.ABC):
         into its join: no kernel, two calls)."""
         return 0.0
 
+    def arg_time(self, device: str) -> float:
+        """What each argument of ``main`` beyond the first adds to a run on host ``device`` (the
+        call's conversion of it, the VM's check of it): once a run, with :meth:`run_time`."""
+        return 0.0
+
 
 def full_shape(op) -> tuple[int, ...]:
     """The op's output shape; ``()`` for an op whose output is a tuple."""
@@ -196,3 +201,6 @@ class ServersCostModel(CostModel):
 
     def view_time(self, device: str) -> float:
         return self.base.view_time(self.local) * self._factor(device)
+
+    def arg_time(self, device: str) -> float:
+        return self.base.arg_time(self.local) * self._factor(device)

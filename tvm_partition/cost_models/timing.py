@@ -82,9 +82,11 @@ def time_kernel(lib, name: str, args_spec: list, dev, repeat: int = REPEAT, min_
 LAUNCH_WARMUP = 100
 
 
-def time_launches(path: str, kernels: int, dev, repeat: int = COPY_REPEAT):
+def time_launches(path: str, kernels: int, dev, repeat: int = COPY_REPEAT, args: int = 1):
     """``(median_us, std_us, repeats)`` per kernel of the VM running the chain of ``kernels``
-    one-element kernels exported at ``path`` (:func:`tvm_partition.profiling.samples.launch_function`)."""
+    one-element kernels exported at ``path`` (:func:`tvm_partition.profiling.samples.launch_function`),
+    its ``main`` given ``args`` one-element tensors (:func:`~tvm_partition.profiling.samples.args_function`
+    takes more than one)."""
     import tvm
     from tvm.runtime import vm as rvm
 
@@ -93,13 +95,13 @@ def time_launches(path: str, kernels: int, dev, repeat: int = COPY_REPEAT):
     # run of one kernel timed with the lookup took 2.2-2.3 us, without it 0.8 (znver4, 2026-11-27);
     # a CPU has nothing to wait for (its kernels run in the call)
     main, wait = vm["main"], dev.type != "cpu"
-    x = tvm.runtime.tensor(np.zeros(1, dtype="float32"), device=dev)
+    x = [tvm.runtime.tensor(np.zeros(1, dtype="float32"), device=dev) for _ in range(args)]
     for _ in range(LAUNCH_WARMUP):
-        main(x)
+        main(*x)
     res = []
     for _ in range(repeat):
         t0 = time.perf_counter()
-        main(x)
+        main(*x)
         if wait:
             dev.sync()
         res.append((time.perf_counter() - t0) * 1e6 / kernels)
@@ -252,7 +254,8 @@ def run_bundle(bundle: str, out: str | None, done: set | None = None, progress=N
         dev = device(launch["device"])
         if progress:
             progress(launch["id"])
-        mean, std, n = time_launches(os.path.join(bundle, launch["file"]), launch["kernels"], dev)
+        mean, std, n = time_launches(os.path.join(bundle, launch["file"]), launch["kernels"], dev,
+                                     args=launch.get("args", 1))
         emit({"id": launch["id"], "mean_us": mean, "std_us": std, "repeats": n, "fingerprint": fp, **pool})
         if launch.get("comm", "launch") == "launch":  # a chain (not a run of one kernel)
             launched.append({"device": launch["device"], "mean_us": mean})

@@ -28,12 +28,14 @@ from collections import defaultdict
 from ..cost_models import timing
 from ..cost_models.logs import ProfileLog, sample_key
 from .samples import (
-    COMM_BYTES,
+    ARG_CHAIN,
     CHAINS,
+    COMM_BYTES,
     LAUNCH_CHAIN,
     VIEW_CHAIN,
     Sample,
     build_library,
+    chain_arguments,
     comm_function,
     launch_module,
     sample_function,
@@ -130,9 +132,10 @@ def pending_samples(graphs: list, devices: list, log: ProfileLog | None = None, 
     # but each costs that thread its call (the chain of one-element kernels runs at that rate)
     # and a run of a VM of one kernel, called from Python as a runner calls ``main``: what a run
     # costs beyond its launches (the call, its arguments' checks, the return); and a chain of
-    # views, which launch nothing but are two calls each (0.18 us a view on a Zen 4)
+    # views, which launch nothing but are two calls each (0.18 us a view on a Zen 4); and a run of
+    # that kernel with more arguments, which each cost the call (0.105 us an argument on a Zen 4)
     for kind in sorted(kinds):
-        for comm, k in (("launch", LAUNCH_CHAIN), ("run", 1), ("view", VIEW_CHAIN)):
+        for comm, k in (("launch", LAUNCH_CHAIN), ("run", 1), ("view", VIEW_CHAIN), ("arg", ARG_CHAIN)):
             rec = {"type": "comm", "comm": comm, "src": kind, "dst": kind, "bytes": 0, "kernels": k, "vm": "compiled"}
             if sample_key(rec) not in seen and not _logged(log, rec):
                 seen.add(sample_key(rec))
@@ -183,7 +186,7 @@ def write_bundle(folder: str, pending: list[Pending], schedules=None, progress=N
             relax.build(launch_module(p.record["kernels"], p.device, comm), target=p.device.tvm_target(),
                         exec_mode=p.record["vm"]).export_library(os.path.join(folder, file))
             spec["launches"].append({"id": sid, "file": file, "device": p.device.kind, "kernels": p.record["kernels"],
-                                     "comm": comm})
+                                     "comm": comm, "args": chain_arguments(comm, p.record["kernels"])})
             spec["records"][sid] = p.record
             continue
         if p.make is None:

@@ -227,8 +227,37 @@ def view_function(k: int = VIEW_CHAIN):
     return bb.get()
 
 
+#: Arguments beyond the first in the argument-overhead sample (:func:`args_function`).
+ARG_CHAIN = 64
+
+
+def args_function(k: int = ARG_CHAIN):
+    """A Relax function of one one-element ``tanh`` kernel, as the ``run`` sample, with ``k``
+    one-element tensor arguments more: run by the VM from Python, what it takes beyond that run,
+    over ``k``, is what each argument of ``main`` costs a run (its conversion in the call, the VM's
+    check of its type and shape). 0.105 us an argument on a Zen 4, beside 0.77 us for a run of one
+    argument (2026-11-30): a model's ``main`` takes its inputs and every weight, and the one-op GRU
+    rows of ``bench --split-ops`` (3-4 arguments, 4.5-6.5 us) were predicted 0.2-0.3 us low without
+    them."""
+    from tvm import relax
+
+    bb = relax.BlockBuilder()
+    x = relax.Var("x", relax.TensorType((1,), "float32"))
+    extra = [relax.Var(f"a{i}", relax.TensorType((1,), "float32")) for i in range(k)]
+    with bb.function("main", [x, *extra], pure=True):
+        with bb.dataflow():
+            out = bb.emit_output(bb.emit(relax.op.tanh(x)))
+        bb.emit_func_output(out)
+    return bb.get()
+
+
 #: The chain each ``comm`` record of the VM's own costs times (:func:`launch_module`).
-CHAINS = {"launch": launch_function, "run": launch_function, "view": view_function}
+CHAINS = {"launch": launch_function, "run": launch_function, "view": view_function, "arg": args_function}
+
+
+def chain_arguments(comm: str, k: int) -> int:
+    """The tensors ``main`` of chain ``comm`` of length ``k`` takes (:data:`CHAINS`)."""
+    return 1 + k if comm == "arg" else 1
 
 
 def launch_module(k: int, device, comm: str = "launch"):
