@@ -96,7 +96,7 @@ class Emitter:
 
     def ints(self, values) -> str:
         """An int64 ``Constant`` node (indices and shapes stay constants, not weights)."""
-        from onnx import helper, numpy_helper
+        from onnx import numpy_helper
 
         return self.op("Constant", [], value=numpy_helper.from_array(np.asarray(values, np.int64), self.name("i")))
 
