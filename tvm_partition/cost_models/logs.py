@@ -6,7 +6,7 @@ loses at most the sample in flight). Two record types::
     {"type": "op", "sig", "kind", "fused", "dim", "dim_name", "size", "full", "shape", "full_shape",
      "op_flops", "op_bytes", "n_inputs", "device", "tuned", "schedule", "schedules", "transfer", "mean_us", "std_us",
      "repeats", "tvm", "fingerprint", "time"}
-    {"type": "comm", "comm": "copy" | "slice" | "concat" | "launch" | "run" | "context", "src", "dst", "bytes",
+    {"type": "comm", "comm": "copy" | "slice" | "concat" | "launch" | "run" | "view" | "arg" | "context", "src", "dst", "bytes",
      "mean_us", "std_us", "repeats", "tvm", "fingerprint", "time"}
 
 (``schedule``: tuned, transferred or default, what the sample's kernel ran; ``schedules``: the
@@ -16,7 +16,9 @@ sample was built as builds build kernels since schedule transfer, :mod:`tvm_part
 samples without it ran TVM's default schedule wherever the database had no record and are
 measured again. ``launch``: the VM's time per kernel launch on ``src`` beyond the kernel, ``bytes`` 0, per
 ``kernels`` one-element kernels in a chain. ``run``: one run of a VM of one such kernel (``kernels``
-1), called from Python as a runner calls ``main`` and waited for. ``context``: how much slower than its kernels timed
+1), called from Python as a runner calls ``main`` and waited for. ``view``: per view, of a chain of
+``kernels`` views. ``arg``: that run of one kernel given ``kernels`` one-element arguments more, per
+argument (the whole run over ``kernels``). ``context``: how much slower than its kernels timed
 alone ``model`` ran in the VM on ``src`` (``mean_us`` holds that factor; also ``kernels``,
 ``warm_us``, ``vm_us`` and ``sigs``, its ops' signatures), :mod:`tvm_partition.profiling.context`.)
 

@@ -237,8 +237,9 @@ def args_function(k: int = ARG_CHAIN):
     over ``k``, is what each argument of ``main`` costs a run (its conversion in the call, the VM's
     check of its type and shape). 0.105 us an argument on a Zen 4, beside 0.77 us for a run of one
     argument (2026-11-30): a model's ``main`` takes its inputs and every weight, and the one-op GRU
-    rows of ``bench --split-ops`` (3-4 arguments, 4.5-6.5 us) were predicted 0.2-0.3 us low without
-    them."""
+    and LSTM rows of ``bench --split-ops`` (3-4 arguments, 4.5-9 us) were predicted 0.2-0.3 us low
+    without them. The log's record keeps ``k`` as its ``kernels`` (the chain's length, as the other
+    chains')."""
     from tvm import relax
 
     bb = relax.BlockBuilder()
