@@ -480,6 +480,44 @@ def test_a_model_measured_in_the_vm_is_priced_with_its_own_factor(tmp_path):
     assert "in_model_factor" not in plan_and_simulate(unseen, devices, "cpu", cost_model=cm)[0].meta["predicted"]
 
 
+def test_a_model_timed_in_two_builds_is_priced_with_its_own_launch_cost(tmp_path):
+    """A context timed with the model's split build too (twice the launches, the same kernels'
+    time alone) separates what a launch costs in that model from how much slower its kernels run:
+    alone 100 us in both, 10 launches in 115 us, 20 in 120 -> factor 1.1, 0.5 us a launch (the
+    profile's chain: 0.1). The model is priced with both, and its plan says so; a model timed in
+    one build keeps the chain's launch; two builds that give no such pair change nothing."""
+    from tvm_partition.cost_models import ROOFLINE
+    from tvm_partition.cost_models.timing import context_launch
+    from tvm_partition.ir.graph import graph_signature, op_signature
+    from tvm_partition.planners import plan_and_simulate
+
+    small, large = OpGraph(mlp_model(batch=16).mod), OpGraph(mlp_model(batch=16, d_out=8).mod)
+    op = next(o for o in small.ops.values() if not o.is_view)
+    full = tuple(op.output_shapes[-1])
+    two = {"vm_us": 115.0, "warm_us": 100.0, "kernels": 10, "split_vm_us": 120.0, "split_warm_us": 100.0,
+           "split_kernels": 20}
+    assert context_launch(two) == pytest.approx((1.1, 0.5))
+    assert context_launch(dict(two, split_vm_us=110.0)) is None  # a launch of negative cost: no pair
+    assert context_launch({k: v for k, v in two.items() if not k.startswith("split")}) is None
+    log = ProfileLog(str(tmp_path))
+    log.append(dict(_op_rec(full[0], 20.0, sig=op_signature(op)), shape=list(full), full=full[0],
+                    full_shape=list(full), tuned=True))
+    log.append({"type": "comm", "comm": "launch", "src": "cpu", "dst": "cpu", "bytes": 0, "kernels": 256,
+                "mean_us": 0.1, "std_us": 0.0, "repeats": 1})
+    log.append(dict(_context_rec("mlp out=4", 1.14, [op_signature(op)]), graph=graph_signature(small), **two))
+    log.append(dict(_context_rec("mlp out=8", 2.0, [op_signature(op)]), graph=graph_signature(large)))
+    cm = ProfiledCostModel(str(tmp_path), fallback=AnalyticCostModel({"cpu": ROOFLINE["cpu"]}))
+    priced = cm.for_graph(small)
+    assert priced.graph_factor == pytest.approx(1.1) and priced.launch_time("cpu") == pytest.approx(0.5)
+    assert priced.op_time(op, "cpu") == pytest.approx(22.0)
+    assert cm.launch_time("cpu") == pytest.approx(0.1) and cm.for_graph(large).launch_time("cpu") == pytest.approx(0.1)
+    assert cm.for_graph(large).graph_factor == pytest.approx(2.0)
+    plan, sim = plan_and_simulate(small, parse_devices("cpu"), "cpu", cost_model=cm)
+    kernels = sum(1 for o in small.ops.values() if not o.is_view)
+    assert sim.latency_us == pytest.approx(0.5 * kernels + sum(sim.op_us.values()))
+    assert plan.meta["predicted"]["in_model_launch_us"] == pytest.approx(0.5)
+
+
 def test_a_graph_of_one_kernel_is_priced_at_its_time_alone(tmp_path):
     """A model of one compute op (``bench --split-ops``'s op models) runs its kernel as it ran
     alone: priced without its op's in-model factor, and the plan and --explain say why."""
@@ -564,6 +602,9 @@ def test_a_model_is_measured_in_the_vm_against_its_kernels_alone(profiled, tmp_p
     assert rec["mean_us"] == pytest.approx((quickest_vm - rec["kernels"] * launch) / quickest_alone, rel=1e-6)
     assert set(rec["sigs"]) == {op_signature(op) for op in graph.ops.values() if not op.is_view}
     assert rec["graph"] == graph_signature(graph)
+    # its equal build over two CPUs in the same rounds: twice the launches, the same work
+    assert rec["split_kernels"] > rec["kernels"] and len(rec["split_rounds"]) == 5
+    assert (rec["split_vm_us"], rec["split_warm_us"]) == tuple(min(r[i] for r in rec["split_rounds"]) for i in (0, 1))
     assert [r["model"] for r in ProfileLog(copy).comms() if r["comm"] == "context"] == [rec["model"]]
     cm = ProfiledCostModel(copy, devices)
     assert cm.context.factor(rec["sigs"][0]) == pytest.approx(rec["mean_us"])
@@ -783,7 +824,16 @@ def test_bundle_runs_with_the_runtime_only_and_imports_back(tmp_path):
     [ctx] = [r for r in ProfileLog(folder).comms() if r["comm"] == "context"]
     assert ctx["graph"] == graph_signature(graph) and ctx["vm_us"] > 0 and ctx["warm_us"] > 0 and ctx["kernels"] > 0
     assert len(ctx["rounds"]) == 5 and ctx["mean_us"] > 0
-    assert ProfiledCostModel(folder).context.by_graph == {ctx["graph"]: ctx["mean_us"]}
+    # the model's split build timed beside it, with the runtime alone: more launches for the same
+    # work, and the factor and a launch's cost solved from both (where they give a pair)
+    from tvm_partition.cost_models.timing import context_launch
+
+    assert ctx["split_kernels"] > ctx["kernels"] and len(ctx["split_rounds"]) == 5 and ctx["split_vm_us"] > 0
+    solved, context = context_launch(ctx), ProfiledCostModel(folder).context
+    if solved is None:
+        assert context.by_graph == {ctx["graph"]: ctx["mean_us"]} and context.launch_by_graph == {}
+    else:
+        assert context.by_graph == {ctx["graph"]: solved[0]} and context.launch_by_graph == {ctx["graph"]: solved[1]}
     logged = open(os.path.join(folder, "profile.jsonl")).read()
     r = _cli("-m", "tvm_partition", "profile", "--import", str(bundle), "--tuning-logs", str(tmp_path / "logs"))
     assert r.returncode == 0 and "imported 0 samples" in r.stdout, r.stdout + r.stderr  # again: nothing added

@@ -77,6 +77,8 @@ def plan_and_simulate(graph, devices, strategy: str = "auto", plan_file=None, to
     if getattr(cost_model, "graph_factor", None) is not None:  # measured in the VM, or one kernel (alone)
         plan.meta["predicted"]["in_model_factor"] = round(cost_model.graph_factor, 4)
         plan.meta["predicted"]["in_model_factor_from"] = cost_model.graph_factor_from
+    if getattr(cost_model, "graph_launch", None) is not None:  # a CPU launch, solved with the factor
+        plan.meta["predicted"]["in_model_launch_us"] = round(cost_model.graph_launch, 4)
     return plan, sim
 
 

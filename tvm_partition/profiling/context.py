@@ -25,10 +25,19 @@ never run: :meth:`ProfiledCostModel.in_model_us
 (:meth:`ProfiledCostModel.for_graph <tvm_partition.cost_models.profiled.ProfiledCostModel.for_graph>`):
 the factor grows with a model's length and data, not with its ops (znver4, 2026-11-27: LSTM
 sequence 10 1.06x, sequence 100 1.49-1.81x, sharing every gate matmul).
+
+The same model's ``equal`` build over two CPUs runs in the same rounds: about twice the launches
+for the same kernels' work, so the two builds separate what a launch costs in the model from how
+much slower its kernels run (:func:`tvm_partition.cost_models.timing.context_launch`). A factor
+alone scales kernel time, and a plan of more launches was priced short: the LSTM at sequence 100
+ran its ``equal`` build 272 us over its one-CPU build where 131 were predicted (znver4,
+2026-11-30); its launches cost 0.31 us there, the GRU's 0.16, against the profile's chain of
+one-element kernels' 0.11.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import tempfile
 
@@ -41,35 +50,50 @@ def model_key(model) -> str:
     return f"{model.name} {config}".strip()
 
 
-def build_context(model, device, schedules, path: str) -> tuple[dict, dict]:
+def build_context(model, device, schedules, path: str, split_path: str | None = None) -> tuple[dict, dict]:
     """The compiler's half of a ``context`` measurement: ``model`` (a
     :class:`tvm_partition.frontend.model.Model`) built for the CPU ``device`` (a DeviceSpec) with
     ``schedules`` as builds do, exported to ``path``. Returns ``(spec, record)``: what
     :func:`tvm_partition.cost_models.timing.time_context` runs (``inputs`` and ``params`` as
     ``[shape, dtype]``, every kernel ``main`` launches with its launch count and arguments), and the
-    ``context`` record it is timed into (the model's key, its graph's signature and its ops')."""
-    import tvm
-
-    from ..build.executable import build, kernel_calls
+    ``context`` record it is timed into (the model's key, its graph's signature and its ops').
+    ``split_path``: also the model's ``equal`` build over two such CPUs, exported there (the spec's
+    ``split``: its file as given, its kernels, its devices), which launches about twice the kernels
+    for the same work: :func:`tvm_partition.cost_models.timing.context_launch` tells a launch's cost
+    from the factor by both."""
     from ..ir.graph import OpGraph, graph_signature, op_signature
-    from ..planners.baselines import plan_cpu
-    from .samples import kernel_args
+    from ..planners.baselines import plan_cpu, plan_equal
 
     graph = OpGraph(model.mod)
-    result = build(model.mod, plan_cpu(graph, [device]), graph, schedules)
-    # exported and loaded, as deployments and the profile's samples run: the executable tvm.compile
-    # returns ran the LSTM (seq 10) in 840-1050 us in the VM, exported and loaded 649 us (same process)
-    result.executable.export_library(path)
-    calls = kernel_calls(result.module)
-    kernels = [{"name": gv.name_hint, "calls": calls[gv.name_hint], "args": kernel_args(func)}
-               for gv, func in result.module.functions_items()
-               if calls.get(gv.name_hint) and isinstance(func, tvm.tirx.PrimFunc)]
     spec = {"inputs": [[list(i["shape"]), i["dtype"]] for i in model.input_info()],
-            "params": [[list(p.shape), str(p.dtype)] for p in model.params], "kernels": kernels}
+            "params": [[list(p.shape), str(p.dtype)] for p in model.params],
+            "kernels": _exported(model, graph, plan_cpu(graph, [device]), schedules, path)}
+    if split_path is not None:
+        twin = dataclasses.replace(device, name=f"{device.name}1", index=device.index + 1)
+        spec["split"] = {"file": split_path, "devices": 2,
+                         "kernels": _exported(model, graph, plan_equal(graph, [device, twin]), schedules, split_path)}
     record = {"type": "comm", "comm": "context", "src": "cpu", "dst": "cpu", "bytes": 0, "model": model_key(model),
               "graph": graph_signature(graph),
               "sigs": sorted({op_signature(op) for op in graph.ops.values() if not op.is_view})}
     return spec, record
+
+
+def _exported(model, graph, plan, schedules, path: str) -> list[dict]:
+    """``model`` built for ``plan`` as builds do and exported to ``path``; every kernel its ``main``
+    launches, with its launch count and arguments."""
+    import tvm
+
+    from ..build.executable import build, kernel_calls
+    from .samples import kernel_args
+
+    result = build(model.mod, plan, graph, schedules)
+    # exported and loaded, as deployments and the profile's samples run: the executable tvm.compile
+    # returns ran the LSTM (seq 10) in 840-1050 us in the VM, exported and loaded 649 us (same process)
+    result.executable.export_library(path)
+    calls = kernel_calls(result.module)
+    return [{"name": gv.name_hint, "calls": calls[gv.name_hint], "args": kernel_args(func)}
+            for gv, func in result.module.functions_items()
+            if calls.get(gv.name_hint) and isinstance(func, tvm.tirx.PrimFunc)]
 
 
 def measure(model, device, schedules, launch_us: float = 0.0) -> dict:
@@ -87,7 +111,7 @@ def measure(model, device, schedules, launch_us: float = 0.0) -> dict:
     threads = use_cpu_threads()  # before the first kernel starts TVM's pool: the profile's pool
     with tempfile.TemporaryDirectory(prefix="tvmp-context-") as tmp:
         path = os.path.join(tmp, "model.so")
-        spec, record = build_context(model, device, schedules, path)
+        spec, record = build_context(model, device, schedules, path, os.path.join(tmp, "split.so"))
         timed = time_context(path, spec["inputs"], [np.asarray(p) for p in model.params], spec["kernels"],
-                             tvm.cpu(), launch_us)
+                             tvm.cpu(), launch_us, spec["split"])
     return {**record, **timed, "threads": threads}

@@ -267,11 +267,13 @@ def add_contexts(folder: str, spec: dict, models: list, device, schedules=None, 
 
     spec["mcpu"] = spec.get("mcpu") or device.target.get("mcpu")  # the machine's name there (write_bundle)
     for i, model in enumerate(models):
-        cid, file = f"c{i}", f"context-{i}.so"
+        cid, file, split = f"c{i}", f"context-{i}.so", f"context-{i}-split.so"
         if progress:
             progress(f"building {model.name} for its context")
         try:
-            entry, record = build_context(model, device, schedules, os.path.join(folder, file))
+            entry, record = build_context(model, device, schedules, os.path.join(folder, file),
+                                          os.path.join(folder, split))
+            entry["split"]["file"] = split  # in the bundle's folder, wherever it is timed
         except BuildError as e:  # its samples are in the bundle; the model keeps the median factor
             if progress:
                 progress(f"warning: {model.name} left out of the contexts: {e}")
@@ -288,7 +290,8 @@ def result_record(records: dict, res: dict) -> dict:
     for key in ("fingerprint", "threads"):  # threads: the CPU pool it was timed with
         if res.get(key):
             rec[key] = res[key]
-    for key in ("kernels", "vm_us", "warm_us", "rounds"):  # a model's context (timing.time_context)
+    for key in ("kernels", "vm_us", "warm_us", "rounds",  # a model's context (timing.time_context)
+                "split_kernels", "split_vm_us", "split_warm_us", "split_rounds"):
         if key in res:
             rec[key] = res[key]
     return rec
