@@ -100,7 +100,8 @@ SAMPLE_S = 0.2  # a profile sample: warm-up and 5 repeats of >= 10 ms
 NVRTC_KERNEL_S = 0.03  # compiling one CUDA kernel at load time
 #: a model's context: 5 rounds of >= 150 ms in the VM and >= 10 ms for each distinct kernel alone
 #: (not measured there yet; here the README's LSTM, 109 distinct kernels, and the sequence-10 one, 19,
-#: took 14.4 s in one runtime-only process, 2026-11-27)
+#: took 14.4 s in one runtime-only process, 2026-11-27), for each of its two builds (the one-CPU
+#: build and the split one)
 CONTEXT_S, CONTEXT_KERNEL_S = 0.75, 0.05
 ASSUMPTIONS = (f"a fresh process costs {START_S['cpu']} s, {START_S['gpu']} s with the GPU (CUDA context, NVRTC); "
                f"a profile sample {SAMPLE_S} s, {NVRTC_KERNEL_S} s of NVRTC per GPU kernel; runs take their "
@@ -382,7 +383,7 @@ def profile_estimate(spec: dict) -> float:
     gpu_kernels = sum(len(lib["kernels"]) for lib in spec["libraries"] if lib["device"] == "gpu")
     contexts = spec.get("contexts", [])
     return (len(spec["records"]) - len(contexts)) * SAMPLE_S + gpu_kernels * NVRTC_KERNEL_S + START_S["gpu"] \
-        + sum(CONTEXT_S + len(c["kernels"]) * CONTEXT_KERNEL_S for c in contexts)
+        + sum(CONTEXT_S + len(b["kernels"]) * CONTEXT_KERNEL_S for c in contexts for b in (c, c.get("split")) if b)
 
 
 def tree_bytes(folder: str) -> tuple[int, str]:
