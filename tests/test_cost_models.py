@@ -627,6 +627,21 @@ def test_a_model_that_does_not_build_keeps_its_samples_and_the_median_factor(tmp
     assert not os.path.exists(os.path.join(str(tmp_path), "profile.jsonl"))
 
 
+def test_a_model_whose_split_build_fails_keeps_its_one_cpu_context(tmp_path, monkeypatch):
+    """The split build only refines a context: where it does not build, the model is timed in its
+    one-CPU build as before (a factor, the chain's launch), not left out."""
+    from tvm_partition.build.executable import BuildError
+    from tvm_partition.planners import baselines
+    from tvm_partition.profiling import profiler
+
+    def fail(*_args, **_kw):
+        raise BuildError("TVM could not compile the partitioned module: no")
+
+    monkeypatch.setattr(baselines, "plan_equal", fail)
+    [rec] = profiler.measure_contexts([mlp_model()], parse_devices("cpu"), str(tmp_path))
+    assert rec["kernels"] > 0 and rec["mean_us"] > 0 and not any(k.startswith("split") for k in rec)
+
+
 def test_a_plan_says_how_much_of_its_prediction_no_measurement_backs(tmp_path):
     from tvm_partition.planners.simulate import Simulation
 

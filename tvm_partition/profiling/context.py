@@ -58,9 +58,11 @@ def build_context(model, device, schedules, path: str, split_path: str | None = 
     ``[shape, dtype]``, every kernel ``main`` launches with its launch count and arguments), and the
     ``context`` record it is timed into (the model's key, its graph's signature and its ops').
     ``split_path``: also the model's ``equal`` build over two such CPUs, exported there (the spec's
-    ``split``: its file as given, its kernels, its devices), which launches about twice the kernels
-    for the same work: :func:`tvm_partition.cost_models.timing.context_launch` tells a launch's cost
-    from the factor by both."""
+    ``split``: its file as given, its kernels, its devices; none where that build fails), which
+    launches about twice the kernels for the same work:
+    :func:`tvm_partition.cost_models.timing.context_launch` tells a launch's cost from the factor
+    by both."""
+    from ..build.executable import BuildError
     from ..ir.graph import OpGraph, graph_signature, op_signature
     from ..planners.baselines import plan_cpu, plan_equal
 
@@ -70,8 +72,11 @@ def build_context(model, device, schedules, path: str, split_path: str | None = 
             "kernels": _exported(model, graph, plan_cpu(graph, [device]), schedules, path)}
     if split_path is not None:
         twin = dataclasses.replace(device, name=f"{device.name}1", index=device.index + 1)
-        spec["split"] = {"file": split_path, "devices": 2,
-                         "kernels": _exported(model, graph, plan_equal(graph, [device, twin]), schedules, split_path)}
+        try:
+            spec["split"] = {"file": split_path, "devices": 2,
+                             "kernels": _exported(model, graph, plan_equal(graph, [device, twin]), schedules, split_path)}
+        except BuildError:  # the model keeps its factor and the chain's launch
+            pass
     record = {"type": "comm", "comm": "context", "src": "cpu", "dst": "cpu", "bytes": 0, "model": model_key(model),
               "graph": graph_signature(graph),
               "sigs": sorted({op_signature(op) for op in graph.ops.values() if not op.is_view})}
@@ -113,5 +118,5 @@ def measure(model, device, schedules, launch_us: float = 0.0) -> dict:
         path = os.path.join(tmp, "model.so")
         spec, record = build_context(model, device, schedules, path, os.path.join(tmp, "split.so"))
         timed = time_context(path, spec["inputs"], [np.asarray(p) for p in model.params], spec["kernels"],
-                             tvm.cpu(), launch_us, spec["split"])
+                             tvm.cpu(), launch_us, spec.get("split"))
     return {**record, **timed, "threads": threads}

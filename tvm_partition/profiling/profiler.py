@@ -273,7 +273,8 @@ def add_contexts(folder: str, spec: dict, models: list, device, schedules=None, 
         try:
             entry, record = build_context(model, device, schedules, os.path.join(folder, file),
                                           os.path.join(folder, split))
-            entry["split"]["file"] = split  # in the bundle's folder, wherever it is timed
+            if "split" in entry:
+                entry["split"]["file"] = split  # in the bundle's folder, wherever it is timed
         except BuildError as e:  # its samples are in the bundle; the model keeps the median factor
             if progress:
                 progress(f"warning: {model.name} left out of the contexts: {e}")
