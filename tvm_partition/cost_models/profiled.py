@@ -561,7 +561,7 @@ class ProfiledCostModel(CostModel):
         of a batch: the README's first command planned `fixed` at 3.24 ms, which ran 9.14 on the
         H100 machine, 1.83x its GPU alone (2026-11-27). A CPU launch in a graph whose context
         solved its own (:meth:`for_graph`, :attr:`graph_launch`) costs that: the LSTM's at
-        sequence 100 0.39 us on a Zen 4, against the chain's 0.11 (2026-11-30)."""
+        sequence 100 0.31 us on a Zen 4, against the chain's 0.11 (2026-11-30)."""
         kind = device_kind(device, self.devices)
         if kind == "cpu" and self.graph_launch is not None:
             return self.graph_launch
