@@ -431,7 +431,7 @@ class ProfiledCostModel(CostModel):
             return self
         priced = copy.copy(self)
         priced.graph_factor, priced.graph_factor_from = factor, why
-        priced.graph_launch = self.context.launch_by_graph.get(sig) if why == "measured" else None
+        priced.graph_launch = self.context.launch_by_graph.get(sig)  # solved only where measured
         return priced
 
     def estimate(self, op, device: str, shape=None) -> Estimate:

@@ -63,6 +63,7 @@ def build_context(model, device, schedules, path: str, split_path: str | None = 
     :func:`tvm_partition.cost_models.timing.context_launch` tells a launch's cost from the factor
     by both."""
     from ..build.executable import BuildError
+    from ..devices import parse_devices
     from ..ir.graph import OpGraph, graph_signature, op_signature
     from ..planners.baselines import plan_cpu, plan_equal
 
@@ -71,7 +72,7 @@ def build_context(model, device, schedules, path: str, split_path: str | None = 
             "params": [[list(p.shape), str(p.dtype)] for p in model.params],
             "kernels": _exported(model, graph, plan_cpu(graph, [device]), schedules, path)}
     if split_path is not None:
-        twin = dataclasses.replace(device, name=f"{device.name}1", index=device.index + 1)
+        twin = dataclasses.replace(parse_devices("cpu,cpu")[1], target=device.target)  # parse_devices names it
         try:
             spec["split"] = {"file": split_path, "devices": 2,
                              "kernels": _exported(model, graph, plan_equal(graph, [device, twin]), schedules, split_path)}
