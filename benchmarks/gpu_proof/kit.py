@@ -364,10 +364,12 @@ def compact_weights(stage: str, exports: list[str]) -> set[str]:
 def bench_estimate(rows: list[dict], repeat: int) -> float:
     """Seconds to measure ``rows`` as ``run_bench.py`` does: fresh processes per row (3, or 1 for
     fewer than 9 runs), each starting up (:data:`START_S`) and running warm-up + its share of
-    ``repeat`` runs of the row's predicted latency (its model's cpu row's for tvm-cpu)."""
-    from tvm_partition.bench.runtime import PROCESSES
+    ``repeat`` runs of the row's predicted latency (its model's cpu row's for tvm-cpu), at least
+    its blocks' minimum time."""
+    from tvm_partition.bench.runtime import BLOCK_MIN_S, BLOCKS, PROCESSES
 
     procs = PROCESSES if repeat >= 3 * PROCESSES else 1
+    each = math.ceil(repeat / procs)
     cpu_pred = {(r["model"], json.dumps(r["config"])): r.get("predicted_us") for r in rows if r["strategy"] == "cpu"}
     total = 0.0
     for r in rows:
@@ -375,7 +377,7 @@ def bench_estimate(rows: list[dict], repeat: int) -> float:
             continue
         pred = r.get("predicted_us") or cpu_pred.get((r["model"], json.dumps(r["config"]))) or 1000.0
         kind = "gpu" if "gpu" in r["devices"] and r["strategy"] != "tvm-cpu" else "cpu"
-        total += procs * (START_S[kind] + (3 + math.ceil(repeat / procs)) * pred / 1e6)
+        total += procs * (START_S[kind] + 3 * pred / 1e6 + max(each * pred / 1e6, min(BLOCKS, each) * BLOCK_MIN_S))
     return total
 
 

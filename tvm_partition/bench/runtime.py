@@ -49,18 +49,27 @@ def measure(art_dir: str, repeat: int, seed: int = 0) -> dict:
     if bench_ort.is_artifact(art_dir):
         return _result(bench_ort.time_runs(art_dir, repeat), ["cpu"])
     runner = Runner(art_dir)
-    return _result(runner.time(runner.example_inputs(seed), repeat), [d.kind for d in runner.devices])
+    return _result(runner.time(runner.example_inputs(seed), repeat, min_s=BLOCKS * BLOCK_MIN_S),
+                   [d.kind for d in runner.devices])
 
 
 #: Blocks of runs :func:`measure_together` times each artifact in, in turn with the others'.
 BLOCKS = 4
+#: Seconds of timed runs a block lasts at least (more runs than ``repeat`` asks where they are
+#: short), as the profile times a kernel for at least ``timing.MIN_REPEAT_MS``. Why: ``bench
+#: --quick`` (10 runs: 4 a process, one a block) read the LSTM's gate matmul split at 9.4 us
+#: (processes 9.1, 9.4, 10.4; -15% against its 8.0 predicted) where 4,000 runs of the same artifact
+#: in each of three processes read 8.7 (its whole op 7.3 and 7.1): one run a block is the second
+#: after the other artifact's, its caches not yet the op's (znver4, 2026-11-30). 20 ms is a few
+#: thousand runs of an op row, eight of ResNet-18 at 64 px, one of anything over 20 ms.
+BLOCK_MIN_S = 0.02
 
 
 def measure_together(arts: list[str], repeat: int, seed: int = 0) -> dict:
     """``{art: result}`` as :func:`measure` gives for each, the artifacts (TVM ones) loaded and
     warmed up in this process and timed in turn: :data:`BLOCKS` blocks of runs each, the order
     reversed from block to block, each block after one untimed run (the caches the artifact before
-    left). Why: this VM runs one artifact up to 1.5x apart minutes apart (see
+    left) and at least :data:`BLOCK_MIN_S` long. Why: this VM runs one artifact up to 1.5x apart minutes apart (see
     :func:`measure_interleaved`), and rows measured in processes one after another each caught
     another phase: in ``bench --quick`` (2026-11-29, amd-epyc-znver3-2c) the GRU's ``auto`` row, the
     same plan as its ``cpu`` row, read 0.263 ms against 0.354."""
@@ -76,7 +85,7 @@ def measure_together(arts: list[str], repeat: int, seed: int = 0) -> dict:
         runs = repeat // blocks + (b < repeat % blocks)
         turn = list(zip(arts, runners, inputs))
         for art, r, x in (turn if b % 2 == 0 else turn[::-1]):
-            times[art] += r.time(x, runs, warmup=1)
+            times[art] += r.time(x, runs, warmup=1, min_s=BLOCK_MIN_S)
     return {a: _result(times[a], [d.kind for d in r.devices]) for a, r in zip(arts, runners)}
 
 
@@ -146,15 +155,16 @@ def measure_interleaved(arts: list[str], repeat: int, timeout_s: float | None = 
                     failed[art] = res
                 else:
                     runs[art].append(res)
-    return {a: failed.get(a) or _over_processes(runs[a], each * n) for a in arts}
+    return {a: failed.get(a) or _over_processes(runs[a]) for a in arts}
 
 
-def _over_processes(runs: list[dict], repeat: int) -> dict:
-    """One artifact's result from its processes' (see :func:`measure_isolated`)."""
+def _over_processes(runs: list[dict]) -> dict:
+    """One artifact's result from its processes' (see :func:`measure_isolated`); ``repeat``: the
+    runs timed in all of them."""
     runs = sorted(runs, key=lambda r: r["measured_median_us"])
     mid = runs[len(runs) // 2]
     tails = {k: sorted(r[k] for r in runs if k in r) for k in ("measured_p90_us", "measured_p99_us")}
-    return {**mid, **{k: v[len(v) // 2] for k, v in tails.items() if v}, "repeat": repeat,
+    return {**mid, **{k: v[len(v) // 2] for k, v in tails.items() if v}, "repeat": sum(r["repeat"] for r in runs),
             "process_medians_us": [r["measured_median_us"] for r in runs]}
 
 

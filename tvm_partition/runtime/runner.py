@@ -120,9 +120,11 @@ class Runner:
     def _outputs(self, out) -> list:
         return list(out) if isinstance(out, tuple | list) or type(out).__name__ == "Array" else [out]
 
-    def time(self, inputs: dict[str, np.ndarray], repeat: int, warmup: int | None = None) -> list[float]:
+    def time(self, inputs: dict[str, np.ndarray], repeat: int, warmup: int | None = None,
+             min_s: float = 0.0) -> list[float]:
         """Wall time of ``repeat`` end-to-end runs in microseconds (outputs return to the host),
-        after ``warmup`` runs (default :func:`warm_up`'s)."""
+        after ``warmup`` runs (default :func:`warm_up`'s); more runs while the timed ones have
+        taken less than ``min_s`` seconds in all (as TVM's time evaluator's ``min_repeat_ms``)."""
         args = self._args(inputs)
 
         def run():
@@ -134,8 +136,8 @@ class Runner:
         else:
             for _ in range(warmup):
                 run()
-        times = []
-        for _ in range(repeat):
+        times: list[float] = []
+        while len(times) < repeat or (min_s > 0 and sum(times) < min_s * 1e6):
             self._ready()
             t0 = time.perf_counter()
             self.main(*args, *self.params)
