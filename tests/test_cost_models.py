@@ -287,6 +287,29 @@ def test_a_sample_slower_than_a_larger_size_of_its_series_is_timed_again(profile
     assert sample_key(small) not in profiler.out_of_order(ProfileLog(copy), keys)
 
 
+def test_a_sample_above_the_line_of_its_neighbours_is_out_of_order(tmp_path):
+    """ResNet-18's convolution at 256 of 512 channels read 63.6 us between 49.1 (224) and 60.8
+    (288): no slower than a larger size, 1.16x the line between its neighbours; found and timed
+    again. At 55 us it is in order; the series' ends have no line to be above."""
+    from tvm_partition.profiling import profiler
+
+    def series(times):
+        return [{"type": "op", "sig": "conv2d-x", "device": "cpu", "dim": 1, "size": n, "mean_us": t, "transfer": True,
+                 "kind": "conv2d", "dim_name": "channel", "full": 512, "shape": [1, n, 2, 2],
+                 "full_shape": [1, 512, 2, 2], "std_us": 0.0, "repeats": 5}
+                for n, t in zip((192, 224, 256, 288, 320), times)]
+
+    slow = series([43.0, 49.1, 63.6, 60.8, 67.3])
+    assert [r["size"] for r in profiler.above_chord(slow)] == [256]
+    assert profiler.above_chord(series([43.0, 49.1, 55.0, 60.8, 67.3])) == []
+    assert profiler.above_chord(series([99.0, 49.1, 55.0, 60.8, 99.0])) == []  # the ends: no neighbour beyond
+    log = ProfileLog(str(tmp_path))
+    for r in slow:
+        log.append(r)
+    keys = {sample_key(r) for r in slow}
+    assert profiler.out_of_order(ProfileLog(str(tmp_path)), keys) == {sample_key(slow[2])}
+
+
 def test_points_of_an_older_size_grid_are_dropped_when_the_log_is_compacted(profiled, tmp_path):
     """A size the grid no longer samples, timed under older schedules, goes; the same size timed
     under the current ones, a default-schedule sample and another model's series stay."""

@@ -415,6 +415,7 @@ def profile(graphs: list, devices: list, folder: str, schedules=None, budget_s: 
 
 def out_of_order(log: ProfileLog, keys: set) -> set:
     """The op samples of ``keys`` slower than :data:`OUT_OF_ORDER` x a larger size of their series,
+    or than :data:`OUT_OF_ORDER` x the line between the sizes either side of them (:func:`above_chord`),
     among the samples a pattern is fitted on (:func:`.profiled.fit_records`: a tuned size is faster
     than the default-schedule sizes around it by design)."""
     from ..cost_models.profiled import fit_records
@@ -431,6 +432,23 @@ def out_of_order(log: ProfileLog, keys: set) -> set:
             if float(r["mean_us"]) > OUT_OF_ORDER * quickest_above and sample_key(r) in keys:
                 out.add(sample_key(r))
             quickest_above = min(quickest_above, float(r["mean_us"]))
+        out |= {sample_key(r) for r in above_chord(fit_records(recs))} & keys
+    return out
+
+
+def above_chord(records: list[dict]) -> list[dict]:
+    """The samples of one series slower than :data:`OUT_OF_ORDER` x the line between the sizes
+    either side of them. Why: a slow reading between two larger sizes is no slower than a larger
+    size, and the rule before this one kept it: ResNet-18's last convolution at 256 of 512 output
+    channels read 63.6 us between 49.1 at 224 and 60.8 at 288 (1.16x their line; znver4, 2026-11-30,
+    09:15), its split op was predicted 13% over; timed again at 14:49, 54.9 us. A size that is
+    really slower (a schedule's step) keeps its time when timed again."""
+    recs = sorted(records, key=lambda r: int(r["size"]))
+    out = []
+    for a, b, c in zip(recs, recs[1:], recs[2:]):
+        (sa, ta), (sb, tb), (sc, tc) = ((int(r["size"]), float(r["mean_us"])) for r in (a, b, c))
+        if sc > sa and tb > OUT_OF_ORDER * (ta + (tc - ta) * (sb - sa) / (sc - sa)):
+            out.append(b)
     return out
 
 
