@@ -290,19 +290,22 @@ def test_a_sample_slower_than_a_larger_size_of_its_series_is_timed_again(profile
 def test_a_sample_above_the_line_of_its_neighbours_is_out_of_order(tmp_path):
     """ResNet-18's convolution at 256 of 512 channels read 63.6 us between 49.1 (224) and 60.8
     (288): no slower than a larger size, 1.16x the line between its neighbours; found and timed
-    again. At 55 us it is in order; the series' ends have no line to be above."""
+    again. At 55 us it is in order; the series' ends have no line to be above; two slow samples
+    side by side are found by the line of the sizes beyond them."""
     from tvm_partition.profiling import profiler
 
     def series(times):
         return [{"type": "op", "sig": "conv2d-x", "device": "cpu", "dim": 1, "size": n, "mean_us": t, "transfer": True,
                  "kind": "conv2d", "dim_name": "channel", "full": 512, "shape": [1, n, 2, 2],
                  "full_shape": [1, 512, 2, 2], "std_us": 0.0, "repeats": 5}
-                for n, t in zip((192, 224, 256, 288, 320), times)]
+                for n, t in zip((192, 224, 256, 288, 320, 352), times)]
 
     slow = series([43.0, 49.1, 63.6, 60.8, 67.3])
     assert [r["size"] for r in profiler.above_chord(slow)] == [256]
     assert profiler.above_chord(series([43.0, 49.1, 55.0, 60.8, 67.3])) == []
     assert profiler.above_chord(series([99.0, 49.1, 55.0, 60.8, 99.0])) == []  # the ends: no neighbour beyond
+    # two slow side by side (the same convolution with a ReLU): each raises the other's line
+    assert [r["size"] for r in profiler.above_chord(series([43.2, 49.3, 64.0, 69.5, 67.4, 73.6]))] == [256, 288]
     log = ProfileLog(str(tmp_path))
     for r in slow:
         log.append(r)
