@@ -245,6 +245,44 @@ def test_variants_hold_each_gpu_kernel_under_every_dlight_rule_that_schedules_it
     assert "gpu-Matmul.so" not in {lib["file"] for lib in spec["libraries"]}
 
 
+def test_gpu_calls_picks_the_rnns_gpu_and_split_rows():
+    sys.path.insert(0, os.path.join(REPO, "benchmarks", "gpu_proof"))
+    import gpu_calls
+
+    names = ["gru-batch16-layers2-seq_len10-cpu_gpu-equal", "lstm-batch16-layers2-seq_len10-cpu_gpu-cpu",
+             "lstm_fused_matmul_add_add-batch16-layers2-seq_len10-cpu_gpu-gpu", "bert-tiny-batch16-cpu_gpu-gpu",
+             "lstm-batch16-layers2-seq_len10-cpu_gpu-equal", "lstm-batch16-layers2-seq_len10-cpu_gpu-gpu",
+             "gru-batch16-layers2-seq_len10-cpu_gpu-gpu", "lstm-batch16-layers2-seq_len10-cpu_cpu-equal"]
+    assert gpu_calls.rows(names) == ["lstm-batch16-layers2-seq_len10-cpu_gpu-gpu",
+                                     "lstm-batch16-layers2-seq_len10-cpu_gpu-equal",
+                                     "gru-batch16-layers2-seq_len10-cpu_gpu-gpu",
+                                     "gru-batch16-layers2-seq_len10-cpu_gpu-equal"]
+    assert gpu_calls.rows(names, "cpu_cpu") == ["lstm-batch16-layers2-seq_len10-cpu_cpu-equal"]
+
+
+def test_gpu_calls_times_each_row_call_by_call_then_plain(packed, ran, tmp_path):
+    """On the dry kit (cpu,cpu: no GPU row, nothing to time, exit 0), and on its split row as if it
+    were one (``--devices cpu_cpu``): a table of calls, then a plain run; import keeps both files."""
+    tmp, dirs = ran
+    out = tmp / "calls"
+    env = {"PATH": os.environ.get("PATH", ""), "TMPDIR": str(tmp), "PYTHONPATH": str(tmp / "np")}
+    script = os.path.join(REPO, "benchmarks", "gpu_proof", "gpu_calls.py")
+    proc = subprocess.run([sys.executable, "-S", script, "--out", str(out)], capture_output=True, text=True,
+                          env=env, timeout=120)
+    assert proc.returncode == 0 and "nothing to time" in proc.stdout and not out.exists()
+    proc = subprocess.run([sys.executable, "-S", script, "--out", str(out), "--devices", "cpu_cpu", "--repeat", "3"],
+                          capture_output=True, text=True, env=env, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-3000:] + proc.stdout[-3000:]
+    lines = [json.loads(x) for x in (out / "gpu-calls.jsonl").read_text().splitlines()]
+    assert [r["kernels"] for r in lines] == [True, False]
+    assert all(r["rc"] == 0 and r["median_us"] > 0 and r["artifact"].endswith("-cpu_cpu-equal") for r in lines)
+    assert (out / "gpu-calls.txt").read_text().count("sum of calls") == 1
+    import_(packed[0], tmp_path, dirs[0], out)
+    machine = json.loads((dirs[0] / "facts-1.json").read_text())["machine"]
+    proof = tmp_path / "benchmarks" / "results" / machine / "gpu_proof"
+    assert (proof / "gpu-calls.jsonl").read_text() == (out / "gpu-calls.jsonl").read_text()
+
+
 def test_cpu_threads_times_the_quick_cpu_rows_at_each_thread_count(packed, ran, tmp_path):
     tmp, dirs = ran  # the steps' TMPDIR: where run.py unpacked the kit
     out = tmp / "threads"

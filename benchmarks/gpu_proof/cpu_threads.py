@@ -95,20 +95,27 @@ def main(argv=None) -> int:
             print("cpu_threads: budget spent")
             break
         kernels = rnd is None
-        rc, text = run(there, work, art, t, ["--kernels", "--repeat", "10"] if kernels else ["--repeat", str(args.repeat)],
-                       left)
-        m = re.search(r"median_us=([\d.]+) p90_us=([\d.]+)", text)
-        rec = {"artifact": os.path.basename(art), "threads": t, "round": rnd, "rc": rc,
-               "median_us": float(m.group(1)) if m else None, "p90_us": float(m.group(2)) if m else None}
-        if rc != 0:
-            rec["error"] = text.strip().splitlines()[-1:] if text.strip() else ["?"]
-        lines.write(json.dumps(rec) + "\n")
-        lines.flush()
-        print(json.dumps(rec), flush=True)
-        if kernels:
-            tables.write(f"# {os.path.basename(art)} TVM_NUM_THREADS={t}\n{text}\n")
-            tables.flush()
+        timed(there, work, art, t, ["--kernels", "--repeat", "10"] if kernels else ["--repeat", str(args.repeat)],
+              left, lines, tables if kernels else None, round=rnd)
     return 0
+
+
+def timed(there, work: str, art: str, threads: int, argv: list[str], timeout: float, lines, tables=None,
+          **fields) -> None:
+    """:func:`run` ``art`` with ``argv``; its median and p90 (or its error) as one JSON line to
+    ``lines`` (with ``fields``) and stdout, its whole output to ``tables`` where given."""
+    rc, text = run(there, work, art, threads, argv, timeout)
+    m = re.search(r"median_us=([\d.]+) p90_us=([\d.]+)", text)
+    rec = {"artifact": os.path.basename(art), "threads": threads, **fields, "rc": rc,
+           "median_us": float(m.group(1)) if m else None, "p90_us": float(m.group(2)) if m else None}
+    if rc != 0:
+        rec["error"] = text.strip().splitlines()[-1:] if text.strip() else ["?"]
+    lines.write(json.dumps(rec) + "\n")
+    lines.flush()
+    print(json.dumps(rec), flush=True)
+    if tables is not None:
+        tables.write(f"# {os.path.basename(art)} TVM_NUM_THREADS={threads}\n{text}\n")
+        tables.flush()
 
 
 if __name__ == "__main__":

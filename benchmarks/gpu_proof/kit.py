@@ -185,7 +185,11 @@ GPU = Config(
     # the README's LSTM (sequence 100) ran its kernels 1.49-1.81x their time alone on the build
     # machine, the sequence-10 one 1.06x (2026-11-27): its own factor, not its ops' median
     contexts=(("lstm", {}),),
-    after=((2, "python3 benchmarks/gpu_proof/cpu_threads.py --out $OUT", 60),),
+    # Since 2026-11-30 that minute is shared: gpu_calls.py first (the RNNs' gpu and equal rows call
+    # by call: the sixth run's ran 17-38% over their predictions, its cpu rows within 1%), then
+    # cpu_threads.py (whether 16 threads now scale BERT-tiny's attention, transfer rules 25)
+    after=((2, "python3 benchmarks/gpu_proof/gpu_calls.py --out $OUT --budget-s 30", 30),
+           (2, "python3 benchmarks/gpu_proof/cpu_threads.py --out $OUT --budget-s 30", 30)),
 )
 
 #: The dry run (tests/test_gpu_proof.py): the same kit on cpu,cpu, tiny, in a minute.
@@ -829,8 +833,8 @@ class Dest:
         return os.path.join(self.root, "benchmarks", "results", self.machine, "gpu_proof")
 
 
-#: What ``cpu_threads.py`` writes (``Config.after``): kept beside the step's facts.
-AFTER_FILES = ("cpu-threads.jsonl", "cpu-kernels.txt")
+#: What ``gpu_calls.py`` and ``cpu_threads.py`` write (``Config.after``): kept beside the step's facts.
+AFTER_FILES = ("gpu-calls.jsonl", "gpu-calls.txt", "cpu-threads.jsonl", "cpu-kernels.txt")
 
 
 def import_results(args) -> int:
