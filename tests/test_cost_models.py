@@ -205,7 +205,8 @@ def test_profile_times_every_op_axis_and_copy_then_resumes(profiled):
     assert ProfiledCostModel(folder, devices).threads == [usable_cpus()]  # the pool every kernel was timed with
     comms = {(r["comm"], r["src"], r["dst"]) for r in log.comms()}
     assert {("copy", "cpu", "cpu"), ("slice", "cpu", "cpu"), ("concat", "cpu", "cpu"), ("launch", "cpu", "cpu"),
-            ("run", "cpu", "cpu"), ("view", "cpu", "cpu"), ("arg", "cpu", "cpu")} <= comms
+            ("run", "cpu", "cpu"), ("view", "cpu", "cpu"), ("arg", "cpu", "cpu"), ("alloc", "cpu", "cpu"),
+            ("alloc0", "cpu", "cpu")} <= comms
     # a chain of views: no kernel, but the VM's calls (on a Zen 4, 1.4-1.6x a launch)
     [view] = [r["mean_us"] for r in log.comms() if r["comm"] == "view"]
     assert 0 < view < 50 and ProfiledCostModel(folder, devices).view_time(devices[1].name) == view
@@ -220,6 +221,11 @@ def test_profile_times_every_op_axis_and_copy_then_resumes(profiled):
     assert arg["kernels"] == 64 and arg["mean_us"] > 0
     assert ProfiledCostModel(folder, devices).arg_time("cpu") == pytest.approx(
         max(0.0, (arg["mean_us"] * 64 - run["mean_us"]) / 64))
+    # the same kernels, their outputs alive at once or taking turns: what a storage costs a run
+    alloc = {r["comm"]: r for r in log.comms() if r["comm"] in ("alloc", "alloc0")}
+    assert {r["kernels"] for r in alloc.values()} == {63} and all(r["mean_us"] > 0 for r in alloc.values())
+    assert ProfiledCostModel(folder, devices).alloc_time("cpu") == pytest.approx(
+        max(0.0, alloc["alloc"]["mean_us"] - alloc["alloc0"]["mean_us"]))
     again = profiler.profile([graph], devices, folder)  # everything is there: nothing to time
     assert again["total"] == 0 and again["measured"] == 0
     # after a tuning run changed the databases, the ops are timed again (not the copies)
@@ -606,6 +612,49 @@ def test_a_run_costs_the_call_into_the_vm_once(tmp_path):
     assert min(t.start_us for t in sim.tasks) == pytest.approx(entry + 0.1)
     none = ProfiledCostModel(str(tmp_path / "none"), fallback=fallback)
     assert none.run_time("cpu") == 0.0 and none.arg_time("cpu") == 0.0
+
+
+def test_the_storage_chains_differ_in_storages_only():
+    """alloc_function's two orders: the same kernels; alive, a storage for each of the k + 1
+    ``tanh`` outputs, where taking turns needs a few (the VM's program, as text)."""
+    import tvm  # noqa: F401  (relax.build's target)
+    from tvm import relax
+
+    from tvm_partition.profiling.samples import alloc_function
+
+    k = 7
+    text = {alive: relax.build(alloc_function(k, alive), target="llvm", exec_mode="bytecode").as_text()
+            for alive in (True, False)}
+    for name in ("tanh", "add"):
+        assert text[True].count(name) == text[False].count(name) > 0
+    storages = {alive: t.count("vm.builtin.alloc_storage") for alive, t in text.items()}
+    assert storages[True] - storages[False] >= k - 1
+
+
+def test_a_slice_kernel_costs_a_storage(tmp_path):
+    """A split of the model's input slices it with kernels (no view of an argument), each writing a
+    storage of its own: the profile's storage chains (alive less taking turns: 0.3 us) are charged
+    once for each slice kernel the simulated run launches, and for nothing else."""
+    from tvm_partition.cost_models import ROOFLINE
+    from tvm_partition.planners.baselines import plan_equal
+    from tvm_partition.planners.simulate import simulate
+
+    def model(folder, alloc: bool):
+        log = ProfileLog(str(folder))
+        chains = [("launch", 0.1)] + ([("alloc", 0.5), ("alloc0", 0.2)] if alloc else [])
+        for comm, us in chains:
+            log.append({"type": "comm", "comm": comm, "src": "cpu", "dst": "cpu", "bytes": 0, "kernels": 63,
+                        "mean_us": us, "std_us": 0.0, "repeats": 1})
+        return ProfiledCostModel(str(folder), fallback=AnalyticCostModel({d: ROOFLINE["cpu"] for d in ("cpu", "cpu1")}))
+
+    with_alloc, without = model(tmp_path / "a", True), model(tmp_path / "b", False)
+    assert with_alloc.alloc_time("cpu1") == pytest.approx(0.3) and without.alloc_time("cpu") == 0.0
+    graph = OpGraph(mlp_model(batch=16).mod)
+    plan = plan_equal(graph, parse_devices("cpu,cpu"))
+    a, b = simulate(graph, plan, with_alloc), simulate(graph, plan, without)
+    slices = sum(1 for t in a.tasks if t.kind == "slice" and t.launched)
+    assert slices >= 2  # the input, split in two
+    assert a.latency_us - b.latency_us == pytest.approx(0.3 * slices)
 
 
 def test_a_model_is_measured_in_the_vm_against_its_kernels_alone(profiled, tmp_path):

@@ -81,6 +81,11 @@ class CostModel(abc.ABC):
         call's conversion of it, the VM's check of it): once a run, with :meth:`run_time`."""
         return 0.0
 
+    def alloc_time(self, device: str) -> float:
+        """What the VM spends on a storage it allocates in a run on ``device`` (one per tensor the
+        static memory plan cannot give a dead tensor's: a slice of the model's inputs)."""
+        return 0.0
+
 
 def full_shape(op) -> tuple[int, ...]:
     """The op's output shape; ``()`` for an op whose output is a tuple."""
@@ -204,3 +209,6 @@ class ServersCostModel(CostModel):
 
     def arg_time(self, device: str) -> float:
         return self.base.arg_time(self.local) * self._factor(device)
+
+    def alloc_time(self, device: str) -> float:
+        return self.base.alloc_time(self.local) * self._factor(device)

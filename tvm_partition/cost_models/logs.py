@@ -6,7 +6,8 @@ loses at most the sample in flight). Two record types::
     {"type": "op", "sig", "kind", "fused", "dim", "dim_name", "size", "full", "shape", "full_shape",
      "op_flops", "op_bytes", "n_inputs", "device", "tuned", "schedule", "schedules", "transfer", "mean_us", "std_us",
      "repeats", "tvm", "fingerprint", "time"}
-    {"type": "comm", "comm": "copy" | "slice" | "concat" | "launch" | "run" | "view" | "arg" | "context", "src", "dst", "bytes",
+    {"type": "comm", "comm": "copy" | "slice" | "concat" | "launch" | "run" | "view" | "arg" | "alloc" | "alloc0" | "context",
+     "src", "dst", "bytes",
      "mean_us", "std_us", "repeats", "tvm", "fingerprint", "time"}
 
 (``schedule``: tuned, transferred or default, what the sample's kernel ran; ``schedules``: the
@@ -18,7 +19,9 @@ measured again. ``launch``: the VM's time per kernel launch on ``src`` beyond th
 ``kernels`` one-element kernels in a chain. ``run``: one run of a VM of one such kernel (``kernels``
 1), called from Python as a runner calls ``main`` and waited for. ``view``: per view, of a chain of
 ``kernels`` views. ``arg``: that run of one kernel given ``kernels`` one-element arguments more, per
-argument (the whole run over ``kernels``). ``context``: how much slower than its kernels timed
+argument (the whole run over ``kernels``). ``alloc`` and ``alloc0``: a run of ``kernels`` + 1
+one-element kernels summed by ``kernels`` more, their outputs all alive (a storage each) or taking
+turns, over ``kernels`` (:func:`tvm_partition.profiling.samples.alloc_function`). ``context``: how much slower than its kernels timed
 alone ``model`` ran in the VM on ``src`` (``mean_us`` holds that factor; also ``kernels``,
 ``warm_us``, ``vm_us`` and ``sigs``, its ops' signatures), :mod:`tvm_partition.profiling.context`.)
 

@@ -24,7 +24,10 @@ The execution model is TVM's Relax VM, which runs ``main`` on one host thread:
   <tvm_partition.ir.graph.OpGraph.viewed_slices>`, :func:`tvm_partition.passes.slices_as_views`)
   and each part written into its join: a view launches no kernel and costs the VM thread the cost
   model's ``view_time`` (two calls; the profiler times a chain of views: 0.16 us a view on a Zen 4,
-  more than its 0.11 us kernel launch);
+  more than its 0.11 us kernel launch); a slice kernel (of the model's inputs: TVM makes no view
+  of an argument) writes a storage of its own, allocated every run, and costs the VM thread the
+  cost model's ``alloc_time`` too (0.175 us on that Zen 4: the slices of a split op are all alive
+  until its parts run, where the static memory plan reuses the storages of a chain of kernels);
 * launching any kernel costs the VM thread the cost model's ``launch_time`` (dispatch, output
   allocation, the call; the profiler measures it on a chain of one-element kernels: 0.18 us
   on the build machine's CPU), a GPU kernel too: its launch is asynchronous, its call is not
@@ -100,18 +103,23 @@ class _Clock:
     """The VM thread and one stream per GPU."""
 
     def __init__(self, plan: Plan, launch: dict[str, float] | None = None, entry_us: float = 0.0,
-                 view: dict[str, float] | None = None):
+                 view: dict[str, float] | None = None, alloc: dict[str, float] | None = None):
         self.kind = {d.name: d.kind for d in plan.devices}
         self.launch = launch or {}  # VM time per kernel launched on a device, beyond the kernel
         self.view = view or {}  # VM time per view of a tensor on a device (no kernel)
+        self.alloc = alloc or {}  # VM time per storage allocated in a run on a device
         self.host = entry_us  # the call into the VM, before its first kernel
         self.stream = {d.name: 0.0 for d in plan.devices if d.kind == "gpu"}
         self.tasks: list[Task] = []
         self.sum_us = 0.0
 
-    def kernel(self, dev: str, us: float, kind: str, label: str, launch: bool = True, views: int = 0) -> float:
+    def kernel(self, dev: str, us: float, kind: str, label: str, launch: bool = True, views: int = 0,
+               storage: bool = False) -> float:
         """A task of ``us`` on ``dev``; ``launch``: the VM launches a kernel for it, else ``views``
-        views (each the VM's ``view_time``: a view launches no kernel, but is two calls)."""
+        views (each the VM's ``view_time``: a view launches no kernel, but is two calls);
+        ``storage``: its output takes a storage of its own (the VM's ``alloc_time``)."""
+        if storage:
+            self.host += self.alloc.get(dev, 0.0)
         if launch:
             self.host += self.launch.get(dev, 0.0)
         else:
@@ -196,6 +204,11 @@ class Simulator:
         """The cost model's VM time per view of a tensor on each device of ``plan`` (0 from a
         profile of no view chain)."""
         return {d.name: self.cm.view_time(d.name) for d in plan.devices}
+
+    def alloc_times(self, plan: Plan) -> dict[str, float]:
+        """The cost model's VM time per storage allocated in a run on each device of ``plan`` (0
+        from a profile of no storage chains)."""
+        return {d.name: self.cm.alloc_time(d.name) for d in plan.devices}
 
     # ------------------------------------------------------------------ cached costs
     def estimate(self, op_id: str, dev: str, region: Region | None = None):
@@ -337,7 +350,8 @@ class Run:
     def __init__(self, sim: Simulator, plan: Plan):
         self.s, self.g, self.plan = sim, sim.g, plan
         self.host = plan.host
-        self.clock = _Clock(plan, sim.launch_times(plan), sim.entry_time(plan), sim.view_times(plan))
+        self.clock = _Clock(plan, sim.launch_times(plan), sim.entry_time(plan), sim.view_times(plan),
+                            sim.alloc_times(plan))
         self.rank = {d.name: (0 if d.kind == "gpu" else 1, i) for i, d in enumerate(plan.devices)}
         self.whole: dict = {}  # value -> [devices holding it whole]
         self.parts: dict = {}  # value -> [(Region, device)]
@@ -479,7 +493,7 @@ class Run:
         launches nothing (:meth:`Simulator.slice_us`)."""
         us = self.s.slice_us(x, region, dev, within)
         self.clock.kernel(dev, us or 0.0, "slice", getattr(x, "name_hint", "value"), launch=us is not None,
-                          views=int(us is None))
+                          views=int(us is None), storage=us is not None)
 
     def prefetch(self, x, dev: str, region: Region | None) -> None:
         """The copies and concats :meth:`get` needs, without its last slice on ``dev``

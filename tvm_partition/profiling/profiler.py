@@ -28,6 +28,7 @@ from collections import defaultdict
 from ..cost_models import timing
 from ..cost_models.logs import ProfileLog, sample_key
 from .samples import (
+    ALLOC_CHAIN,
     ARG_CHAIN,
     CHAINS,
     COMM_BYTES,
@@ -133,9 +134,12 @@ def pending_samples(graphs: list, devices: list, log: ProfileLog | None = None, 
     # and a run of a VM of one kernel, called from Python as a runner calls ``main``: what a run
     # costs beyond its launches (the call, its arguments' checks, the return); and a chain of
     # views, which launch nothing but are two calls each (0.18 us a view on a Zen 4); and a run of
-    # that kernel with more arguments, which each cost the call (0.105 us an argument on a Zen 4)
+    # that kernel with more arguments, which each cost the call (0.105 us an argument on a Zen 4);
+    # and the same kernels with their outputs alive at once or taking turns: what a storage
+    # allocated in a run costs (0.175 us on a Zen 4)
     for kind in sorted(kinds):
-        for comm, k in (("launch", LAUNCH_CHAIN), ("run", 1), ("view", VIEW_CHAIN), ("arg", ARG_CHAIN)):
+        for comm, k in (("launch", LAUNCH_CHAIN), ("run", 1), ("view", VIEW_CHAIN), ("arg", ARG_CHAIN),
+                        ("alloc", ALLOC_CHAIN), ("alloc0", ALLOC_CHAIN)):
             rec = {"type": "comm", "comm": comm, "src": kind, "dst": kind, "bytes": 0, "kernels": k, "vm": "compiled"}
             if sample_key(rec) not in seen and not _logged(log, rec):
                 seen.add(sample_key(rec))
