@@ -617,7 +617,6 @@ def test_a_run_costs_the_call_into_the_vm_once(tmp_path):
 def test_the_storage_chains_differ_in_storages_only():
     """alloc_function's two orders: the same kernels; alive, a storage for each of the k + 1
     ``tanh`` outputs, where taking turns needs a few (the VM's program, as text)."""
-    import tvm  # noqa: F401  (relax.build's target)
     from tvm import relax
 
     from tvm_partition.profiling.samples import alloc_function
@@ -715,6 +714,33 @@ def test_a_model_whose_split_build_fails_keeps_its_one_cpu_context(tmp_path, mon
     monkeypatch.setattr(baselines, "plan_equal", fail)
     [rec] = profiler.measure_contexts([mlp_model()], parse_devices("cpu"), str(tmp_path))
     assert rec["kernels"] > 0 and rec["mean_us"] > 0 and not any(k.startswith("split") for k in rec)
+
+
+def test_a_context_measured_again_keeps_the_quicker_reading_of_the_same_kernels(tmp_path, monkeypatch):
+    """A slow phase of the VM slows a model in the VM more than its kernels alone: a second reading
+    of the same build at a higher factor leaves the first in the log; a lower one, or one of other
+    kernels (their sum alone 30% apart: a schedule changed), replaces it."""
+    from tvm_partition.cost_models.logs import sample_key
+    from tvm_partition.profiling import context, profiler
+
+    readings = iter([(1.5, 1000.0), (1.7, 1010.0), (1.4, 990.0), (1.9, 1300.0)])
+
+    def measure(model, *_args, **_kw):
+        factor, alone = next(readings)
+        return {"type": "comm", "comm": "context", "src": "cpu", "dst": "cpu", "bytes": 0,
+                "model": "mlp", "graph": "g", "kernels": 5, "vm_us": factor * alone, "warm_us": alone,
+                "mean_us": factor, "std_us": 0.0, "repeats": 5}
+
+    monkeypatch.setattr(context, "measure", measure)
+    folder, devices, said = str(tmp_path), parse_devices("cpu"), []
+    kept = []
+    for _ in range(4):
+        logged = profiler.measure_contexts([mlp_model()], devices, folder, say=said.append)
+        [rec] = [r for r in ProfileLog(folder).comms() if r["comm"] == "context"]
+        kept.append((len(logged), rec["mean_us"]))
+    assert kept == [(1, 1.5), (0, 1.5), (1, 1.4), (1, 1.9)]
+    assert any("kept its earlier reading, 1.50" in line for line in said)
+    assert sample_key(rec) == ("comm", "context", "cpu", "cpu", 0, "mlp")
 
 
 def test_a_plan_says_how_much_of_its_prediction_no_measurement_backs(tmp_path):
