@@ -69,8 +69,8 @@ def measure_together(arts: list[str], repeat: int, seed: int = 0) -> dict:
     """``{art: result}`` as :func:`measure` gives for each, the artifacts (TVM ones) loaded and
     warmed up in this process and timed in turn: :data:`BLOCKS` blocks of runs each, the order
     reversed from block to block, each block after one untimed run (the caches the artifact before
-    left) and at least :data:`BLOCK_MIN_S` long. Why: this VM runs one artifact up to 1.5x apart minutes apart (see
-    :func:`measure_interleaved`), and rows measured in processes one after another each caught
+    left) and at least :data:`BLOCK_MIN_S` long. Why: this VM runs one artifact up to 1.5x apart
+    minutes apart (see :func:`measure_interleaved`), and rows measured in processes one after another each caught
     another phase: in ``bench --quick`` (2026-11-29, amd-epyc-znver3-2c) the GRU's ``auto`` row, the
     same plan as its ``cpu`` row, read 0.263 ms against 0.354."""
     from ..runtime.runner import Runner

@@ -6,8 +6,8 @@ loses at most the sample in flight). Two record types::
     {"type": "op", "sig", "kind", "fused", "dim", "dim_name", "size", "full", "shape", "full_shape",
      "op_flops", "op_bytes", "n_inputs", "device", "tuned", "schedule", "schedules", "transfer", "mean_us", "std_us",
      "repeats", "tvm", "fingerprint", "time"}
-    {"type": "comm", "comm": "copy" | "slice" | "concat" | "launch" | "run" | "view" | "arg" | "alloc" | "alloc0" | "context",
-     "src", "dst", "bytes",
+    {"type": "comm", "comm": "copy" | "slice" | "concat" | "launch" | "run" | "view" | "arg" | "alloc" | "alloc0"
+     | "context", "src", "dst", "bytes",
      "mean_us", "std_us", "repeats", "tvm", "fingerprint", "time"}
 
 (``schedule``: tuned, transferred or default, what the sample's kernel ran; ``schedules``: the
