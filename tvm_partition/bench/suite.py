@@ -83,7 +83,8 @@ def parser():
                     help="also the N heaviest key ops of each model alone: whole on each device and split, "
                          "against the ideal co-execution bound (see tvm_partition.bench.ops)")
     ap.add_argument("--repeat", type=flags.at_least(1), metavar="N",
-                    help="timed end-to-end runs per row (default 20, --quick 10)")
+                    help="timed end-to-end runs per row, at least (default 20, --quick 10; more where a "
+                         "block of them lasts under 20 ms)")
     flags.add_out(ap, "results folder (default: benchmarks/results/<fingerprint>/bench/)")
     ap.add_argument("--force", action="store_true", help="measure rows measured before again")
     flags.add_tuning_logs(ap)
