@@ -263,17 +263,15 @@ class _Tables:
         run: dict[str, float] = {}
         view: dict[str, float] = {}
         arg: dict[str, tuple[float, int]] = {}  # per device kind: the argument chain's run, its extra arguments
-        alloc: dict[str, dict] = defaultdict(dict)  # per device kind: the storage chains', alive and taking turns
-        chains = {"launch": launch, "run": run, "view": view}
+        alive: dict[str, float] = {}  # the storage chains, per device kind: outputs alive at once, taking turns
+        turns: dict[str, float] = {}
+        chains = {"launch": launch, "run": run, "view": view, "alloc": alive, "alloc0": turns}
         for r in log.comms():
             if r["comm"] in chains:  # one figure per device kind, the latest
                 chains[r["comm"]][r["src"]] = float(r["mean_us"])
                 continue
             if r["comm"] == "arg":
                 arg[r["src"]] = (float(r["mean_us"]) * int(r["kernels"]), int(r["kernels"]))
-                continue
-            if r["comm"] in ("alloc", "alloc0"):
-                alloc[r["src"]][r["comm"]] = float(r["mean_us"])
                 continue
             if r["comm"] == "context":
                 continue
@@ -283,7 +281,7 @@ class _Tables:
                         default=None)
         return cls(context, names, measured, sorted({int(r["threads"]) for r in log.ops() if r.get("threads")}),
                    series, dict(comm), launch, run, gpu_floor, view, arg,
-                   {k: max(0.0, v["alloc"] - v["alloc0"]) for k, v in alloc.items() if len(v) == 2})
+                   {k: max(0.0, alive[k] - turns[k]) for k in alive.keys() & turns.keys()})
 
 
 def _whole_at_quickest(measured: dict, series: dict, by_series: dict) -> tuple[dict, dict]:

@@ -189,9 +189,12 @@ class Simulator:
         self._bytes: dict = {}
         self.data = set(graph.data_params)
 
-    def launch_times(self, plan: Plan) -> dict[str, float]:
-        """The cost model's VM time per kernel launch on each device of ``plan``."""
-        return {d.name: self.cm.launch_time(d.name) for d in plan.devices}
+    @staticmethod
+    def per_device(plan: Plan, cost) -> dict[str, float]:
+        """``cost`` (a cost model's ``launch_time``, ``view_time`` or ``alloc_time``: what the VM
+        spends per kernel launch, view or storage; 0 from a profile that did not time its chain) on
+        each device of ``plan``."""
+        return {d.name: cost(d.name) for d in plan.devices}
 
     def entry_time(self, plan: Plan) -> float:
         """What a run costs the host before its first kernel: the call of ``main`` with the model's
@@ -199,16 +202,6 @@ class Simulator:
         first)."""
         args = len(self.g.data_params) + len(self.g.weight_params)
         return self.cm.run_time(plan.host) + max(0, args - 1) * self.cm.arg_time(plan.host)
-
-    def view_times(self, plan: Plan) -> dict[str, float]:
-        """The cost model's VM time per view of a tensor on each device of ``plan`` (0 from a
-        profile of no view chain)."""
-        return {d.name: self.cm.view_time(d.name) for d in plan.devices}
-
-    def alloc_times(self, plan: Plan) -> dict[str, float]:
-        """The cost model's VM time per storage allocated in a run on each device of ``plan`` (0
-        from a profile of no storage chains)."""
-        return {d.name: self.cm.alloc_time(d.name) for d in plan.devices}
 
     # ------------------------------------------------------------------ cached costs
     def estimate(self, op_id: str, dev: str, region: Region | None = None):
@@ -350,8 +343,9 @@ class Run:
     def __init__(self, sim: Simulator, plan: Plan):
         self.s, self.g, self.plan = sim, sim.g, plan
         self.host = plan.host
-        self.clock = _Clock(plan, sim.launch_times(plan), sim.entry_time(plan), sim.view_times(plan),
-                            sim.alloc_times(plan))
+        cm = sim.cm
+        self.clock = _Clock(plan, sim.per_device(plan, cm.launch_time), sim.entry_time(plan),
+                            sim.per_device(plan, cm.view_time), sim.per_device(plan, cm.alloc_time))
         self.rank = {d.name: (0 if d.kind == "gpu" else 1, i) for i, d in enumerate(plan.devices)}
         self.whole: dict = {}  # value -> [devices holding it whole]
         self.parts: dict = {}  # value -> [(Region, device)]
