@@ -465,6 +465,32 @@ def test_parts_on_two_cpus_pack_a_weight_they_share_once(tmp_path, dim, packings
     assert err <= tol
 
 
+@pytest.mark.parametrize("devices", ["cpu,cpu", "cpu,gpu"])
+def test_a_part_whose_weight_packing_is_a_reshape_builds(tmp_path, devices):
+    """A classifier of 200 columns is padded to 208 and split 96 / 112: the host's part packs its
+    112 columns as one tile, ``[64, 112] -> [64, 7, 16]``, which TVM's ``RewriteDataflowReshape``
+    makes a ``reshape`` of the padded weight. That padded weight had no virtual device (``R.nn.pad``
+    infers none), so the packed one took its input's there, a new variable the pass never gave the
+    load-time function's result: the VM's codegen stopped at "Var lv is not defined" (MobileNet-V2's
+    classifier under ``fixed`` on ``cpu,gpu``, the GPU kit of 2026-11-30). The build must go
+    through, and compute the unsplit op (on two CPUs; the other cross-compiles its GPU half)."""
+    from test_split_rules import one_op_model, the_op
+    from tvm_partition.ir.graph import OpGraph
+    from tvm_partition.plan import Plan, Split
+
+    model = one_op_model([(1, 64)], [(64, 200), (200,)], lambda x, w, b: relax.op.add(relax.op.matmul(x, w), b))
+    specs = parse_devices(devices)
+    plan_file = tmp_path / "plan.json"
+    Plan(specs, {the_op(OpGraph(model.mod)).id: Split(1, (0.48, 0.52), (specs[1].name, "cpu"))}).save(plan_file)
+    compiled = compile_model(model, specs, plan_file=str(plan_file), tuning_db=str(tmp_path / "no-database"))
+    labels = kernel_schedules(compiled.build.module)
+    assert any(v == templates.MATMUL_LABEL for v in labels.values())  # the host's part, its weight packed
+    assert any(v.startswith("packs weights") for v in labels.values())
+    if devices == "cpu,cpu":
+        err, tol = check(compiled)
+        assert err <= tol
+
+
 def pool(c, size, kind, k, stride, padding, relu=False):
     def build():
         x = relax.Var("x", relax.TensorType((1, c, size, size), "float32"))

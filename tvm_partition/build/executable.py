@@ -34,6 +34,7 @@ from ..ir.legalize import legalize_ops
 from ..ir.relax_utils import copy_module
 from ..passes import (ApplyPlan, FenceCopies, PropagateVDevice, elide_host_copies, keep_joins_apart, merge_repeated_params,
                       share_packed_weights, slices_as_views, write_joins_in_place)
+from ..passes.host_copies import TRANSFORM_PARAMS
 from ..plan import Plan
 from ..runtime.artifact import KERNELS_MAIN
 from .tuning import apply_schedules, schedule_gpu, tuning_target
@@ -176,6 +177,10 @@ def lift_weight_packing(mod: tvm.IRModule, placed: dict[str, str]) -> tuple[tvm.
     mod = relax.transform.SplitLayoutRewritePreproc()(mod)
     mod = PropagateVDevice()(mod)  # the packed weight stays on its weight's device
     mod = relax.transform.LiftTransformParams()(mod)
+    # and where its weight was a parameter of main with none (a padded weight: R.nn.pad infers no
+    # vdevice): a one-tile packing is a reshape to RewriteDataflowReshape, which renames a variable
+    # whose type that changes and leaves the load-time function's result on the old one
+    mod = PropagateVDevice(TRANSFORM_PARAMS)(mod)
     mod = share_packed_weights(mod)
     names = {gv.name_hint for gv in mod.get_global_vars()}
     for name in [n for n in names if n + _PACKED in names]:  # the kernels split in two, now uncalled
