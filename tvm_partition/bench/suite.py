@@ -222,7 +222,7 @@ class Bench:
             from tvm.s_tir.meta_schedule.database import MemoryDatabase
 
             # TVM's flow applies each workload's best record, all open_best keeps: the shipped
-            # Zen 3 database (3,927 records) took 22 s to parse whole, its cached best 0.3 s
+            # Zen 3 database as tuned (3,927 records) took 22 s to parse whole, its cached best 0.3 s
             db = open_best(self.tuning_db) or MemoryDatabase()
         return Compiled(model, None, plan, build_reference(model.mod, plan, db), 0.0, self.tuning_db,
                         self.threads or usable_cpus())

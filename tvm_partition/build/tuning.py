@@ -199,7 +199,7 @@ def open_best(path: str):
     """The fastest record of every workload and target of the database at ``path`` (None if it has
     none), as a database of its own: all a build reads (:class:`Schedules`). Parsing a tuning
     database costs about 5 ms a record (MetaSchedule replays each record's trace on its workload),
-    and a database keeps every trial: the shipped Zen 3 one (3,927 records) took 20-22 s to open,
+    and a database keeps every trial: the Zen 3 one as tuned (3,927 records) took 20-22 s to open,
     its 48 best 0.3 s. So the best records are picked from the files' JSON lines
     (:func:`_best_lines`, 2.2-2.4 s there; 3.0 s in all for a first open) and only they are parsed;
     the compact copy is cached under
