@@ -81,6 +81,9 @@ from tvm_partition.errors import TvmPartitionError  # noqa: E402
 
 #: What the device tool sends per call: the checkout's tree and the carried paths together.
 LIMIT_MIB = 64
+#: What a step of the GPU kit needs of it: the largest packed 14.0 MiB (2026-11-30, step 1), when
+#: the tree had grown to 50.7 MiB and the pack refused (tests/test_gpu_proof.py checks the tree)
+KIT_ROOM_MIB = 16
 #: The GPU machine's cores (the device tool's description of nvidia-h100-x1 and nvidia-h200).
 GPU_MACHINE_THREADS = 16
 #: Zoo models whose outputs the checks compare, at settings that compile and run in seconds; the
