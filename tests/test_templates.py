@@ -233,6 +233,23 @@ def test_the_depthwise_template_computes_what_the_default_schedule_computes(c, s
     assert templates.inner_tiles(kmod, TARGET) == {1: templates._depthwise_plan(kmod, TARGET).lanes}
 
 
+def test_the_depthwise_template_takes_a_map_of_one_row():
+    """A Conformer's depthwise 1-D convolution as PyTorch exports it: 144 channels on a 1 x 100 map,
+    a 1 x 15 window padded along the row only. Its input copy needs one row, a loop of one
+    iteration, which ``compute_at`` dropped, and the schedule reordered the wrong loops:
+    ``compile`` of that model (build/pytorch_models/conformer_*.onnx) stopped with a traceback
+    in ``reorder`` on any device set (2026-11-30)."""
+    def build():
+        x = relax.Var("x", relax.TensorType((1, 144, 1, 100), "float32"))
+        w = relax.Var("w", relax.TensorType((144, 1, 1, 15), "float32"))
+        return [x, w], relax.op.nn.conv2d(x, w, padding=(0, 7), groups=144)
+
+    kmod = kernel(build)
+    done = templates.templated(kmod, TARGET)
+    assert done is not None and done[1] == templates.DEPTHWISE_LABEL
+    np.testing.assert_allclose(run(done[0]), run(kmod["main"]), rtol=1e-4, atol=1e-4)
+
+
 LANES = templates.vector_lanes(TARGET)[0]
 BLOCKS = templates.MIN_DEPTHWISE_BLOCKS
 

@@ -671,7 +671,7 @@ def _schedule_depthwise(kmod: tvm.IRModule, target, plan: _DepthwisePlan) -> tvm
         sch.unroll(loop)
     sch.decompose_reduction(conv, rc)
     sch.transform_layout(data, ("write", 0), lambda a, b, c, d: (a, b // lanes, c, d, b % lanes))
-    sch.compute_at(data, tasks)
+    sch.compute_at(data, tasks, preserve_unit_loops=True)  # a map of one row keeps its row loop
     channel, row, column = sch.get_loops(data)[-3:]
     sch.reorder(row, column, channel)
     sch.vectorize(channel)
