@@ -509,3 +509,31 @@ def test_a_program_longer_than_the_limit_stays_bytecode(monkeypatch):
         outs.append(vm["main"](*[tvm.runtime.tensor(v) for v in model.inputs.values()], *weights).numpy())
         assert bool([n for n in seen if not n.startswith("vm.builtin")]) == (build is long)
     np.testing.assert_array_equal(*outs)
+
+
+@pytest.mark.parametrize("devices", ["cpu,cpu-v3", "cpu,gpu"])
+def test_a_kernel_called_on_devices_of_two_targets_is_one_a_target(tmp_path, devices):
+    """TVM legalizes a bare conv2d to one PrimFunc for both halves of a split by its channels (same
+    shapes; its output carries no vdevice to name them apart), which cannot run on two targets:
+    the TCN of build/pytorch_models under ``equal`` on ``cpu,gpu`` stopped with "kernel conv2d is
+    called on two devices (gpu, cpu)". The second device's calls get a copy of their own. Two
+    CPUs of two targets (this CPU's and x86-64-v3) run it: the outputs the unsplit model's;
+    ``cpu,gpu`` is built (its GPU half cross-compiled), its two kernels on their devices."""
+    import dataclasses
+
+    from test_split_rules import one_op_model, the_op
+    from tvm_partition.cli.compile import check, compile_model
+    from tvm_partition.devices import cpu_target
+
+    model = one_op_model([(1, 16, 8, 8)], [(16, 16, 3, 3)], lambda x, w: relax.op.nn.conv2d(x, w, padding=1))
+    specs = parse_devices(devices.split("-")[0])
+    if devices.endswith("-v3"):
+        specs[1] = dataclasses.replace(specs[1], target=cpu_target("x86-64-v3"))
+    plan_file = tmp_path / "plan.json"
+    Plan(specs, {the_op(OpGraph(model.mod)).id: Split(1, (0.5, 0.5), (specs[1].name, "cpu"))}).save(plan_file)
+    compiled = compile_model(model, specs, plan_file=str(plan_file), tuning_db=str(tmp_path / "no-database"))
+    placed = compiled.build.kernel_devices
+    assert {placed[k] for k in placed if k.startswith("conv2d")} == {"cpu", specs[1].name}
+    if specs[1].kind == "cpu":
+        err, tol = check(compiled)
+        assert err <= tol

@@ -101,7 +101,9 @@ def device_by_vdevice(devices: list[DeviceSpec], vdev) -> DeviceSpec:
 
 
 def attach_targets(mod: tvm.IRModule, devices: list[DeviceSpec]) -> tuple[tvm.IRModule, dict[str, str]]:
-    """Give every PrimFunc the target of the device its call sites run on."""
+    """Give every PrimFunc the target of the device its call sites run on (a kernel called on
+    devices of two targets first becomes a kernel a target: :func:`kernel_per_target`)."""
+    mod = kernel_per_target(mod, devices)
     where: dict[str, DeviceSpec] = {}
     for name, ty in _call_sites(mod):
         dev = device_by_vdevice(devices, _vdevice_of(ty))
@@ -116,6 +118,50 @@ def attach_targets(mod: tvm.IRModule, devices: list[DeviceSpec]) -> tuple[tvm.IR
             out[gv] = func.with_attr("target", dev.tvm_target())
             placed[gv.name_hint] = dev.name
     return out, placed
+
+
+def kernel_per_target(mod: tvm.IRModule, devices: list[DeviceSpec]) -> tvm.IRModule:
+    """``mod`` where a PrimFunc called on devices of two targets is one a target: the calls on
+    each further device call a copy, ``NAME_<device>``. Why: TVM legalizes the same op on the
+    same shapes to one PrimFunc whatever the device (``BlockBuilder.add_func`` keeps one of
+    structurally equal functions), and a conv2d's output carries no vdevice to tell them apart in
+    its name: a bare conv2d split in halves by its channels over ``cpu,gpu`` was one kernel of
+    both parts (the TCN of ``build/pytorch_models`` under ``equal``: "kernel conv2d is called on two
+    devices (gpu, cpu)", 2026-11-30). Fused kernels are each group's own already."""
+    first: dict[str, DeviceSpec] = {}
+    moved: dict[tuple[str, str], str] = {}  # (kernel, device) -> its copy
+    for name, ty in _call_sites(mod):
+        dev = device_by_vdevice(devices, _vdevice_of(ty))
+        if first.setdefault(name, dev).target != dev.target:
+            moved.setdefault((name, dev.name), f"{name}_{dev.name}")
+    if not moved:
+        return mod
+    bb = relax.BlockBuilder(copy_module(mod))
+    copies = {}
+    for (name, dev), new in moved.items():
+        func = mod[mod.get_global_var(name)].with_attr("tvm_partition.device", dev)  # not the same function
+        if "global_symbol" in func.attrs:
+            func = func.with_attr("global_symbol", new)
+        copies[new] = bb.add_func(func, new)  # a GlobalVar typed as calls need it
+    out = bb.get()
+    call_tir = tvm.ir.Op.get("relax.call_tir")
+
+    @relax.expr_functor.mutator
+    class Retarget(relax.PyExprMutator):
+        def visit_call_(self, call):
+            call = super().visit_call_(call)
+            if not call.op.same_as(call_tir):
+                return call
+            ty = call.ty_args[0] if call.ty_args else call.ty
+            new = moved.get((call.args[0].name_hint, device_by_vdevice(devices, _vdevice_of(ty)).name))
+            if new is None:
+                return call
+            return relax.Call(call.op, [copies[new], *call.args[1:]], call.attrs, call.ty_args)
+
+    for gv, func in mod.functions_items():
+        if isinstance(func, relax.Function):
+            out[gv] = Retarget().visit_expr(func)
+    return out
 
 
 def lower(mod: tvm.IRModule, plan: Plan, graph=None, schedules=None) -> tuple[tvm.IRModule, dict[str, str]]:
