@@ -31,7 +31,7 @@ from tvm import relax
 from ..devices import DeviceSpec
 from ..errors import TvmPartitionError
 from ..ir.legalize import legalize_ops
-from ..ir.relax_utils import copy_module
+from ..ir.relax_utils import copy_module, rewrite_functions
 from ..passes import (ApplyPlan, FenceCopies, PropagateVDevice, elide_host_copies, keep_joins_apart, merge_repeated_params,
                       share_packed_weights, slices_as_views, write_joins_in_place)
 from ..passes.host_copies import TRANSFORM_PARAMS
@@ -143,7 +143,6 @@ def kernel_per_target(mod: tvm.IRModule, devices: list[DeviceSpec]) -> tvm.IRMod
         if "global_symbol" in func.attrs:
             func = func.with_attr("global_symbol", new)
         copies[new] = bb.add_func(func, new)  # a GlobalVar typed as calls need it
-    out = bb.get()
     call_tir = tvm.ir.Op.get("relax.call_tir")
 
     @relax.expr_functor.mutator
@@ -158,10 +157,7 @@ def kernel_per_target(mod: tvm.IRModule, devices: list[DeviceSpec]) -> tvm.IRMod
                 return call
             return relax.Call(call.op, [copies[new], *call.args[1:]], call.attrs, call.ty_args)
 
-    for gv, func in mod.functions_items():
-        if isinstance(func, relax.Function):
-            out[gv] = Retarget().visit_expr(func)
-    return out
+    return rewrite_functions(bb.get(), lambda _mod, _func: Retarget())
 
 
 def lower(mod: tvm.IRModule, plan: Plan, graph=None, schedules=None) -> tuple[tvm.IRModule, dict[str, str]]:
