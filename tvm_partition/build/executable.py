@@ -120,6 +120,10 @@ def attach_targets(mod: tvm.IRModule, devices: list[DeviceSpec]) -> tuple[tvm.IR
     return out, placed
 
 
+#: The attribute that tells a kernel's copy for another device from it, while it is added
+_COPY_ATTR = "tvm_partition.copy_for"
+
+
 def kernel_per_target(mod: tvm.IRModule, devices: list[DeviceSpec]) -> tvm.IRModule:
     """``mod`` where a PrimFunc called on devices of two targets is one a target: the calls on
     each further device call a copy, ``NAME_<device>``. Why: TVM legalizes the same op on the
@@ -139,10 +143,13 @@ def kernel_per_target(mod: tvm.IRModule, devices: list[DeviceSpec]) -> tvm.IRMod
     bb = relax.BlockBuilder(copy_module(mod))
     copies = {}
     for (name, dev), new in moved.items():
-        func = mod[mod.get_global_var(name)].with_attr("tvm_partition.device", dev)  # not the same function
-        if "global_symbol" in func.attrs:
+        func = mod[mod.get_global_var(name)]
+        if func.attrs is not None and "global_symbol" in func.attrs:
             func = func.with_attr("global_symbol", new)
-        copies[new] = bb.add_func(func, new)  # a GlobalVar typed as calls need it
+        # tagged past add_func's merging of equal functions (it types the GlobalVar as calls need),
+        # then untagged: a tuning record is looked up by the kernel as it is
+        copies[new] = bb.add_func(func.with_attr(_COPY_ATTR, dev), new)
+        bb.update_func(copies[new], func)
     call_tir = tvm.ir.Op.get("relax.call_tir")
 
     @relax.expr_functor.mutator
