@@ -58,15 +58,22 @@ class BuildResult:
     compile_s: float
 
 
+_CALL_TIR = tvm.ir.Op.get("relax.call_tir")
+
+
+def _out_type(call_tir: relax.Call):
+    """The output type of a ``call_tir``: what says the device its kernel runs on."""
+    return call_tir.ty_args[0] if call_tir.ty_args else call_tir.ty
+
+
 def _call_sites(mod: tvm.IRModule, function: str | None = None):
     """(PrimFunc name, out type) for every call_tir in every relax function (``function``: in
     that one only)."""
-    call_tir = tvm.ir.Op.get("relax.call_tir")
     found = []
 
     def visit(expr):
-        if isinstance(expr, relax.Call) and expr.op.same_as(call_tir):
-            found.append((expr.args[0].name_hint, expr.ty_args[0] if expr.ty_args else expr.ty))
+        if isinstance(expr, relax.Call) and expr.op.same_as(_CALL_TIR):
+            found.append((expr.args[0].name_hint, _out_type(expr)))
 
     for gv, func in mod.functions_items():
         if isinstance(func, relax.Function) and function in (None, gv.name_hint):
@@ -150,16 +157,14 @@ def kernel_per_target(mod: tvm.IRModule, devices: list[DeviceSpec]) -> tvm.IRMod
         # then untagged: a tuning record is looked up by the kernel as it is
         copies[new] = bb.add_func(func.with_attr(_COPY_ATTR, dev), new)
         bb.update_func(copies[new], func)
-    call_tir = tvm.ir.Op.get("relax.call_tir")
 
     @relax.expr_functor.mutator
     class Retarget(relax.PyExprMutator):
         def visit_call_(self, call):
             call = super().visit_call_(call)
-            if not call.op.same_as(call_tir):
+            if not call.op.same_as(_CALL_TIR):
                 return call
-            ty = call.ty_args[0] if call.ty_args else call.ty
-            new = moved.get((call.args[0].name_hint, device_by_vdevice(devices, _vdevice_of(ty)).name))
+            new = moved.get((call.args[0].name_hint, device_by_vdevice(devices, _vdevice_of(_out_type(call))).name))
             if new is None:
                 return call
             return relax.Call(call.op, [copies[new], *call.args[1:]], call.attrs, call.ty_args)
