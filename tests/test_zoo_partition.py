@@ -9,6 +9,7 @@ from helpers import SMALL, cpu_gpu_build, equal_check
 from tvm_partition import frontend
 from tvm_partition.frontend import zoo
 from tvm_partition.build.executable import cuda_kernel_names
+from tvm_partition.build.vm_order import main_instructions
 from tvm_partition.plan import Split
 
 
@@ -37,8 +38,8 @@ def test_equal_split_matches_unpartitioned(name):
     assert err <= tol, f"max_abs_err={err} > {tol}"
     # the joins the program still concatenates (``<concat>_join`` kernels, passes/joins.py; the
     # rest written in place) are those the simulator launches
-    calls = [line for line in compiled.build.executable.as_text().splitlines()
-             if line.strip().startswith("call") and "concatenate" in line and "_join " in line]
+    calls = [callee for callee, _, _ in main_instructions(compiled.build.executable.as_text())
+             if callee.startswith("concatenate") and callee.endswith("_join")]
     launched = [t for t in compiled.simulation.tasks if t.kind == "concat" and t.launched]
     assert len(calls) == len(launched)
 
