@@ -10,6 +10,8 @@ reintroduced, which it must report.
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 import tvm
 
@@ -83,6 +85,31 @@ def test_the_checks_report_a_serialising_order():
         align([copy], [Step("copy", "cpu->gpu", "%1")])
 
 
+def test_a_view_stands_for_no_computing_part_and_a_concat_written_in_place_for_none():
+    """Inception-v3's equal plan on cpu,gpu (heavy tier): a convolution ``a`` split, then the
+    model's concat ``b`` of it, split alike; the concat's CPU part is written in place
+    (passes.in_place_joins), so the program has a view there, made before or after ``a``'s CPU part
+    writes into it, and no kernel. The view once stood for ``a``'s CPU part and ``a``'s kernel for
+    ``b``'s: "b: a CPU part runs before its GPU part" (2026-11-30)."""
+    sim = [Step("kernel", "gpu", "a", "part", "conv2d"), Step("kernel", "cpu", "a", "part", "conv2d"),
+           Step("kernel", "gpu", "b", "part", "concat"), Step("kernel", "cpu", "b", "part", "concat")]
+    conv_g, conv_c = Step("kernel", "gpu", "fused_conv2d_cuda"), Step("kernel", "cpu", "fused_conv2d_llvm")
+    concat_g, view = Step("kernel", "gpu", "concatenate1_cuda"), Step("view", "cpu", "runtime.TVMTensorCreateView")
+
+    def labelled(program):
+        return [dataclasses.replace(program[j], label=sim[i].label, task=sim[i].task)
+                for i, j in sorted(align(sim, program).items(), key=lambda kv: kv[1])]
+
+    before = labelled([conv_g, view, conv_c, concat_g])
+    assert [(s.label, s.where) for s in before] == [("a", "gpu"), ("a", "cpu"), ("b", "gpu")]
+    assert before[1].label == "a" and before[1].kind == "kernel"  # the convolution's part, not the view
+    assert overlap_problems(before, CPU_GPU) == [] and split_parts(before, CPU_GPU).keys() == {"a"}
+    after = labelled([conv_g, conv_c, concat_g, view])  # the view after: b's CPU part, doing nothing
+    assert overlap_problems(after, CPU_GPU) == [] and split_parts(after, CPU_GPU).keys() == {"a", "b"}
+    with pytest.raises(OrderMismatch):  # a computing part may not vanish
+        align(sim, [conv_g, view, concat_g])
+
+
 @pytest.mark.parametrize("model,plan", ZOO + DEPARTED + [pytest.param(*p, marks=pytest.mark.heavy) for p in HEAVY])
 def test_split_ops_overlap_in_the_compiled_program(model, plan):
     compiled = cpu_gpu_build(model, plan)
@@ -91,7 +118,11 @@ def test_split_ops_overlap_in_the_compiled_program(model, plan):
     labelled = _program(compiled)  # raises OrderMismatch where the program runs otherwise
     assert overlap_problems(labelled, CPU_GPU) == []
     splits = split_parts(simulated, CPU_GPU)
-    assert splits and split_parts(labelled, CPU_GPU).keys() == splits.keys()  # every split op found
+    found = split_parts(labelled, CPU_GPU)
+    assert splits and found.keys() <= splits.keys()
+    # every split op found, but a concat of the model whose part on one device runs no kernel: its
+    # inputs' parts there were written into it in place (passes.in_place_joins)
+    assert all(compiled.graph.ops[op].kind == "concat" for op in splits.keys() - found.keys())
 
 
 def test_fuseops_unfenced_reorders_split_parts(monkeypatch):

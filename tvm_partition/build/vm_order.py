@@ -12,7 +12,9 @@ This module reads the program the build really made, ``VMExecutable.as_text()`` 
 ``main`` to native code, :func:`tvm_partition.build.executable.link`), as kernel launches per device
 and copies, and aligns it with the simulator's tasks: every copy, and every kernel of an op or a
 part, must appear in the same order on the same device. Slices and concats the pass emits may be
-missing, fused by TVM's ``FuseOps`` into a kernel next to them. Where they align, what the
+missing, fused by TVM's ``FuseOps`` into a kernel next to them, and so may a part of the model's own
+concat whose inputs were written into it in place; a view never stands for an op that computes.
+Where they align, what the
 simulator says about a split op's parts (GPU part first, no copy between its parts) holds for
 the program too.
 """
@@ -23,6 +25,7 @@ import dataclasses
 import re
 
 from ..errors import TvmPartitionError
+from ..ir.graph import COMPUTE_KINDS
 from ..runtime.artifact import KERNELS_MAIN
 
 _CALL = re.compile(r"^\s*call\s+(\S+)\s+in:\s*(.*?)\s+dst:\s*(\S+)\s*$")
@@ -118,6 +121,14 @@ def _fusable(step: Step) -> bool:
     return step.task in ("slice", "concat")
 
 
+def _may_vanish(step: Step) -> bool:
+    """A simulated step the program may run no kernel for: a slice or concat the pass emits (fused
+    by ``FuseOps``, or a view), or an op or part that is a concat of the model, whose inputs
+    :mod:`tvm_partition.passes.in_place_joins` wrote in place (Inception-v3's joined branches on cpu,gpu:
+    each branch's CPU part writes into a view of the concat's, made before the first of them)."""
+    return _fusable(step) or step.op_kind == "concat"
+
+
 #: The name LegalizeOps gives a slice or concat left alone (``_join``: :mod:`tvm_partition.passes.joins`).
 _MOVEMENT = re.compile(r"^(strided_slice|concatenate)\d*_(llvm|cuda)(_join)?$")
 
@@ -125,9 +136,14 @@ _MOVEMENT = re.compile(r"^(strided_slice|concatenate)\d*_(llvm|cuda)(_join)?$")
 def _runs(simulated: Step, program: Step) -> bool:
     """Can the program's kernel (or view) be the simulated one? A slice or concat the pass emits
     is a lone ``strided_slice``/``concatenate`` kernel, or the slice a view; an op's kernel is any
-    other (or a lone one, for an op that is a slice or concat of the model; or a view TVM made of it)."""
+    other (or a lone one, for an op that is a slice or concat of the model; or a view TVM made of it,
+    unless the op computes: a view that stood for a convolution's part let Inception-v3's joined
+    branches, whose CPU part is a view made before the last branch's CPU part writes into it, read
+    as a CPU part run before its GPU part, 2026-11-30)."""
     if program.kind == "view":
-        return not _fusable(simulated) or (simulated.task == "slice" and program.label == _CREATE_VIEW)
+        if _fusable(simulated):
+            return simulated.task == "slice" and program.label == _CREATE_VIEW
+        return simulated.op_kind not in COMPUTE_KINDS
     movement = _MOVEMENT.match(program.label)
     if _fusable(simulated):
         return bool(movement) and movement.group(1).startswith("strided" if simulated.task == "slice" else "concat")
@@ -150,7 +166,7 @@ def _align_kernels(simulated: list[tuple[int, Step]], program: list[tuple[int, S
             if j < len(program) and _runs(s, program[j][1]):
                 for k in range(j + 1, views_from(j + 1) + 1):
                     nxt.setdefault(k, (j, True))
-            if _fusable(s):
+            if _may_vanish(s):
                 nxt.setdefault(j, (j, False))
         if not nxt:
             return None
@@ -180,7 +196,8 @@ def _segments(steps: list[Step]) -> list[list[tuple[int, Step]]]:
 def align(simulated: list[Step], program: list[Step]) -> dict[int, int]:
     """``{simulated index: program index}``. The copies must be the same, in the same order; between
     two copies, each device must run the simulated kernels in the simulated order, where only
-    slices and concats may be missing (fused by ``FuseOps`` into a kernel beside them). The order
+    slices and concats may be missing (fused by ``FuseOps`` into a kernel beside them, or written
+    in place: :func:`_may_vanish`). The order
     of kernels of different devices between two copies is free: ``FuseOps`` launches a fused
     kernel where its first member stood, which can move a GPU kernel ahead of a CPU one, and
     neither device waits for the other there. Raises :class:`OrderMismatch` where they part."""

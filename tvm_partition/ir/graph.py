@@ -38,6 +38,9 @@ _ANCHOR_RANK = {
     "concat": 2, "take": 2, "strided_slice": 2, "split": 2,
 }
 _VIEW_KINDS = {"reshape", "expand_dims", "squeeze", "flatten"}
+#: Kinds of op that compute (convolutions, matmuls, pooling, normalisations, reductions): a kernel
+#: whatever TVM or the passes make of the model, never a view (what moves data may become one).
+COMPUTE_KINDS = frozenset(k for k, rank in _ANCHOR_RANK.items() if rank >= 3)
 
 
 def make_op_id(index: int, fused_name: str, limit: int = 48) -> str:
