@@ -14,9 +14,8 @@ and copies, and aligns it with the simulator's tasks: every copy, and every kern
 part, must appear in the same order on the same device. Slices and concats the pass emits may be
 missing, fused by TVM's ``FuseOps`` into a kernel next to them, and so may a part of the model's own
 concat whose inputs were written into it in place; a view never stands for an op that computes.
-Where they align, what the
-simulator says about a split op's parts (GPU part first, no copy between its parts) holds for
-the program too.
+Where they align, what the simulator says about a split op's parts (GPU part first, no copy
+between its parts) holds for the program too.
 """
 
 from __future__ import annotations
@@ -124,8 +123,8 @@ def _fusable(step: Step) -> bool:
 def _may_vanish(step: Step) -> bool:
     """A simulated step the program may run no kernel for: a slice or concat the pass emits (fused
     by ``FuseOps``, or a view), or an op or part that is a concat of the model, whose inputs
-    :mod:`tvm_partition.passes.in_place_joins` wrote in place (Inception-v3's joined branches on cpu,gpu:
-    each branch's CPU part writes into a view of the concat's, made before the first of them)."""
+    :mod:`tvm_partition.passes.in_place_joins` wrote in place (Inception-v3's joined branches on
+    cpu,gpu: each branch's CPU part writes into a view of the concat's, made before the first)."""
     return _fusable(step) or step.op_kind == "concat"
 
 
@@ -197,10 +196,10 @@ def align(simulated: list[Step], program: list[Step]) -> dict[int, int]:
     """``{simulated index: program index}``. The copies must be the same, in the same order; between
     two copies, each device must run the simulated kernels in the simulated order, where only
     slices and concats may be missing (fused by ``FuseOps`` into a kernel beside them, or written
-    in place: :func:`_may_vanish`). The order
-    of kernels of different devices between two copies is free: ``FuseOps`` launches a fused
-    kernel where its first member stood, which can move a GPU kernel ahead of a CPU one, and
-    neither device waits for the other there. Raises :class:`OrderMismatch` where they part."""
+    in place: :func:`_may_vanish`). The order of kernels of different devices between two copies
+    is free: ``FuseOps`` launches a fused kernel where its first member stood, which can move a GPU
+    kernel ahead of a CPU one, and neither device waits for the other there. Raises
+    :class:`OrderMismatch` where they part."""
     sim_copies = [(k, s) for k, s in enumerate(simulated) if s.kind == "copy"]
     prog_copies = [(k, s) for k, s in enumerate(program) if s.kind == "copy"]
     for n, ((i, s), (j, p)) in enumerate(zip(sim_copies, prog_copies)):
