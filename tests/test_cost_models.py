@@ -275,9 +275,9 @@ def test_a_sample_slower_than_a_larger_size_of_its_series_is_timed_again(profile
     series = sorted(fit_records([r for r in batch if r["sig"] == top["sig"]]), key=lambda r: int(r["size"]))
     keys = {sample_key(r) for r in series}
     # a size in order now, of the most room below the quickest larger size, so that its time again
-    # most often comes back in order under the suite's load. The largest size under an eighth of the top had 2x (its
-    # sizes double, its times with them) and twice read slower than that in a full run here
-    # (2026-11-30); a schedule's step between sizes leaves 4-5x.
+    # most often comes back in order under the suite's load. The largest size under an eighth of
+    # the top had 2x (its sizes double, its times with them) and twice read slower than that in a
+    # full run here (2026-11-30); a schedule's step between sizes leaves 4-5x.
 
     def room(r) -> float:
         return min((float(x["mean_us"]) for x in series if int(x["size"]) > int(r["size"])), default=0.0) / float(r["mean_us"])

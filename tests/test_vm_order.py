@@ -10,8 +10,6 @@ reintroduced, which it must report.
 
 from __future__ import annotations
 
-import dataclasses
-
 import pytest
 import tvm
 
@@ -19,8 +17,8 @@ from helpers import SMALL, comparable, cpu_gpu_build, mlp_model
 from tvm_partition import frontend
 from tvm_partition.build import executable
 from tvm_partition.build.executable import build
-from tvm_partition.build.vm_order import (OrderMismatch, Step, align, overlap_problems, program_order, program_steps,
-                                          split_parts, simulated_steps)
+from tvm_partition.build.vm_order import (OrderMismatch, Step, align, label_program, overlap_problems, program_order,
+                                          program_steps, split_parts, simulated_steps)
 from tvm_partition.cli.compile import compile_model
 from tvm_partition.devices import parse_devices
 from tvm_partition.ir.graph import OpGraph
@@ -95,16 +93,11 @@ def test_a_view_stands_for_no_computing_part_and_a_concat_written_in_place_for_n
            Step("kernel", "gpu", "b", "part", "concat"), Step("kernel", "cpu", "b", "part", "concat")]
     conv_g, conv_c = Step("kernel", "gpu", "fused_conv2d_cuda"), Step("kernel", "cpu", "fused_conv2d_llvm")
     concat_g, view = Step("kernel", "gpu", "concatenate1_cuda"), Step("view", "cpu", "runtime.TVMTensorCreateView")
-
-    def labelled(program):
-        return [dataclasses.replace(program[j], label=sim[i].label, task=sim[i].task)
-                for i, j in sorted(align(sim, program).items(), key=lambda kv: kv[1])]
-
-    before = labelled([conv_g, view, conv_c, concat_g])
+    before = label_program(sim, [conv_g, view, conv_c, concat_g])
     assert [(s.label, s.where) for s in before] == [("a", "gpu"), ("a", "cpu"), ("b", "gpu")]
     assert before[1].label == "a" and before[1].kind == "kernel"  # the convolution's part, not the view
     assert overlap_problems(before, CPU_GPU) == [] and split_parts(before, CPU_GPU).keys() == {"a"}
-    after = labelled([conv_g, conv_c, concat_g, view])  # the view after: b's CPU part, doing nothing
+    after = label_program(sim, [conv_g, conv_c, concat_g, view])  # the view after: b's CPU part, doing nothing
     assert overlap_problems(after, CPU_GPU) == [] and split_parts(after, CPU_GPU).keys() == {"a", "b"}
     with pytest.raises(OrderMismatch):  # a computing part may not vanish
         align(sim, [conv_g, view, concat_g])

@@ -259,8 +259,12 @@ def program_order(build, graph, simulation) -> list[Step]:
     ``graph``) it runs: :func:`align` of the two, so it raises :class:`OrderMismatch` where the
     program departs from the simulated order."""
     program = program_steps(build.executable, build.kernel_devices, build.plan.devices)
-    simulated = simulated_steps(graph, simulation)
-    matched = align(simulated, program)
+    return label_program(simulated_steps(graph, simulation), program)
+
+
+def label_program(simulated: list[Step], program: list[Step]) -> list[Step]:
+    """The steps of ``program`` that :func:`align` matches, in program order, each labelled with the
+    simulated op, part, slice, concat or copy it runs."""
     return [dataclasses.replace(program[j], label=simulated[i].label, task=simulated[i].task)
-            for i, j in sorted(matched.items(), key=lambda kv: kv[1])]
+            for i, j in sorted(align(simulated, program).items(), key=lambda kv: kv[1])]
 
