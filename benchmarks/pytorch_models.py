@@ -17,9 +17,10 @@ onnxruntime and checks its outputs against it (BENCHMARKS.md, "Models written in
 
     python benchmarks/pytorch_models.py --torchvision mobilenet_v3_small,swin_t,... [--out build/torchvision]
 
-writes torchvision's classification models of those names instead (``torchvision.models``,
-``weights=None``: torchvision's own initialisation, seeded; 1 x 3 x 224 x 224), the models users
-deploy most (BENCHMARKS.md, "torchvision's models"). Needs ``torchvision``.
+writes torchvision's models of those names instead (``torchvision.models``, ``weights=None``:
+torchvision's own initialisation, seeded; 1 x 3 x 224 x 224; ``segmentation.NAME`` and
+``video.NAME`` for those families), the models users deploy most (BENCHMARKS.md, "torchvision's
+models"). Needs ``torchvision``.
 """
 
 from __future__ import annotations
@@ -155,12 +156,34 @@ def models():
 
 
 def torchvision_models(names: list[str]):
-    """``{name: (module, example input)}`` of torchvision's classification models, seeded."""
+    """``{name: (module, example input)}`` of torchvision's models, seeded.
+
+    A plain name is a classification model (1 x 3 x 224 x 224); ``segmentation.NAME`` a
+    segmentation model (its ``out`` map only: the auxiliary head is off), ``video.NAME`` a video
+    classifier (1 x 3 x 8 x 112 x 112: 8 frames).
+    """
     import torch
     from torchvision import models as tv
 
+    class OutMap(torch.nn.Module):  # segmentation models return {"out": map}; ONNX wants tensors
+        def __init__(self, net):
+            super().__init__()
+            self.net = net
+
+        def forward(self, x):
+            return self.net(x)["out"]
+
+    def one(name):
+        family, _, short = name.rpartition(".")
+        make = getattr(getattr(tv, family) if family else tv, short)
+        if family == "segmentation":
+            return OutMap(make(weights=None, weights_backbone=None, aux_loss=False)), torch.randn(1, 3, 224, 224)
+        if family == "video":
+            return make(weights=None), torch.randn(1, 3, 8, 112, 112)
+        return make(weights=None), torch.randn(1, 3, 224, 224)
+
     torch.manual_seed(0)
-    return {name: (getattr(tv, name)(weights=None), torch.randn(1, 3, 224, 224)) for name in names}
+    return {name: one(name) for name in names}
 
 
 def main(argv=None) -> int:
@@ -175,7 +198,7 @@ def main(argv=None) -> int:
     chosen = torchvision_models(args.torchvision.split(",")) if args.torchvision else models()
     for name, (module, example) in chosen.items():
         for exporter in args.exporters.split(","):
-            path = os.path.join(args.out, f"{name}_{exporter}.onnx")
+            path = os.path.join(args.out, f"{name.rpartition('.')[2]}_{exporter}.onnx")
             try:
                 if exporter == "dynamo":
                     torch.onnx.export(module.eval(), (example,), path, dynamo=True, external_data=False, verbose=False)
