@@ -410,6 +410,31 @@ def test_one_dimensional_convolutions_run_as_two_dimensional_ones(groups, attrs,
         np.testing.assert_allclose(outs[0], ref, rtol=RTOL, atol=ATOL)
 
 
+@pytest.mark.parametrize("groups,attrs,out_shape", [
+    (1, dict(kernel_shape=[3, 3, 3], dilations=[2, 1, 1], strides=[2, 2, 1], pads=[2, 1, 0, 1, 1, 2]), [1, 16, 3, 4, 8]),
+    (2, dict(kernel_shape=[2, 3, 3], pads=[1, 1, 1, 0, 1, 1]), [1, 16, 6, 7, 8]),
+    (1, dict(kernel_shape=[1, 1, 1], strides=[2, 2, 2]), [1, 16, 3, 4, 4])], ids=["dilated-strided", "grouped", "pointwise"])
+def test_three_dimensional_convolutions_run_as_two_dimensional_ones(groups, attrs, out_shape, tmp_path):
+    """A video model's Conv3d is a conv2d over its output frames once loaded, each frame's input
+    frames stacked as channels (``frontend.conv3d``), so the templates and split rules take it;
+    whole and split, the model matches onnxruntime."""
+    rng = np.random.default_rng(0)
+    weights = {"W": rng.standard_normal((16, 8 // groups, *attrs["kernel_shape"])).astype(np.float32) * 0.2,
+               "B": rng.standard_normal(16).astype(np.float32) * 0.1}
+    path = tmp_path / "conv3d.onnx"
+    proto = one_conv_model(path, [helper.make_node("Conv", ["x", "W", "B"], ["c"], group=groups, **attrs),
+                                  helper.make_node("Relu", ["c"], ["y"])], weights, [1, 8, 6, 7, 8], out_shape)
+    model = frontend.load(str(path))
+    text = model.mod["main"].script()
+    assert "R.nn.conv3d(" not in text and "R.nn.conv2d(" in text
+    x = rng.standard_normal((1, 8, 6, 7, 8)).astype(np.float32)
+    (ref,) = ort_run(proto, [x])
+    assert list(ref.shape) == out_shape
+    for strategy in ("cpu", "equal"):
+        _, outs = run_split(model, tmp_path / strategy, [x], strategy=strategy)
+        np.testing.assert_allclose(outs[0], ref, rtol=RTOL, atol=ATOL)
+
+
 def lrn_model(path, c=12, hw=7, size=5) -> onnx.ModelProto:
     """One LRN (AlexNet's and ZFNet's: alpha 1e-4, beta 0.75, bias 1) between two ReLUs."""
     nodes = [helper.make_node("Relu", ["x"], ["r"]),

@@ -29,6 +29,7 @@ from .onnx_fold import fold_constants
 from .onnx_loop import unroll_loops
 from .onnx_rnn import RecurrentError, unroll_recurrent
 from ..ir.relax_utils import Constant, rebuilt
+from .conv3d import conv3d_as_conv2d
 from .matmul_rows import flatten_matmul_rows
 from .inference import (clip_takes, conv1d_as_conv2d, fold_batch_norms, pad_matmuls, pad_output_channels, remove_dropout,
                         roots_for_powers, ungroup_convolutions)
@@ -229,7 +230,8 @@ def _from_torch(ep, seed) -> Model:
 
 
 def normalize(model: Model) -> Model:
-    """Inference form: one-dimensional convolutions as two-dimensional ones of one row, batch
+    """Inference form: one-dimensional convolutions as two-dimensional ones of one row,
+    three-dimensional ones as two-dimensional ones over their frames (:mod:`.conv3d`), batch
     norms after convolutions folded into their weights, the others
     decomposed, dropout removed, grouped convolutions of wide groups one per group, output channels
     of convolutions padded to whole vectors, channels-last matmuls over a map as one matrix of rows
@@ -241,6 +243,7 @@ def normalize(model: Model) -> Model:
     mod = tvm.transform.Sequential(
         [
             conv1d_as_conv2d,  # first: what follows knows conv2d only
+            conv3d_as_conv2d,
             fold_batch_norms,
             relax.transform.DecomposeOpsForInference(),
             remove_dropout,
