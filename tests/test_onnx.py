@@ -435,6 +435,40 @@ def test_three_dimensional_convolutions_run_as_two_dimensional_ones(groups, attr
         np.testing.assert_allclose(outs[0], ref, rtol=RTOL, atol=ATOL)
 
 
+@pytest.mark.parametrize("dilation,pads,groups,window", [
+    (6, [6, 6, 6, 6], 1, "[16, 8, 1, 1]"), (3, [5, 5, 1, 1], 1, "[16, 8, 2, 2]"), (3, [3, 3, 3, 3], 1, "[16, 8, 3, 3]"),
+    (5, [5, 5, 5, 5], 8, "[8, 1, 1, 1]")], ids=["centre-only", "one-side", "all-live", "depthwise"])
+def test_taps_that_read_only_padding_are_dropped(dilation, pads, groups, window, tmp_path):
+    """DeepLabV3's atrous convolutions on a map narrower than their dilation: the taps that read
+    only padding are gone from the window (a 5 x 5 map: at dilation 6 the centre tap alone is left,
+    padded 5 before and 1 after at dilation 3 the first row and column go, padded 3 all three read
+    the map), the outputs unchanged: whole and split, the model matches onnxruntime."""
+    from tvm_partition.frontend.dead_taps import live_taps
+
+    rng = np.random.default_rng(0)
+    cout = 16 if groups == 1 else 8
+    weights = {"W": rng.standard_normal((cout, 8 // groups, 3, 3)).astype(np.float32) * 0.2,
+               "B": rng.standard_normal(cout).astype(np.float32) * 0.1}
+    path = tmp_path / "atrous.onnx"
+    proto = one_conv_model(path, [helper.make_node("Conv", ["x", "W", "B"], ["c"], group=groups, kernel_shape=[3, 3],
+                                                   dilations=[dilation, dilation], pads=pads),
+                                  helper.make_node("Relu", ["c"], ["y"])], weights, [1, 8, 5, 5], [1, cout, 5, 5])
+    model = frontend.load(str(path))
+    text = model.mod["main"].script()
+    assert f"R.Tensor({tuple(json.loads(window))}".replace(" ", "") in text.replace(" ", "")
+    assert ("R.strided_slice(" in text) == (window != "[16, 8, 3, 3]")  # the weights sliced where taps go
+    x = rng.standard_normal((1, 8, 5, 5)).astype(np.float32)
+    (ref,) = ort_run(proto, [x])
+    for strategy in ("cpu", "equal"):
+        _, outs = run_split(model, tmp_path / strategy, [x], strategy=strategy)
+        np.testing.assert_allclose(outs[0], ref, rtol=RTOL, atol=ATOL)
+    # brute force: a tap is live where some output reads a row of the map through it
+    for size, taps, stride, dil, pad in [(5, 3, 1, 6, 6), (14, 3, 1, 12, 12), (7, 5, 2, 1, 2), (9, 3, 2, 4, 0)]:
+        out = (size + 2 * pad - (taps - 1) * dil - 1) // stride + 1
+        live = [t for t in range(taps) for y in range(out) if 0 <= y * stride + t * dil - pad < size]
+        assert live_taps(size, out, taps, stride, dil, pad) == (min(live), max(live))
+
+
 def lrn_model(path, c=12, hw=7, size=5) -> onnx.ModelProto:
     """One LRN (AlexNet's and ZFNet's: alpha 1e-4, beta 0.75, bias 1) between two ReLUs."""
     nodes = [helper.make_node("Relu", ["x"], ["r"]),

@@ -30,6 +30,7 @@ from .onnx_loop import unroll_loops
 from .onnx_rnn import RecurrentError, unroll_recurrent
 from ..ir.relax_utils import Constant, rebuilt
 from .conv3d import conv3d_as_conv2d
+from .dead_taps import drop_dead_taps
 from .matmul_rows import flatten_matmul_rows
 from .inference import (clip_takes, conv1d_as_conv2d, fold_batch_norms, pad_matmuls, pad_output_channels, remove_dropout,
                         roots_for_powers, ungroup_convolutions)
@@ -233,7 +234,8 @@ def normalize(model: Model) -> Model:
     """Inference form: one-dimensional convolutions as two-dimensional ones of one row,
     three-dimensional ones as two-dimensional ones over their frames (:mod:`.conv3d`), batch
     norms after convolutions folded into their weights, the others
-    decomposed, dropout removed, grouped convolutions of wide groups one per group, output channels
+    decomposed, dropout removed, grouped convolutions of wide groups one per group, window taps that
+    read only padding dropped (:mod:`.dead_taps`), output channels
     of convolutions padded to whole vectors, channels-last matmuls over a map as one matrix of rows
     (:mod:`.matmul_rows`), matmuls' rows and columns to whole register tiles and vectors, powers of whole quarters as roots,
     takes that clamp their indices (:mod:`.inference`,
@@ -248,6 +250,7 @@ def normalize(model: Model) -> Model:
             relax.transform.DecomposeOpsForInference(),
             remove_dropout,
             ungroup_convolutions,
+            drop_dead_taps,
             pad_output_channels,
             flatten_matmul_rows,
             pad_matmuls,
