@@ -33,10 +33,10 @@ from ..ir.split_rules import static_shape
 _CONV3D = tvm.ir.Op.get("relax.nn.conv3d")
 
 
-def _frames(builder, x, depth: int, taps: int, stride: int, dilation: int, pads: tuple[int, int]):
-    """``x`` ``[N, C, D, H, W]`` as ``[N * D_out, C * taps, H, W]``: each output frame's input frames
-    as channels (module docstring); ``depth`` is ``D_out``."""
-    n, c, _, h, w = static_shape(x)
+def _frames(builder, x, shape, depth: int, taps: int, stride: int, dilation: int, pads: tuple[int, int]):
+    """``x`` of ``shape`` ``[N, C, D, H, W]`` as ``[N * D_out, C * taps, H, W]``: each output frame's
+    input frames as channels (module docstring); ``depth`` is ``D_out``."""
+    n, c, _, h, w = shape
     if any(pads):
         x = builder.emit(relax.op.nn.pad(x, [0, 0, 0, 0, pads[0], pads[1], 0, 0, 0, 0]))
     last = stride * (depth - 1) + 1
@@ -62,7 +62,7 @@ class _Conv3dAs2d(relax.PyExprMutator):
         pads = (int(a.padding[0]), int(a.padding[3]))
         n, o, depth, ho, wo = out
         taps = ws[2]
-        x = _frames(self.builder_, call.args[0], depth, taps, stride, dilation, pads)
+        x = _frames(self.builder_, call.args[0], xs, depth, taps, stride, dilation, pads)
         w = self.builder_.emit(relax.op.reshape(call.args[1], [ws[0], ws[1] * taps, ws[3], ws[4]]))
         conv = self.builder_.emit(relax.op.nn.conv2d(
             x, w, strides=[int(a.strides[1]), int(a.strides[2])],

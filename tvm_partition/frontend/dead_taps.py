@@ -20,10 +20,9 @@ from __future__ import annotations
 import tvm
 from tvm import relax
 
-from ..ir.relax_utils import calls_op, rewrite_functions
+from ..ir.relax_utils import rewrite_functions
 from ..ir.split_rules import static_shape
-
-_CONV2D = tvm.ir.Op.get("relax.nn.conv2d")
+from .inference import nchw_conv
 
 
 def live_taps(size: int, out: int, taps: int, stride: int, dilation: int, pad_before: int) -> tuple[int, int]:
@@ -46,12 +45,11 @@ def _trimmed_pads(size, out, stride, dilation, pad_before, first, last) -> tuple
 class _Trimmed(relax.PyExprMutator):
     def visit_call_(self, call):
         call = super().visit_call_(call)
-        if not calls_op(call, _CONV2D):
+        conv, out = nchw_conv(call), static_shape(call)
+        if conv is None or out is None:
             return call
+        groups, xs, ws = conv
         a = call.attrs
-        xs, ws, out = static_shape(call.args[0]), static_shape(call.args[1]), static_shape(call)
-        if a.data_layout != "NCHW" or a.kernel_layout != "OIHW" or xs is None or ws is None or out is None:
-            return call
         strides, dilation = [int(v) for v in a.strides], [int(v) for v in a.dilation]
         pads = [int(v) for v in a.padding]  # top, left, bottom, right
         kept, new_pads = [], [0, 0, 0, 0]
@@ -71,7 +69,7 @@ class _Trimmed(relax.PyExprMutator):
         dilation = [1 if first == last else d for (first, last), d in zip(kept, dilation)]
         w = self.builder_.emit(relax.op.strided_slice(call.args[1], [2, 3], [r0, c0], [r1 + 1, c1 + 1]))
         return relax.op.nn.conv2d(call.args[0], w, strides=strides, padding=new_pads, dilation=dilation,
-                                  groups=int(a.groups), data_layout="NCHW", kernel_layout="OIHW",
+                                  groups=groups, data_layout="NCHW", kernel_layout="OIHW",
                                   out_layout=a.out_layout, out_dtype=a.out_dtype)
 
 

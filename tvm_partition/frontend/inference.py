@@ -179,7 +179,7 @@ class _WithoutDropout(relax.PyExprMutator):
         return dropout.args[0] if op.index == 0 and dropout is not None else op
 
 
-def _nchw_conv(call) -> tuple | None:
+def nchw_conv(call) -> tuple | None:
     """``(groups, data shape, weight shape)`` of an NCHW / OIHW convolution of static shapes, else None."""
     if not calls_op(call, _CONV2D):
         return None
@@ -194,7 +194,7 @@ def _nchw_conv(call) -> tuple | None:
 class _Ungrouped(relax.PyExprMutator):
     def visit_call_(self, call):
         call = super().visit_call_(call)
-        conv = _nchw_conv(call)
+        conv = nchw_conv(call)
         if conv is None or conv[0] < 2:
             return call
         groups, xs, ws = conv
@@ -214,7 +214,7 @@ class _Ungrouped(relax.PyExprMutator):
 class _Padded(relax.PyExprMutator):
     def visit_call_(self, call):
         call = super().visit_call_(call)
-        conv = _nchw_conv(call)
+        conv = nchw_conv(call)
         if conv is None or conv[0] != 1:
             return call
         cout = conv[2][0]
@@ -296,7 +296,7 @@ class _Folded(relax.PyExprMutator):
             return op
         data = bn.args[0]
         conv = _bound_call(self, data, _CONV2D)
-        found = _nchw_conv(conv) if conv is not None and self.uses.get(data, 0) == 1 else None
+        found = nchw_conv(conv) if conv is not None and self.uses.get(data, 0) == 1 else None
         if found is None:
             return op
         groups, _, shape = found
