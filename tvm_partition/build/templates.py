@@ -36,11 +36,23 @@ A 1x1, stride-1 convolution whose tile of whole output rows holds whole vectors 
 vectors of pixels, two output channels a tile, stored a vector at a time; ResNet-50 end to end
 52.7 -> 46.5 ms (2 Zen 4 threads, 2026-11-27).
 
-Only ungrouped ``conv2d_nchw`` blocks (TOPI's names) whose output channels are a multiple of the
+Only ``conv2d_nchw`` blocks (TOPI's names) whose output channels are a multiple of the
 vector width, or of half of it (then half-width vectors: SqueezeNet's 1x1 classifier convolution
 to 1000 channels, 1000 = 62.5 x 16, ran a replayed record in 7.7 ms of the model's 10.9 and the
 template on 8-lane vectors in 1.3-1.9 ms, the model 0.40x paired; amd-epyc-znver5-2c,
-2026-11-26); anything else keeps the transferred or default schedule.
+2026-11-26), and grouped ones (``group_conv2d_nchw``) whose output channels *a group* are, in
+vectors of at least :data:`MIN_GROUP_LANES` lanes: a tile's vector of output channels lies in one
+group, so each step broadcasts one input pixel of that group, as for an ungrouped convolution.
+Why: RegNet's and ResNeXt's grouped 3x3s (8-32 channels a group) ran a dense convolution's record
+replayed, or the grouped template below; the strided ones took 1.3-2.4 ms on the record where this
+schedule takes 0.1-0.3 (RegNet-X-400MF's 32-channel one at 56x56, 16 a group, 2,374 -> 265 us), and
+on all 20 grouped kernels of RegNet-X-400MF, RegNet-Y-400MF and ResNeXt-50 it ran 0.05-0.87x the
+time of what they ran before (each alone, 5 rounds, 2 Zen 4 threads, 2026-12-01; BENCHMARKS.md,
+"Grouped convolutions"); compiled for AVX2 (``-mcpu=znver3``, on the same machine) 0.38-0.90x on
+18 of them, the other two 0.64x and 0.84x measured again. Their parallel loop takes channel blocks
+first (:attr:`_Plan.rows_outer` false): rows first ran 1.1-4.3x slower on 17 of the 20 and within
+10% on the others (a group's weights are few, and rows first leaves each thread's consecutive
+tasks in other groups' input channels). Anything else keeps the transferred or default schedule.
 
 Matmuls with constant weights (TOPI's ``matmul`` of ``x[..., m, k]`` by ``w[k, n]``, element-wise
 epilogue: BERT's projections and FFN, the RNNs' gates, imported models' ``MatMul`` and ``Gemm``).
@@ -84,11 +96,11 @@ most :data:`MAX_GROUP_CHANNELS` input channels per group: a 32-channel 112x112 d
 a stride-2 96-channel one 649 -> 229 us (BENCHMARKS.md); on 14- and 7-wide maps, and for ShuffleNet's groups of
 34-136 input channels, the replayed dense record was as fast or faster (up to 2x), so those keep it.
 Nor a strided convolution of several input channels a group: each step of its row segment reads
-every other input pixel, and the replayed dense record, whose vector is a group's 8 output channels,
-ran 2.7-3.4x quicker (RegNet-Y-400MF's 48- and 104-channel ones of 8 channels a group 691 and
-280 us against 1,847 and 800, ResNeXt-50's 256-channel one 747 against 2,550; at stride 1 the
-template stays ahead, 361 against 486 and 640 against 1,107; torchvision exports, 2 Zen 3 threads,
-2026-11-30, ``benchmarks/template_ab.py conv2d``). Strided groups of 2-7 channels were not measured.
+every other input pixel, and the replayed dense record ran 2.7-3.4x quicker (RegNet-Y-400MF's
+and ResNeXt-50's, 2 Zen 3 threads, 2026-11-30, ``benchmarks/template_ab.py conv2d``). Groups of
+whole vectors of output channels (8 or more) take the direct-convolution template above instead,
+strided or not, which outran both; this one keeps depthwise convolutions and groups of fewer
+output channels (ResNeXt-50's 4). Strided groups of 2-7 channels were not measured.
 A depthwise convolution whose channels fill whole vectors takes a schedule vectorised along its
 channels instead where that measured quicker (strided, or stride 1 with at least
 :data:`MIN_DEPTHWISE_BLOCKS` vectors of channels: :func:`_depthwise_plan`): each parallel task
@@ -200,6 +212,11 @@ MIN_BATCHED_REDUCTION = 128
 #: docstring for the measurements that set them).
 MIN_GROUP_WIDTH = 28
 MAX_GROUP_CHANNELS = 32
+#: Output channels of a group's vector in the direct-convolution template, at least: ResNeXt-50's
+#: 128-channel 3x3 at 56x56 of 4 channels a group ran 1.43x the grouped template's time on
+#: 4-lane vectors (AVX2's half), where groups of 8, 16 and 32 channels ran 0.05-0.9x the time of
+#: what they ran before (BENCHMARKS.md, "Grouped convolutions").
+MIN_GROUP_LANES = 8
 #: Output rows a register tile of the grouped template holds, the first that divides the height:
 #: 4 rows ran a 112x112 depthwise in 47 us, 2 rows 77, 1 row 89 (one row segment of 16 lanes each).
 GROUP_ROWS = (4, 2, 1)
@@ -344,8 +361,9 @@ class _Plan:
     row: int  # output pixels per register tile
     padded: bool  # a pad_temp block comes first
     blocks: int = 1  # vectors of output channels per register tile (:func:`_blocks`)
-    rows_outer: bool = False  # the parallel loop takes output rows before channel blocks (:func:`_rows_outer`)
+    rows_outer: bool = False  # the parallel loop takes output rows before channel blocks (:func:`_rows_outer`; never grouped)
     parallel: bool = True  # a parallel loop (not below :data:`tvm_partition.build.transfer.SERIAL_FLOPS`)
+    block: str = _CONV  # the convolution block's name: TOPI's ungrouped or grouped one
 
 
 @dataclasses.dataclass(frozen=True)
@@ -399,7 +417,7 @@ def _iter_kinds(block) -> str:
 
 def _plan(kmod: tvm.IRModule, target) -> _Plan | None:
     """The :class:`_Plan` of a direct convolution kernel, or None where the template does not apply."""
-    nest = _nest(kmod, target, (_CONV,))
+    nest = _nest(kmod, target, (_CONV, _GROUP))
     if nest is None:
         return None
     conv = nest.block
@@ -407,20 +425,24 @@ def _plan(kmod: tvm.IRModule, target) -> _Plan | None:
     if weight is None:
         return None
     _, registers = vector_lanes(target)
-    _, oc, _, ow, _, _, _ = nest.extents
-    lanes = _whole_vectors(oc, target)
-    if lanes is None:
+    _, oc, _, ow, group_channels, _, _ = nest.extents
+    per_group = oc * group_channels // int(conv.reads[0].source.shape[1])  # oc where ungrouped
+    if nest.block.name_hint == _GROUP and group_channels == 1:
+        return None  # depthwise: no input channels to accumulate a vector of outputs over
+    lanes = _whole_vectors(per_group, target)
+    if lanes is None or (per_group < oc and lanes < MIN_GROUP_LANES):
         return None
     row = _row(ow, ROW_BUDGET[registers])
     paired = PAIRED_ROW.get((lanes, registers))
     one_by_one = nest.extents[5:] == (1, 1)
-    if paired and ow % paired == 0 and _blocks(paired, oc, lanes, registers) == 2 \
+    if paired and ow % paired == 0 and _blocks(paired, oc, lanes, registers, per_group) == 2 \
             and not (one_by_one and _aliased(conv)):
         row = paired
     from .transfer import serial
 
-    return _Plan(nest.epilogue, weight, lanes, row, nest.padded, _blocks(row, oc, lanes, registers),
-                 _rows_outer(conv), not serial(kmod, target))
+    rows_outer = per_group == oc and _rows_outer(conv)  # grouped: channel blocks first (module docstring)
+    return _Plan(nest.epilogue, weight, lanes, row, nest.padded, _blocks(row, oc, lanes, registers, per_group),
+                 rows_outer, not serial(kmod, target), nest.block.name_hint)
 
 
 def _copied(kmod: tvm.IRModule) -> bool:
@@ -464,7 +486,7 @@ def _rows_outer(conv) -> bool:
     return data > weights
 
 
-def _blocks(row: int, channels: int, lanes: int, registers: int) -> int:
+def _blocks(row: int, channels: int, lanes: int, registers: int, per_group: int | None = None) -> int:
     """Vectors of output channels a register tile holds: two where a tile of ``row`` pixels x two
     vectors stays within :data:`ACC_BUDGET` accumulators and leaves at least
     :data:`MIN_CHANNEL_BLOCKS` blocks of output channels for the parallel loop, else one. A row tile
@@ -478,7 +500,8 @@ def _blocks(row: int, channels: int, lanes: int, registers: int) -> int:
     what they gained alone (ResNet-18 at 64 px, 9 paired rounds: 0.95x of one vector's latency with
     four at 2 and 4 wide, 0.84x with two), so two at most."""
     budget = ACC_BUDGET[registers]
-    two = 2 * row <= budget and channels % (2 * lanes) == 0 and channels // (2 * lanes) >= MIN_CHANNEL_BLOCKS
+    two = 2 * row <= budget and (per_group or channels) % (2 * lanes) == 0 \
+        and channels // (2 * lanes) >= MIN_CHANNEL_BLOCKS
     return 2 if two else 1
 
 
@@ -811,7 +834,7 @@ def _schedule_conv(kmod: tvm.IRModule, target, plan: _Plan) -> tvm.tirx.PrimFunc
     """The direct convolution schedule, its weights marked layout-free and packed by a
     preprocessing block that the build lifts to load time."""
     func = kmod["main"].with_attr("layout_free_buffers", [plan.weight])
-    sch, conv = _opened(func, _CONV, plan.epilogue)
+    sch, conv = _opened(func, plan.block, plan.epilogue)
     padded = plan.padded and not _copied(kmod)
     if plan.padded and not padded:
         sch.compute_inline(sch.get_sblock("pad_temp"))
