@@ -36,7 +36,10 @@ so the planners, the profiler and the build see the same ops.
   channels) took 8.8, 2.3 and 1.9 ms on replayed dense records, ungrouped 0.9, 0.4 and 0.3 ms; the
   model 24 -> 11.4 ms (0.74x onnxruntime's). ShuffleNet, whose grouped 1x1s of 34, 68 and 136
   input channels a group (4 groups) are taken apart, ran 0.97x (0.70-1.05x paired: their
-  convolutions faster, the slices and concats added about as much).
+  convolutions faster, the slices and concats added about as much). Since the direct template
+  takes grouped convolutions of whole vectors a group too (AlexNet's), the models were built
+  without this pass again: AlexNet 1.03x (0.97-1.06), ShuffleNet 1.17x (1.15-1.28), paired
+  against the build with it (5 rounds of 10, 2 Zen 4 threads, 2026-12-01): it stays.
 * :func:`pad_output_channels`: a convolution whose output channels are not a whole number of
   :data:`CHANNEL_MULTIPLE` (the float32 lanes of an AVX-512 vector) computes zero channels up to
   the next multiple, where they add at most :data:`MAX_PADDED_SHARE` of its work, and a slice
