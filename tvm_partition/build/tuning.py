@@ -747,8 +747,10 @@ class Schedules:
 #: (:func:`tvm_partition.build.templates._write_back_by_channels`), 32 vectorises an epilogue of
 #: another shape (a squeeze-and-excitation's scaling) and runs a direct convolution below
 #: :data:`tvm_partition.build.transfer.SERIAL_FLOPS` without its parallel loop, 33 inlines a direct
-#: convolution's padding stage where it pads nothing (:func:`tvm_partition.build.templates._copied`).
-TRANSFER_RULES = 33
+#: convolution's padding stage where it pads nothing (:func:`tvm_partition.build.templates._copied`),
+#: 34 gives grouped convolutions whose groups' output channels fill whole vectors the
+#: direct-convolution template (:data:`tvm_partition.build.templates.MIN_GROUP_LANES`).
+TRANSFER_RULES = 34
 
 
 def open_schedules(path: str | None, transfer: bool = True) -> Schedules:
