@@ -31,6 +31,7 @@ from .onnx_rnn import RecurrentError, unroll_recurrent
 from ..ir.relax_utils import Constant, rebuilt
 from .conv3d import conv3d_as_conv2d
 from .dead_taps import drop_dead_taps
+from .einsum import einsum_as_matmul, einsums_as_matmuls
 from .matmul_rows import flatten_matmul_rows
 from .inference import (clip_takes, conv1d_as_conv2d, fold_batch_norms, pad_matmuls, pad_output_channels, remove_dropout,
                         roots_for_powers, ungroup_convolutions)
@@ -191,6 +192,7 @@ def _from_onnx(path: str, batch: int | None, seed: int) -> Model:
         dtype_dict[gi.name] = onnx.helper.tensor_dtype_to_np_dtype(tt.elem_type).name
     fold_constants(proto, shape_dict)
     unroll_loops(proto, shape_dict)
+    einsums_as_matmuls(proto, shape_dict)
     try:
         unroll_recurrent(proto, shape_dict)
     except RecurrentError as e:
@@ -232,7 +234,8 @@ def _from_torch(ep, seed) -> Model:
 
 def normalize(model: Model) -> Model:
     """Inference form: one-dimensional convolutions as two-dimensional ones of one row,
-    three-dimensional ones as two-dimensional ones over their frames (:mod:`.conv3d`), batch
+    three-dimensional ones as two-dimensional ones over their frames (:mod:`.conv3d`), einsums
+    that are batched matrix products as matmuls (:mod:`.einsum`), batch
     norms after convolutions folded into their weights, the others
     decomposed, dropout removed, grouped convolutions of wide groups one per group, window taps that
     read only padding dropped (:mod:`.dead_taps`), output channels
@@ -246,6 +249,7 @@ def normalize(model: Model) -> Model:
         [
             conv1d_as_conv2d,  # first: what follows knows conv2d only
             conv3d_as_conv2d,
+            einsum_as_matmul,  # before the matmul passes: they see its matmuls
             fold_batch_norms,
             relax.transform.DecomposeOpsForInference(),
             remove_dropout,
