@@ -1,6 +1,7 @@
 """Einsums that are batched matrix products, loaded as matmuls (tvm_partition.frontend.einsum):
 the recipe checked against numpy's einsum on random equations (brute force), the models against
-onnxruntime whole and split."""
+onnxruntime whole and split, and the matmul template that schedules their kernels where no record
+does (tvm_partition.build.templates.fallback) against TVM's default schedule."""
 
 from __future__ import annotations
 
@@ -14,7 +15,9 @@ from onnx import TensorProto, helper
 from tvm import relax
 
 from test_onnx import ATOL, RTOL, ort_run, run_split
+from test_transfer import TARGET, kernel, run
 from tvm_partition import frontend
+from tvm_partition.build import templates
 from tvm_partition.frontend.einsum import einsum_as_matmul, parse, product
 
 
@@ -90,8 +93,10 @@ def test_einsum_models_match_onnxruntime_whole_and_split(equation, left, right, 
     x, y = (rng.standard_normal(s).astype(np.float32) for s in (left, right))
     (ref,) = ort_run(proto, [x, y])
     for strategy in ("cpu", "equal"):
-        _, outs = run_split(model, tmp_path / strategy, [x, y], strategy=strategy, schedules=rewritten)
+        compiled, outs = run_split(model, tmp_path / strategy, [x, y], strategy=strategy, schedules=rewritten)
         np.testing.assert_allclose(outs[0], ref, rtol=RTOL, atol=ATOL)
+    if equation.startswith("B G H I J"):  # 49 rows, a reduction of 49: no record, so the template
+        assert templates.FALLBACK_MATMUL_LABEL in compiled.kernel_schedules.values()
 
 
 def test_a_relax_einsum_becomes_a_matmul():
@@ -113,3 +118,21 @@ def test_a_relax_einsum_becomes_a_matmul():
         vm = relax.VirtualMachine(tvm.compile(mod, target="llvm"), tvm.cpu())
         results.append(vm["main"](*args).numpy())
     np.testing.assert_allclose(results[1], results[0], rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("rows,reduction,tile", [(49, 32, 7), (30, 20, 6), (13, 64, 1)])
+def test_the_matmul_template_schedules_where_no_record_does(rows, reduction, tile):
+    """A batched matmul of computed operands whose rows are no multiple of 4, or whose reduction
+    is short, is left to records by the template; where none applies the build takes the template
+    all the same (:func:`templates.fallback`), rows in tiles of their largest divisor up to 8."""
+    def build():
+        a = relax.Var("a", relax.TensorType((1, 4, rows, reduction), "float32"))
+        b = relax.Var("b", relax.TensorType((1, 4, reduction, 16), "float32"))
+        return [a, b], relax.op.matmul(a, b)
+
+    kmod = kernel(build)
+    assert templates.schedule(kmod, TARGET) is None
+    func, label = templates.fallback(kmod, TARGET)
+    assert label == templates.FALLBACK_MATMUL_LABEL and templates._matmul_plan(kmod, TARGET, fallback=True).rows == tile
+    assert templates.inner_tiles(kmod, TARGET)[2] == tile
+    np.testing.assert_allclose(run(func), run(kmod["main"]), rtol=1e-4, atol=1e-4)

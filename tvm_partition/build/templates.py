@@ -179,6 +179,8 @@ BATCHED_MATMUL_LABEL = "template (matmul, operands read in place)"
 #: :class:`tvm_partition.build.tuning.Schedules`), as for no other template
 MATMUL_LABELS = (MATMUL_LABEL, BATCHED_MATMUL_LABEL)
 POINTWISE_LABEL = "template (1x1 convolution, vectorised along the pixels)"
+#: A matmul no record schedules (:func:`fallback`): the matmul template, any reduction and rows
+FALLBACK_MATMUL_LABEL = "template (matmul, where no record applies)"
 REDUCE_LABEL = "template (reduction over the innermost axes, vectorised partial results)"
 
 _CONV = "conv2d_nchw"
@@ -207,6 +209,10 @@ GEMV_VECTORS = 8
 #: reduction 197) 305 against 843 us, BERT-tiny's (16 x 2 x 128 x 64, 128) 333 against 333, but both
 #: models' ``q @ k^T`` (reduction 64, the heads' width) 551 against 361 and 370 against 326.
 MIN_BATCHED_REDUCTION = 128
+#: Rows of the register tile of a matmul the template schedules only where no record does
+#: (:func:`fallback`), at most: the largest divisor of its rows up to it. MaxViT-T's ``softmax @
+#: v`` (49 rows a window) on tiles of 1, 7 rows x 2 vectors: 245 and 105 us (each alone).
+FALLBACK_ROWS = 8
 
 #: Where the grouped-convolution template replaces a replayed dense record (see the module
 #: docstring for the measurements that set them).
@@ -344,7 +350,7 @@ def inner_tiles(kmod: tvm.IRModule, target) -> dict[int, int]:
     depthwise = _depthwise_plan(kmod, target)
     if depthwise is not None:
         return {1: depthwise.lanes}
-    mm = _matmul_plan(kmod, target)
+    mm = _matmul_plan(kmod, target) or _matmul_plan(kmod, target, fallback=True)
     if mm is None:
         return {}
     rank = len(kmod["main"].params[-1].shape)  # the output's (kernel_module form: outputs last)
@@ -725,12 +731,14 @@ class _MatmulPlan:
     packed: bool = True  # ``w`` a rank-2 weight, packed at load time; else read in place
 
 
-def _matmul_plan(kmod: tvm.IRModule, target) -> _MatmulPlan | None:
+def _matmul_plan(kmod: tvm.IRModule, target, fallback: bool = False) -> _MatmulPlan | None:
     """The :class:`_MatmulPlan` of an llvm kernel made of TOPI's ``matmul`` block (first) and
     element-wise blocks, whose right operand is a kernel parameter of rank 2 (a model's weights,
-    packed once at load time; a computed one would be packed per call, a copy of it), its rows 1
+    packed once at load time; a computed one would be packed per call, a copy of it) or a batch of
+    computed matrices with a reduction of at least :data:`MIN_BATCHED_REDUCTION`, its rows 1
     or a multiple of :data:`MATMUL_ROWS` and its columns of a vector (or half of one); None for any
-    other kernel."""
+    other kernel. ``fallback``: any reduction, and rows of another count in tiles of their largest
+    divisor up to :data:`FALLBACK_ROWS` (:func:`fallback`)."""
     if target.kind.name != "llvm":
         return None
     blocks = _root_blocks(kmod)
@@ -746,23 +754,42 @@ def _matmul_plan(kmod: tvm.IRModule, target) -> _MatmulPlan | None:
     if weight is None:
         return None
     shared = len(mm.reads[1].source.shape) == 2
-    if not shared and int(extents[rank]) < MIN_BATCHED_REDUCTION:
+    if not shared and int(extents[rank]) < MIN_BATCHED_REDUCTION and not fallback:
         return None
     if any(_iter_kinds(b) != "S" * rank for b in blocks[1:]):  # element-wise only, over the matmul's output
         return None
     axis = matmul_row_axis([int(e) for e in extents[:-1]], shared)  # output extents: [..., m, n]
     rows, cols = int(extents[axis]), int(extents[rank - 1])
     lanes = _whole_vectors(cols, target)
-    if lanes is None or (rows % MATMUL_ROWS and rows != 1):
+    tile_rows = min(rows, MATMUL_ROWS) if rows % MATMUL_ROWS == 0 or rows == 1 else \
+        _row(rows, FALLBACK_ROWS) if fallback else None
+    if lanes is None or tile_rows is None:
         return None
     from .transfer import serial
 
     if rows == 1:  # a matrix-vector product: its accumulators' chains side by side, not rows
         tile = max(b for b in range(1, GEMV_VECTORS + 1) if (cols // lanes) % b == 0)
     else:
-        tile = 2 if cols % (2 * lanes) == 0 else 1
+        fits = 2 * tile_rows <= ACC_BUDGET[vector_lanes(target)[1]]
+        tile = 2 if cols % (2 * lanes) == 0 and fits else 1
     return _MatmulPlan(tuple(b.name_hint for b in blocks[1:]), weight, lanes, tile, not serial(kmod, target),
-                       min(rows, MATMUL_ROWS), axis, shared)
+                       tile_rows, axis, shared)
+
+
+def fallback(kmod: tvm.IRModule, target) -> tuple[tvm.tirx.PrimFunc, str] | None:
+    """``(scheduled kernel, its label)`` of the matmul template for a matmul it leaves to records
+    (:func:`_matmul_plan` with ``fallback``), for a build to run where no record schedules it;
+    None where even so it does not apply.
+
+    Why: where no record transfers, such a matmul ran TVM's default schedule. MaxViT-T's attention
+    (its einsums as batched matmuls, :mod:`tvm_partition.frontend.einsum`: 49-token windows, a
+    reduction of 32 or 49) took 3.8 ms a call for ``softmax @ v`` of 128 heads' windows, 105 us on
+    tiles of 7 rows x 2 vectors, and ``q @ k^T`` (with its bias) 474 -> 274 us (each alone, 3
+    rounds, 2 Zen 4 threads, 2026-12-01). Where a record transfers it keeps it: ViT-B/16's
+    ``q @ k^T`` (a reduction of 64) ran 361 us replayed, 551 on the template
+    (:data:`MIN_BATCHED_REDUCTION`)."""
+    plan = _matmul_plan(kmod, target, fallback=True)
+    return None if plan is None else (_schedule_matmul(kmod, target, plan), FALLBACK_MATMUL_LABEL)
 
 
 def _schedule_matmul(kmod: tvm.IRModule, target, plan: _MatmulPlan) -> tvm.tirx.PrimFunc | None:

@@ -678,7 +678,8 @@ class Schedules:
         if moved is None and self.index is not None:
             moved = transfer(kmod, target, self.index)
         if moved is None:
-            return None, "default", None
+            done = templates.fallback(kmod, target) if self.templates else None
+            return (None, "default", None) if done is None else (*done, None)
         self.chosen.setdefault(sig, []).append((extents, moved.source))
         return moved.func, f"transferred from {moved.source.label}", moved.source
 
@@ -749,8 +750,10 @@ class Schedules:
 #: :data:`tvm_partition.build.transfer.SERIAL_FLOPS` without its parallel loop, 33 inlines a direct
 #: convolution's padding stage where it pads nothing (:func:`tvm_partition.build.templates._copied`),
 #: 34 gives grouped convolutions whose groups' output channels fill whole vectors the
-#: direct-convolution template (:data:`tvm_partition.build.templates.MIN_GROUP_LANES`).
-TRANSFER_RULES = 34
+#: direct-convolution template (:data:`tvm_partition.build.templates.MIN_GROUP_LANES`), 35 gives a
+#: matmul no record schedules the matmul template, whatever its reduction and rows
+#: (:func:`tvm_partition.build.templates.fallback`).
+TRANSFER_RULES = 35
 
 
 def open_schedules(path: str | None, transfer: bool = True) -> Schedules:
