@@ -181,6 +181,9 @@ MATMUL_LABELS = (MATMUL_LABEL, BATCHED_MATMUL_LABEL)
 POINTWISE_LABEL = "template (1x1 convolution, vectorised along the pixels)"
 #: A matmul no record schedules (:func:`fallback`): the matmul template, any reduction and rows
 FALLBACK_MATMUL_LABEL = "template (matmul, where no record applies)"
+#: ... and a layer norm or a softmax under :data:`MIN_MOVED_ELEMENTS` outputs
+FALLBACK_LAYER_NORM_LABEL = "template (layer norm, where no record applies)"
+FALLBACK_SOFTMAX_LABEL = "template (softmax, where no record applies)"
 REDUCE_LABEL = "template (reduction over the innermost axes, vectorised partial results)"
 
 _CONV = "conv2d_nchw"
@@ -777,9 +780,10 @@ def _matmul_plan(kmod: tvm.IRModule, target, fallback: bool = False) -> _MatmulP
 
 
 def fallback(kmod: tvm.IRModule, target) -> tuple[tvm.tirx.PrimFunc, str] | None:
-    """``(scheduled kernel, its label)`` of the matmul template for a matmul it leaves to records
-    (:func:`_matmul_plan` with ``fallback``), for a build to run where no record schedules it;
-    None where even so it does not apply.
+    """``(scheduled kernel, its label)`` of a template for a kernel it leaves to records, for a build
+    to run where no record schedules it: the matmul template whatever the rows and reduction
+    (:func:`_matmul_plan` with ``fallback``), the layer norm and softmax templates below their floor
+    of :data:`MIN_MOVED_ELEMENTS`; None where even so none applies.
 
     Why: where no record transfers, such a matmul ran TVM's default schedule. MaxViT-T's attention
     (its einsums as batched matmuls, :mod:`tvm_partition.frontend.einsum`: 49-token windows, a
@@ -787,9 +791,19 @@ def fallback(kmod: tvm.IRModule, target) -> tuple[tvm.tirx.PrimFunc, str] | None
     tiles of 7 rows x 2 vectors, and ``q @ k^T`` (with its bias) 474 -> 274 us (each alone, 3
     rounds, 2 Zen 4 threads, 2026-12-01). Where a record transfers it keeps it: ViT-B/16's
     ``q @ k^T`` (a reduction of 64) ran 361 us replayed, 551 on the template
-    (:data:`MIN_BATCHED_REDUCTION`)."""
-    plan = _matmul_plan(kmod, target, fallback=True)
-    return None if plan is None else (_schedule_matmul(kmod, target, plan), FALLBACK_MATMUL_LABEL)
+    (:data:`MIN_BATCHED_REDUCTION`). Likewise the layer norms and softmaxes of the same model and of
+    Swin-T under the floor: layer norms of 50,176 and 37,632 outputs 81 -> 6.4 and 70 -> 6.9 us,
+    softmaxes of rows of 49 (no whole vector: scalar reductions) 91 -> 25 and 136 -> 37 us (each
+    alone, 5 rounds); MaxViT-T 0.96x paired, Swin-T 0.99x (within noise)."""
+    if (plan := _matmul_plan(kmod, target, fallback=True)) is not None:
+        return _schedule_matmul(kmod, target, plan), FALLBACK_MATMUL_LABEL
+    if (norm := _layer_norm_plan(kmod, target, fallback=True)) is not None:
+        func, label = _schedule_layer_norm(kmod, *norm), FALLBACK_LAYER_NORM_LABEL
+    elif (lanes := _softmax_lanes(kmod, target, fallback=True)) is not None:
+        func, label = _schedule_softmax(kmod, lanes), FALLBACK_SOFTMAX_LABEL
+    else:
+        return None
+    return None if func is None else (func, label)
 
 
 def _schedule_matmul(kmod: tvm.IRModule, target, plan: _MatmulPlan) -> tvm.tirx.PrimFunc | None:
@@ -1058,14 +1072,14 @@ def _schedule_elementwise(kmod: tvm.IRModule, target, outputs: tuple[str, ...],
 SOFTMAX_BLOCKS = ("T_softmax_maxelem", "T_softmax_delta", "T_fast_exp", "T_softmax_expsum", "T_softmax_norm")
 
 
-def _softmax_lanes(kmod: tvm.IRModule, target) -> int | None:
+def _softmax_lanes(kmod: tvm.IRModule, target, fallback: bool = False) -> int | None:
     """The vector lanes the softmax template gives ``kmod``'s reductions: an llvm kernel of
     :data:`SOFTMAX_BLOCKS` (TVM's fusion leaves a softmax alone: an attention mask added before it
     is a kernel of its own), then element-wise blocks at most (:func:`_epilogue_of`: a padding of
     its rows for the matmul after it), its rows a whole number of vectors (the register's, 8 or 4
     lanes), or else 1 (reductions left scalar) where it has :data:`MIN_MOVED_ELEMENTS` elements:
     ViT-B/16's 12 x 197 rows of 197 ran 457 us so, TVM's default schedule 661 (alone, 2 Zen 4
-    threads, 2026-11-30); else None."""
+    threads, 2026-11-30); ``fallback``: 1 at any size (:func:`fallback`); else None."""
     if target.kind.name != "llvm":
         return None
     blocks = _root_blocks(kmod)
@@ -1076,7 +1090,7 @@ def _softmax_lanes(kmod: tvm.IRModule, target) -> int | None:
     if not all(isinstance(v.dom.extent, tvm.tirx.IntImm) for v in norm):
         return None
     lanes = _row_lanes(int(norm[-1].dom.extent), target)
-    if lanes is None and math.prod(int(v.dom.extent) for v in norm) >= MIN_MOVED_ELEMENTS:
+    if lanes is None and (fallback or math.prod(int(v.dom.extent) for v in norm) >= MIN_MOVED_ELEMENTS):
         return 1
     return lanes
 
@@ -1171,7 +1185,7 @@ def _schedule_softmax(kmod: tvm.IRModule, lanes: int) -> tvm.tirx.PrimFunc | Non
     return sch.mod["main"].with_attr("tirx.is_scheduled", True)
 
 
-def _layer_norm_plan(kmod: tvm.IRModule, target) -> tuple[int, tuple[str, ...], tuple[str, ...]] | None:
+def _layer_norm_plan(kmod: tvm.IRModule, target, fallback: bool = False) -> tuple[int, tuple[str, ...], tuple[str, ...]] | None:
     """``(lanes, block names, epilogue)`` of an llvm kernel of TOPI's layer norm over its last axis
     alone (blocks ``<input>_sum``, ``<input>_mean``, ``<input>_var_sum``, ``T_layer_norm``, then
     element-wise blocks at most, :func:`_epilogue_of`: a padding of its rows for the matmul after
@@ -1179,7 +1193,8 @@ def _layer_norm_plan(kmod: tvm.IRModule, target) -> tuple[int, tuple[str, ...], 
     hold more than one whole vector and whose outputs number at least :data:`MIN_MOVED_ELEMENTS`;
     else None. Why the floor: below it the record's serial replay was as quick or quicker (BERT-tiny's
     layer norm, each alone, 2 Zen 3 threads, 2026-11-29: 1 sequence of 128 x 128, 16,384 outputs,
-    4.3 us against the template's 5.9; 2 sequences 9.0-9.9 against 9.2-11.2)."""
+    4.3 us against the template's 5.9; 2 sequences 9.0-9.9 against 9.2-11.2). ``fallback``: at
+    any size (:func:`fallback`)."""
     if target.kind.name != "llvm":
         return None
     blocks = _root_blocks(kmod)
@@ -1190,7 +1205,9 @@ def _layer_norm_plan(kmod: tvm.IRModule, target) -> tuple[int, tuple[str, ...], 
     if _iter_kinds(blocks[0]) != "S" * (len(blocks[0].iter_vars) - 1) + "R" or _iter_kinds(blocks[2]) != _iter_kinds(blocks[0]):
         return None
     extents = [v.dom.extent for v in blocks[3].iter_vars]
-    if not all(isinstance(e, tvm.tirx.IntImm) for e in extents) or math.prod(int(e) for e in extents) < MIN_MOVED_ELEMENTS:
+    if not all(isinstance(e, tvm.tirx.IntImm) for e in extents):
+        return None
+    if math.prod(int(e) for e in extents) < MIN_MOVED_ELEMENTS and not fallback:
         return None
     lanes = _row_lanes(int(extents[-1]), target)
     return None if lanes is None or int(extents[-1]) <= lanes else (lanes, names, epilogue)

@@ -752,8 +752,9 @@ class Schedules:
 #: 34 gives grouped convolutions whose groups' output channels fill whole vectors the
 #: direct-convolution template (:data:`tvm_partition.build.templates.MIN_GROUP_LANES`), 35 gives a
 #: matmul no record schedules the matmul template, whatever its reduction and rows
-#: (:func:`tvm_partition.build.templates.fallback`).
-TRANSFER_RULES = 35
+#: (:func:`tvm_partition.build.templates.fallback`), 36 layer norms and softmaxes under their
+#: templates' floor too.
+TRANSFER_RULES = 36
 
 
 def open_schedules(path: str | None, transfer: bool = True) -> Schedules:
