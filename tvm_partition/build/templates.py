@@ -342,7 +342,8 @@ def inner_tiles(kmod: tvm.IRModule, target) -> dict[int, int]:
     :func:`tvm_partition.build.transfer.innermost_tiles`): a convolution's output channels (axis 1)
     in whole vectors (its row tile fits any width: a divisor of it), a 1x1's in
     :data:`POINTWISE_CHANNELS` and its output rows (axis 2) in its tile's rows; a matmul's rows in
-    :data:`MATMUL_ROWS` (or its one row) and its columns in whole tiles of vectors; none for an
+    :data:`MATMUL_ROWS` (or its one row, or on :func:`fallback` a divisor of them) and its columns
+    in whole tiles of vectors; none for an
     element-wise kernel (any cut keeps its loops: the outer ones parallel, the innermost LLVM's)."""
     pointwise = _pointwise_plan(kmod, target)
     if pointwise is not None:
@@ -796,8 +797,8 @@ def fallback(kmod: tvm.IRModule, target) -> tuple[tvm.tirx.PrimFunc, str] | None
     softmaxes of rows of 49 (no whole vector: scalar reductions) 91 -> 25 and 136 -> 37 us (each
     alone, 5 rounds); MaxViT-T 0.96x paired, Swin-T 0.99x (within noise)."""
     if (plan := _matmul_plan(kmod, target, fallback=True)) is not None:
-        return _schedule_matmul(kmod, target, plan), FALLBACK_MATMUL_LABEL
-    if (norm := _layer_norm_plan(kmod, target, fallback=True)) is not None:
+        func, label = _schedule_matmul(kmod, target, plan), FALLBACK_MATMUL_LABEL
+    elif (norm := _layer_norm_plan(kmod, target, fallback=True)) is not None:
         func, label = _schedule_layer_norm(kmod, *norm), FALLBACK_LAYER_NORM_LABEL
     elif (lanes := _softmax_lanes(kmod, target, fallback=True)) is not None:
         func, label = _schedule_softmax(kmod, lanes), FALLBACK_SOFTMAX_LABEL
@@ -807,8 +808,9 @@ def fallback(kmod: tvm.IRModule, target) -> tuple[tvm.tirx.PrimFunc, str] | None
 
 
 def _schedule_matmul(kmod: tvm.IRModule, target, plan: _MatmulPlan) -> tvm.tirx.PrimFunc | None:
-    """The matmul schedule: ``lead m_o n_o | k | m_i n_b n_i``, a register tile of
-    :data:`MATMUL_ROWS` rows x ``blocks`` vectors of columns accumulated in a ``local`` tile over the
+    """The matmul schedule: ``lead m_o n_o | k | m_i n_b n_i``, a register tile of ``plan.rows``
+    rows (:data:`MATMUL_ROWS`; on :func:`fallback` a divisor of the rows up to
+    :data:`FALLBACK_ROWS`) x ``blocks`` vectors of columns accumulated in a ``local`` tile over the
     whole reduction, each ``x`` element broadcast, the weights read as contiguous vectors (packed
     ``[n_o, k, n_b, n_i]`` at load time, as the convolution's); the loops above the tile one parallel
     loop, rows outer (a tile's rows of ``x`` stay in L1 while it sweeps the columns, as the tuned
