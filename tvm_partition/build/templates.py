@@ -411,6 +411,38 @@ def _nest(kmod: tvm.IRModule, target, kinds: tuple[str, ...], iters: str = "SSSS
 
 
 @functools.lru_cache(maxsize=8)
+def _epilogue_operands_inlined(kmod: tvm.IRModule) -> tvm.IRModule:
+    """``kmod`` with the element-wise blocks that come before its first reduction but feed only the
+    blocks after it (an epilogue's operand computed first: a slice of a residual) inlined into their
+    readers, so a template sees its convolution or matmul first (after its padding); ``kmod`` itself
+    where it has none or they cannot be inlined.
+
+    Why: a convolution split along its rows adds the same rows of its residual, a slice that is no
+    block of memory in NCHW (so no view, :mod:`tvm_partition.passes.slice_views`), and TVM's
+    ``FuseOps`` fuses that slice into the part's kernel ahead of the convolution. No template
+    took such a kernel and no record transferred: a part of ResNet-18's 256-channel 3x3 at 4x4
+    (64 px) ran TVM's default schedule, 4.6 ms a call where its sibling part ran the template in 70
+    us, and the ``equal`` build 7.7 ms against the whole model's 1.9 (`run --kernels`,
+    intel-r-xeon-r-processor-rocketlake-2c, 2026-12-01)."""
+    blocks = _root_blocks(kmod)
+    core = next((i for i, b in enumerate(blocks) if "R" in _iter_kinds(b)), None)
+    if core is None:
+        return kmod
+    inputs = [r.source for b in blocks[:core + 1] if b.name_hint == "pad_temp" or b is blocks[core] for r in b.reads]
+    lead = [b for b in blocks[:core] if b.name_hint != "pad_temp"]
+    if not lead or any(set(_iter_kinds(b)) != {"S"} or any(w.source.same_as(i) for w in b.writes for i in inputs)
+                       for b in lead):
+        return kmod
+    sch = tvm.s_tir.Schedule(kmod)
+    try:
+        for b in lead:
+            sch.compute_inline(sch.get_sblock(b.name_hint, func_name="main"))
+    except tvm.s_tir.schedule.ScheduleError:
+        return kmod
+    return sch.mod
+
+
+@functools.lru_cache(maxsize=8)
 def _root_blocks(kmod: tvm.IRModule) -> tuple:
     """The blocks directly under ``main``'s root block, in order. Cached per module object (TVM
     objects hash and compare by identity): :func:`templated` tries up to eight plans on one kernel,
@@ -848,6 +880,7 @@ def schedule(kmod: tvm.IRModule, target) -> tvm.tirx.PrimFunc | None:
 def templated(kmod: tvm.IRModule, target) -> tuple[tvm.tirx.PrimFunc, str] | None:
     """``(scheduled kernel, its label)`` of the template that applies to ``kmod``, in one pass
     (a build asks for both for every kernel); None where none applies."""
+    kmod = _epilogue_operands_inlined(kmod)
     if (pointwise := _pointwise_plan(kmod, target)) is not None:
         func, name = _schedule_pointwise(kmod, target, pointwise), POINTWISE_LABEL
     elif (plan := _plan(kmod, target)) is not None:
