@@ -151,10 +151,12 @@ def residual_part():
     ``equal`` build): the slice of the residual it adds comes first, before the padding."""
     from tvm.script import tirx as T
 
+    f32 = "float32"  # a name, not a string in the annotations (pyflakes reads those as names)
+
     @T.prim_func(private=True, s_tir=True)
-    def main(r: T.Buffer((1, 32, 8, 8), "float32"), x: T.Buffer((1, 16, 4, 8), "float32"),
-             w: T.Buffer((32, 16, 3, 3), "float32"), b: T.Buffer((1, 32, 1, 1), "float32"),
-             out: T.Buffer((1, 32, 4, 8), "float32")):
+    def main(r: T.Buffer((1, 32, 8, 8), f32), x: T.Buffer((1, 16, 4, 8), f32),
+             w: T.Buffer((32, 16, 3, 3), f32), b: T.Buffer((1, 32, 1, 1), f32),
+             out: T.Buffer((1, 32, 4, 8), f32)):
         T.func_attr({"tirx.noalias": True})
         sliced = T.sblock_alloc_buffer((1, 32, 4, 8))
         pad_temp = T.sblock_alloc_buffer((1, 16, 6, 10))
@@ -170,9 +172,9 @@ def residual_part():
                 v0, v1, v2, v3 = T.axis.remap("SSSS", [i0, i1, i2, i3])
                 pad_temp[v0, v1, v2, v3] = T.if_then_else(1 <= v2 and v2 < 5 and 1 <= v3 and v3 < 9,
                                                           x[v0, v1, v2 - 1, v3 - 1], T.float32(0.0))
-        for nn, ff, yy, xx, rc, ry, rx in T.grid(1, 32, 4, 8, 16, 3, 3):
+        for n_, ff, yy, xx, rc, ry, rx in T.grid(1, 32, 4, 8, 16, 3, 3):
             with T.sblock("conv2d_nchw"):
-                v_n, v_f, v_y, v_x, v_rc, v_ry, v_rx = T.axis.remap("SSSSRRR", [nn, ff, yy, xx, rc, ry, rx])
+                v_n, v_f, v_y, v_x, v_rc, v_ry, v_rx = T.axis.remap("SSSSRRR", [n_, ff, yy, xx, rc, ry, rx])
                 with T.init():
                     conv[v_n, v_f, v_y, v_x] = T.float32(0.0)
                 conv[v_n, v_f, v_y, v_x] = conv[v_n, v_f, v_y, v_x] \
