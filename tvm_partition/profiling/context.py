@@ -79,9 +79,20 @@ def build_context(model, device, schedules, path: str, split_path: str | None = 
         except BuildError:  # the model keeps its factor and the chain's launch
             pass
     record = {"type": "comm", "comm": "context", "src": "cpu", "dst": "cpu", "bytes": 0, "model": model_key(model),
-              "graph": graph_signature(graph),
+              "graph": graph_signature(graph), "schedules": schedules_digest(spec["kernels"]),
               "sigs": sorted({op_signature(op) for op in graph.ops.values() if not op.is_view})}
     return spec, record
+
+
+def schedules_digest(kernels: list[dict]) -> str:
+    """A digest of which schedule each of a build's kernels runs (:func:`_exported`'s ``schedule``:
+    tuned, a template, transferred from which record, default): two ``context`` records of one model
+    timed the same kernels only where it agrees
+    (:func:`tvm_partition.profiling.profiler.same_kernels`)."""
+    import hashlib
+
+    text = "\n".join(sorted(f"{k['name']}={k.get('schedule', '')}" for k in kernels))
+    return hashlib.sha1(text.encode()).hexdigest()[:12]
 
 
 def _exported(model, graph, plan, schedules, path: str) -> list[dict]:
@@ -89,15 +100,16 @@ def _exported(model, graph, plan, schedules, path: str) -> list[dict]:
     launches, with its launch count and arguments."""
     import tvm
 
-    from ..build.executable import build, kernel_calls
+    from ..build.executable import build, kernel_calls, kernel_schedules
     from .samples import kernel_args
 
     result = build(model.mod, plan, graph, schedules)
     # exported and loaded, as deployments and the profile's samples run: the executable tvm.compile
     # returns ran the LSTM (seq 10) in 840-1050 us in the VM, exported and loaded 649 us (same process)
     result.executable.export_library(path)
-    calls = kernel_calls(result.module)
-    return [{"name": gv.name_hint, "calls": calls[gv.name_hint], "args": kernel_args(func)}
+    calls, labels = kernel_calls(result.module), kernel_schedules(result.module)
+    return [{"name": gv.name_hint, "calls": calls[gv.name_hint], "args": kernel_args(func),
+             "schedule": labels[gv.name_hint]}
             for gv, func in result.module.functions_items()
             if calls.get(gv.name_hint) and isinstance(func, tvm.tirx.PrimFunc)]
 

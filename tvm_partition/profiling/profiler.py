@@ -580,14 +580,22 @@ SAME_KERNELS = 0.15
 
 
 def same_kernels(old: dict, new: dict) -> bool:
-    """Whether two ``context`` records of a model timed the same build: as many launches, their
-    kernels' sum alone within :data:`SAME_KERNELS`. A context measured again keeps the earlier
+    """Whether two ``context`` records of a model timed the same build: as many launches, the same
+    schedules (:func:`tvm_partition.profiling.context.schedules_digest`; a record from before it
+    names none, and counts as other kernels),
+    their kernels' sum alone within :data:`SAME_KERNELS`. The schedules, because the sum alone
+    missed a change: the matmul template's races took 4 of BERT-tiny's 15 kernels from records
+    tuned on this machine, their sum alone 9,296 -> 8,672 us (-7%), and the earlier reading's
+    factor, 0.97, was kept where the build now ran 1.05x its kernels; the model was predicted 14%
+    short (intel-r-xeon-r-processor-rocketlake-2c, 2026-12-01). A context measured again keeps the earlier
     reading where it timed the same kernels and read a lower factor: a phase of this VM slows a
     model in the VM more than its kernels alone (ResNet-18 at 64 px, 2026-11-30: 2,351 us in the
     VM at 13:46, 2,589 at 15:36, both against ~1,550 alone, factor 1.48 -> 1.68, while `bench`
     measured its build at 2.34 ms at 15:28), so the quickest reading is the machine's own figure,
     as for a sample timed again (:func:`_keep_quicker`)."""
     if int(old.get("kernels", -1)) != int(new.get("kernels", -2)) or not old.get("warm_us") or not new.get("warm_us"):
+        return False
+    if old.get("schedules") != new.get("schedules"):  # one from before the digest: not known the same
         return False
     return abs(float(new["warm_us"]) / float(old["warm_us"]) - 1) <= SAME_KERNELS
 
