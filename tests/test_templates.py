@@ -202,6 +202,8 @@ def test_a_part_that_slices_its_residual_first_takes_the_template():
     assert [b.name_hint for b in templates._root_blocks(kmod)][:2] == ["T_strided_slice_with_axes", "pad_temp"]
     done = templates.templated(kmod, TARGET)
     assert done is not None and done[1] == templates.CONV_LABEL
+    # a split of it must cut whole channel tiles of the template it runs, not of no template
+    assert templates.inner_tiles(kmod, TARGET).get(1, 0) >= templates.vector_lanes(TARGET)[0]
     np.testing.assert_allclose(run(done[0]), run(kmod["main"]), rtol=1e-4, atol=1e-4)
 
 

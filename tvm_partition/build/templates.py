@@ -344,7 +344,9 @@ def inner_tiles(kmod: tvm.IRModule, target) -> dict[int, int]:
     :data:`POINTWISE_CHANNELS` and its output rows (axis 2) in its tile's rows; a matmul's rows in
     :data:`MATMUL_ROWS` (or its one row, or on :func:`fallback` a divisor of them) and its columns
     in whole tiles of vectors; none for an
-    element-wise kernel (any cut keeps its loops: the outer ones parallel, the innermost LLVM's)."""
+    element-wise kernel (any cut keeps its loops: the outer ones parallel, the innermost LLVM's).
+    Read of the kernel :func:`templated` schedules (its epilogue's operands inlined)."""
+    kmod = _epilogue_operands_inlined(kmod)
     pointwise = _pointwise_plan(kmod, target)
     if pointwise is not None:
         return {1: POINTWISE_CHANNELS, 2: pointwise.rows}
@@ -828,6 +830,7 @@ def fallback(kmod: tvm.IRModule, target) -> tuple[tvm.tirx.PrimFunc, str] | None
     Swin-T under the floor: layer norms of 50,176 and 37,632 outputs 81 -> 6.4 and 70 -> 6.9 us,
     softmaxes of rows of 49 (no whole vector: scalar reductions) 91 -> 25 and 136 -> 37 us (each
     alone, 5 rounds); MaxViT-T 0.96x paired, Swin-T 0.99x (within noise)."""
+    kmod = _epilogue_operands_inlined(kmod)  # as templated(): the kernel a template would see
     if (plan := _matmul_plan(kmod, target, fallback=True)) is not None:
         func, label = _schedule_matmul(kmod, target, plan), FALLBACK_MATMUL_LABEL
     elif (norm := _layer_norm_plan(kmod, target, fallback=True)) is not None:
