@@ -8,10 +8,11 @@ How :func:`tvm_partition.build.templates._pointwise_plan` earned its place (BENC
 convolutions"): each kernel is scheduled both ways and timed in alternating rounds
 (``tuning.time_kernel``: packed weights, the runner's threads); the table gives the medians, their
 ratio, the 1x1 template's GFLOP/s and whether builds take it (``taken``: the kernels its measured
-limits, :data:`~tvm_partition.build.templates.POINTWISE_VECTORS` and
-:data:`~tvm_partition.build.templates.ALIASED_PLANE_BYTES`, leave to the channel-vector template
-are timed with those limits lifted, to show why). MODEL: zoo names (``resnet50:128``: at 128 px) or
-.onnx paths.
+limits, :data:`~tvm_partition.build.templates.POINTWISE_VECTORS`,
+:data:`~tvm_partition.build.templates.ALIASED_PLANE_BYTES` and, on a full-width AVX-512 CPU,
+:data:`~tvm_partition.build.templates.POINTWISE_STRIP_BYTES`, leave to the channel-vector template
+are timed with those limits lifted, to show why; ``strip KiB``: the input a 1x1 tile reads over its
+reduction). MODEL: zoo names (``resnet50:128``: at 128 px) or .onnx paths.
 """
 
 from __future__ import annotations
@@ -28,11 +29,13 @@ def main(argv=None) -> int:
     args, target = arguments(__doc__, argv)
     from tvm_partition.build import templates
 
-    print("| model | extents (n, f, y, x, rc, ry, rx) | epilogue | channel vectors us | 1x1 us | ratio | 1x1 GFLOP/s | taken |")
-    print("| --- | --- | --- | ---: | ---: | ---: | ---: | --- |")
+    print("| model | extents (n, f, y, x, rc, ry, rx) | epilogue | channel vectors (tile) | us | 1x1 us | ratio "
+          "| 1x1 GFLOP/s | strip KiB | taken |")
+    print("| --- | --- | --- | --- | ---: | ---: | ---: | ---: | ---: | --- |")
     for label, kmod, nest in convolutions(args.models, target):
         taken = templates._pointwise_plan(kmod, target) is not None  # noqa: SLF001 - the template's own decision
-        with mock.patch.multiple(templates, POINTWISE_VECTORS=1, ALIASED_PLANE_BYTES=1 << 62):  # limits lifted
+        with mock.patch.multiple(templates, POINTWISE_VECTORS=1, ALIASED_PLANE_BYTES=1 << 62,
+                                 POINTWISE_STRIP_BYTES=1 << 62):  # limits lifted
             pointwise = templates._pointwise_plan(kmod, target)  # noqa: SLF001
         channels = templates._plan(kmod, target)  # noqa: SLF001
         if pointwise is None or channels is None:
@@ -40,8 +43,9 @@ def main(argv=None) -> int:
         funcs = [templates._schedule_conv(kmod, target, channels),  # noqa: SLF001
                  templates._schedule_pointwise(kmod, target, pointwise)]  # noqa: SLF001
         (old, new), ratio = alternated(funcs, target, args.rounds)
-        print(f"| {label} | {nest.extents} | {len(nest.epilogue)} blocks | {old:.1f} | {new:.1f} | {ratio:.2f} "
-              f"| {gflops(nest, new):.0f} | {'yes' if taken else 'no'} |", flush=True)
+        strip = nest.extents[4] * pointwise.rows * pointwise.width * 4 // 1024
+        print(f"| {label} | {nest.extents} | {len(nest.epilogue)} blocks | {channels.row} x {channels.blocks} | {old:.1f} "
+              f"| {new:.1f} | {ratio:.2f} | {gflops(nest, new):.0f} | {strip} | {'yes' if taken else 'no'} |", flush=True)
     return 0
 
 

@@ -108,6 +108,38 @@ def test_on_avx2_two_vectors_of_4_pixels_where_4_divides_the_width(kmod, tile):
     assert templates.inner_tiles(kmod, avx2) == {1: 8 * tile[1]}
 
 
+@pytest.mark.parametrize("kmod,wide,narrow", [
+    (conv(16, 128, 14), (7, 2), (14, 1)),  # 14 wide: 7 pixels x 2 vectors where 14 x 1 waited on its loads
+    (conv(16, 128, 56, k=1, padding=0), "1x1", "1x1"),  # a strip of 16 x 56 x 4 B x 2 rows (7 KiB): the 1x1 template
+    (conv(256, 128, 56, k=1, padding=0), (7, 2), "1x1"),  # a strip of 112 KiB: the direct template's 7 x 2
+    (conv(3, 64, 56, k=7, stride=2), (7, 2), (14, 1)),  # a stem, rows first: 2 blocks of channels are enough
+    (conv(32, 64, 4), (4, 1), (4, 1)),  # 2 blocks, channel blocks first: too few for the parallel loop
+    (conv(16, 128, 16), (8, 2), (8, 2)),  # 7 does not divide the width
+], ids=["14-wide", "1x1-small-strip", "1x1-large-strip", "stem", "64-channels-4-wide", "16-wide"])
+def test_on_full_width_avx512_two_vectors_of_7_pixels(kmod, wide, narrow):
+    """Sapphire/Emerald Rapids issue two 512-bit multiply-adds a cycle: a tile of 7 pixels x 2
+    vectors loads 9 operands for 14 of them, 14 x 1 loads 15. Zen 4 (half-width) keeps its tiles."""
+    for mcpu, tile in (("emeraldrapids", wide), ("znver4", narrow)):
+        target = tvm.target.Target({"kind": "llvm", "mcpu": mcpu, "num-cores": 2})  # planned, not run
+        assert templates.vector_lanes(target) == (16, 32)
+        if tile == "1x1":
+            assert templates._pointwise_plan(kmod, target) is not None, mcpu
+            continue
+        assert templates._pointwise_plan(kmod, target) is None, mcpu
+        plan = templates._plan(kmod, target)
+        assert (plan.row, plan.blocks) == tile, mcpu
+
+
+def test_a_tile_of_7_pixels_by_2_vectors_computes_the_convolution():
+    """The full-width AVX-512 tile, run here on this machine's vectors (the plan's lanes are the host's)."""
+    import dataclasses
+
+    for kmod in (conv(16, 64, 14), conv(64, 32, 14, k=1, padding=0, epilogue=None)):
+        plan = templates._plan(kmod, TARGET)
+        func = templates._schedule_conv(kmod, TARGET, dataclasses.replace(plan, row=7, blocks=2))
+        np.testing.assert_allclose(run(func), run(kmod["main"]), rtol=1e-4, atol=1e-4)
+
+
 @pytest.mark.parametrize("c_in,c_out,size,k,stride,rows_first", [
     (3, 16, 32, 7, 2, True),  # a stem: the padded input (3 x 38 x 38) outweighs the weights (16 x 3 x 7 x 7)
     (8, 64, 64, 1, 2, True),  # a strided 1x1 at a large size (a stride-1 one takes the 1x1 template)

@@ -262,8 +262,14 @@ ROW_BUDGET = {32: 14, 16: 12}
 #: Accumulators a convolution tile of several vectors may hold, by vector registers (:func:`_blocks`;
 #: measured on AVX-512 only: 16 of 32; 28 spilled or ran slower).
 ACC_BUDGET = {32: 16, 16: 8}
-#: Blocks of output channels the parallel loop keeps at least, when a tile takes several vectors.
+#: Blocks of output channels the parallel loop keeps at least, when a tile takes several vectors;
+#: :data:`ROWS_FIRST_CHANNEL_BLOCKS` where it runs over output rows first on a full-width AVX-512
+#: CPU (:func:`_full_width_fma`), whose rows give the threads their tasks: ResNet-50's stem (64
+#: channels at 112x112) on 7 pixels x 2 vectors 0.79x the time of 14 x 1, its 64-channel 3x3 at
+#: 56x56 0.94x, a 1x1 256 -> 64 at 56x56 0.83x (each alone, 3 rounds, 2 threads,
+#: intel-r-xeon-r-processor-emeraldrapids-2c, 2026-12-01).
 MIN_CHANNEL_BLOCKS = 4
+ROWS_FIRST_CHANNEL_BLOCKS = 2
 #: Output pixels of a tile of two vectors of output channels, by ``(lanes, registers)``: taken
 #: first where it divides the output width (and two vectors fit, :func:`_blocks`), before the
 #: largest row within :data:`ROW_BUDGET`. On AVX2 (2 Zen 3 threads, each kernel alone,
@@ -274,8 +280,19 @@ MIN_CHANNEL_BLOCKS = 4
 #: on 16- and 8-wide maps; 1x1s reading 32x32 planes 1.06-1.59x (:data:`ALIASED_PLANE_BYTES`: they
 #: keep 8 x 1). Where 4 does not divide the width (14 and 7 wide) two vectors of 2 or 1 pixels ran
 #: 1.1-3.2x the time of 7 x 1, and one vector of 4 pixels (32 output channels: no pair of vectors
-#: for the parallel loop) 1.15x that of 8 x 1. AVX-512 (absent): unmeasured.
-PAIRED_ROW = {(8, 16): 4}
+#: for the parallel loop) 1.15x that of 8 x 1. On a full-width AVX-512 CPU (:func:`_full_width_fma`)
+#: 7 pixels x 2 vectors (14 accumulators fed by 2 weight loads and 7 broadcasts, where 14 x 1 loads
+#: 15: two 512-bit multiply-adds a cycle wait on the loads) ran 0.69-0.94x the time of 14 x 1 on
+#: every kernel of ResNet-50 where they differ (112-, 56-, 28- and 14-wide maps; its 1x1s at
+#: 14x14 0.76-0.85x) and 0.79-0.90x the 1x1 template's on 1x1s whose strip outgrows
+#: :data:`POINTWISE_STRIP_BYTES` (ResNet-50, DenseNet-121; each alone, 3 rounds, 2 threads,
+#: intel-r-xeon-r-processor-emeraldrapids-2c, 2026-12-01). 4 x 4 and 8 x 2 ran within 10% of 7 x 2
+#: on 28- and 56-wide maps, each ahead on some. Zen 4 (a 512-bit multiply-add in two 256-bit
+#: halves, one a cycle: the loads keep up) keeps 14 x 1: its 1x1 template measured 0.40-0.72x
+#: of that, 7 x 2 there unmeasured.
+PAIRED_ROW = {(8, 16): 4, (16, 32): 7}
+#: AVX-512 CPUs (LLVM's ``-mcpu``) that execute a 512-bit multiply-add as two 256-bit halves.
+HALF_WIDTH_AVX512 = frozenset({"znver4"})
 #: Output channels a tile of the 1x1 template holds, each weight broadcast over its vectors of
 #: pixels (:func:`_pointwise_plan`). On ResNet-50's eight 1x1 convolutions at 56x56 and 28x28 (7
 #: vectors a tile, each kernel alone, 2 Zen 4 threads): 4 channels (28 accumulators + 7 pixel
@@ -297,6 +314,14 @@ POINTWISE_VECTORS = 3
 #: channels) ran 0.83-0.96x and 16x16 (1 KiB, 4 vectors) 0.76-0.98x.
 #: Measured on AVX2 only; the cache's sets are no matter of the vector width.
 ALIASED_PLANE_BYTES = 4096
+#: Bytes of input a 1x1 tile reads over its reduction (input channels x its pixels) above which a
+#: full-width AVX-512 CPU (:func:`_full_width_fma`) leaves the 1x1 to the direct template's 7 x 2
+#: tile (:data:`PAIRED_ROW`): each tile reads its strip once per pair of output channels, and a
+#: strip that outgrows the L1 cache (48 KiB on this Xeon) is read from L2 at a rate two multiply-adds
+#: a cycle outrun. DenseNet-121's and ResNet-50's 1x1s, the 1x1 template against 7 x 2, each alone
+#: (3 rounds, 2 threads, intel-r-xeon-r-processor-emeraldrapids-2c, 2026-12-01): strips of 28 KiB
+#: 0.83-0.86x (the 1x1 template ahead), 42 KiB 1.00x, 56-224 KiB 1.12-1.27x (7 x 2 ahead).
+POINTWISE_STRIP_BYTES = 48 * 1024
 
 
 def vector_lanes(target) -> tuple[int, int]:
@@ -310,6 +335,12 @@ def vector_lanes(target) -> tuple[int, int]:
             return 8, 16
         return 4, 16
     return max(4, int(llvm_get_vector_width(target)) // 32), 32
+
+
+def _full_width_fma(target) -> bool:
+    """Whether ``target`` is an AVX-512 CPU that runs a 512-bit multiply-add whole
+    (:data:`HALF_WIDTH_AVX512`: not), so that a register tile's loads, not its multiply-adds, bound it."""
+    return vector_lanes(target) == (16, 32) and str(target.attrs.get("mcpu", "")) not in HALF_WIDTH_AVX512
 
 
 def _whole_vectors(extent: int, target) -> int | None:
@@ -476,16 +507,18 @@ def _plan(kmod: tvm.IRModule, target) -> _Plan | None:
     lanes = _whole_vectors(per_group, target)
     if lanes is None or (per_group < oc and lanes < MIN_GROUP_LANES):
         return None
+    rows_outer = per_group == oc and _rows_outer(conv)  # grouped: channel blocks first (module docstring)
+    wide = _full_width_fma(target)
+    least = ROWS_FIRST_CHANNEL_BLOCKS if rows_outer and wide else MIN_CHANNEL_BLOCKS
     row = _row(ow, ROW_BUDGET[registers])
-    paired = PAIRED_ROW.get((lanes, registers))
+    paired = PAIRED_ROW.get((lanes, registers)) if lanes != 16 or wide else None
     one_by_one = nest.extents[5:] == (1, 1)
-    if paired and ow % paired == 0 and _blocks(paired, oc, lanes, registers, per_group) == 2 \
+    if paired and ow % paired == 0 and _blocks(paired, oc, lanes, registers, per_group, least) == 2 \
             and not (one_by_one and _aliased(conv)):
         row = paired
     from .transfer import serial
 
-    rows_outer = per_group == oc and _rows_outer(conv)  # grouped: channel blocks first (module docstring)
-    return _Plan(nest.epilogue, weight, lanes, row, nest.padded, _blocks(row, oc, lanes, registers, per_group),
+    return _Plan(nest.epilogue, weight, lanes, row, nest.padded, _blocks(row, oc, lanes, registers, per_group, least),
                  rows_outer, not serial(kmod, target), nest.block.name_hint)
 
 
@@ -530,10 +563,11 @@ def _rows_outer(conv) -> bool:
     return data > weights
 
 
-def _blocks(row: int, channels: int, lanes: int, registers: int, per_group: int | None = None) -> int:
+def _blocks(row: int, channels: int, lanes: int, registers: int, per_group: int | None = None,
+            least: int = MIN_CHANNEL_BLOCKS) -> int:
     """Vectors of output channels a register tile holds: two where a tile of ``row`` pixels x two
-    vectors stays within :data:`ACC_BUDGET` accumulators and leaves at least
-    :data:`MIN_CHANNEL_BLOCKS` blocks of output channels for the parallel loop, else one. A row tile
+    vectors stays within :data:`ACC_BUDGET` accumulators and leaves at least ``least``
+    (:data:`MIN_CHANNEL_BLOCKS`) blocks of output channels for the parallel loop, else one. A row tile
     is a divisor of the output width, so a narrow output (ResNet's last stages: 7, 4 or 2 wide) left
     most accumulators idle with one vector, and each input pixel broadcast fed one multiply-add.
     Each kernel alone on 2 Zen 5 threads (amd-epyc-znver5-2c, 2026-11-26; one, two, four vectors):
@@ -545,7 +579,7 @@ def _blocks(row: int, channels: int, lanes: int, registers: int, per_group: int 
     four at 2 and 4 wide, 0.84x with two), so two at most."""
     budget = ACC_BUDGET[registers]
     two = 2 * row <= budget and (per_group or channels) % (2 * lanes) == 0 \
-        and channels // (2 * lanes) >= MIN_CHANNEL_BLOCKS
+        and channels // (2 * lanes) >= least
     return 2 if two else 1
 
 
@@ -580,7 +614,8 @@ def _pointwise_plan(kmod: tvm.IRModule, target) -> _PointwisePlan | None:
     template's time, 158-206 GFLOP/s (amd-epyc-znver4-2c, 2026-11-27; BENCHMARKS.md, "1x1
     convolutions"). 14x14 and 7x7 maps (196 and 49 pixels: no whole rows in whole vectors),
     strided 1x1s (a gather per vector), tiles of fewer than :data:`POINTWISE_VECTORS` vectors and
-    input planes of a multiple of :data:`ALIASED_PLANE_BYTES` keep the channel-vector template."""
+    input planes of a multiple of :data:`ALIASED_PLANE_BYTES` keep the channel-vector template, and so
+    do, on a full-width AVX-512 CPU, tiles whose strip exceeds :data:`POINTWISE_STRIP_BYTES`."""
     nest = _nest(kmod, target, (_CONV,))
     if nest is None:
         return None
@@ -600,6 +635,8 @@ def _pointwise_plan(kmod: tvm.IRModule, target) -> _PointwisePlan | None:
                 if oh % t == 0 and t * ow % lanes == 0 and POINTWISE_VECTORS <= t * ow // lanes <= most), default=None)
     if weight is None or rows is None:
         return None
+    if _full_width_fma(target) and nest.extents[4] * rows * ow * conv.reads[0].source.dtype.bits // 8 > POINTWISE_STRIP_BYTES:
+        return None  # the strip comes from L2: the direct template's 7 x 2 tile is quicker
     return _PointwisePlan(nest.epilogue, weight, lanes, rows, ow, nest.padded, _rows_outer(conv))
 
 

@@ -753,8 +753,10 @@ class Schedules:
 #: direct-convolution template (:data:`tvm_partition.build.templates.MIN_GROUP_LANES`), 35 gives a
 #: matmul no record schedules the matmul template, whatever its reduction and rows
 #: (:func:`tvm_partition.build.templates.fallback`), 36 layer norms and softmaxes under their
-#: templates' floor too.
-TRANSFER_RULES = 36
+#: templates' floor too, 37 gives direct convolutions on full-width AVX-512 CPUs tiles of 7 pixels
+#: x 2 vectors and leaves them the 1x1s whose strip outgrows the L1 cache
+#: (:data:`tvm_partition.build.templates.PAIRED_ROW`, :data:`~tvm_partition.build.templates.POINTWISE_STRIP_BYTES`).
+TRANSFER_RULES = 37
 
 
 def open_schedules(path: str | None, transfer: bool = True) -> Schedules:
