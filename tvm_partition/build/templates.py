@@ -266,8 +266,8 @@ ACC_BUDGET = {32: 16, 16: 8}
 #: :data:`ROWS_FIRST_CHANNEL_BLOCKS` where it runs over output rows first on a full-width AVX-512
 #: CPU (:func:`_full_width_fma`), whose rows give the threads their tasks: ResNet-50's stem (64
 #: channels at 112x112) on 7 pixels x 2 vectors 0.79x the time of 14 x 1, its 64-channel 3x3 at
-#: 56x56 0.94x, a 1x1 256 -> 64 at 56x56 0.83x (each alone, 3 rounds, 2 threads,
-#: intel-r-xeon-r-processor-emeraldrapids-2c, 2026-12-01).
+#: 56x56 0.97x, its 1x1 256 -> 64 at 56x56 0.67x (``benchmarks/conv_tiles.py``: each alone, 3
+#: rounds, 2 threads, intel-r-xeon-r-processor-emeraldrapids-2c, 2026-12-01).
 MIN_CHANNEL_BLOCKS = 4
 ROWS_FIRST_CHANNEL_BLOCKS = 2
 #: Output pixels of a tile of two vectors of output channels, by ``(lanes, registers)``: taken
@@ -282,12 +282,12 @@ ROWS_FIRST_CHANNEL_BLOCKS = 2
 #: 1.1-3.2x the time of 7 x 1, and one vector of 4 pixels (32 output channels: no pair of vectors
 #: for the parallel loop) 1.15x that of 8 x 1. On a full-width AVX-512 CPU (:func:`_full_width_fma`)
 #: 7 pixels x 2 vectors (14 accumulators fed by 2 weight loads and 7 broadcasts, where 14 x 1 loads
-#: 15: two 512-bit multiply-adds a cycle wait on the loads) ran 0.69-0.94x the time of 14 x 1 on
-#: every kernel of ResNet-50 where they differ (112-, 56-, 28- and 14-wide maps; its 1x1s at
-#: 14x14 0.76-0.85x) and 0.79-0.90x the 1x1 template's on 1x1s whose strip outgrows
-#: :data:`POINTWISE_STRIP_BYTES` (ResNet-50, DenseNet-121; each alone, 3 rounds, 2 threads,
-#: intel-r-xeon-r-processor-emeraldrapids-2c, 2026-12-01). 4 x 4 and 8 x 2 ran within 10% of 7 x 2
-#: on 28- and 56-wide maps, each ahead on some. Zen 4 (a 512-bit multiply-add in two 256-bit
+#: 15: two 512-bit multiply-adds a cycle wait on the loads) ran 0.64-1.01x the time of 14 x 1 on
+#: all 58 kernels of ResNet-50 and DenseNet-121 where they differ (112-, 56-, 28- and 14-wide maps;
+#: 1x1s 0.64-0.99x, 3x3s 0.89-1.01x; ``benchmarks/conv_tiles.py``) and 0.81-0.94x the 1x1
+#: template's on 1x1s whose strip outgrows :data:`POINTWISE_STRIP_BYTES` (each alone, 3 rounds, 2
+#: threads, intel-r-xeon-r-processor-emeraldrapids-2c, 2026-12-01). 4 x 4 and 8 x 2 ran within
+#: about 10% of 7 x 2 on 28- and 56-wide maps, each ahead on some. Zen 4 (a 512-bit multiply-add in two 256-bit
 #: halves, one a cycle: the loads keep up) keeps 14 x 1: its 1x1 template measured 0.40-0.72x
 #: of that, 7 x 2 there unmeasured.
 PAIRED_ROW = {(8, 16): 4, (16, 32): 7}
@@ -318,9 +318,10 @@ ALIASED_PLANE_BYTES = 4096
 #: full-width AVX-512 CPU (:func:`_full_width_fma`) leaves the 1x1 to the direct template's 7 x 2
 #: tile (:data:`PAIRED_ROW`): each tile reads its strip once per pair of output channels, and a
 #: strip that outgrows the L1 cache (48 KiB on this Xeon) is read from L2 at a rate two multiply-adds
-#: a cycle outrun. DenseNet-121's and ResNet-50's 1x1s, the 1x1 template against 7 x 2, each alone
-#: (3 rounds, 2 threads, intel-r-xeon-r-processor-emeraldrapids-2c, 2026-12-01): strips of 28 KiB
-#: 0.83-0.86x (the 1x1 template ahead), 42 KiB 1.00x, 56-224 KiB 1.12-1.27x (7 x 2 ahead).
+#: a cycle outrun. DenseNet-121's and ResNet-50's 1x1s, the 1x1 template against 7 x 2
+#: (``benchmarks/conv_1x1.py``: each alone, 3 rounds, 2 threads,
+#: intel-r-xeon-r-processor-emeraldrapids-2c, 2026-12-01): strips of 28 KiB 0.58-0.82x (the 1x1
+#: template ahead), 42 KiB 1.07x, 56-224 KiB 1.06-1.23x (7 x 2 ahead).
 POINTWISE_STRIP_BYTES = 48 * 1024
 
 
@@ -635,7 +636,8 @@ def _pointwise_plan(kmod: tvm.IRModule, target) -> _PointwisePlan | None:
                 if oh % t == 0 and t * ow % lanes == 0 and POINTWISE_VECTORS <= t * ow // lanes <= most), default=None)
     if weight is None or rows is None:
         return None
-    if _full_width_fma(target) and nest.extents[4] * rows * ow * conv.reads[0].source.dtype.bits // 8 > POINTWISE_STRIP_BYTES:
+    strip = nest.extents[4] * rows * ow * conv.reads[0].source.dtype.bits // 8  # input channels x tile pixels
+    if _full_width_fma(target) and strip > POINTWISE_STRIP_BYTES:
         return None  # the strip comes from L2: the direct template's 7 x 2 tile is quicker
     return _PointwisePlan(nest.epilogue, weight, lanes, rows, ow, nest.padded, _rows_outer(conv))
 
