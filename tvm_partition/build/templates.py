@@ -636,10 +636,16 @@ def _pointwise_plan(kmod: tvm.IRModule, target) -> _PointwisePlan | None:
                 if oh % t == 0 and t * ow % lanes == 0 and POINTWISE_VECTORS <= t * ow // lanes <= most), default=None)
     if weight is None or rows is None:
         return None
-    strip = nest.extents[4] * rows * ow * conv.reads[0].source.dtype.bits // 8  # input channels x tile pixels
-    if _full_width_fma(target) and strip > POINTWISE_STRIP_BYTES:
+    if _full_width_fma(target) and _strip_bytes(nest, rows) > POINTWISE_STRIP_BYTES:
         return None  # the strip comes from L2: the direct template's 7 x 2 tile is quicker
     return _PointwisePlan(nest.epilogue, weight, lanes, rows, ow, nest.padded, _rows_outer(conv))
+
+
+def _strip_bytes(nest: _Nest, rows: int) -> int:
+    """The input a 1x1 tile of ``rows`` whole output rows reads over its reduction: input channels x
+    its pixels x the element's bytes (:data:`POINTWISE_STRIP_BYTES`)."""
+    _, _, _, width, channels, _, _ = nest.extents
+    return channels * rows * width * nest.block.reads[0].source.dtype.bits // 8
 
 
 def _schedule_pointwise(kmod: tvm.IRModule, target, plan: _PointwisePlan) -> tvm.tirx.PrimFunc | None:
