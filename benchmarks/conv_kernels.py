@@ -14,9 +14,10 @@ import sys
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
-def arguments(doc: str, argv=None):
-    """``(args, target)``: the command line of a script documented by ``doc`` (MODEL..., --rounds) and
-    this machine's CPU target, as builds compile for it."""
+def arguments(doc: str, argv=None, switches: dict[str, str] | None = None):
+    """``(args, target)``: the command line of a script documented by ``doc`` (MODEL..., --rounds,
+    --target-cpu, and the on/off ``switches``: ``{flag: help}``) and the CPU target builds compile
+    for (this machine's, or ``--target-cpu``'s ``-mcpu``)."""
     import argparse
 
     from tvm_partition.build.tuning import tuning_target
@@ -25,7 +26,11 @@ def arguments(doc: str, argv=None):
     ap = argparse.ArgumentParser(description=doc.split("\n\n")[0])
     ap.add_argument("models", nargs="+", help="zoo names (name:image_size) or .onnx paths")
     ap.add_argument("--rounds", type=int, default=3, help="alternating rounds per kernel (default 3)")
-    return ap.parse_args(argv), tuning_target(parse_devices("cpu")[0])
+    ap.add_argument("--target-cpu", metavar="MCPU", help="plan and compile for this LLVM -mcpu, timed here")
+    for flag, text in (switches or {}).items():
+        ap.add_argument(flag, action="store_true", help=text)
+    args = ap.parse_args(argv)
+    return args, tuning_target(parse_devices("cpu", cpu_mcpu=args.target_cpu)[0])
 
 
 def convolutions(models: list[str], target):

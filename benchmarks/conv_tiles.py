@@ -3,14 +3,20 @@ vectors of output channels against the largest row within :data:`ROW_BUDGET` (wh
 chose before it), on every distinct convolution kernel of some models where the two differ, each
 kernel alone on this machine's thread pool.
 
-    python benchmarks/conv_tiles.py MODEL[:IMAGE_SIZE] [MODEL ...] [--rounds 3]
+    python benchmarks/conv_tiles.py MODEL[:IMAGE_SIZE] [MODEL ...] [--rounds 3] [--tail] [--target-cpu MCPU]
 
 How :data:`tvm_partition.build.templates.PAIRED_ROW` was set (BENCHMARKS.md, "Register tiles on
 AVX2"): each kernel is scheduled both ways and timed in alternating rounds (``tuning.time_kernel``:
 packed weights, the runner's threads); the table gives the tiles (pixels x vectors), the medians,
 their ratio and the chosen tile's GFLOP/s. Kernels that the 1x1 template takes are left out. On a
-machine whose vectors have no entry in ``PAIRED_ROW`` (AVX-512 today) the two tiles are the same
-and the table is empty. MODEL: zoo names (``resnet50:128``: at 128 px) or .onnx paths.
+machine whose vectors have no entry in ``PAIRED_ROW`` (Zen 4's AVX-512: not
+:func:`~tvm_partition.build.templates._full_width_fma`) the two tiles are the same and the table is
+empty. MODEL: zoo names (``resnet50:128``: at 128 px) or .onnx paths.
+
+``--tail``: the chosen tile against the tile of a divisor of the width, on the kernels where
+:func:`tvm_partition.build.templates._tail_tile` gives them a tile whose last one in each row is
+shorter (BENCHMARKS.md, "Tiles whose last one in a row is shorter"). ``--target-cpu``: plan and
+compile for another CPU's ``-mcpu`` (``znver3``: AVX2 code), timed on this one.
 """
 
 from __future__ import annotations
@@ -24,17 +30,20 @@ from conv_kernels import alternated, arguments, convolutions, gflops  # noqa: E4
 
 
 def main(argv=None) -> int:
-    args, target = arguments(__doc__, argv)
+    args, target = arguments(__doc__, argv, {"--tail": "the chosen tile against a divisor's where the last one "
+                                                       "in a row is shorter (templates._tail_tile)"})
     from tvm_partition.build import templates
 
     print(f"vector lanes, registers: {templates.vector_lanes(target)}; paired rows: {templates.PAIRED_ROW}")
-    print("| model | extents (n, f, y, x, rc, ry, rx) | epilogue | row tile | us | paired tile | us | ratio | GFLOP/s |")
+    before, after = ("divisor's tile", "tail tile") if args.tail else ("row tile", "paired tile")
+    print(f"| model | extents (n, f, y, x, rc, ry, rx) | epilogue | {before} | us | {after} | us | ratio | GFLOP/s |")
     print("| --- | --- | --- | --- | ---: | --- | ---: | ---: | ---: |")
     for label, kmod, nest in convolutions(args.models, target):
         if templates._pointwise_plan(kmod, target) is not None:  # noqa: SLF001 - the 1x1 template's kernel
             continue
         paired = templates._plan(kmod, target)  # noqa: SLF001
-        with mock.patch.multiple(templates, PAIRED_ROW={}):
+        divisor = {"_tail_tile": lambda *_: False}  # the largest divisor of the width within the budget
+        with mock.patch.multiple(templates, **(divisor if args.tail else {**divisor, "PAIRED_ROW": {}})):
             row = templates._plan(kmod, target)  # noqa: SLF001
         if paired is None or (paired.row, paired.blocks) == (row.row, row.blocks):
             continue

@@ -140,6 +140,42 @@ def test_a_tile_of_7_pixels_by_2_vectors_computes_the_convolution():
         np.testing.assert_allclose(run(func), run(kmod["main"]), rtol=1e-4, atol=1e-4)
 
 
+@pytest.mark.parametrize("kmod,mcpu,tile", [
+    (conv(16, 128, 17), "emeraldrapids", (7, 2)),  # prime width: 1 x 2 left the multiply-adds waiting
+    (conv(16, 128, 17), "znver3", (4, 2)),  # ... on AVX2 too
+    (conv(8, 32, 73, k=1, padding=0), "emeraldrapids", (14, 1)),  # one vector (32 channels): 1 x 1 -> 14 x 1
+    (conv(16, 64, 27), "emeraldrapids", (7, 2)),  # rows first, full width: 9 x 1 -> 7 x 2
+    (conv(16, 64, 27), "znver3", (9, 1)),  # ... AVX2: 4 x 2 holds fewer than twice 9
+    (conv(16, 64, 27), "znver4", (9, 1)),  # ... Zen 4 (half-width): no paired tile
+    (conv(64, 128, 12), "emeraldrapids", (12, 1)),  # channels first: 12 x 1 keeps the divisor
+    (conv(16, 64, 14), "znver3", (7, 1)),  # 4 x 2 would hold fewer than twice 7
+], ids=["17-wide", "17-wide-avx2", "73-wide-one-vector", "27-wide-rows-first", "27-wide-avx2", "27-wide-zen4",
+        "12-wide-channels-first", "14-wide-avx2"])
+def test_where_no_divisor_of_the_width_makes_a_good_tile_the_last_tile_of_a_row_is_shorter(kmod, mcpu, tile):
+    target = tvm.target.Target({"kind": "llvm", "mcpu": mcpu, "num-cores": 2})  # planned, not run
+    plan = templates._plan(kmod, target)
+    assert (plan.row, plan.blocks) == tile
+    assert templates.inner_tiles(kmod, target) == {1: plan.lanes * plan.blocks}
+
+
+@pytest.mark.parametrize("kmod,tile", [
+    (conv(16, 64, 17), (7, 2)),
+    (conv(8, 32, 13, k=1, padding=0), (7, 1)),
+    (conv(16, 64, 11, epilogue="batch_norm"), (7, 2)),  # an epilogue of several blocks, inlined before the tile
+    (conv(8, 32, 9, epilogue="slice"), (7, 2)),  # an epilogue of another shape: its own loop nest
+    (conv(3, 32, 25, k=7, stride=2), (4, 2)),  # a strided stem (13 wide)
+], ids=["3x3", "1x1", "batch-norm", "slice", "strided-stem"])
+def test_a_row_whose_last_tile_is_shorter_computes_the_convolution(kmod, tile):
+    """Tiles that do not divide the width, run here (the plan's lanes are the host's): the tail's
+    pixels under a predicate, the epilogue inlined into the write-back before it is placed."""
+    import dataclasses
+
+    plan = dataclasses.replace(templates._plan(kmod, TARGET), row=tile[0], blocks=tile[1])
+    func = templates._schedule_conv(kmod, TARGET, plan)
+    assert "T.where" in func.script()
+    np.testing.assert_allclose(run(func), run(kmod["main"]), rtol=1e-4, atol=1e-4)
+
+
 @pytest.mark.parametrize("c_in,c_out,size,k,stride,rows_first", [
     (3, 16, 32, 7, 2, True),  # a stem: the padded input (3 x 38 x 38) outweighs the weights (16 x 3 x 7 x 7)
     (8, 64, 64, 1, 2, True),  # a strided 1x1 at a large size (a stride-1 one takes the 1x1 template)

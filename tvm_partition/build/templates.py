@@ -18,7 +18,9 @@ The schedule (TVM 0.27 ``s_tir.Schedule``):
 - ``conv2d_nchw`` loops ``n, f, y, x, rc, ry, rx`` become ``n f_o y x_o | rc ry rx | x_i f_b f_i``:
   ``f_i`` one vector of output channels (vectorised), ``f_b`` one vector, or two where the output is
   so narrow that a row tile would leave most accumulators idle (unrolled; :func:`_blocks`),
-  ``x_i`` the largest divisor of the output width up to the register budget (unrolled);
+  ``x_i`` the largest divisor of the output width up to the register budget (unrolled), or,
+  where no divisor makes a good tile, :data:`PAIRED_ROW` (two vectors) or :data:`ROW_BUDGET` pixels,
+  the last tile of each row shorter (:func:`_tail_tile`);
   ``n f_o y`` one parallel loop (the weights of an ``f_o`` block stay in cache over its rows).
 - The accumulator is a ``local`` cache laid out ``[x_i, f_i]`` (pixels outer), so every
   ``x_i`` is one vector register: LLVM keeps all of them in registers (laid out ``[f_i, x_i]`` the
@@ -354,7 +356,7 @@ def _whole_vectors(extent: int, target) -> int | None:
 
 def _row(width: int, budget: int) -> int:
     """Output pixels per register tile: the largest divisor of the output width within the budget
-    (a divisor: a partial tile would need a predicated, non-unrolled tail)."""
+    (:func:`_tail_tile` says where a tile whose last one in a row is shorter replaces it)."""
     return max(d for d in range(1, min(width, budget) + 1) if width % d == 0)
 
 
@@ -372,7 +374,7 @@ def label(kmod: tvm.IRModule, target) -> str | None:
 def inner_tiles(kmod: tvm.IRModule, target) -> dict[int, int]:
     """``{spatial axis: innermost tile}`` of the schedule (as
     :func:`tvm_partition.build.transfer.innermost_tiles`): a convolution's output channels (axis 1)
-    in whole vectors (its row tile fits any width: a divisor of it), a 1x1's in
+    in whole vectors (its row tile fits any width: a divisor of it, or a tail tile), a 1x1's in
     :data:`POINTWISE_CHANNELS` and its output rows (axis 2) in its tile's rows; a matmul's rows in
     :data:`MATMUL_ROWS` (or its one row, or on :func:`fallback` a divisor of them) and its columns
     in whole tiles of vectors; none for an
@@ -514,13 +516,48 @@ def _plan(kmod: tvm.IRModule, target) -> _Plan | None:
     row = _row(ow, ROW_BUDGET[registers])
     paired = PAIRED_ROW.get((lanes, registers)) if lanes != 16 or wide else None
     one_by_one = nest.extents[5:] == (1, 1)
-    if paired and ow % paired == 0 and _blocks(paired, oc, lanes, registers, per_group, least) == 2 \
-            and not (one_by_one and _aliased(conv)):
+    two = paired and _blocks(paired, oc, lanes, registers, per_group, least) == 2
+    if two and ow % paired == 0 and not (one_by_one and _aliased(conv)):
         row = paired
+    else:
+        tail = paired if two else ROW_BUDGET[registers]
+        if _tail_tile(ow, row * _blocks(row, oc, lanes, registers, per_group, least), tail,
+                      2 if two else 1, rows_outer and wide):
+            row = tail
     from .transfer import serial
 
     return _Plan(nest.epilogue, weight, lanes, row, nest.padded, _blocks(row, oc, lanes, registers, per_group, least),
                  rows_outer, not serial(kmod, target), nest.block.name_hint)
+
+
+def _tail_tile(width: int, accumulators: int, tail: int, blocks: int, rows_first_wide: bool) -> bool:
+    """Whether a convolution takes a tile of ``tail`` pixels x ``blocks`` vectors whose last one in
+    each row is shorter (``tail`` does not divide the output ``width``: a predicate ``x < width`` on
+    its pixels) rather than the tile of a divisor of the width, of ``accumulators`` vectors: where
+    the tail's tile holds at least twice as many, or, on a full-width AVX-512 CPU
+    (:func:`_full_width_fma`) running rows first (:func:`_rows_outer`), where it holds more and
+    takes two vectors (:data:`PAIRED_ROW`).
+
+    Why: a prime width (17, 73, 109, 149) left tiles of 1 pixel x 1 or 2 vectors (the multiply-adds
+    wait on their latency), and widths such as 55, 27 and 13 one vector of 9-13 pixels. Each alone
+    against the divisor's tile (5 rounds, 2 threads, intel-r-xeon-r-processor-emeraldrapids-2c,
+    2026-12-01; ``benchmarks/conv_tiles.py --tail``, BENCHMARKS.md "Tiles whose last one in a row is
+    shorter"): Inception-v3's 16 kernels of 1 x 2 (17 and 71 wide: 3x3, 1x7, 7x1, 1x1) 0.31-0.39x
+    with 7 x 2, its 1 x 1 tiles at 149 and 73 wide 0.81x and 0.50x with 14 x 1, its 7 x 1 at 147
+    and 35 wide 0.78-1.08x with 14 x 1; ZFNet-512's 7x7 stem at 109 wide (1 x 2) 0.38x; rows first,
+    AlexNet's 11x11 stem at 54 (9 x 1) 0.83x, SqueezeNet's stem at 111 (3 x 2) 0.98x, its kernels at
+    55, 27 and 13 wide (11 x 1, 9 x 1, 13 x 1) 0.77-1.06x. Channel blocks first, where the weights
+    outweigh the input, a tile of 10-13 accumulators keeps the divisor: a tile reads its weights
+    once per row segment, and more segments read them more often; AlexNet's and ZFNet-512's at 12,
+    25 and 26 wide (12 x 1, 5 x 2, 13 x 1) ran 1.03-1.31x with 7 x 2 and a tail (3 rounds, the same
+    day). AVX2 code (``--target-cpu znver3``, timed on the same Xeon): 1 x 2 -> 4 x 2 0.38-0.69x
+    (25 kernels of SqueezeNet, ZFNet-512 and Inception-v3), 1 x 1 -> 12 x 1 0.41-0.90x, AlexNet's
+    2 x 2 at 26 wide 0.66x; 7 x 1 at 35 wide ran 1.24-1.31x with 12 x 1 (3 rounds: fewer than twice
+    the accumulators, so it keeps 7 x 1)."""
+    if width <= tail or width % tail == 0:
+        return False
+    more = tail * blocks
+    return more >= 2 * accumulators or (rows_first_wide and blocks == 2 and more > accumulators)
 
 
 def _copied(kmod: tvm.IRModule) -> bool:
@@ -969,8 +1006,9 @@ def _schedule_conv(kmod: tvm.IRModule, target, plan: _Plan) -> tvm.tirx.PrimFunc
     sch.reorder(n, *outer, x_o, rc, ry, rx, x_i, f_b, f_i)
     acc = sch.cache_write(conv, 0, "local")
     sch.transform_layout(conv, ("write", 0), lambda a, b, c, d: (a, c, d, b))
-    _per_tile(sch, acc, x_o, plan.epilogue)
-    _write_back_by_channels(sch, acc, plan.epilogue, plan.lanes, plan.row)
+    epilogue = _epilogue_inlined(sch, acc, plan.epilogue)
+    _per_tile(sch, acc, x_o, epilogue)
+    _write_back_by_channels(sch, acc, epilogue, plan.lanes, plan.row)
     tasks = sch.fuse(n, *outer)
     # below SERIAL_FLOPS no parallel loop: MobileNet-V3-Small's 14 squeeze-and-excitation 1x1s on
     # 1x1 maps ran 35 us all told serial, 50 with the thread pool (each alone, 2 Zen 4 threads)
@@ -1058,6 +1096,21 @@ def _per_tile(sch, acc, tile_loop, epilogue: tuple[str, ...]) -> None:
     sch.reverse_compute_at(acc, tile_loop)
     if epilogue:
         sch.reverse_compute_at(sch.get_sblock(epilogue[-1]), tile_loop)
+
+
+def _epilogue_inlined(sch, acc, epilogue: tuple[str, ...]) -> tuple[str, ...]:
+    """The epilogue left (its blocks but the last are inlined already, :func:`_opened`): none where
+    its last block is inlined into the write-back ``acc`` here, before the write-back is placed
+    under its tile (a tile whose last segment of a row is shorter, :func:`_tail_tile`, places it
+    under a predicate, and TVM inlines into no predicated block); all of it where that block writes
+    another shape than the convolution."""
+    if not epilogue:
+        return epilogue
+    last = sch.get_sblock(epilogue[-1])
+    if list(sch.get(last).writes[0].source.shape) != list(sch.get(acc).writes[0].source.shape):
+        return epilogue
+    sch.reverse_compute_inline(last)
+    return ()
 
 
 def _write_back_by_channels(sch, acc, epilogue: tuple[str, ...], lanes: int, row: int) -> None:

@@ -755,8 +755,10 @@ class Schedules:
 #: (:func:`tvm_partition.build.templates.fallback`), 36 layer norms and softmaxes under their
 #: templates' floor too, 37 gives direct convolutions on full-width AVX-512 CPUs tiles of 7 pixels
 #: x 2 vectors and leaves them the 1x1s whose strip outgrows the L1 cache
-#: (:data:`tvm_partition.build.templates.PAIRED_ROW`, :data:`~tvm_partition.build.templates.POINTWISE_STRIP_BYTES`).
-TRANSFER_RULES = 37
+#: (:data:`tvm_partition.build.templates.PAIRED_ROW`, :data:`~tvm_partition.build.templates.POINTWISE_STRIP_BYTES`),
+#: 38 gives direct convolutions whose width no good tile divides a tile whose last one in each row
+#: is shorter (:func:`tvm_partition.build.templates._tail_tile`).
+TRANSFER_RULES = 38
 
 
 def open_schedules(path: str | None, transfer: bool = True) -> Schedules:
