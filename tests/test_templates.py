@@ -164,14 +164,17 @@ def test_where_no_divisor_of_the_width_makes_a_good_tile_the_last_tile_of_a_row_
     (conv(16, 64, 11, epilogue="batch_norm"), (7, 2)),  # an epilogue of several blocks, inlined before the tile
     (conv(8, 32, 9, epilogue="slice"), (7, 2)),  # an epilogue of another shape: its own loop nest
     (conv(3, 32, 25, k=7, stride=2), (4, 2)),  # a strided stem (13 wide)
-], ids=["3x3", "1x1", "batch-norm", "slice", "strided-stem"])
+    (conv(64, 64, 13, groups=4), (4, 2)),  # groups of 16 output channels (8-lane vectors: AVX2's)
+], ids=["3x3", "1x1", "batch-norm", "slice", "strided-stem", "grouped"])
 def test_a_row_whose_last_tile_is_shorter_computes_the_convolution(kmod, tile):
-    """Tiles that do not divide the width, run here (the plan's lanes are the host's): the tail's
-    pixels under a predicate, the epilogue inlined into the write-back before it is placed."""
+    """Tiles that do not divide the width, run here (the plan's lanes are the host's; a group's
+    vectors AVX2's): the tail's pixels under a predicate, the epilogue inlined into the write-back
+    before it is placed."""
     import dataclasses
 
-    plan = dataclasses.replace(templates._plan(kmod, TARGET), row=tile[0], blocks=tile[1])
-    func = templates._schedule_conv(kmod, TARGET, plan)
+    target = TARGET if templates._plan(kmod, TARGET) is not None else AVX2
+    plan = dataclasses.replace(templates._plan(kmod, target), row=tile[0], blocks=tile[1])
+    func = templates._schedule_conv(kmod, target, plan)
     assert "T.where" in func.script()
     np.testing.assert_allclose(run(func), run(kmod["main"]), rtol=1e-4, atol=1e-4)
 

@@ -553,7 +553,8 @@ def _tail_tile(width: int, accumulators: int, tail: int, blocks: int, rows_first
     day). AVX2 code (``--target-cpu znver3``, timed on the same Xeon): 1 x 2 -> 4 x 2 0.38-0.69x
     (25 kernels of SqueezeNet, ZFNet-512 and Inception-v3), 1 x 1 -> 12 x 1 0.41-0.90x, AlexNet's
     2 x 2 at 26 wide 0.66x; 7 x 1 at 35 wide ran 1.24-1.31x with 12 x 1 (3 rounds: fewer than twice
-    the accumulators, so it keeps 7 x 1)."""
+    the accumulators, so it keeps 7 x 1). Zen 4 code (``--target-cpu znver4``: no 7 x 2, its tails
+    14 x 1; on the same Xeon's full-width units) 0.22-0.98x on 32 kernels."""
     if width <= tail or width % tail == 0:
         return False
     more = tail * blocks
