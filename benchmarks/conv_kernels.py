@@ -35,7 +35,8 @@ def arguments(doc: str, argv=None, switches: dict[str, str] | None = None):
 
 def convolutions(models: list[str], target):
     """``(model label, kernel IRModule, its templates._Nest)`` of every distinct convolution kernel
-    (extents and epilogue) of ``models`` that the direct-convolution template reads."""
+    (extents, input shape and epilogue: a strided kernel and a stride-1 one of the same output are
+    two) of ``models`` that the direct-convolution template reads."""
     from tvm_partition import frontend
     from tvm_partition.build import templates
     from tvm_partition.build.align import kernel_of
@@ -51,9 +52,12 @@ def convolutions(models: list[str], target):
                 continue
             kmod = kernel_of(graph, op)
             nest = templates._nest(kmod, target, (templates._CONV,))  # noqa: SLF001 - the template's own view
-            if nest is None or (nest.extents, nest.epilogue) in seen:
+            if nest is None:
                 continue
-            seen.add((nest.extents, nest.epilogue))
+            key = (nest.extents, tuple(int(x) for x in nest.block.reads[0].source.shape), nest.epilogue)
+            if key in seen:
+                continue
+            seen.add(key)
             yield label, kmod, nest
 
 
