@@ -812,8 +812,9 @@ def _schedule_depthwise(kmod: tvm.IRModule, target, plan: _DepthwisePlan) -> tvm
     sch.reorder(n, f_o, y, x_o, rc, ry, rx, x_i, f_i)
     acc = sch.cache_write(conv, 0, "local")
     sch.transform_layout(conv, ("write", 0), lambda a, b, c, d: (a, c, d, b))
-    _per_tile(sch, acc, x_o, plan.epilogue)
-    _write_back_by_channels(sch, acc, plan.epilogue, lanes, plan.row)
+    epilogue = _epilogue_inlined(sch, acc, plan.epilogue)
+    _per_tile(sch, acc, x_o, epilogue)
+    _write_back_by_channels(sch, acc, epilogue, lanes, plan.row)
     tasks = sch.fuse(n, f_o)
     sch.parallel(tasks)
     sch.vectorize(f_i)
@@ -1117,7 +1118,8 @@ def _epilogue_inlined(sch, acc, epilogue: tuple[str, ...]) -> tuple[str, ...]:
 def _write_back_by_channels(sch, acc, epilogue: tuple[str, ...], lanes: int, row: int) -> None:
     """A convolution tile's write-back (its ``local`` accumulator laid out pixels x channels,
     :func:`_per_tile`) a vector of channels at a time, the pixels unrolled, with the last epilogue
-    block inlined into it: each vector's epilogue computed in vector registers, then scattered
+    block inlined into it (:func:`_epilogue_inlined`, before; ``epilogue``: what that left): each
+    vector's epilogue computed in vector registers, then scattered
     into the NCHW output. Why: computed from an NCHW copy of the tile, the epilogue ran a scalar
     loop per element; a hard swish's division per output was most of MobileNet-V3's 1x1 and stem
     kernels: its stem 230 -> 108 us, its 240-channel 1x1 at 14x14 65 -> 33, ResNet-18's
@@ -1126,12 +1128,9 @@ def _write_back_by_channels(sch, acc, epilogue: tuple[str, ...], lanes: int, row
     the feature map by the 1x1 map it computes; a slice of padded channels) keeps its own loop nest
     under the tile, its innermost loop vectorised: MobileNet-V3-Small's scalings 9.5-26.1 us ->
     4.3-7.5 (the same measurements)."""
-    if epilogue:
-        last = sch.get_sblock(epilogue[-1])
-        if list(sch.get(last).writes[0].source.shape) != list(sch.get(acc).writes[0].source.shape):
-            sch.vectorize(sch.get_loops(last)[-1])
-            return
-        sch.reverse_compute_inline(last)
+    if epilogue:  # of another shape: its own loop nest under the tile
+        sch.vectorize(sch.get_loops(sch.get_sblock(epilogue[-1]))[-1])
+        return
     loops = sch.get_loops(acc)  # under the tile's loop: channels (a whole number of vectors), pixels
     if row > 1:
         channel, pixel = loops[-2:]
