@@ -40,6 +40,12 @@ so the planners, the profiler and the build see the same ops.
   takes grouped convolutions of whole vectors a group too (AlexNet's), the models were built
   without this pass again: AlexNet 1.03x (0.97-1.06), ShuffleNet 1.17x (1.15-1.28), paired
   against the build with it (5 rounds of 10, 2 Zen 4 threads, 2026-12-01): it stays.
+  Where a group's output channels are no whole number of :data:`CHANNEL_MULTIPLE` and reach the
+  next multiple with at most :data:`MAX_GROUP_PADDED_SHARE` more, the convolution stays one
+  grouped convolution instead, each group's weights padded with zero output channels to that
+  multiple (at load time), and a reshape and a slice drop them after it: the direct-convolution
+  template then takes it on whole vectors a group, one call where the groups were four
+  half-width-vector calls and a concat (see the constant for the measurements).
 * :func:`pad_output_channels`: a convolution whose output channels are not a whole number of
   :data:`CHANNEL_MULTIPLE` (the float32 lanes of an AVX-512 vector) computes zero channels up to
   the next multiple, where they add at most :data:`MAX_PADDED_SHARE` of its work, and a slice
@@ -99,6 +105,17 @@ MIN_UNGROUPED_CHANNELS = 33
 #: (ShuffleNet); each group adds two slices and a convolution to launch, and a ResNeXt- or
 #: RegNet-like convolution of 32 groups was never measured.
 MAX_UNGROUPED_GROUPS = 4
+#: :func:`ungroup_convolutions` keeps a convolution whose groups' output channels fall short of a
+#: multiple of :data:`CHANNEL_MULTIPLE` by at most this share of them one grouped convolution, each
+#: group padded to that multiple, rather than one convolution per group. ShuffleNet's grouped 1x1s
+#: (4 groups; 68 -> 68 channels a group padded to 80 at 14 x 14, 136 -> 144 at 7 x 7), each alone
+#: as a one-convolution ONNX model, paired 7 rounds against one convolution per group (68 -> 72
+#: and 136 channels: half-width vectors, four calls and a concat): 0.61x and 0.61x (161 -> 98 us,
+#: 118 -> 74); the 34-channel groups at 28 x 28 padded to 48 (41% more) 0.98x, to 40 (8-lane
+#: vectors) 1.16x, so 34 stays apart (the 1x1 template takes its groups' pixels in whole
+#: vectors). ShuffleNet paired 0.72-0.75x (2 threads, intel-r-xeon-r-processor-emeraldrapids-2c,
+#: 2026-12-01; BENCHMARKS.md, "Grouped convolutions padded to whole vectors a group").
+MAX_GROUP_PADDED_SHARE = 1 / 4
 
 #: :func:`pad_output_channels` pads a convolution's output channels to a multiple of this: the
 #: float32 lanes of the widest vector the templates use (AVX-512; a multiple of AVX2's 8 too).
@@ -205,12 +222,28 @@ class _Ungrouped(relax.PyExprMutator):
         if cin < MIN_UNGROUPED_CHANNELS or groups > MAX_UNGROUPED_GROUPS:
             return call
         x, w = call.args
+        pad = _padding(cout, CHANNEL_MULTIPLE, MAX_GROUP_PADDED_SHARE)
+        if pad:
+            return self._padded_groups(call, groups, cout, pad)
         parts = []
         for g in range(groups):
             xg = self.builder_.emit(relax.op.strided_slice(x, [1], [g * cin], [(g + 1) * cin]))
             wg = self.builder_.emit(relax.op.strided_slice(w, [0], [g * cout], [(g + 1) * cout]))
             parts.append(self.builder_.emit(_conv2d_like(call, xg, wg, groups=1)))
         return relax.op.concat(parts, axis=1)
+
+    def _padded_groups(self, call, groups: int, cout: int, pad: int):
+        """``call`` as one grouped convolution of ``cout + pad`` output channels a group (zero
+        weights for the ``pad``), the model's ``cout`` a group kept by a slice of its output."""
+        x, w = call.args
+        emit = self.builder_.emit
+        ws = static_shape(w)
+        by_group = emit(relax.op.reshape(w, [groups, cout, *ws[1:]]))
+        padded = emit(relax.op.nn.pad(by_group, [0, 0, 0, pad] + [0, 0] * (len(ws) - 1)))
+        out = emit(_conv2d_like(call, x, emit(relax.op.reshape(padded, [groups * (cout + pad), *ws[1:]])), groups))
+        n, _, h, wd = static_shape(out)
+        kept = emit(relax.op.strided_slice(emit(relax.op.reshape(out, [n, groups, cout + pad, h, wd])), [2], [0], [cout]))
+        return relax.op.reshape(kept, [n, groups * cout, h, wd])
 
 
 @relax.expr_functor.mutator
@@ -407,7 +440,9 @@ def fold_batch_norms(mod: tvm.IRModule, _ctx) -> tvm.IRModule:
 @tvm.transform.module_pass(opt_level=0, name="UngroupConvolutions")
 def ungroup_convolutions(mod: tvm.IRModule, _ctx) -> tvm.IRModule:
     """Every NCHW grouped convolution of at most :data:`MAX_UNGROUPED_GROUPS` groups with at least
-    :data:`MIN_UNGROUPED_CHANNELS` input channels a group as one convolution per group, concatenated."""
+    :data:`MIN_UNGROUPED_CHANNELS` input channels a group as one convolution per group, concatenated,
+    or, where its groups' output channels reach whole vectors with at most
+    :data:`MAX_GROUP_PADDED_SHARE` more, as one grouped convolution of groups padded to them."""
     return rewrite_functions(mod, lambda mod, _func: _Ungrouped(mod))
 
 
