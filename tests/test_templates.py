@@ -592,8 +592,24 @@ def test_a_reduction_broadcast_back_over_its_rows_keeps_its_schedule():
     assert templates.templated(tvm.IRModule({"main": te.create_prim_func([x, y])}), TARGET) is None
 
 
+@pytest.mark.parametrize("shape,mcpu,lanes", [
+    ((1, 1000, 13, 13), "emeraldrapids", 13),  # SqueezeNet's global average pool: 67 -> 8.8 us
+    ((1, 64, 7, 7), "x86-64-v3", 7),  # a 7 x 7 map on AVX2
+    ((1, 1280, 7, 7), "emeraldrapids", 7),
+])
+def test_rows_of_no_whole_vector_are_summed_in_partial_results_of_a_divisor(shape, mcpu, lanes):
+    """A row of 169 or 49 elements holds no whole vector; it takes partial results of the largest
+    divisor of the row the vector holds, where it kept TVM's serial loop (one scalar sum a row)."""
+    kmod = reduction(shape, "mean", (2, 3))
+    target = tvm.target.Target({"kind": "llvm", "mcpu": mcpu, "num-cores": 2})
+    done = templates.templated(kmod, target)
+    assert done is not None and done[1] == templates.REDUCE_LABEL
+    assert templates._reduce_plan(kmod, target).lanes == lanes  # noqa: SLF001
+    np.testing.assert_allclose(run(done[0]), run(kmod["main"]), rtol=1e-5, atol=1e-5)
+
+
 @pytest.mark.parametrize("shape,axes", [
-    ((1, 64, 7, 7), (2, 3)),  # rows of 49: no whole vector
+    ((1, 64, 197), (2,)),  # a prime row: no divisor to take partial results of
     ((1, 64, 128), (1,)),  # a middle axis: its elements are not contiguous
 ])
 def test_reductions_the_template_does_not_fit_keep_their_schedule(shape, axes):

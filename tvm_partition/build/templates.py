@@ -1390,9 +1390,8 @@ def _reduce_plan(kmod: tvm.IRModule, target) -> _ReducePlan | None:
     """The :class:`_ReducePlan` of an llvm kernel whose first block reduces the innermost axes of
     the one tensor it reads (TOPI's ``sum``, ``max``, ``min``, ``prod``, and ``mean`` with its
     division after: ONNX's ``GlobalAveragePool`` and ``ReduceMean`` over H and W, a
-    squeeze-and-excitation's pooling), its rows a whole number of vectors, any further blocks
-    element-wise; else None. Rows of 49 elements (a 7 x 7 map) hold no whole vector and keep TVM's
-    serial loop."""
+    squeeze-and-excitation's pooling), its rows a whole number of vectors (or of
+    :func:`_divisor_lanes` partial results), any further blocks element-wise; else None."""
     if target.kind.name != "llvm":
         return None
     blocks = _root_blocks(kmod)
@@ -1418,11 +1417,27 @@ def _reduce_plan(kmod: tvm.IRModule, target) -> _ReducePlan | None:
         return None
     row = math.prod(int(e) for e in extents[-reduced:])
     widest, _ = vector_lanes(target)
-    lanes = 2 * widest if row >= TWO_VECTOR_ROW and row % (2 * widest) == 0 else _row_lanes(row, target)
+    lanes = 2 * widest if row >= TWO_VECTOR_ROW and row % (2 * widest) == 0 else \
+        _row_lanes(row, target) or _divisor_lanes(row, widest)
     if lanes is None or row <= lanes:
         return None
     return _ReducePlan(lanes, math.prod(int(e) for e in extents) >= MIN_MOVED_ELEMENTS, red.name_hint, reduced,
                        tuple(b.name_hint for b in blocks[1:]))
+
+
+def _divisor_lanes(row: int, widest: int) -> int | None:
+    """The largest divisor of ``row`` no wider than the widest vector, as the partial results of a
+    row that holds no whole vector (None where only 1 divides it: a prime row).
+
+    Why: such rows kept TVM's serial loop, one scalar sum a row. LLVM carries ``<13 x float>`` in a
+    16-lane register. Global average pools alone, TVM's loop against partial results of the divisor
+    (2 threads, 9 rounds, intel-r-xeon-r-processor-emeraldrapids-2c, 2026-12-01): SqueezeNet's 1000
+    channels of 13 x 13 (13 lanes) 67 -> 8.8 us, 2048 of 7 x 7 (7 lanes) 20 -> 8.0, 1280 of 7 x 7
+    11.1 -> 8.3, 512 and 576 of 7 x 7 4.4 -> 3.3 and 5.0 -> 3.7; 5 x 5 and 3 x 3 maps of 64-96
+    channels 0.2-0.3 us either way. A row that some narrower vector divides keeps it
+    (:func:`_row_lanes`): 1024 channels of 14 x 14 on 4 lanes 7.4 us, on 14 9.2; 512 of 10 x 10
+    3.2 and 4.1 (on 10)."""
+    return next((n for n in range(widest, 1, -1) if row % n == 0), None)
 
 
 def _is_one(expr) -> bool:

@@ -757,8 +757,9 @@ class Schedules:
 #: x 2 vectors and leaves them the 1x1s whose strip outgrows the L1 cache
 #: (:data:`tvm_partition.build.templates.PAIRED_ROW`, :data:`~tvm_partition.build.templates.POINTWISE_STRIP_BYTES`),
 #: 38 gives direct convolutions whose width no good tile divides a tile whose last one in each row
-#: is shorter (:func:`tvm_partition.build.templates._tail_tile`).
-TRANSFER_RULES = 38
+#: is shorter (:func:`tvm_partition.build.templates._tail_tile`), 39 gives reductions whose rows
+#: hold no whole vector partial results of a divisor of the row (:func:`tvm_partition.build.templates._divisor_lanes`).
+TRANSFER_RULES = 39
 
 
 def open_schedules(path: str | None, transfer: bool = True) -> Schedules:
