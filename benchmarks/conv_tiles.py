@@ -3,7 +3,7 @@ vectors of output channels against the largest row within :data:`ROW_BUDGET` (wh
 chose before it), on every distinct convolution kernel of some models where the two differ, each
 kernel alone on this machine's thread pool.
 
-    python benchmarks/conv_tiles.py MODEL[:IMAGE_SIZE] [MODEL ...] [--rounds 3] [--tail] [--target-cpu MCPU]
+    python benchmarks/conv_tiles.py MODEL[:IMAGE_SIZE] [MODEL ...] [--rounds 3] [--tail | --long-1x1] [--target-cpu MCPU]
 
 How :data:`tvm_partition.build.templates.PAIRED_ROW` was set (BENCHMARKS.md, "Register tiles on
 AVX2"): each kernel is scheduled both ways and timed in alternating rounds (``tuning.time_kernel``:
@@ -15,7 +15,9 @@ empty. MODEL: zoo names (``resnet50:128``: at 128 px) or .onnx paths.
 
 ``--tail``: the chosen tile against the tile of a divisor of the width, on the kernels where
 :func:`tvm_partition.build.templates._tail_tile` gives them a tile whose last one in each row is
-shorter (BENCHMARKS.md, "Tiles whose last one in a row is shorter"). ``--target-cpu``: plan and
+shorter (BENCHMARKS.md, "Tiles whose last one in a row is shorter"). ``--long-1x1``: the chosen
+tile against the one before :data:`tvm_partition.build.templates.LONG_1X1_REDUCTION` (BENCHMARKS.md,
+"1x1 convolutions of long reductions on 13-wide maps"). ``--target-cpu``: plan and
 compile for another CPU's ``-mcpu`` (``znver3``: AVX2 code), timed on this one.
 """
 
@@ -31,11 +33,14 @@ from conv_kernels import alternated, arguments, convolutions, gflops  # noqa: E4
 
 def main(argv=None) -> int:
     args, target = arguments(__doc__, argv, {"--tail": "the chosen tile against a divisor's where the last one "
-                                                       "in a row is shorter (templates._tail_tile)"})
+                                                       "in a row is shorter (templates._tail_tile)",
+                                             "--long-1x1": "the chosen tile against one vector where a long 1x1 "
+                                                           "takes two (templates.LONG_1X1_REDUCTION)"})
     from tvm_partition.build import templates
 
     print(f"vector lanes, registers: {templates.vector_lanes(target)}; paired rows: {templates.PAIRED_ROW}")
-    before, after = ("divisor's tile", "tail tile") if args.tail else ("row tile", "paired tile")
+    before, after = ("divisor's tile", "tail tile") if args.tail else ("one vector", "two vectors") if args.long_1x1 \
+        else ("row tile", "paired tile")
     print(f"| model | extents (n, f, y, x, rc, ry, rx) | epilogue | {before} | us | {after} | us | ratio | GFLOP/s |")
     print("| --- | --- | --- | --- | ---: | --- | ---: | ---: | ---: |")
     for label, kmod, nest in convolutions(args.models, target):
@@ -43,7 +48,9 @@ def main(argv=None) -> int:
             continue
         paired = templates._plan(kmod, target)  # noqa: SLF001
         divisor = {"_tail_tile": lambda *_: False}  # the largest divisor of the width within the budget
-        with mock.patch.multiple(templates, **(divisor if args.tail else {**divisor, "PAIRED_ROW": {}})):
+        undone = divisor if args.tail else {"LONG_1X1_REDUCTION": float("inf")} if args.long_1x1 \
+            else {**divisor, "PAIRED_ROW": {}}
+        with mock.patch.multiple(templates, **undone):
             row = templates._plan(kmod, target)  # noqa: SLF001
         if paired is None or (paired.row, paired.blocks) == (row.row, row.blocks):
             continue

@@ -252,10 +252,12 @@ def test_a_gather_clamps_its_indices_and_builds_without_the_fast_mode_warning(tm
     np.testing.assert_allclose(outs[0], ort_run(proto, [ids])[0], rtol=RTOL, atol=ATOL)
 
 
-@pytest.mark.parametrize("cout,wide", [(250, 256), (24, None), (27, 32), (21, 24), (3, None)],
-                         ids=["padded-to-256", "narrow-left-alone", "padded-to-32", "padded-to-24", "rgb-left-alone"])
+@pytest.mark.parametrize("cout,wide", [(250, 256), (1000, 1024), (496, None), (24, None), (27, 32), (21, 24), (3, None)],
+                         ids=["padded-to-256", "padded-to-two-vectors", "whole-vectors-left-alone", "narrow-left-alone",
+                              "padded-to-32", "padded-to-24", "rgb-left-alone"])
 def test_output_channels_padded_to_whole_vectors(cout, wide, tmp_path):
     """250 output channels compute 256 (6 zero channels: 2.4% more work) and a slice keeps 250;
+    1000 compute 1024, two vectors (not 1008), where 496, whole vectors, stay;
     24 (a whole number of 8-lane vectors) would take a third more to reach 32 and stays; 27 and 21,
     no whole number of vectors, compute 32 and 24; 3 would take 167% more and stays. Whole and
     split, the model matches onnxruntime."""

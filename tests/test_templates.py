@@ -158,6 +158,27 @@ def test_where_no_divisor_of_the_width_makes_a_good_tile_the_last_tile_of_a_row_
     assert templates.inner_tiles(kmod, target) == {1: plan.lanes * plan.blocks}
 
 
+@pytest.mark.parametrize("kmod,mcpu,tile", [
+    (conv(512, 256, 13, k=1, padding=0), "emeraldrapids", (13, 2)),  # 13 x 1 fed one multiply-add a broadcast
+    (conv(512, 256, 13, k=1, padding=0), "znver4", (13, 1)),  # half-width AVX-512: unmeasured, left alone
+    (conv(64, 256, 13, k=1, padding=0), "emeraldrapids", (13, 1)),  # a short reduction: 13 x 2 ran 1.06x
+    (conv(512, 256, 14, k=1, padding=0), "emeraldrapids", (7, 2)),  # 7 x 2 divides the width: kept
+    (conv(512, 256, 13), "emeraldrapids", (13, 1)),  # a 3x3: 13 x 2 ran 1.3-1.5x, it keeps the divisor
+], ids=["long-1x1", "long-1x1-zen4", "short-1x1", "long-1x1-14-wide", "3x3"])
+def test_long_channels_first_1x1s_take_two_vectors_of_up_to_26_accumulators(kmod, mcpu, tile):
+    target = tvm.target.Target({"kind": "llvm", "mcpu": mcpu, "num-cores": 2})  # planned, not run
+    plan = templates._plan(kmod, target)
+    assert not plan.rows_outer and (plan.row, plan.blocks) == tile
+
+
+def test_a_long_1x1_on_two_vectors_of_13_pixels_computes_the_convolution():
+    import dataclasses
+
+    kmod = conv(256, 64, 13, k=1, padding=0)
+    plan = dataclasses.replace(templates._plan(kmod, TARGET), row=13, blocks=2)
+    np.testing.assert_allclose(run(templates._schedule_conv(kmod, TARGET, plan)), run(kmod["main"]), rtol=1e-4, atol=1e-4)
+
+
 @pytest.mark.parametrize("kmod,tile", [
     (conv(16, 64, 17), (7, 2)),
     (conv(8, 32, 13, k=1, padding=0), (7, 1)),

@@ -264,6 +264,20 @@ ROW_BUDGET = {32: 14, 16: 12}
 #: Accumulators a convolution tile of several vectors may hold, by vector registers (:func:`_blocks`;
 #: measured on AVX-512 only: 16 of 32; 28 spilled or ran slower).
 ACC_BUDGET = {32: 16, 16: 8}
+#: Input channels from which a 1x1 convolution running channel blocks first (:func:`_rows_outer`) on
+#: a full-width AVX-512 CPU (:func:`_full_width_fma`), whose width's tile holds one vector, takes two
+#: vectors within :data:`LONG_1X1_ACC_BUDGET` accumulators: where the width is 13 (prime) the
+#: divisor's tile was 13 pixels x 1 vector, each broadcast feeding one multiply-add. Each alone
+#: against it (2 threads, intel-r-xeon-r-processor-emeraldrapids-2c, 2026-12-01;
+#: ``benchmarks/conv_tiles.py --long-1x1``, 9 rounds): Inception-v1's 480 -> 192 and 528 -> 256 at
+#: 13 x 13 on 13 x 2 0.69x and 0.80x (0.83x and 0.74x in an earlier run; 7 x 2 with a shorter last
+#: tile 0.86x, 0.80x), SqueezeNet's classifier 512 -> 1024 (padded from 1000) 0.82x (0.79x; 7 x 2
+#: 0.85x); short reductions lose (48 -> 192 and 64 -> 256 at 13 x 13: 1.09x, 1.06x), and
+#: 14 x 2 on 14-wide 1x1s of 256-1024 input channels, where 7 x 2 divides the width, ran 0.88-1.02x
+#: of it (median 0.97): they keep 7 x 2.
+LONG_1X1_REDUCTION = 256
+#: Accumulators of that tile: 13 x 2 = 26 of the 32 vector registers (spilling began at 28 on 3x3s: :data:`ACC_BUDGET`).
+LONG_1X1_ACC_BUDGET = 26
 #: Blocks of output channels the parallel loop keeps at least, when a tile takes several vectors;
 #: :data:`ROWS_FIRST_CHANNEL_BLOCKS` where it runs over output rows first on a full-width AVX-512
 #: CPU (:func:`_full_width_fma`), whose rows give the threads their tasks: ResNet-50's stem (64
@@ -526,8 +540,11 @@ def _plan(kmod: tvm.IRModule, target) -> _Plan | None:
             row = tail
     from .transfer import serial
 
-    return _Plan(nest.epilogue, weight, lanes, row, nest.padded, _blocks(row, oc, lanes, registers, per_group, least),
-                 rows_outer, not serial(kmod, target), nest.block.name_hint)
+    blocks = _blocks(row, oc, lanes, registers, per_group, least)
+    if blocks == 1 and one_by_one and wide and not rows_outer and nest.extents[4] >= LONG_1X1_REDUCTION:
+        blocks = _blocks(row, oc, lanes, registers, per_group, least, LONG_1X1_ACC_BUDGET)
+    return _Plan(nest.epilogue, weight, lanes, row, nest.padded, blocks, rows_outer, not serial(kmod, target),
+                 nest.block.name_hint)
 
 
 def _tail_tile(width: int, accumulators: int, tail: int, blocks: int, rows_first_wide: bool) -> bool:
@@ -603,7 +620,7 @@ def _rows_outer(conv) -> bool:
 
 
 def _blocks(row: int, channels: int, lanes: int, registers: int, per_group: int | None = None,
-            least: int = MIN_CHANNEL_BLOCKS) -> int:
+            least: int = MIN_CHANNEL_BLOCKS, budget: int | None = None) -> int:
     """Vectors of output channels a register tile holds: two where a tile of ``row`` pixels x two
     vectors stays within :data:`ACC_BUDGET` accumulators and leaves at least ``least``
     (:data:`MIN_CHANNEL_BLOCKS`) blocks of output channels for the parallel loop, else one. A row tile
@@ -615,8 +632,9 @@ def _blocks(row: int, channels: int, lanes: int, registers: int, per_group: int 
     (28 accumulators) ran 1.0-1.6x slower; 32 channels at 7 wide, two vectors (one block: half the
     parallel tasks) 17 -> 20 us. In the model, where the weights come from memory, four vectors lost
     what they gained alone (ResNet-18 at 64 px, 9 paired rounds: 0.95x of one vector's latency with
-    four at 2 and 4 wide, 0.84x with two), so two at most."""
-    budget = ACC_BUDGET[registers]
+    four at 2 and 4 wide, 0.84x with two), so two at most. ``budget``: accumulators other than
+    :data:`ACC_BUDGET`'s (:data:`LONG_1X1_ACC_BUDGET`)."""
+    budget = budget or ACC_BUDGET[registers]
     two = 2 * row <= budget and (per_group or channels) % (2 * lanes) == 0 \
         and channels // (2 * lanes) >= least
     return 2 if two else 1

@@ -758,8 +758,10 @@ class Schedules:
 #: (:data:`tvm_partition.build.templates.PAIRED_ROW`, :data:`~tvm_partition.build.templates.POINTWISE_STRIP_BYTES`),
 #: 38 gives direct convolutions whose width no good tile divides a tile whose last one in each row
 #: is shorter (:func:`tvm_partition.build.templates._tail_tile`), 39 gives reductions whose rows
-#: hold no whole vector partial results of a divisor of the row (:func:`tvm_partition.build.templates._divisor_lanes`).
-TRANSFER_RULES = 39
+#: hold no whole vector partial results of a divisor of the row (:func:`tvm_partition.build.templates._divisor_lanes`),
+#: 40 gives channels-first 1x1s of long reductions on full-width AVX-512 two vectors of output
+#: channels where their width's tile held one (:data:`tvm_partition.build.templates.LONG_1X1_REDUCTION`).
+TRANSFER_RULES = 40
 
 
 def open_schedules(path: str | None, transfer: bool = True) -> Schedules:

@@ -55,6 +55,10 @@ so the planners, the profiler and the build see the same ops.
   they are a multiple of its lanes, else on half vectors: SqueezeNet's 1000-channel classifier
   (512 input channels, 13 x 13) ran 807 us, padded to 1008 channels 527 us (``run --kernels``,
   amd-epyc-znver5-2c, 2026-11-26). On a CPU of 8-lane vectors the padding costs its share.
+  Where two such vectors (32 channels) are within the same share, it pads to them: the template's
+  tile of two vectors (``templates.LONG_1X1_REDUCTION``) needs them; SqueezeNet's classifier,
+  1000 -> 1024, ran 0.79x on 13 x 2 against 1008's 13 x 1 (each alone, 11 rounds, 2 threads,
+  intel-r-xeon-r-processor-emeraldrapids-2c, 2026-12-01).
   Channels that are no whole number of :data:`VECTOR_CHANNELS` (8: AVX2's lanes, half of AVX-512's)
   take no template at all, only a transferred record, so they are padded to the next multiple of 8
   where that adds at most :data:`MAX_UNVECTORISED_SHARE`: ESPCN's 32 -> 27 channel 3x3 convolution
@@ -120,8 +124,8 @@ MAX_GROUP_PADDED_SHARE = 1 / 4
 #: :func:`pad_output_channels` pads a convolution's output channels to a multiple of this: the
 #: float32 lanes of the widest vector the templates use (AVX-512; a multiple of AVX2's 8 too).
 CHANNEL_MULTIPLE = 16
-#: ... where the zero channels add at most this share of its output channels (1000 -> 1008: 0.8%;
-#: 24 -> 32, ShuffleNet's, would add a third and is left alone).
+#: ... where the zero channels add at most this share of its output channels (1000 -> 1024, two
+#: such vectors: 2.4%; 24 -> 32, ShuffleNet's, would add a third and is left alone).
 MAX_PADDED_SHARE = 1 / 32
 #: Output channels that are no multiple of this (an AVX2 vector's float32 lanes, half an AVX-512
 #: vector's: the narrowest the direct-convolution template takes on either) are padded to the next
@@ -254,7 +258,8 @@ class _Padded(relax.PyExprMutator):
         if conv is None or conv[0] != 1:
             return call
         cout = conv[2][0]
-        pad = _padding(cout, CHANNEL_MULTIPLE, MAX_PADDED_SHARE) or _padding(cout, VECTOR_CHANNELS, MAX_UNVECTORISED_SHARE)
+        pad = 0 if cout % CHANNEL_MULTIPLE == 0 else _padding(cout, 2 * CHANNEL_MULTIPLE, MAX_PADDED_SHARE) \
+            or _padding(cout, CHANNEL_MULTIPLE, MAX_PADDED_SHARE) or _padding(cout, VECTOR_CHANNELS, MAX_UNVECTORISED_SHARE)
         if pad == 0:
             return call
         x, w = call.args
@@ -460,7 +465,8 @@ def pad_matmuls(mod: tvm.IRModule, _ctx) -> tvm.IRModule:
 @tvm.transform.module_pass(opt_level=0, name="PadOutputChannels")
 def pad_output_channels(mod: tvm.IRModule, _ctx) -> tvm.IRModule:
     """Every NCHW convolution of one group whose output channels fall short of a multiple of
-    :data:`CHANNEL_MULTIPLE` by at most :data:`MAX_PADDED_SHARE` of them, or of a multiple of
+    :data:`CHANNEL_MULTIPLE` (of twice it, where that is within the share) by at most
+    :data:`MAX_PADDED_SHARE` of them, or of a multiple of
     :data:`VECTOR_CHANNELS` by at most :data:`MAX_UNVECTORISED_SHARE`, computes the zero channels
     too, sliced off after it; run after :func:`fold_batch_norms` (it reads the convolution's own
     output)."""
