@@ -57,8 +57,8 @@ so the planners, the profiler and the build see the same ops.
   amd-epyc-znver5-2c, 2026-11-26). On a CPU of 8-lane vectors the padding costs its share.
   Where two such vectors (32 channels) are within the same share, it pads to them: the template's
   tile of two vectors (``templates.LONG_1X1_REDUCTION``) needs them; SqueezeNet's classifier,
-  1000 -> 1024, ran 0.79x on 13 x 2 against 1008's 13 x 1 (each alone, 11 rounds, 2 threads,
-  intel-r-xeon-r-processor-emeraldrapids-2c, 2026-12-01).
+  1000 -> 1024, ran 0.82x on 13 x 2 against 13 x 1 (0.79-0.89x in three earlier runs; each alone,
+  2 threads, intel-r-xeon-r-processor-emeraldrapids-2c, 2026-12-01).
   Channels that are no whole number of :data:`VECTOR_CHANNELS` (8: AVX2's lanes, half of AVX-512's)
   take no template at all, only a transferred record, so they are padded to the next multiple of 8
   where that adds at most :data:`MAX_UNVECTORISED_SHARE`: ESPCN's 32 -> 27 channel 3x3 convolution
@@ -113,11 +113,12 @@ MAX_UNGROUPED_GROUPS = 4
 #: multiple of :data:`CHANNEL_MULTIPLE` by at most this share of them one grouped convolution, each
 #: group padded to that multiple, rather than one convolution per group. ShuffleNet's grouped 1x1s
 #: (4 groups; 68 -> 68 channels a group padded to 80 at 14 x 14, 136 -> 144 at 7 x 7), each alone
-#: as a one-convolution ONNX model, paired 7 rounds against one convolution per group (68 -> 72
-#: and 136 channels: half-width vectors, four calls and a concat): 0.61x and 0.61x (161 -> 98 us,
-#: 118 -> 74); the 34-channel groups at 28 x 28 padded to 48 (41% more) 0.98x, to 40 (8-lane
-#: vectors) 1.16x, so 34 stays apart (the 1x1 template takes its groups' pixels in whole
-#: vectors). ShuffleNet paired 0.72-0.75x (2 threads, intel-r-xeon-r-processor-emeraldrapids-2c,
+#: as a one-convolution ONNX model (``benchmarks/grouped_convs.py``), paired 7 rounds against one
+#: convolution per group (68 -> 72 and 136 channels: half-width vectors, four calls and a concat):
+#: 0.70x and 0.52x (131 -> 91 us, 126 -> 66; 0.61x and 0.61x in a first run); the 34-channel groups
+#: at 28 x 28 padded to 48 (41% more) 0.98x, to 40 (8-lane vectors) 1.16x, so 34 stays apart (the
+#: 1x1 template takes its groups' pixels in whole vectors). ShuffleNet paired 0.77x (0.54-1.02; 0.72x
+#: and 0.75x in earlier runs), as AVX2 code 0.89x (2 threads, intel-r-xeon-r-processor-emeraldrapids-2c,
 #: 2026-12-01; BENCHMARKS.md, "Grouped convolutions padded to whole vectors a group").
 MAX_GROUP_PADDED_SHARE = 1 / 4
 
