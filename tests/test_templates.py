@@ -101,7 +101,7 @@ def test_narrow_outputs_take_several_vectors_of_output_channels_a_tile():
     (conv(16, 32, 28), (7, 1)),  # 32 channels: a pair of vectors would leave 2 blocks for the parallel loop
 ], ids=["28-wide", "1x1-4KiB-planes", "strided-1x1", "3x3-4KiB-planes", "14-wide", "32-channels"])
 def test_on_avx2_two_vectors_of_4_pixels_where_4_divides_the_width(kmod, tile):
-    avx2 = tvm.target.Target({"kind": "llvm", "mcpu": "znver3", "num-cores": 2})  # planned, not run
+    avx2 = planned_for("znver3")
     assert templates.vector_lanes(avx2) == (8, 16)
     plan = templates._plan(kmod, avx2)
     assert (plan.row, plan.blocks) == tile
@@ -120,7 +120,7 @@ def test_on_full_width_avx512_two_vectors_of_7_pixels(kmod, wide, narrow):
     """Sapphire/Emerald Rapids issue two 512-bit multiply-adds a cycle: a tile of 7 pixels x 2
     vectors loads 9 operands for 14 of them, 14 x 1 loads 15. Zen 4 (half-width) keeps its tiles."""
     for mcpu, tile in (("emeraldrapids", wide), ("znver4", narrow)):
-        target = tvm.target.Target({"kind": "llvm", "mcpu": mcpu, "num-cores": 2})  # planned, not run
+        target = planned_for(mcpu)
         assert templates.vector_lanes(target) == (16, 32)
         if tile == "1x1":
             assert templates._pointwise_plan(kmod, target) is not None, mcpu
@@ -152,7 +152,7 @@ def test_a_tile_of_7_pixels_by_2_vectors_computes_the_convolution():
 ], ids=["17-wide", "17-wide-avx2", "73-wide-one-vector", "27-wide-rows-first", "27-wide-avx2", "27-wide-zen4",
         "12-wide-channels-first", "14-wide-avx2"])
 def test_where_no_divisor_of_the_width_makes_a_good_tile_the_last_tile_of_a_row_is_shorter(kmod, mcpu, tile):
-    target = tvm.target.Target({"kind": "llvm", "mcpu": mcpu, "num-cores": 2})  # planned, not run
+    target = planned_for(mcpu)
     plan = templates._plan(kmod, target)
     assert (plan.row, plan.blocks) == tile
     assert templates.inner_tiles(kmod, target) == {1: plan.lanes * plan.blocks}
@@ -166,7 +166,7 @@ def test_where_no_divisor_of_the_width_makes_a_good_tile_the_last_tile_of_a_row_
     (conv(512, 256, 13), "emeraldrapids", (13, 1)),  # a 3x3: 13 x 2 ran 1.3-1.5x, it keeps the divisor
 ], ids=["long-1x1", "long-1x1-zen4", "short-1x1", "long-1x1-14-wide", "3x3"])
 def test_long_channels_first_1x1s_take_two_vectors_of_up_to_26_accumulators(kmod, mcpu, tile):
-    target = tvm.target.Target({"kind": "llvm", "mcpu": mcpu, "num-cores": 2})  # planned, not run
+    target = planned_for(mcpu)
     plan = templates._plan(kmod, target)
     assert not plan.rows_outer and (plan.row, plan.blocks) == tile
 
@@ -361,7 +361,12 @@ def test_the_grouped_template_computes_what_the_default_schedule_computes(c, gro
 
 
 #: An AVX2 target (8-lane vectors): TARGET's generic CPU has 4-lane ones, too narrow for a group's vector
-AVX2 = tvm.target.Target({"kind": "llvm", "mcpu": "x86-64-v3", "num-cores": 2})
+def planned_for(mcpu: str):
+    """A 2-core CPU target of LLVM's ``-mcpu``, to plan kernels for (what runs here compiles for TARGET)."""
+    return tvm.target.Target({"kind": "llvm", "mcpu": mcpu, "num-cores": 2})
+
+
+AVX2 = planned_for("x86-64-v3")
 
 
 @pytest.mark.parametrize("c,groups,size,stride,blocks", [
@@ -622,7 +627,7 @@ def test_rows_of_no_whole_vector_are_summed_in_partial_results_of_a_divisor(shap
     """A row of 169 or 49 elements holds no whole vector; it takes partial results of the largest
     divisor of the row the vector holds, where it kept TVM's serial loop (one scalar sum a row)."""
     kmod = reduction(shape, "mean", (2, 3))
-    target = tvm.target.Target({"kind": "llvm", "mcpu": mcpu, "num-cores": 2})
+    target = planned_for(mcpu)
     done = templates.templated(kmod, target)
     assert done is not None and done[1] == templates.REDUCE_LABEL
     assert templates._reduce_plan(kmod, target).lanes == lanes  # noqa: SLF001
