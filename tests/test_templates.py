@@ -792,3 +792,36 @@ def test_a_matrix_vector_product_takes_one_row_tiles_of_several_vectors():
     lanes = templates.vector_lanes(TARGET)[0]
     # planners cut rows at multiples of the tile's rows, columns at its vectors
     assert templates.inner_tiles(kmod, TARGET) == {1: templates.MATMUL_ROWS, 2: 2 * lanes}
+
+
+@pytest.mark.parametrize("kmod,mcpu,tile,columns_outer", [
+    (matmul(196, 384, 1536), "emeraldrapids", 7, True),  # ConvNeXt-T's MLP at 14x14: weights outweigh x
+    (matmul(196, 384, 1536), "znver4", 4, True),  # half-width AVX-512 keeps 4 rows; the order is no matter of width
+    (matmul(196, 384, 1536), "x86-64-v3", 4, True),  # AVX2 likewise
+    (matmul(52, 768, 512), "emeraldrapids", 13, True),  # a 7x7 map's 49 rows padded to 52
+    (matmul(3136, 96, 384), "emeraldrapids", 7, False),  # a first stage: x outweighs the weights
+    (matmul(2048, 128, 512), "emeraldrapids", 4, False),  # BERT-tiny's 16 x 128 rows: no 7 or 13 divides them
+    (matmul(196, 64, 8), "emeraldrapids", 4, False),  # one vector of columns: 4 rows, as before
+], ids=["14x14-mlp", "14x14-mlp-zen4", "14x14-mlp-avx2", "7x7-mlp", "first-stage", "bert-tiny", "one-vector"])
+def test_matmuls_whose_weights_outweigh_their_rows_sweep_rows_under_each_block_of_columns(kmod, mcpu, tile,
+                                                                                          columns_outer):
+    """Rows first, a weight that outgrows the L2 cache streamed from beyond it once per block of rows;
+    on full-width AVX-512 a tile of 7 (or 13) rows x 2 vectors where 7 (13) divides the rows; the
+    planners cut the rows at the tile's multiples."""
+    target = planned_for(mcpu)
+    plan = templates._matmul_plan(kmod, target)
+    assert (plan.rows, plan.columns_outer) == (tile, columns_outer)
+    assert templates.inner_tiles(kmod, target)[0] == tile
+
+
+@pytest.mark.parametrize("m,k,n,rows", [(28, 64, 192, 7), (52, 32, 256, 13), (12, 48, 64, 4)])
+def test_a_matmul_on_columns_outer_and_wide_tiles_computes_the_product(m, k, n, rows):
+    """The columns-outer order and the 7- and 13-row tiles, run here on this machine's vectors."""
+    import dataclasses
+
+    kmod = templates._epilogue_operands_inlined(matmul(m, k, n))
+    plan = dataclasses.replace(templates._matmul_plan(kmod, TARGET), rows=rows, blocks=2, columns_outer=True)
+    func = templates._schedule_matmul(kmod, TARGET, plan)
+    rows_outer = templates._schedule_matmul(kmod, TARGET, dataclasses.replace(plan, columns_outer=False))
+    assert func.script() != rows_outer.script()
+    np.testing.assert_allclose(run(func), run(kmod["main"]), rtol=1e-4, atol=1e-4)

@@ -203,6 +203,17 @@ _MATMUL = "matmul"
 #: K = 512 0.68x and K = 128 + GELU 1.01x, the GRU's 0.93-0.97x; 4 x 4 within 0.08 of it either way;
 #: 8 x 2 0.75-1.58x where 4 x 2 ran 0.68-1.01x.
 MATMUL_ROWS = 4
+#: Rows of a two-vector matmul tile on a full-width AVX-512 CPU (:func:`_full_width_fma`), the first
+#: that divides the rows (else :data:`MATMUL_ROWS`): 7 (14 accumulators, as the convolution's 7 x 2,
+#: :data:`PAIRED_ROW`), then 13 (26: ConvNeXt-T's and Swin-T's last stage, 7 x 7 pixels padded to 52
+#: rows). Each alone against 4 x 2 in the same loop order (``benchmarks/matmul_tiles.py``, 5 rounds,
+#: 2 threads, intel-r-xeon-r-processor-emeraldrapids-2c, 2026-12-01): the 11 matmuls of ConvNeXt-T
+#: and Swin-T with the rows outer 0.64-0.93x on 7 x 2 (the same schedule timed twice read 0.79-1.15:
+#: the VM's noise), those with the columns outer (:func:`_columns_outer`) a further 0.78-0.89x on 7 x 2
+#: (196 rows) and 0.81-1.05x on 13 x 2 (52 rows). In a scratch run before, 8 x 2, 14 x 2 and
+#: 16 x 2 ran 0.98-1.26x of 4 x 2 on Swin-T's rows-outer matmuls of 56-3,136 rows (7 x 2: 0.78-0.88x),
+#: 8 x 2 0.93-1.40x on BERT-tiny's 128 rows (which keep 4: no 7 or 13 divides them).
+WIDE_MATMUL_ROWS = (7, 13)
 #: Vectors of columns a one-row tile (a matrix-vector product) accumulates at most: the most that
 #: divide its columns, each an independent chain of FMAs (ResNet-18's classifier, 1000 columns in
 #: 5 vectors of 8, 12.7 us alone where its record took 30.2 and one vector a tile 42.2)
@@ -390,7 +401,7 @@ def inner_tiles(kmod: tvm.IRModule, target) -> dict[int, int]:
     :func:`tvm_partition.build.transfer.innermost_tiles`): a convolution's output channels (axis 1)
     in whole vectors (its row tile fits any width: a divisor of it, or a tail tile), a 1x1's in
     :data:`POINTWISE_CHANNELS` and its output rows (axis 2) in its tile's rows; a matmul's rows in
-    :data:`MATMUL_ROWS` (or its one row, or on :func:`fallback` a divisor of them) and its columns
+    its tile's (:data:`MATMUL_ROWS`, :data:`WIDE_MATMUL_ROWS`, its one row, or on :func:`fallback` a divisor of them) and its columns
     in whole tiles of vectors; none for an
     element-wise kernel (any cut keeps its loops: the outer ones parallel, the innermost LLVM's).
     Read of the kernel :func:`templated` schedules (its epilogue's operands inlined)."""
@@ -869,6 +880,7 @@ class _MatmulPlan:
     rows: int = MATMUL_ROWS  # rows per register tile: 1 for a matrix-vector product
     row_axis: int = -1  # the spatial axis tiled as rows (``matmul_row_axis``); -1: the one before the columns
     packed: bool = True  # ``w`` a rank-2 weight, packed at load time; else read in place
+    columns_outer: bool = False  # the parallel loop over blocks of columns first (:func:`_columns_outer`)
 
 
 def _matmul_plan(kmod: tvm.IRModule, target, fallback: bool = False) -> _MatmulPlan | None:
@@ -912,8 +924,25 @@ def _matmul_plan(kmod: tvm.IRModule, target, fallback: bool = False) -> _MatmulP
     else:
         fits = 2 * tile_rows <= ACC_BUDGET[vector_lanes(target)[1]]
         tile = 2 if cols % (2 * lanes) == 0 and fits else 1
+        if tile == 2 and not fallback and _full_width_fma(target):
+            tile_rows = next((r for r in WIDE_MATMUL_ROWS if rows % r == 0), tile_rows)
     return _MatmulPlan(tuple(b.name_hint for b in blocks[1:]), weight, lanes, tile, not serial(kmod, target),
-                       tile_rows, axis, shared)
+                       tile_rows, axis, shared, shared and _columns_outer(mm))
+
+
+def _columns_outer(mm) -> bool:
+    """Whether a matmul's parallel loop runs over blocks of columns first (``n_o``, then the rows),
+    so that a block's packed weights stay in cache while every row of ``x`` passes them, rather than
+    rows first (a tile's rows of ``x`` in L1 while they pass every column's weights): where the
+    weights hold more elements than ``x``, as :func:`_rows_outer` decides for a convolution. Why: rows
+    first, a weight of 0.6-9.4 MB (ConvNeXt-T's and Swin-T's MLPs at 14x14 and 7x7, 196 and 52 rows)
+    was read from beyond the L2 cache once per block of rows. Each alone on 4 x 2 tiles
+    (``benchmarks/matmul_tiles.py``, 5 rounds, 2 threads, intel-r-xeon-r-processor-emeraldrapids-2c,
+    2026-12-01): the 11 such matmuls of the two models 0.44-0.96x (median 0.59), with the tile of
+    :data:`WIDE_MATMUL_ROWS` 0.43-0.78x; where ``x`` outweighs the weights (their first stages,
+    BERT-tiny's) the columns outer gained nothing in a scratch run (0.94-1.11x)."""
+    x, w = (math.prod(int(d) for d in r.source.shape) for r in mm.reads[:2])
+    return w > x
 
 
 def fallback(kmod: tvm.IRModule, target) -> tuple[tvm.tirx.PrimFunc, str] | None:
@@ -951,7 +980,8 @@ def _schedule_matmul(kmod: tvm.IRModule, target, plan: _MatmulPlan) -> tvm.tirx.
     whole reduction, each ``x`` element broadcast, the weights read as contiguous vectors (packed
     ``[n_o, k, n_b, n_i]`` at load time, as the convolution's); the loops above the tile one parallel
     loop, rows outer (a tile's rows of ``x`` stay in L1 while it sweeps the columns, as the tuned
-    records of BERT-tiny's matmuls do); the epilogue computed per tile. The leading axes are not
+    records of BERT-tiny's matmuls do) or, where the weights outweigh ``x``, columns outer
+    (:func:`_columns_outer`); the epilogue computed per tile. The leading axes are not
     fused with the rows: fused, the tile's rows were a division of the fused index and LLVM kept
     an 8-row tile's accumulators in memory.
     """
@@ -962,7 +992,7 @@ def _schedule_matmul(kmod: tvm.IRModule, target, plan: _MatmulPlan) -> tvm.tirx.
     lead = [loop for i, loop in enumerate(spatial) if i != plan.row_axis % len(spatial)]
     m_o, m_i = sch.split(m, [None, plan.rows])
     n_o, n_b, n_i = sch.split(n, [None, plan.blocks, plan.lanes])
-    outer = (*lead, m_o, n_o)
+    outer = (n_o, *lead, m_o) if plan.columns_outer else (*lead, m_o, n_o)
     sch.reorder(*outer, k, m_i, n_b, n_i)
     _per_tile(sch, sch.cache_write(mm, 0, "local"), outer[-1], plan.epilogue)
     tile = sch.fuse(*outer)

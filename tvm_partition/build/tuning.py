@@ -760,8 +760,11 @@ class Schedules:
 #: is shorter (:func:`tvm_partition.build.templates._tail_tile`), 39 gives reductions whose rows
 #: hold no whole vector partial results of a divisor of the row (:func:`tvm_partition.build.templates._divisor_lanes`),
 #: 40 gives channels-first 1x1s of long reductions on full-width AVX-512 two vectors of output
-#: channels where their width's tile held one (:data:`tvm_partition.build.templates.LONG_1X1_REDUCTION`).
-TRANSFER_RULES = 40
+#: channels where their width's tile held one (:data:`tvm_partition.build.templates.LONG_1X1_REDUCTION`),
+#: 41 runs a matmul whose weights outweigh its rows columns outer
+#: (:func:`tvm_partition.build.templates._columns_outer`) and gives matmuls on full-width AVX-512
+#: tiles of 7 or 13 rows (:data:`tvm_partition.build.templates.WIDE_MATMUL_ROWS`).
+TRANSFER_RULES = 41
 
 
 def open_schedules(path: str | None, transfer: bool = True) -> Schedules:
