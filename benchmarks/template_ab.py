@@ -4,6 +4,10 @@ would get without the templates (its tuning record, a transferred record or TVM'
 
     python benchmarks/template_ab.py pool resnet18 build/onnx_light/light_vgg19_seed0.onnx
     python benchmarks/template_ab.py layer_norm bert-tiny --batch 1,2,4,8,16,32 --rounds 9   # parts of a split too
+    python benchmarks/template_ab.py concatenate MODEL --rounds 5 --without MIN_PARTITIONED_INPUTS=inf
+
+``--without NAME=VALUE``: the "without" schedule is the build's own with that constant of
+:mod:`tvm_partition.build.templates` set so (a template's rule undone), not the one without templates.
 
 It is how a template earns its place (BENCHMARKS.md, "Pooling"): the kernels it takes over, each
 against what they ran before, on this machine's thread pool. ``--rounds N`` times both N times,
@@ -14,9 +18,12 @@ of each can be 1.5x off).
 from __future__ import annotations
 
 import argparse
+import ast
+import contextlib
 import os
 import statistics
 import sys
+from unittest import mock
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
@@ -27,10 +34,13 @@ def main(argv=None) -> int:
     ap.add_argument("models", nargs="+", help="zoo names (default settings) or .onnx paths")
     ap.add_argument("--batch", help="comma-separated batch sizes to load the models at (default: theirs)")
     ap.add_argument("--rounds", type=int, default=1, help="alternating timings of both, medians printed (default 1)")
+    ap.add_argument("--without", metavar="NAME=VALUE", help="time against the templates with this constant "
+                    "of tvm_partition.build.templates set so (inf for float('inf')), not against no templates")
     args = ap.parse_args(argv)
     batches = [{"batch": int(b)} for b in args.batch.split(",")] if args.batch else [{}]
 
     from tvm_partition import frontend
+    from tvm_partition.build import templates
     from tvm_partition.build.align import kernel_of
     from tvm_partition.build.transfer import blocks_of
     from tvm_partition.build.tuning import open_schedules, time_kernel, tuning_target
@@ -47,7 +57,8 @@ def main(argv=None) -> int:
         # fresh per model, as a build's: a Schedules replays a kernel scheduled before that differs
         # in one axis (a split's whole op), and another model's kernel would pass for one
         built, records = open_schedules(database_dir(None)), open_schedules(database_dir(None))
-        records.templates = False
+        records.templates = args.without is not None
+        undone = undo(args.without)
         for op in graph.ops.values():
             if args.pattern not in op.fused_name or not op.split_dims:
                 continue
@@ -57,8 +68,9 @@ def main(argv=None) -> int:
                 continue
             seen.add(blocks)
             funcs, labels = [], []
-            for schedules in (records, built):
-                func, label = schedules.schedule(kmod, target)
+            for schedules, patch in ((records, undone), (built, {})):
+                with mock.patch.multiple(templates, **patch) if patch else contextlib.nullcontext():
+                    func, label = schedules.schedule(kmod, target)
                 funcs.append(func or kmod["main"])
                 labels.append(label.split(" (")[0].split(" from")[0])
             rounds = [[], []]
@@ -72,6 +84,14 @@ def main(argv=None) -> int:
                   f"{times[1]:9.1f}  {labels[0]} / {labels[1]}", flush=True)
     print(f"{'all':26} {'':16} {'':30} {total[0]:9.1f} {total[1]:9.1f}")
     return 0
+
+
+def undo(setting: str | None) -> dict:
+    """``{name: value}`` of ``--without NAME=VALUE`` (none where it is not given)."""
+    if setting is None:
+        return {}
+    name, _, text = setting.partition("=")
+    return {name: float("inf") if text == "inf" else ast.literal_eval(text)}
 
 
 if __name__ == "__main__":

@@ -490,6 +490,38 @@ def test_a_small_copy_of_one_block_keeps_the_default_schedule():
     assert templates.schedule(elementwise((1, 16, 32, 32), "concat"), TARGET) is None
 
 
+def dense_block_concat(inputs: int, size: int, axis: int = 1):
+    """torchvision's DenseNet-121 before each layer: every earlier layer's 8 channels (32 there)
+    concatenated (the block's input 16 wide), then the unfolded batch norm and ReLU."""
+    def build():
+        shapes = [[1, 16 if i == 0 else 8, size, size] for i in range(inputs)]
+        if axis != 1:
+            shapes = [[1, 8, size, s[1]] for s in shapes]
+        xs = [relax.Var(f"x{i}", relax.TensorType(shape, "float32")) for i, shape in enumerate(shapes)]
+        channels = 16 + 8 * (inputs - 1)
+        m = relax.Var("m", relax.TensorType((1, channels, 1, 1) if axis == 1 else (1, 1, 1, channels), "float32"))
+        y = relax.op.concat(xs, axis=axis)
+        y = relax.op.add(relax.op.multiply(relax.op.divide(relax.op.subtract(y, m), m), m), m)
+        return [*xs, m], relax.op.nn.relu(y)
+
+    return kernel(build)
+
+
+@pytest.mark.parametrize("inputs,size,axis,pieces", [
+    (12, 14, 1, 12),  # 12 inputs: one loop each
+    (templates.MIN_PARTITIONED_INPUTS, 7, 1, templates.MIN_PARTITIONED_INPUTS),
+    (templates.MIN_PARTITIONED_INPUTS - 1, 14, 1, 0),  # fewer: the chain stays
+    (10, 14, 3, 10),  # along the innermost axis
+], ids=["12-inputs", "fewest", "too-few", "innermost-axis"])
+def test_a_concatenation_of_many_inputs_runs_one_loop_per_input(inputs, size, axis, pieces):
+    kmod = dense_block_concat(inputs, size, axis)
+    assert templates.label(kmod, TARGET) == templates.ELEMENTWISE_LABEL
+    func = templates.schedule(kmod, TARGET)
+    text = func.script()
+    assert len(re.findall(r'T\.sblock\("\w+_partition"\)', text)) == pieces and "T.parallel" in text
+    np.testing.assert_allclose(run(func), run(kmod["main"]), rtol=1e-5, atol=1e-6)
+
+
 def _rows_padded(y, rank: int, rows: int):
     """``y`` with ``rows`` zero rows after its last but one axis (as ``pad_matmuls`` pads a matmul's input)."""
     return relax.op.nn.pad(y, [0, 0] * (rank - 2) + [0, rows, 0, 0]) if rows else y

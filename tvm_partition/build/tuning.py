@@ -763,8 +763,10 @@ class Schedules:
 #: channels where their width's tile held one (:data:`tvm_partition.build.templates.LONG_1X1_REDUCTION`),
 #: 41 runs a matmul whose weights outweigh its rows columns outer
 #: (:func:`tvm_partition.build.templates._columns_outer`) and gives matmuls on full-width AVX-512
-#: tiles of 7 or 13 rows (:data:`tvm_partition.build.templates.WIDE_MATMUL_ROWS`).
-TRANSFER_RULES = 41
+#: tiles of 7 or 13 rows (:data:`tvm_partition.build.templates.WIDE_MATMUL_ROWS`), 42 cuts an
+#: element-wise kernel's concatenation of many inputs into a loop per input
+#: (:func:`tvm_partition.build.templates._concat_cuts`).
+TRANSFER_RULES = 42
 
 
 def open_schedules(path: str | None, transfer: bool = True) -> Schedules:
