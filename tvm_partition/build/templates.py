@@ -407,9 +407,9 @@ def inner_tiles(kmod: tvm.IRModule, target) -> dict[int, int]:
     :func:`tvm_partition.build.transfer.innermost_tiles`): a convolution's output channels (axis 1)
     in whole vectors (its row tile fits any width: a divisor of it, or a tail tile), a 1x1's in
     :data:`POINTWISE_CHANNELS` and its output rows (axis 2) in its tile's rows; a matmul's rows in
-    its tile's (:data:`MATMUL_ROWS`, :data:`WIDE_MATMUL_ROWS`, its one row, or on :func:`fallback` a divisor of them) and its columns
-    in whole tiles of vectors; none for an
-    element-wise kernel (any cut keeps its loops: the outer ones parallel, the innermost LLVM's).
+    its tile's (:data:`MATMUL_ROWS`, :data:`WIDE_MATMUL_ROWS`, its one row, or on :func:`fallback` a
+    divisor of them) and its columns in whole tiles of vectors; none for an element-wise kernel
+    (any cut keeps its loops: the outer ones parallel, the innermost LLVM's).
     Read of the kernel :func:`templated` schedules (its epilogue's operands inlined)."""
     kmod = _epilogue_operands_inlined(kmod)
     pointwise = _pointwise_plan(kmod, target)
@@ -1273,8 +1273,8 @@ def _schedule_elementwise(kmod: tvm.IRModule, target, outputs: tuple[str, ...],
 def _concat_cuts(kmod: tvm.IRModule, outputs: tuple[str, ...]) -> tuple[int, list[int]] | None:
     """``(axis, extent of each input along it)`` of a concatenation (TOPI's ``T_concat``) of at least
     :data:`MIN_PARTITIONED_INPUTS` inputs in a kernel of one output of its shape (its batch norm and
-    ReLU after it, inlined), read off its ``if_then_else`` chain, the axis not the only loop but the
-    innermost; None for any other kernel. :func:`_schedule_elementwise` partitions the axis's loop
+    ReLU after it, inlined), read off its ``if_then_else`` chain, where a loop besides the axis and
+    the innermost is left to run in parallel; None for any other kernel. :func:`_schedule_elementwise` partitions the axis's loop
     at its inputs' bounds, so that each piece reads one input and the chain folds away.
 
     Why: TOPI writes a concatenation as one ``if_then_else`` per input, tested in turn for every
@@ -1297,7 +1297,8 @@ def _concat_cuts(kmod: tvm.IRModule, outputs: tuple[str, ...]) -> tuple[int, lis
     if len(bounds) != 1:
         return None
     ((axis, starts),) = bounds.items()
-    if len(starts) + 1 < MIN_PARTITIONED_INPUTS or len([i for i in range(len(shape) - 1) if i != axis]) == 0:
+    parallel_loops = len(shape) - 1 - (axis != len(shape) - 1)  # the loops but the axis and the innermost
+    if len(starts) + 1 < MIN_PARTITIONED_INPUTS or parallel_loops == 0:
         return None
     cuts = [0, *sorted(starts), shape[axis]]
     return axis, [b - a for a, b in zip(cuts, cuts[1:])]
@@ -1319,7 +1320,7 @@ def _concat_bounds(concat) -> dict[int, set[int]]:
             for arg in expr.args[1:]:
                 walk(arg)
 
-    walk(concat.body.value)
+    walk(getattr(concat.body, "value", None))
     return bounds
 
 
