@@ -632,8 +632,15 @@ def _rows_outer(conv) -> bool:
     and 64 channels 3x3 at 56 within 1%; weight-heavy ones within 4% either way (128 channels 3x3
     at 8x8 112 -> 116, 512 at 7x7 1154 -> 1092), so they keep channel blocks first, whose threads
     each read half the weights that stream from memory in a model."""
-    data, weights = (math.prod(int(x) for x in r.source.shape) for r in conv.reads[:2])
+    data, weights = _operand_elements(conv)
     return data > weights
+
+
+def _operand_elements(block) -> tuple[int, int]:
+    """``(elements of the data, of the weights)``: a convolution's or matmul's first two reads (TOPI's
+    order), as :func:`_rows_outer` and :func:`_columns_outer` weigh them."""
+    data, weights = (math.prod(int(x) for x in r.source.shape) for r in block.reads[:2])
+    return data, weights
 
 
 def _blocks(row: int, channels: int, lanes: int, registers: int, per_group: int | None = None,
@@ -947,8 +954,8 @@ def _columns_outer(mm) -> bool:
     2026-12-01): the 11 such matmuls of the two models 0.44-0.96x (median 0.59), with the tile of
     :data:`WIDE_MATMUL_ROWS` 0.43-0.78x; where ``x`` outweighs the weights (their first stages,
     BERT-tiny's) the columns outer gained nothing in a scratch run (0.94-1.11x)."""
-    x, w = (math.prod(int(d) for d in r.source.shape) for r in mm.reads[:2])
-    return w > x
+    x, weights = _operand_elements(mm)
+    return weights > x
 
 
 def fallback(kmod: tvm.IRModule, target) -> tuple[tvm.tirx.PrimFunc, str] | None:
