@@ -1281,8 +1281,9 @@ def _concat_cuts(kmod: tvm.IRModule, outputs: tuple[str, ...]) -> tuple[int, lis
     """``(axis, extent of each input along it)`` of a concatenation (TOPI's ``T_concat``) of at least
     :data:`MIN_PARTITIONED_INPUTS` inputs in a kernel of one output of its shape (its batch norm and
     ReLU after it, inlined), read off its ``if_then_else`` chain, where a loop besides the axis and
-    the innermost is left to run in parallel; None for any other kernel. :func:`_schedule_elementwise` partitions the axis's loop
-    at its inputs' bounds, so that each piece reads one input and the chain folds away.
+    the innermost is left to run in parallel; None for any other kernel. :func:`_schedule_elementwise`
+    partitions the axis's loop at its inputs' bounds, so that each piece reads one input and the
+    chain folds away.
 
     Why: TOPI writes a concatenation as one ``if_then_else`` per input, tested in turn for every
     element; torchvision's DenseNet-121 concatenates every earlier layer's output before each batch
@@ -1564,7 +1565,8 @@ def _divisor_lanes(row: int, widest: int) -> int | None:
     channels 0.2-0.3 us either way. A row that some narrower vector divides keeps it
     (:func:`_row_lanes`): 1024 channels of 14 x 14 on 4 lanes 7.4 us, on 14 9.2; 512 of 10 x 10
     3.2 and 4.1 (on 10)."""
-    return next((n for n in range(widest, 1, -1) if row % n == 0), None)
+    lanes = _row(row, widest)
+    return lanes if lanes > 1 else None
 
 
 def _is_one(expr) -> bool:

@@ -244,7 +244,7 @@ class _Ungrouped(relax.PyExprMutator):
         emit = self.builder_.emit
         ws = static_shape(w)
         by_group = emit(relax.op.reshape(w, [groups, cout, *ws[1:]]))
-        padded = emit(relax.op.nn.pad(by_group, [0, 0, 0, pad] + [0, 0] * (len(ws) - 1)))
+        padded = emit(relax.op.nn.pad(by_group, _widths(len(ws) + 1, 1, pad)))
         out = emit(_conv2d_like(call, x, emit(relax.op.reshape(padded, [groups * (cout + pad), *ws[1:]])), groups))
         n, _, h, wd = static_shape(out)
         kept = emit(relax.op.strided_slice(emit(relax.op.reshape(out, [n, groups, cout + pad, h, wd])), [2], [0], [cout]))
@@ -264,7 +264,7 @@ class _Padded(relax.PyExprMutator):
         if pad == 0:
             return call
         x, w = call.args
-        padded = self.builder_.emit(relax.op.nn.pad(w, [0, pad, 0, 0, 0, 0, 0, 0]))
+        padded = self.builder_.emit(relax.op.nn.pad(w, _widths(4, 0, pad)))
         out = self.builder_.emit(_conv2d_like(call, x, padded, groups=1))
         return relax.op.strided_slice(out, [1], [0], [cout])
 
