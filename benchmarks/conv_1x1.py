@@ -44,7 +44,7 @@ def main(argv=None) -> int:
                  templates._schedule_pointwise(kmod, target, pointwise)]  # noqa: SLF001
         (old, new), ratio = alternated(funcs, target, args.rounds)
         strip = templates._strip_bytes(nest, pointwise.rows) // 1024  # noqa: SLF001 - the template's own measure
-        print(f"| {label} | {nest.extents} | {len(nest.epilogue)} blocks | {channels.row} x {channels.blocks} | {old:.1f} "
+        print(f"| {label} | {nest.extents} | {len(nest.epilogue)} blocks | {channels.row} x {channels.blocks} of {channels.lanes} | {old:.1f} "
               f"| {new:.1f} | {ratio:.2f} | {gflops(nest, new):.0f} | {strip} | {'yes' if taken else 'no'} |", flush=True)
     return 0
 

@@ -112,10 +112,13 @@ def test_on_avx2_two_vectors_of_4_pixels_where_4_divides_the_width(kmod, tile):
     (conv(16, 128, 14), (7, 2), (14, 1)),  # 14 wide: 7 pixels x 2 vectors where 14 x 1 waited on its loads
     (conv(16, 128, 56, k=1, padding=0), "1x1", "1x1"),  # a strip of 16 x 56 x 4 B x 2 rows (7 KiB): the 1x1 template
     (conv(256, 128, 56, k=1, padding=0), (7, 2), "1x1"),  # a strip of 112 KiB: the direct template's 7 x 2
+    (conv(144, 24, 56, k=1, padding=0), "1x1", "1x1"),  # 63 KiB, but 24 channels: no 7 x 2 (8-lane vectors)
+    (conv(192, 32, 28, k=1, padding=0), "1x1", "1x1"),  # 84 KiB, but 32 channels: one vector, no pair
     (conv(3, 64, 56, k=7, stride=2), (7, 2), (14, 1)),  # a stem, rows first: 2 blocks of channels are enough
     (conv(32, 64, 4), (4, 1), (4, 1)),  # 2 blocks, channel blocks first: too few for the parallel loop
     (conv(16, 128, 16), (8, 2), (8, 2)),  # 7 does not divide the width
-], ids=["14-wide", "1x1-small-strip", "1x1-large-strip", "stem", "64-channels-4-wide", "16-wide"])
+], ids=["14-wide", "1x1-small-strip", "1x1-large-strip", "1x1-large-strip-24-channels", "1x1-large-strip-32-channels",
+        "stem", "64-channels-4-wide", "16-wide"])
 def test_on_full_width_avx512_two_vectors_of_7_pixels(kmod, wide, narrow):
     """Sapphire/Emerald Rapids issue two 512-bit multiply-adds a cycle: a tile of 7 pixels x 2
     vectors loads 9 operands for 14 of them, 14 x 1 loads 15. Zen 4 (half-width) keeps its tiles."""

@@ -354,7 +354,12 @@ ALIASED_PLANE_BYTES = 4096
 #: a cycle outrun. DenseNet-121's and ResNet-50's 1x1s, the 1x1 template against 7 x 2
 #: (``benchmarks/conv_1x1.py``: each alone, 3 rounds, 2 threads,
 #: intel-r-xeon-r-processor-emeraldrapids-2c, 2026-12-01): strips of 28 KiB 0.58-0.82x (the 1x1
-#: template ahead), 42 KiB 1.07x, 56-224 KiB 1.06-1.23x (7 x 2 ahead).
+#: template ahead), 42 KiB 1.07x, 56-224 KiB 1.06-1.23x (7 x 2 ahead). Only where the direct template
+#: tiles it so (:func:`_paired_tile`): where its output channels make no pair of full vectors (24 and
+#: 40 channels: 8-lane vectors; 32: one vector) it takes a tile of 14 pixels x 1 vector, and the 1x1
+#: template ran 0.47-0.57x its time on strips of 52-105 KiB, 0.85x and 0.92x at 32 channels
+#: (MobileNet-V2's, EfficientNet-B0's and MNASNet's projections, torchvision exports, each alone, 9
+#: rounds, 2 threads, the same machine, 2026-12-01; ``benchmarks/conv_1x1.py``).
 POINTWISE_STRIP_BYTES = 48 * 1024
 
 
@@ -696,7 +701,8 @@ def _pointwise_plan(kmod: tvm.IRModule, target) -> _PointwisePlan | None:
     convolutions"). 14x14 and 7x7 maps (196 and 49 pixels: no whole rows in whole vectors),
     strided 1x1s (a gather per vector), tiles of fewer than :data:`POINTWISE_VECTORS` vectors and
     input planes of a multiple of :data:`ALIASED_PLANE_BYTES` keep the channel-vector template, and so
-    do, on a full-width AVX-512 CPU, tiles whose strip exceeds :data:`POINTWISE_STRIP_BYTES`."""
+    do, on a full-width AVX-512 CPU, tiles whose strip exceeds :data:`POINTWISE_STRIP_BYTES` where
+    that template would take its tile of two full vectors (:func:`_paired_tile`)."""
     nest = _nest(kmod, target, (_CONV,))
     if nest is None:
         return None
@@ -716,9 +722,16 @@ def _pointwise_plan(kmod: tvm.IRModule, target) -> _PointwisePlan | None:
                 if oh % t == 0 and t * ow % lanes == 0 and POINTWISE_VECTORS <= t * ow // lanes <= most), default=None)
     if weight is None or rows is None:
         return None
-    if _full_width_fma(target) and _strip_bytes(nest, rows) > POINTWISE_STRIP_BYTES:
+    if _full_width_fma(target) and _strip_bytes(nest, rows) > POINTWISE_STRIP_BYTES and _paired_tile(kmod, target):
         return None  # the strip comes from L2: the direct template's 7 x 2 tile is quicker
     return _PointwisePlan(nest.epilogue, weight, lanes, rows, ow, nest.padded, _rows_outer(conv))
+
+
+def _paired_tile(kmod: tvm.IRModule, target) -> bool:
+    """Whether the direct template (:func:`_plan`) tiles this convolution two full-width vectors of
+    output channels (:data:`PAIRED_ROW`), the tile :data:`POINTWISE_STRIP_BYTES` was measured against."""
+    plan = _plan(kmod, target)
+    return plan is not None and plan.blocks == 2 and plan.lanes == vector_lanes(target)[0]
 
 
 def _strip_bytes(nest: _Nest, rows: int) -> int:

@@ -765,8 +765,10 @@ class Schedules:
 #: (:func:`tvm_partition.build.templates._columns_outer`) and gives matmuls on full-width AVX-512
 #: tiles of 7 or 13 rows (:data:`tvm_partition.build.templates.WIDE_MATMUL_ROWS`), 42 cuts an
 #: element-wise kernel's concatenation of many inputs into a loop per input
-#: (:func:`tvm_partition.build.templates._concat_cuts`).
-TRANSFER_RULES = 42
+#: (:func:`tvm_partition.build.templates._concat_cuts`), 43 gives the 1x1 template the 1x1s whose
+#: strip outgrows the L1 cache where the direct template has no 7 x 2 tile for them
+#: (:func:`tvm_partition.build.templates._paired_tile`).
+TRANSFER_RULES = 43
 
 
 def open_schedules(path: str | None, transfer: bool = True) -> Schedules:
