@@ -472,6 +472,43 @@ def test_paired_ratios_are_taken_within_each_round(monkeypatch, tmp_path):
     assert proc.returncode == 2 and proc.stderr.strip() == f"error: {tmp_path / 'nope'}: no such artifact folder"
 
 
+def test_ops_vs_ort_rows_pair_both_sides_within_rounds(tmp_path):
+    """benchmarks/ops_vs_ort.py: a convolution is one row on both sides though onnxruntime pads its
+    channels to NCHWc blocks (SqueezeNet's 1000 classifier channels: 1008 there, 1024 in our build;
+    24 input channels: 32 there); a node counts in the round whose run it ran in, warm-up runs out;
+    ratios are taken within rounds (the second round on a machine 2x slower leaves them as they are)."""
+    sys.path.insert(0, os.path.join(REPO, "benchmarks"))
+    import ops_vs_ort as ovo
+    from collections import Counter
+
+    assert ovo.conv_key([1, 512, 13, 13], [1008, 512, 1, 1]) == ovo.conv_key([1, 512, 13, 13], [1024, 512, 1, 1])
+    assert ovo.conv_key([1, 32, 56, 56], [144, 32, 1, 1]) == ovo.conv_key([1, 24, 56, 56], [144, 24, 1, 1])
+    assert len({ovo.conv_key([1, 64, 56, 56], [64, 64, k, k]) for k in (1, 3)}) == 2
+    keys = {"conv2d3": ovo.conv_key([1, 64, 56, 56], [256, 64, 1, 1])}
+    assert ovo.our_row("fused_conv2d3_add2_llvm_prepacked", keys) == keys["conv2d3"]
+    assert [ovo.our_row(n, keys) for n in ("max_pool2d1_llvm", "vm.builtin.alloc_tensor", "fused_matmul_llvm_add")] \
+        == ["pool", "runtime (VM builtins)", "matmul"]
+
+    def node(ts, op, dur, shapes=()):
+        return {"cat": "Node", "name": "n_kernel_time", "ts": ts, "dur": dur,
+                "args": {"op_name": op, "input_type_shape": [{"float": list(x)} for x in shapes]}}
+
+    conv = ([1, 64, 56, 56], [256, 64, 1, 1])
+    runs = [{"name": "model_run", "ts": 100 * i} for i in range(ovo.WARMUP_RUNS + 4)]  # 2 rounds x 2 runs
+    events = runs + [node(100 * i + 10, "FusedConv", 50 * (2 if i >= ovo.WARMUP_RUNS + 2 else 1), conv)
+                     for i in range(len(runs))] + [node(100 * (ovo.WARMUP_RUNS + 1) + 20, "MaxPool", 8)]
+    ort = ovo.ort_rounds(events, 2, 2)
+    assert ort == [Counter({keys["conv2d3"]: 50.0, "pool": 4.0}), Counter({keys["conv2d3"]: 100.0})]
+    ours = [Counter({keys["conv2d3"]: 75.0, "runtime (VM builtins)": 5.0}), Counter({keys["conv2d3"]: 150.0, "runtime (VM builtins)": 10.0})]
+    rows = {r["row"]: r for r in ovo.summary({"ours": ours, "ort": ort})}
+    assert rows[keys["conv2d3"]]["ratio"] == pytest.approx(1.5)  # both rounds: 1.5, whatever the machine's speed
+    assert rows["runtime (VM builtins)"]["ratio"] is None and rows["pool"]["ratio"] is None  # one side only
+    assert list(rows)[-1] == "total" and rows["total"]["ours_us"] == pytest.approx((80 + 160) / 2)
+    proc = subprocess.run([sys.executable, os.path.join(REPO, "benchmarks", "ops_vs_ort.py"), str(tmp_path / "m.onnx"),
+                           str(tmp_path)], capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 2 and proc.stderr.strip() == f"error: {tmp_path / 'm.onnx'}: not an .onnx file"
+
+
 # --- the onnxruntime reference row ------------------------------------------------------------
 
 def tiny_onnx(path) -> str:

@@ -1,0 +1,225 @@
+"""Where a build loses to onnxruntime, op by op: our kernels and onnxruntime's nodes timed in one
+process, in alternating rounds.
+
+    python benchmarks/ops_vs_ort.py MODEL.onnx ARTIFACT [--rounds 7] [--runs 3] [--out FILE.json]
+
+``ARTIFACT``: ``tvm-partition compile MODEL.onnx --out ARTIFACT`` (a CPU build). Each round times
+``--runs`` runs of onnxruntime with its profiler on and ``--runs`` runs of the artifact under the
+VM's instrument (:meth:`tvm_partition.runtime.runner.Runner.kernel_times`, as ``run --kernels``),
+seconds apart, the order alternating from round to round; a row's ratio is taken within each round
+and the table gives its median over the rounds. Why: ``bench`` times a row in fresh processes, and
+on the 2-core build VM one such reading of our row against onnxruntime's can be 1.7x off (ResNet-50
+in 8 paired rounds of ``benchmarks/paired.py``: 1.06x to 2.09x onnxruntime's time, 2026-12-01),
+where a comparison kernel by kernel, both sides timed within seconds, is what says which kernels to
+work on.
+
+Rows: a convolution is keyed by its input's channels, height and width, its output channels and
+its window on both sides (ours: the ``conv2d`` a fused kernel computes, read off
+:class:`tvm_partition.ir.graph.OpGraph`; onnxruntime's: a ``Conv`` or ``FusedConv`` node's input
+shapes), the channel counts rounded up to :data:`CHANNELS`: onnxruntime pads them to its NCHWc
+blocks (SqueezeNet's 1000 output channels to 1008, EfficientNet's 24 input channels to 32) where
+our frontend pads a classifier's to 1024. Two convolutions of one key are one row on both sides.
+Everything else is a row by kind (:func:`kind`): pooling, matmuls, onnxruntime's NCHWc layout
+reorders, the VM's builtins (allocations, views: the instrument adds a few microseconds to each
+call, :meth:`~tvm_partition.runtime.runner.Runner.kernel_times`), the rest. onnxruntime's fused
+activations count with their convolution (``FusedConv``), as ours do; one it leaves as a node of
+its own (EfficientNet's ``x * sigmoid(x)``, its ``QuickGelu``) is in "other" there and in the
+convolution's row here.
+
+onnxruntime's session is ``bench``'s (``intra_op_num_threads`` = the artifact's thread count, one
+inter-op thread, all graph optimisations) with one change: its thread pool does not spin after a
+run. Spinning (its default), it slowed our kernels timed right after it 1.1-5x here (ResNet-50's
+1x1 convolutions each alone, 2 threads, 2026-12-01: two pools of spinning threads on two cores);
+not spinning costs its runs a wake-up per parallel node, so its times here are if anything long.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import statistics
+import sys
+import time
+from collections import Counter
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, REPO)  # this checkout's package, not another installed copy
+
+#: Channel counts are rounded up to a multiple of this in a convolution's key (see the docstring).
+CHANNELS = 32
+#: onnxruntime's ops by the row they count in (anything else: "other").
+ORT_KINDS = {"MaxPool": "pool", "AveragePool": "pool", "GlobalAveragePool": "pool", "GlobalMaxPool": "pool",
+             "Gemm": "matmul", "MatMul": "matmul", "FusedMatMul": "matmul", "FusedGemm": "matmul",
+             "ReorderInput": "layout (onnxruntime's NCHWc reorders)",
+             "ReorderOutput": "layout (onnxruntime's NCHWc reorders)"}
+WARMUP_RUNS = 5
+
+
+def conv_key(data_shape, weight_shape) -> str:
+    """The row of a 2-D convolution of ``data_shape`` (NCHW) by ``weight_shape`` (OIHW)."""
+    def up(c):
+        return -(-int(c) // CHANNELS) * CHANNELS
+
+    _, c_in, h, w = (int(x) for x in data_shape)
+    c_out, _, kh, kw = (int(x) for x in weight_shape)
+    return f"conv {up(c_in)}x{h}x{w} -> {up(c_out)}, {kh}x{kw}"
+
+
+def kind(name: str) -> str:
+    """The row of one of our VM's calls that is not a convolution, by its function's name."""
+    if name.startswith(("vm.builtin.", "runtime.")):
+        return "runtime (VM builtins)"
+    if "pool" in name:
+        return "pool"
+    if "matmul" in name or "dense" in name:
+        return "matmul"
+    return "other"
+
+
+def our_keys(model) -> dict[str, str]:
+    """``{"conv2d<N>": row}`` of every convolution kernel of the model (TVM's PrimFunc names)."""
+    from tvm_partition.ir.graph import OpGraph
+
+    keys = {}
+    for op in OpGraph(model.mod).ops.values():
+        m = re.search(r"(conv2d\d*)_", op.fused_name + "_")
+        if op.kind == "conv2d" and m and len(op.input_shapes) > 1 and len(op.input_shapes[1]) == 4:
+            keys[m.group(1)] = conv_key(op.input_shapes[0], op.input_shapes[1])
+    return keys
+
+
+def our_row(name: str, keys: dict[str, str]) -> str:
+    m = re.search(r"(conv2d\d*)_", name + "_")
+    return keys.get(m.group(1), kind(name)) if m else kind(name)
+
+
+def ort_row(event: dict) -> str:
+    """The row of one node of onnxruntime's profile (a ``*_kernel_time`` event)."""
+    args = event["args"]
+    op, shapes = args["op_name"], args.get("input_type_shape") or []
+    if op in ("Conv", "FusedConv") and len(shapes) > 1:
+        data, weight = (next(iter(s.values())) for s in shapes[:2])
+        if len(data) == 4 and len(weight) == 4:
+            return conv_key(data, weight)
+    return ORT_KINDS.get(op, "other")
+
+
+def ort_session(path: str, threads: int, prefix: str):
+    import onnxruntime as ort
+
+    so = ort.SessionOptions()
+    so.intra_op_num_threads, so.inter_op_num_threads = threads, 1
+    so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+    so.add_session_config_entry("session.intra_op.allow_spinning", "0")
+    so.enable_profiling, so.profile_file_prefix = True, prefix
+    return ort.InferenceSession(path, so, providers=["CPUExecutionProvider"])
+
+
+def ort_rounds(events: list[dict], rounds: int, runs: int) -> list[Counter]:
+    """Per round, microseconds per run of each row, from the profile of ``WARMUP_RUNS`` runs then
+    ``rounds`` x ``runs`` (events are attributed to the last ``model_run`` that began before them)."""
+    starts = sorted(e["ts"] for e in events if e.get("name") == "model_run")[WARMUP_RUNS:]
+    out = [Counter() for _ in range(rounds)]
+    for e in events:
+        if e.get("cat") != "Node" or not e["name"].endswith("_kernel_time"):
+            continue
+        i = sum(1 for t in starts if t <= e["ts"]) - 1
+        if 0 <= i < rounds * runs:
+            out[i // runs][ort_row(e)] += e["dur"] / runs
+    return out
+
+
+def measure(path: str, art: str, rounds: int, runs: int, say=print) -> dict:
+    """``{"ours": [Counter per round], "ort": [...]}``: microseconds per run of every row."""
+    import numpy as np
+
+    from tvm_partition import frontend
+    from tvm_partition.inputs import graph_input_names
+    from tvm_partition.runtime.runner import Runner
+
+    model = frontend.load(path, seed=0)
+    keys = our_keys(model)
+    runner = Runner(art)
+    inputs = runner.example_inputs(0)
+    threads = getattr(runner, "threads", None) or os.cpu_count()
+    sess = ort_session(path, threads, os.path.join(os.path.dirname(os.path.abspath(art)), f".ops_vs_ort_{os.getpid()}"))
+    feeds = dict(zip(graph_input_names(path), (np.asarray(v) for v in model.inputs.values())))
+    for _ in range(WARMUP_RUNS):
+        sess.run(None, feeds)
+    ours = []
+    try:
+        for r in range(rounds):
+            order = ("ort", "ours") if r % 2 == 0 else ("ours", "ort")
+            for side in order:
+                if side == "ort":
+                    for _ in range(runs):
+                        sess.run(None, feeds)
+                else:
+                    calls, _ = runner.kernel_times(inputs, runs)
+                    row = Counter()
+                    for name, (_, us) in calls.items():
+                        row[our_row(name, keys)] += us
+                    ours.append(row)
+            say(f"round {r + 1}/{rounds}: ours {sum(ours[-1].values()):.0f} us")
+    finally:
+        profile = sess.end_profiling()
+        with open(profile, encoding="utf-8") as f:
+            events = json.load(f)
+        os.remove(profile)
+    return {"ours": ours, "ort": ort_rounds(events, rounds, runs)}
+
+
+def summary(result: dict) -> list[dict]:
+    """One row per key, heaviest gap first, then the totals: medians over the rounds."""
+    ours, ort = result["ours"], result["ort"]
+
+    def row(key, o, t):
+        # a ratio only where both sides ran the row in every round (a row of one side: None)
+        ratios = [a / b for a, b in zip(o, t) if a > 0 and b > 0]
+        return {"row": key, "ours_us": statistics.median(o), "ort_us": statistics.median(t),
+                "ratio": statistics.median(ratios) if len(ratios) == len(o) else None}
+
+    keys = sorted(set().union(*ours, *ort))
+    rows = [row(k, [r.get(k, 0.0) for r in ours], [r.get(k, 0.0) for r in ort]) for k in keys]
+    rows.sort(key=lambda r: r["ort_us"] - r["ours_us"])
+    return rows + [row("total", [sum(r.values()) for r in ours], [sum(r.values()) for r in ort])]
+
+
+def table(rows: list[dict]) -> str:
+    lines = ["| row | ours us/run | onnxruntime us/run | ours / onnxruntime |", "| --- | ---: | ---: | ---: |"]
+    for r in rows:
+        ratio = f"{r['ratio']:.2f}" if r["ratio"] is not None else "-"
+        lines.append(f"| {r['row']} | {r['ours_us']:.0f} | {r['ort_us']:.0f} | {ratio} |")
+    return "\n".join(lines)
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("model", help="the .onnx file")
+    ap.add_argument("artifact", help="our CPU build of it (tvm-partition compile MODEL --out DIR)")
+    ap.add_argument("--rounds", type=int, default=7, help="rounds (default 7)")
+    ap.add_argument("--runs", type=int, default=3, help="runs of each side a round (default 3)")
+    ap.add_argument("--out", help="write the rounds and the table as JSON here")
+    args = ap.parse_args(argv)
+    why = (f"{args.model}: not an .onnx file" if not (args.model.endswith(".onnx") and os.path.isfile(args.model))
+           else f"{args.artifact}: no such artifact folder" if not os.path.isdir(args.artifact)
+           else "--rounds and --runs must be >= 1" if min(args.rounds, args.runs) < 1 else None)
+    if why:
+        print(f"error: {why}", file=sys.stderr)
+        return 2
+    t0 = time.time()
+    result = measure(args.model, args.artifact, args.rounds, args.runs, say=lambda m: print(m, file=sys.stderr))
+    rows = summary(result)
+    print(table(rows))
+    if args.out:
+        with open(args.out, "w", encoding="utf-8") as f:
+            json.dump({"model": args.model, "artifact": args.artifact, "rounds": args.rounds, "runs": args.runs,
+                       "seconds": round(time.time() - t0, 1), "summary": rows,
+                       "per_round": {k: [dict(r) for r in v] for k, v in result.items()}}, f, indent=1)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
