@@ -767,8 +767,9 @@ class Schedules:
 #: element-wise kernel's concatenation of many inputs into a loop per input
 #: (:func:`tvm_partition.build.templates._concat_cuts`), 43 gives the 1x1 template the 1x1s whose
 #: strip outgrows the L1 cache where the direct template has no 7 x 2 tile for them
-#: (:func:`tvm_partition.build.templates._paired_tile`).
-TRANSFER_RULES = 43
+#: (:func:`tvm_partition.build.templates._paired_tile`), 44 keeps the 1x1 template's accumulator
+#: tile on the stack (:data:`tvm_partition.build.templates.POINTWISE_TILE_SCOPE`).
+TRANSFER_RULES = 44
 
 
 def open_schedules(path: str | None, transfer: bool = True) -> Schedules:
