@@ -318,13 +318,17 @@ def test_a_1x1_convolution_is_vectorised_along_its_pixels(kmod, rows):
     np.testing.assert_allclose(run(done[0]), run(kmod["main"]), rtol=1e-4, atol=1e-4)
 
 
-def test_a_1x1_tile_calls_no_allocator():
-    """The 1x1 template's accumulator tile is its parallel loop's body: kept on the stack (a
-    ``global`` allocation under 1 KiB, which TVM's LowerTVMBuiltin leaves as one), LLVM holds it in
-    registers; as a ``local`` one it became a TVMBackendAllocWorkspace call, a memset and a free per
-    tile (MobileNet-V3-Large's 16 -> 64 at 112x112 2.1x slower)."""
-    kmod = conv(16, 32, 16, k=1)
-    func = templates.schedule(kmod, TARGET)
+@pytest.mark.parametrize("kmod,label", [
+    (conv(16, 32, 16, k=1), templates.POINTWISE_LABEL),
+    (conv(16, 32, 7, k=1), templates.CONV_LABEL),  # its padding a copy, inlined: no buffer but the tile
+], ids=["1x1-template", "direct-template"])
+def test_a_convolution_tile_calls_no_allocator(kmod, label):
+    """A convolution template's accumulator tile kept on the stack (a ``global`` allocation under
+    1 KiB, which TVM's LowerTVMBuiltin leaves as one) is held in registers by LLVM; as a ``local``
+    one it became a TVMBackendAllocWorkspace call, a memset and a free per tile (the 1x1 template:
+    MobileNet-V3-Large's 16 -> 64 at 112x112 2.1x slower) or per task (the direct template)."""
+    func, name = templates.templated(kmod, TARGET)
+    assert name == label
     mod = templates.without_packing(tvm.IRModule({"main": func.with_attr("global_symbol", "main")}))
     lib = tvm.compile(mod, target=TARGET)
     source = (lib.mod.imports[0] if lib.mod.imports else lib.mod).inspect_source("ll")

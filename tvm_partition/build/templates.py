@@ -22,9 +22,9 @@ The schedule (TVM 0.27 ``s_tir.Schedule``):
   where no divisor makes a good tile, :data:`PAIRED_ROW` (two vectors) or :data:`ROW_BUDGET` pixels,
   the last tile of each row shorter (:func:`_tail_tile`);
   ``n f_o y`` one parallel loop (the weights of an ``f_o`` block stay in cache over its rows).
-- The accumulator is a ``local`` cache laid out ``[x_i, f_i]`` (pixels outer), so every
-  ``x_i`` is one vector register: LLVM keeps all of them in registers (laid out ``[f_i, x_i]`` the
-  14-pixel tile ran 48x slower: strided vector accesses).
+- The accumulator is a cache on the stack (:data:`TILE_SCOPE`) laid out ``[x_i, f_i]`` (pixels
+  outer), so every ``x_i`` is one vector register: LLVM keeps all of them in registers (laid out
+  ``[f_i, x_i]`` the 14-pixel tile ran 48x slower: strided vector accesses).
 - The element-wise epilogue (bias, an imported model's unfolded batch norm, residual add, ReLU) is
   inlined into its last block, computed per tile right after the accumulation.
 - The weights are declared layout-free (``layout_free_buffers``) and MetaSchedule's
@@ -361,20 +361,23 @@ ALIASED_PLANE_BYTES = 4096
 #: (MobileNet-V2's, EfficientNet-B0's and MNASNet's projections, torchvision exports, each alone, 9
 #: rounds, 2 threads, the same machine, 2026-12-01; ``benchmarks/conv_1x1.py``).
 POINTWISE_STRIP_BYTES = 48 * 1024
-#: Storage scope of the 1x1 template's accumulator tile. TVM 0.27's ``LowerTVMBuiltin`` leaves on
-#: the stack only CPU allocations of scope ``global`` under 1 KiB; any other, a ``local`` one too,
-#: becomes a ``TVMBackendAllocWorkspace`` call and a free, and the tile is its parallel loop's body,
-#: so each tile of 2 x 7 vectors called the allocator, zeroed its 896 bytes with ``memset`` and
-#: stored every accumulator there (LLVM cannot drop stores to memory the allocator returned). On
-#: the stack, LLVM keeps the tile in registers and none of that is left. Each alone, ``local``
-#: against ``global`` (9 rounds, 2 threads, intel-r-xeon-r-processor-emeraldrapids-2c, 2026-12-01):
-#: the 30 1x1-template kernels of MobileNet-V2 and -V3-Large, EfficientNet-B0, RegNet-Y-400MF,
-#: DenseNet-121, MNASNet-0.5 and ResNet-50 (torchvision exports) 0.47-0.95x, MobileNet-V3-Large's
-#: 16 -> 64 at 112x112 292 -> 138 us. A tile of 16 vectors (1 KiB) still takes the allocator. The
-#: other templates keep ``local``: the direct convolution allocates once per task of several tiles
-#: (``global`` 0.96-1.00x on five kernels), and grouped (0.99x and 1.41x), depthwise (1.04x), matmul
-#: (0.89-1.18x on ConvNeXt-T's) and pooling (0.96x) tiles measured no better.
-POINTWISE_TILE_SCOPE = "global"
+#: Storage scope of the 1x1 and direct-convolution templates' accumulator tiles. TVM 0.27's
+#: ``LowerTVMBuiltin`` leaves on the stack only CPU allocations of scope ``global`` under 1 KiB; any
+#: other, a ``local`` one too, becomes a ``TVMBackendAllocWorkspace`` call and a free. The 1x1
+#: template's tile is its parallel loop's body, so each tile of 2 x 7 vectors called the allocator,
+#: zeroed its 896 bytes with ``memset`` and stored every accumulator there (LLVM cannot drop stores
+#: to memory the allocator returned); the direct template's allocates once per task of several
+#: tiles but zeroes and stores per tile. On the stack, LLVM keeps the tile in registers and none of
+#: that is left. Each alone, ``local`` against ``global`` (9 rounds, 2 threads,
+#: intel-r-xeon-r-processor-emeraldrapids-2c, 2026-12-01, torchvision exports): the 30 1x1-template
+#: kernels of MobileNet-V2 and -V3-Large, EfficientNet-B0, RegNet-Y-400MF, DenseNet-121,
+#: MNASNet-0.5 and ResNet-50 0.47-0.95x (MobileNet-V3-Large's 16 -> 64 at 112x112 292 -> 138 us);
+#: 94 direct-template kernels of ResNet-50, GoogLeNet, SqueezeNet 1.1, RegNet-Y-400MF, ResNeXt-50
+#: and EfficientNet-B0 0.70-1.08x, median 0.95 (the 8 over 1.0 within 8%, most of them kernels of
+#: 11-28 us). A tile of 16 vectors or more (1 KiB) still takes the allocator. The other templates
+#: keep ``local``: grouped (0.99x and 1.41x), depthwise (1.04x), matmul (0.89-1.18x on ConvNeXt-T's)
+#: and pooling (0.96x) tiles measured no better.
+TILE_SCOPE = "global"
 
 
 def vector_lanes(target) -> tuple[int, int]:
@@ -759,7 +762,7 @@ def _schedule_pointwise(kmod: tvm.IRModule, target, plan: _PointwisePlan) -> tvm
     """The 1x1 schedule: ``n f_o y_o | rc | f_i y_i x`` (``n f_o y_o``, or ``n y_o f_o``, one parallel
     loop), ``f_i`` the tile's :data:`POINTWISE_CHANNELS` channels (unrolled), ``y_i x`` its pixels
     fused and cut into vectors (unrolled, vectorised), accumulated in a tile that LLVM keeps in
-    registers (in :data:`POINTWISE_TILE_SCOPE`); the write-back and the epilogue per tile, vectorised
+    registers (in :data:`TILE_SCOPE`); the write-back and the epilogue per tile, vectorised
     alike; the weights packed at load time as the convolution template's, the zero padding (a copy)
     inlined."""
     func = kmod["main"].with_attr("layout_free_buffers", [plan.weight])
@@ -771,7 +774,7 @@ def _schedule_pointwise(kmod: tvm.IRModule, target, plan: _PointwisePlan) -> tvm
     y_o, y_i = sch.split(y, [None, plan.rows])
     outer = (y_o, f_o) if plan.rows_outer else (f_o, y_o)
     sch.reorder(n, *outer, rc, ry, rx, f_i, y_i, x)
-    acc = sch.cache_write(conv, 0, POINTWISE_TILE_SCOPE)
+    acc = sch.cache_write(conv, 0, TILE_SCOPE)
     _per_tile(sch, acc, outer[1], plan.epilogue)
     sch.parallel(sch.fuse(n, *outer))
     sch.unroll(f_i)
@@ -1095,7 +1098,7 @@ def _schedule_conv(kmod: tvm.IRModule, target, plan: _Plan) -> tvm.tirx.PrimFunc
     x_o, x_i = sch.split(x, [None, plan.row])
     outer = (y, f_o) if plan.rows_outer else (f_o, y)
     sch.reorder(n, *outer, x_o, rc, ry, rx, x_i, f_b, f_i)
-    acc = sch.cache_write(conv, 0, "local")
+    acc = sch.cache_write(conv, 0, TILE_SCOPE)
     sch.transform_layout(conv, ("write", 0), lambda a, b, c, d: (a, c, d, b))
     epilogue = _epilogue_inlined(sch, acc, plan.epilogue)
     _per_tile(sch, acc, x_o, epilogue)

@@ -768,8 +768,8 @@ class Schedules:
 #: (:func:`tvm_partition.build.templates._concat_cuts`), 43 gives the 1x1 template the 1x1s whose
 #: strip outgrows the L1 cache where the direct template has no 7 x 2 tile for them
 #: (:func:`tvm_partition.build.templates._paired_tile`), 44 keeps the 1x1 template's accumulator
-#: tile on the stack (:data:`tvm_partition.build.templates.POINTWISE_TILE_SCOPE`).
-TRANSFER_RULES = 44
+#: tile on the stack, 45 the direct convolution template's (:data:`tvm_partition.build.templates.TILE_SCOPE`).
+TRANSFER_RULES = 45
 
 
 def open_schedules(path: str | None, transfer: bool = True) -> Schedules:
