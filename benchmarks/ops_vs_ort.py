@@ -36,6 +36,7 @@ not spinning costs its runs a wake-up per parallel node, so its times here are i
 from __future__ import annotations
 
 import argparse
+import bisect
 import json
 import os
 import re
@@ -55,6 +56,8 @@ ORT_KINDS = {"MaxPool": "pool", "AveragePool": "pool", "GlobalAveragePool": "poo
              "ReorderInput": "layout (onnxruntime's NCHWc reorders)",
              "ReorderOutput": "layout (onnxruntime's NCHWc reorders)"}
 WARMUP_RUNS = 5
+#: The convolution a fused kernel's name starts with (TVM's PrimFunc names: ``fused_conv2d13_add10...``).
+CONV_NAME = re.compile(r"(conv2d\d*)_")
 
 
 def conv_key(data_shape, weight_shape) -> str:
@@ -84,14 +87,14 @@ def our_keys(model) -> dict[str, str]:
 
     keys = {}
     for op in OpGraph(model.mod).ops.values():
-        m = re.search(r"(conv2d\d*)_", op.fused_name + "_")
+        m = CONV_NAME.search(op.fused_name + "_")
         if op.kind == "conv2d" and m and len(op.input_shapes) > 1 and len(op.input_shapes[1]) == 4:
             keys[m.group(1)] = conv_key(op.input_shapes[0], op.input_shapes[1])
     return keys
 
 
 def our_row(name: str, keys: dict[str, str]) -> str:
-    m = re.search(r"(conv2d\d*)_", name + "_")
+    m = CONV_NAME.search(name + "_")
     return keys.get(m.group(1), kind(name)) if m else kind(name)
 
 
@@ -125,7 +128,7 @@ def ort_rounds(events: list[dict], rounds: int, runs: int) -> list[Counter]:
     for e in events:
         if e.get("cat") != "Node" or not e["name"].endswith("_kernel_time"):
             continue
-        i = sum(1 for t in starts if t <= e["ts"]) - 1
+        i = bisect.bisect_right(starts, e["ts"]) - 1
         if 0 <= i < rounds * runs:
             out[i // runs][ort_row(e)] += e["dur"] / runs
     return out
