@@ -457,13 +457,13 @@ def test_three_dimensional_convolutions_run_as_two_dimensional_ones(groups, attr
 
 
 @pytest.mark.parametrize("dilation,pads,groups,window", [
-    (6, [6, 6, 6, 6], 1, "[16, 8, 1, 1]"), (3, [5, 5, 1, 1], 1, "[16, 8, 2, 2]"), (3, [3, 3, 3, 3], 1, "[16, 8, 3, 3]"),
+    (6, [6, 6, 6, 6], 1, "[16, 8, 1, 1]"), (3, [5, 5, 1, 1], 1, "[16, 8, 2, 2]"), (1, [1, 1, 1, 1], 1, "[16, 8, 3, 3]"),
     (5, [5, 5, 5, 5], 8, "[8, 1, 1, 1]")], ids=["centre-only", "one-side", "all-live", "depthwise"])
 def test_taps_that_read_only_padding_are_dropped(dilation, pads, groups, window, tmp_path):
     """DeepLabV3's atrous convolutions on a map narrower than their dilation: the taps that read
     only padding are gone from the window (a 5 x 5 map: at dilation 6 the centre tap alone is left,
-    padded 5 before and 1 after at dilation 3 the first row and column go, padded 3 all three read
-    the map), the outputs unchanged: whole and split, the model matches onnxruntime."""
+    padded 5 before and 1 after at dilation 3 the first row and column go; undilated, padded 1, all
+    three read the map), the outputs unchanged: whole and split, the model matches onnxruntime."""
     from tvm_partition.frontend.dead_taps import live_taps
 
     rng = np.random.default_rng(0)
@@ -478,6 +478,7 @@ def test_taps_that_read_only_padding_are_dropped(dilation, pads, groups, window,
     text = model.mod["main"].script()
     assert f"R.Tensor({tuple(json.loads(window))}".replace(" ", "") in text.replace(" ", "")
     assert ("R.strided_slice(" in text) == (window != "[16, 8, 3, 3]")  # the weights sliced where taps go
+    assert text.count("R.nn.conv2d(") == 1
     x = rng.standard_normal((1, 8, 5, 5)).astype(np.float32)
     (ref,) = ort_run(proto, [x])
     for strategy in ("cpu", "equal"):
@@ -488,6 +489,53 @@ def test_taps_that_read_only_padding_are_dropped(dilation, pads, groups, window,
         out = (size + 2 * pad - (taps - 1) * dil - 1) // stride + 1
         live = [t for t in range(taps) for y in range(out) if 0 <= y * stride + t * dil - pad < size]
         assert live_taps(size, out, taps, stride, dil, pad) == (min(live), max(live))
+
+
+def test_tap_bands_group_the_outputs_that_read_the_same_taps():
+    """Brute force: every output position of a band reads the map through exactly its taps, the
+    bands cover the outputs in order, and neighbouring bands differ."""
+    from tvm_partition.frontend.dead_taps import tap_bands
+
+    for size, taps, stride, dil, pad in [(14, 3, 1, 12, 12), (5, 3, 1, 3, 3), (7, 5, 2, 1, 2), (9, 3, 2, 4, 4),
+                                         (6, 3, 1, 1, 1), (11, 3, 3, 5, 6)]:
+        out = (size + 2 * pad - (taps - 1) * dil - 1) // stride + 1
+        bands = tap_bands(size, out, taps, stride, dil, pad)
+        assert [b[0] for b in bands] == [0] + [b[1] for b in bands[:-1]] and bands[-1][1] == out
+        for (o0, o1, first, last), after in zip(bands, bands[1:] + [None]):
+            for o in range(o0, o1):
+                assert [t for t in range(taps) if 0 <= o * stride + t * dil - pad < size] == list(range(first, last + 1))
+            assert after is None or after[2:] != (first, last)
+    assert tap_bands(1, 4, 2, 1, 1, 2) is None  # an output that reads only padding
+
+
+@pytest.mark.parametrize("size,dilation,stride,groups,convs", [(14, 12, 1, 1, 9), (10, 5, 2, 1, 4), (7, 4, 1, 8, 9),
+                                                               (14, 2, 1, 1, 1)],
+                         ids=["aspp", "strided", "depthwise", "most-taps-live"])
+def test_dilated_convolutions_run_in_bands_of_the_taps_they_read(size, dilation, stride, groups, convs, tmp_path):
+    """DeepLabV3's dilation-12 window on a 14 x 14 map reads the map through 1-4 of its 9 taps per
+    output (18% of its products): the convolution becomes one per band of rows x columns over the
+    slice of the map that band reads (9 here), joined back; strided (2 x 2 bands) and depthwise alike. Where most
+    products read the map (dilation 2 on 14 x 14) it stays one convolution. Whole and split, the
+    model matches onnxruntime."""
+    rng = np.random.default_rng(1)
+    cin = 8
+    cout = 16 if groups == 1 else 8
+    weights = {"W": rng.standard_normal((cout, cin // groups, 3, 3)).astype(np.float32) * 0.2,
+               "B": rng.standard_normal(cout).astype(np.float32) * 0.1}
+    out = (size + 2 * dilation - 2 * dilation - 1) // stride + 1
+    path = tmp_path / "bands.onnx"
+    proto = one_conv_model(path, [helper.make_node("Conv", ["x", "W", "B"], ["c"], group=groups, kernel_shape=[3, 3],
+                                                   dilations=[dilation, dilation], pads=[dilation] * 4,
+                                                   strides=[stride, stride]),
+                                  helper.make_node("Relu", ["c"], ["y"])], weights, [1, cin, size, size],
+                           [1, cout, out, out])
+    model = frontend.load(str(path))
+    assert model.mod["main"].script().count("R.nn.conv2d(") == convs
+    x = rng.standard_normal((1, cin, size, size)).astype(np.float32)
+    (ref,) = ort_run(proto, [x])
+    for strategy in ("cpu", "equal"):
+        _, outs = run_split(model, tmp_path / strategy, [x], strategy=strategy)
+        np.testing.assert_allclose(outs[0], ref, rtol=RTOL, atol=ATOL)
 
 
 def lrn_model(path, c=12, hw=7, size=5) -> onnx.ModelProto:

@@ -238,7 +238,8 @@ def normalize(model: Model) -> Model:
     that are batched matrix products as matmuls (:mod:`.einsum`), batch
     norms after convolutions folded into their weights, the others
     decomposed, dropout removed, grouped convolutions of wide groups one per group, window taps that
-    read only padding dropped (:mod:`.dead_taps`), output channels
+    read only padding dropped and dilated ones that read little of the map cut into bands
+    (:mod:`.dead_taps`), output channels
     of convolutions padded to whole vectors, channels-last matmuls over a map as one matrix of rows
     (:mod:`.matmul_rows`), matmuls' rows and columns to whole register tiles and vectors, powers of whole quarters as roots,
     takes that clamp their indices (:mod:`.inference`,
