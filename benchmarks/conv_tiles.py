@@ -3,7 +3,7 @@ vectors of output channels against the largest row within :data:`ROW_BUDGET` (wh
 chose before it), on every distinct convolution kernel of some models where the two differ, each
 kernel alone on this machine's thread pool.
 
-    python benchmarks/conv_tiles.py MODEL[:IMAGE_SIZE] [MODEL ...] [--rounds 3] [--tail | --long-1x1] [--target-cpu MCPU]
+    python benchmarks/conv_tiles.py MODEL[:IMAGE_SIZE] [MODEL ...] [--rounds 3] [--tail | --long-1x1 | --chunks] [--target-cpu MCPU]
 
 How :data:`tvm_partition.build.templates.PAIRED_ROW` was set (BENCHMARKS.md, "Register tiles on
 AVX2"): each kernel is scheduled both ways and timed in alternating rounds (``tuning.time_kernel``:
@@ -17,7 +17,10 @@ empty. MODEL: zoo names (``resnet50:128``: at 128 px) or .onnx paths.
 :func:`tvm_partition.build.templates._tail_tile` gives them a tile whose last one in each row is
 shorter (BENCHMARKS.md, "Tiles whose last one in a row is shorter"). ``--long-1x1``: the chosen
 tile against the one before :data:`tvm_partition.build.templates.LONG_1X1_REDUCTION` (BENCHMARKS.md,
-"1x1 convolutions of long reductions on 13-wide maps"). ``--target-cpu``: plan and
+"1x1 convolutions of long reductions on 13-wide maps"). ``--chunks``: the chosen plan's reduction in
+chunks against the whole reduction under each tile, where the plan cuts it
+(:data:`tvm_partition.build.templates.LONG_REDUCTION_BYTES`; BENCHMARKS.md, "Reductions whose
+weights outgrow the L2 cache, in chunks"). ``--target-cpu``: plan and
 compile for another CPU's ``-mcpu`` (``znver3``: AVX2 code), timed on this one.
 """
 
@@ -35,12 +38,16 @@ def main(argv=None) -> int:
     args, target = arguments(__doc__, argv, {"--tail": "the chosen tile against a divisor's where the last one "
                                                        "in a row is shorter (templates._tail_tile)",
                                              "--long-1x1": "the chosen tile against one vector where a long 1x1 "
-                                                           "takes two (templates.LONG_1X1_REDUCTION)"})
+                                                           "takes two (templates.LONG_1X1_REDUCTION)",
+                                             "--chunks": "the reduction in chunks against the whole one under each "
+                                                         "tile (templates.LONG_REDUCTION_BYTES)"})
+    import dataclasses
+
     from tvm_partition.build import templates
 
     print(f"vector lanes, registers: {templates.vector_lanes(target)}; paired rows: {templates.PAIRED_ROW}")
     before, after = ("divisor's tile", "tail tile") if args.tail else ("one vector", "two vectors") if args.long_1x1 \
-        else ("row tile", "paired tile")
+        else ("whole reduction", "chunks") if args.chunks else ("row tile", "paired tile")
     print(f"| model | extents (n, f, y, x, rc, ry, rx) | epilogue | {before} | us | {after} | us | ratio | GFLOP/s |")
     print("| --- | --- | --- | --- | ---: | --- | ---: | ---: | ---: |")
     for label, kmod, nest in convolutions(args.models, target):
@@ -52,12 +59,15 @@ def main(argv=None) -> int:
             else {**divisor, "PAIRED_ROW": {}}
         with mock.patch.multiple(templates, **undone):
             row = templates._plan(kmod, target)  # noqa: SLF001
-        if paired is None or (paired.row, paired.blocks) == (row.row, row.blocks):
+        if args.chunks and paired is not None:
+            row = dataclasses.replace(paired, chunk=0)
+        if paired is None or (paired.row, paired.blocks, paired.chunk) == (row.row, row.blocks, row.chunk):
             continue
         funcs = [templates._schedule_conv(kmod, target, plan) for plan in (row, paired)]  # noqa: SLF001
         (old, new), ratio = alternated(funcs, target, args.rounds)
+        chunks = f", {paired.chunk} channels a chunk" if paired.chunk else ""
         print(f"| {label} | {nest.extents} | {len(nest.epilogue)} blocks | {row.row} x {row.blocks} | {old:.1f} "
-              f"| {paired.row} x {paired.blocks} | {new:.1f} | {ratio:.2f} | {gflops(nest, new):.0f} |", flush=True)
+              f"| {paired.row} x {paired.blocks}{chunks} | {new:.1f} | {ratio:.2f} | {gflops(nest, new):.0f} |", flush=True)
     return 0
 
 

@@ -182,6 +182,31 @@ def test_a_long_1x1_on_two_vectors_of_13_pixels_computes_the_convolution():
     np.testing.assert_allclose(run(templates._schedule_conv(kmod, TARGET, plan)), run(kmod["main"]), rtol=1e-4, atol=1e-4)
 
 
+@pytest.mark.parametrize("kmod,chunk", [
+    (conv(2048, 128, 7), 256),  # FCN's head: 2048 channels x 9 taps, 2.4 MB a block of 2 x 16 channels
+    (conv(2048, 64, 8), 512),  # one vector a block (8 wide): 1.2 MB
+    (conv(512, 128, 7), 0),  # 590 KB a block: ran the same with chunks, keeps the whole reduction
+    (conv(960, 128, 7), 0),  # 1.1 MB, but 960's powers of two make chunks of 64 channels: never measured
+    (conv(2048, 128, 7, groups=2), 0),  # grouped: never chunked
+], ids=["long", "one-vector", "short", "odd-channels", "grouped"])
+def test_a_reduction_whose_weights_outgrow_the_l2_cache_runs_in_chunks(kmod, chunk):
+    plan = templates._plan(kmod, planned_for("emeraldrapids"))
+    assert plan.chunk == chunk, plan
+
+
+@pytest.mark.parametrize("kmod,chunk", [(conv(256, 32, 9), 64), (conv(128, 16, 10, k=1, padding=0), 32),
+                                        (conv(64, 32, 11, epilogue="batch_norm"), 16)],
+                         ids=["3x3", "1x1", "batch-norm-tail"])
+def test_a_convolution_in_chunks_of_its_reduction_computes_the_convolution(kmod, chunk):
+    """The chunks forced on small kernels (run here: the host's lanes), a row's tiles under each
+    chunk, the sums carried in the row's accumulator, the epilogue after the last chunk."""
+    import dataclasses
+
+    plan = dataclasses.replace(templates._plan(kmod, TARGET), chunk=chunk)
+    func = templates._schedule_conv(kmod, TARGET, plan)
+    np.testing.assert_allclose(run(func), run(kmod["main"]), rtol=1e-4, atol=1e-4)
+
+
 @pytest.mark.parametrize("kmod,tile", [
     (conv(16, 64, 17), (7, 2)),
     (conv(8, 32, 13, k=1, padding=0), (7, 1)),

@@ -295,6 +295,19 @@ ACC_BUDGET = {32: 16, 16: 8}
 LONG_1X1_REDUCTION = 256
 #: Accumulators of that tile: 13 x 2 = 26 of the 32 vector registers (spilling began at 28 on 3x3s: :data:`ACC_BUDGET`).
 LONG_1X1_ACC_BUDGET = 26
+#: Bytes of one block of output channels' weights (a tile's vectors x the whole reduction) from
+#: which the direct template cuts the reduction into chunks of input channels outside the row's
+#: tiles (:func:`_reduction_chunk`): each chunk's weights are read from the L2 cache by every tile of
+#: the row, and the row's partial sums are carried between chunks in its accumulator. Why: a block
+#: whose weights outgrow the L2 cache streamed them from beyond it for every tile of 7 pixels.
+#: FCN-ResNet50's head (2048 -> 512 channels 3x3 at 28 x 28: 2.36 MB a block of 32 channels) 126
+#: -> 77 ms a call with chunks of 128, 256 or 512 channels (0.61-0.62x), where the model's 512 -> 512
+#: 3x3s (590 KB a block) ran 1.02-1.03x with them: they keep the whole reduction (each alone, 9
+#: rounds, 2 threads, intel-r-xeon-r-processor-emeraldrapids-2c, 2026-12-01; torchvision export).
+LONG_REDUCTION_BYTES = 1024 * 1024
+#: The most bytes of a block's weights one chunk holds: its input channels the largest power of two
+#: that divides them within it (256 of FCN's 2048, 295 KB; 128 and 512 ran the same).
+REDUCTION_CHUNK_BYTES = 512 * 1024
 #: Blocks of output channels the parallel loop keeps at least, when a tile takes several vectors;
 #: :data:`ROWS_FIRST_CHANNEL_BLOCKS` where it runs over output rows first on a full-width AVX-512
 #: CPU (:func:`_full_width_fma`), whose rows give the threads their tasks: ResNet-50's stem (64
@@ -463,6 +476,7 @@ class _Plan:
     rows_outer: bool = False  # the parallel loop takes output rows before channel blocks (:func:`_rows_outer`; never grouped)
     parallel: bool = True  # a parallel loop (not below :data:`tvm_partition.build.transfer.SERIAL_FLOPS`)
     block: str = _CONV  # the convolution block's name: TOPI's ungrouped or grouped one
+    chunk: int = 0  # input channels a chunk of the reduction outside the row's tiles; 0: none (:func:`_reduction_chunk`)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -582,8 +596,24 @@ def _plan(kmod: tvm.IRModule, target) -> _Plan | None:
     blocks = _blocks(row, oc, lanes, registers, per_group, least)
     if blocks == 1 and one_by_one and wide and not rows_outer and nest.extents[4] >= LONG_1X1_REDUCTION:
         blocks = _blocks(row, oc, lanes, registers, per_group, least, LONG_1X1_ACC_BUDGET)
+    chunk = _reduction_chunk(group_channels, nest.extents[5] * nest.extents[6], blocks * lanes) if per_group == oc else 0
     return _Plan(nest.epilogue, weight, lanes, row, nest.padded, blocks, rows_outer, not serial(kmod, target),
-                 nest.block.name_hint)
+                 nest.block.name_hint, chunk)
+
+
+def _reduction_chunk(channels: int, taps: int, block_channels: int) -> int:
+    """Input channels a chunk of an ungrouped convolution's reduction holds where a block of
+    ``block_channels`` output channels' weights outgrows :data:`LONG_REDUCTION_BYTES`: the largest
+    power of two dividing ``channels`` whose weights stay within :data:`REDUCTION_CHUNK_BYTES`, if
+    they fill a quarter of it (chunks of 128-512 channels, 147-590 KB, were measured; smaller ones
+    never); 0 (the whole reduction under each tile) otherwise."""
+    per_channel = block_channels * taps * 4  # float32
+    if per_channel * channels <= LONG_REDUCTION_BYTES:
+        return 0
+    chunk = 1
+    while channels % (2 * chunk) == 0 and 2 * chunk * per_channel <= REDUCTION_CHUNK_BYTES:
+        chunk *= 2
+    return chunk if chunk < channels and chunk * per_channel >= REDUCTION_CHUNK_BYTES // 4 else 0
 
 
 def _tail_tile(width: int, accumulators: int, tail: int, blocks: int, rows_first_wide: bool) -> bool:
@@ -1097,11 +1127,15 @@ def _schedule_conv(kmod: tvm.IRModule, target, plan: _Plan) -> tvm.tirx.PrimFunc
     f_o, f_b, f_i = sch.split(f, [None, plan.blocks, plan.lanes])
     x_o, x_i = sch.split(x, [None, plan.row])
     outer = (y, f_o) if plan.rows_outer else (f_o, y)
-    sch.reorder(n, *outer, x_o, rc, ry, rx, x_i, f_b, f_i)
+    if plan.chunk:  # the row's tiles under each chunk, their sums carried in the row's accumulator
+        rc_o, rc = sch.split(rc, [None, plan.chunk])
+        sch.reorder(n, *outer, rc_o, x_o, rc, ry, rx, x_i, f_b, f_i)
+    else:
+        sch.reorder(n, *outer, x_o, rc, ry, rx, x_i, f_b, f_i)
     acc = sch.cache_write(conv, 0, TILE_SCOPE)
     sch.transform_layout(conv, ("write", 0), lambda a, b, c, d: (a, c, d, b))
     epilogue = _epilogue_inlined(sch, acc, plan.epilogue)
-    _per_tile(sch, acc, x_o, epilogue)
+    _per_tile(sch, acc, outer[1] if plan.chunk else x_o, epilogue)
     _write_back_by_channels(sch, acc, epilogue, plan.lanes, plan.row)
     tasks = sch.fuse(n, *outer)
     # below SERIAL_FLOPS no parallel loop: MobileNet-V3-Small's 14 squeeze-and-excitation 1x1s on
@@ -1111,7 +1145,7 @@ def _schedule_conv(kmod: tvm.IRModule, target, plan: _Plan) -> tvm.tirx.PrimFunc
     sch.vectorize(f_i)
     sch.unroll(f_b)
     sch.unroll(x_i)
-    _reduction_and_padding(sch, conv, rc, padded and plan.parallel)  # serial: a serial padding too
+    _reduction_and_padding(sch, conv, rc_o if plan.chunk else rc, padded and plan.parallel)  # serial: a serial padding too
     return _packed(sch, target)
 
 

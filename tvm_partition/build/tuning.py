@@ -768,8 +768,10 @@ class Schedules:
 #: (:func:`tvm_partition.build.templates._concat_cuts`), 43 gives the 1x1 template the 1x1s whose
 #: strip outgrows the L1 cache where the direct template has no 7 x 2 tile for them
 #: (:func:`tvm_partition.build.templates._paired_tile`), 44 keeps the 1x1 template's accumulator
-#: tile on the stack, 45 the direct convolution template's (:data:`tvm_partition.build.templates.TILE_SCOPE`).
-TRANSFER_RULES = 45
+#: tile on the stack, 45 the direct convolution template's (:data:`tvm_partition.build.templates.TILE_SCOPE`),
+#: 46 cuts the reduction of a convolution whose block of weights outgrows the L2 cache into chunks
+#: outside the row's tiles (:data:`tvm_partition.build.templates.LONG_REDUCTION_BYTES`).
+TRANSFER_RULES = 46
 
 
 def open_schedules(path: str | None, transfer: bool = True) -> Schedules:
