@@ -456,6 +456,21 @@ def test_three_dimensional_convolutions_run_as_two_dimensional_ones(groups, attr
         np.testing.assert_allclose(outs[0], ref, rtol=RTOL, atol=ATOL)
 
 
+def atrous_model(path, rng, cin, cout, size, out, groups=1, **attrs) -> onnx.ModelProto:
+    """A 3x3 ``Conv`` of ``attrs`` (dilations, pads, strides) with a bias, then a ReLU, from a
+    ``size`` x ``size`` map of ``cin`` channels to an ``out`` x ``out`` one, random weights."""
+    weights = {"W": rng.standard_normal((cout, cin // groups, 3, 3)).astype(np.float32) * 0.2,
+               "B": rng.standard_normal(cout).astype(np.float32) * 0.1}
+    conv = helper.make_node("Conv", ["x", "W", "B"], ["c"], group=groups, kernel_shape=[3, 3], **attrs)
+    return one_conv_model(path, [conv, helper.make_node("Relu", ["c"], ["y"])], weights, [1, cin, size, size],
+                          [1, cout, out, out])
+
+
+def reading(o, size, taps, stride, dilation, pad) -> list[int]:
+    """Brute force: the taps through which output ``o`` of one axis reads the map, not padding."""
+    return [t for t in range(taps) if 0 <= o * stride + t * dilation - pad < size]
+
+
 @pytest.mark.parametrize("dilation,pads,groups,window", [
     (6, [6, 6, 6, 6], 1, "[16, 8, 1, 1]"), (3, [5, 5, 1, 1], 1, "[16, 8, 2, 2]"), (1, [1, 1, 1, 1], 1, "[16, 8, 3, 3]"),
     (5, [5, 5, 5, 5], 8, "[8, 1, 1, 1]")], ids=["centre-only", "one-side", "all-live", "depthwise"])
@@ -467,13 +482,8 @@ def test_taps_that_read_only_padding_are_dropped(dilation, pads, groups, window,
     from tvm_partition.frontend.dead_taps import live_taps
 
     rng = np.random.default_rng(0)
-    cout = 16 if groups == 1 else 8
-    weights = {"W": rng.standard_normal((cout, 8 // groups, 3, 3)).astype(np.float32) * 0.2,
-               "B": rng.standard_normal(cout).astype(np.float32) * 0.1}
     path = tmp_path / "atrous.onnx"
-    proto = one_conv_model(path, [helper.make_node("Conv", ["x", "W", "B"], ["c"], group=groups, kernel_shape=[3, 3],
-                                                   dilations=[dilation, dilation], pads=pads),
-                                  helper.make_node("Relu", ["c"], ["y"])], weights, [1, 8, 5, 5], [1, cout, 5, 5])
+    proto = atrous_model(path, rng, 8, 16 if groups == 1 else 8, 5, 5, groups, dilations=[dilation, dilation], pads=pads)
     model = frontend.load(str(path))
     text = model.mod["main"].script()
     assert f"R.Tensor({tuple(json.loads(window))}".replace(" ", "") in text.replace(" ", "")
@@ -487,7 +497,7 @@ def test_taps_that_read_only_padding_are_dropped(dilation, pads, groups, window,
     # brute force: a tap is live where some output reads a row of the map through it
     for size, taps, stride, dil, pad in [(5, 3, 1, 6, 6), (14, 3, 1, 12, 12), (7, 5, 2, 1, 2), (9, 3, 2, 4, 0)]:
         out = (size + 2 * pad - (taps - 1) * dil - 1) // stride + 1
-        live = [t for t in range(taps) for y in range(out) if 0 <= y * stride + t * dil - pad < size]
+        live = [t for y in range(out) for t in reading(y, size, taps, stride, dil, pad)]
         assert live_taps(size, out, taps, stride, dil, pad) == (min(live), max(live))
 
 
@@ -503,7 +513,7 @@ def test_tap_bands_group_the_outputs_that_read_the_same_taps():
         assert [b[0] for b in bands] == [0] + [b[1] for b in bands[:-1]] and bands[-1][1] == out
         for (o0, o1, first, last), after in zip(bands, bands[1:] + [None]):
             for o in range(o0, o1):
-                assert [t for t in range(taps) if 0 <= o * stride + t * dil - pad < size] == list(range(first, last + 1))
+                assert reading(o, size, taps, stride, dil, pad) == list(range(first, last + 1))
             assert after is None or after[2:] != (first, last)
     assert tap_bands(1, 4, 2, 1, 1, 2) is None  # an output that reads only padding
 
@@ -514,24 +524,16 @@ def test_tap_bands_group_the_outputs_that_read_the_same_taps():
 def test_dilated_convolutions_run_in_bands_of_the_taps_they_read(size, dilation, stride, groups, convs, tmp_path):
     """DeepLabV3's dilation-12 window on a 14 x 14 map reads the map through 1-4 of its 9 taps per
     output (18% of its products): the convolution becomes one per band of rows x columns over the
-    slice of the map that band reads (9 here), joined back; strided (2 x 2 bands) and depthwise alike. Where most
-    products read the map (dilation 2 on 14 x 14) it stays one convolution. Whole and split, the
-    model matches onnxruntime."""
+    slice of the map that band reads (9 here), joined back; strided (2 x 2 bands) and depthwise
+    alike. Where most products read the map (dilation 2 on 14 x 14) it stays one convolution.
+    Whole and split, the model matches onnxruntime."""
     rng = np.random.default_rng(1)
-    cin = 8
-    cout = 16 if groups == 1 else 8
-    weights = {"W": rng.standard_normal((cout, cin // groups, 3, 3)).astype(np.float32) * 0.2,
-               "B": rng.standard_normal(cout).astype(np.float32) * 0.1}
-    out = (size + 2 * dilation - 2 * dilation - 1) // stride + 1
     path = tmp_path / "bands.onnx"
-    proto = one_conv_model(path, [helper.make_node("Conv", ["x", "W", "B"], ["c"], group=groups, kernel_shape=[3, 3],
-                                                   dilations=[dilation, dilation], pads=[dilation] * 4,
-                                                   strides=[stride, stride]),
-                                  helper.make_node("Relu", ["c"], ["y"])], weights, [1, cin, size, size],
-                           [1, cout, out, out])
+    proto = atrous_model(path, rng, 8, 16 if groups == 1 else 8, size, (size - 1) // stride + 1, groups,
+                         dilations=[dilation, dilation], pads=[dilation] * 4, strides=[stride, stride])
     model = frontend.load(str(path))
     assert model.mod["main"].script().count("R.nn.conv2d(") == convs
-    x = rng.standard_normal((1, cin, size, size)).astype(np.float32)
+    x = rng.standard_normal((1, 8, size, size)).astype(np.float32)
     (ref,) = ort_run(proto, [x])
     for strategy in ("cpu", "equal"):
         _, outs = run_split(model, tmp_path / strategy, [x], strategy=strategy)

@@ -476,7 +476,7 @@ class _Plan:
     rows_outer: bool = False  # the parallel loop takes output rows before channel blocks (:func:`_rows_outer`; never grouped)
     parallel: bool = True  # a parallel loop (not below :data:`tvm_partition.build.transfer.SERIAL_FLOPS`)
     block: str = _CONV  # the convolution block's name: TOPI's ungrouped or grouped one
-    chunk: int = 0  # input channels a chunk of the reduction outside the row's tiles; 0: none (:func:`_reduction_chunk`)
+    chunk: int = 0  # input channels a reduction chunk outside the row's tiles; 0: none (:func:`_reduction_chunk`)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -596,7 +596,8 @@ def _plan(kmod: tvm.IRModule, target) -> _Plan | None:
     blocks = _blocks(row, oc, lanes, registers, per_group, least)
     if blocks == 1 and one_by_one and wide and not rows_outer and nest.extents[4] >= LONG_1X1_REDUCTION:
         blocks = _blocks(row, oc, lanes, registers, per_group, least, LONG_1X1_ACC_BUDGET)
-    chunk = _reduction_chunk(group_channels, nest.extents[5] * nest.extents[6], blocks * lanes) if per_group == oc else 0
+    taps = nest.extents[5] * nest.extents[6]
+    chunk = _reduction_chunk(group_channels, taps, blocks * lanes) if per_group == oc else 0
     return _Plan(nest.epilogue, weight, lanes, row, nest.padded, blocks, rows_outer, not serial(kmod, target),
                  nest.block.name_hint, chunk)
 
@@ -1145,7 +1146,8 @@ def _schedule_conv(kmod: tvm.IRModule, target, plan: _Plan) -> tvm.tirx.PrimFunc
     sch.vectorize(f_i)
     sch.unroll(f_b)
     sch.unroll(x_i)
-    _reduction_and_padding(sch, conv, rc_o if plan.chunk else rc, padded and plan.parallel)  # serial: a serial padding too
+    # serial: a serial padding too
+    _reduction_and_padding(sch, conv, rc_o if plan.chunk else rc, padded and plan.parallel)
     return _packed(sch, target)
 
 

@@ -47,11 +47,15 @@ BANDED_SHARE = 0.5
 MAX_BANDED_REGIONS = 9
 
 
+def _reading(o: int, size: int, taps: int, stride: int, dilation: int, pad_before: int) -> list[int]:
+    """The taps through which output position ``o`` of one axis reads the input (not padding)."""
+    return [t for t in range(taps) if 0 <= o * stride + t * dilation - pad_before < size]
+
+
 def live_taps(size: int, out: int, taps: int, stride: int, dilation: int, pad_before: int) -> tuple[int, int]:
     """The first and last tap of one axis of a window that read the input (not padding) for some
     output position; ``(0, -1)`` if none does."""
-    live = [t for t in range(taps)
-            if any(0 <= y * stride + t * dilation - pad_before < size for y in range(out))]
+    live = sorted({t for o in range(out) for t in _reading(o, size, taps, stride, dilation, pad_before)})
     return (live[0], live[-1]) if live else (0, -1)
 
 
@@ -63,13 +67,14 @@ def _trimmed_pads(size, out, stride, dilation, pad_before, first, last) -> tuple
     return (before, after) if before >= 0 and after >= 0 else None
 
 
-def tap_bands(size: int, out: int, taps: int, stride: int, dilation: int, pad_before: int) -> list[tuple[int, int, int, int]] | None:
+def tap_bands(size: int, out: int, taps: int, stride: int, dilation: int,
+              pad_before: int) -> list[tuple[int, int, int, int]] | None:
     """Runs ``(o0, o1, first, last)`` of output positions ``o0 <= o < o1`` along one axis that read
     the input through the same taps ``first..last`` (contiguous: a position's input index rises
     with the tap); None if some output reads only padding."""
     bands: list[list[int]] = []
     for o in range(out):
-        live = [t for t in range(taps) if 0 <= o * stride + t * dilation - pad_before < size]
+        live = _reading(o, size, taps, stride, dilation, pad_before)
         if not live:
             return None
         if bands and bands[-1][2:] == [live[0], live[-1]]:
@@ -94,7 +99,7 @@ class _Trimmed(relax.PyExprMutator):
         conv, out = nchw_conv(call), static_shape(call)
         if conv is None or out is None:
             return call
-        groups, xs, ws = conv
+        _, xs, ws = conv
         a = call.attrs
         strides, dilation = [int(v) for v in a.strides], [int(v) for v in a.dilation]
         pads = [int(v) for v in a.padding]  # top, left, bottom, right
@@ -112,7 +117,8 @@ class _Trimmed(relax.PyExprMutator):
             return call
         (r0, r1), (c0, c1) = kept
         w = self.builder_.emit(relax.op.strided_slice(call.args[1], [2, 3], [r0, c0], [r1 + 1, c1 + 1]))
-        return self._conv(call, call.args[0], w, new_pads, [1 if f == l else d for (f, l), d in zip(kept, dilation)])
+        return self._conv(call, call.args[0], w, new_pads,
+                          [1 if first == last else d for (first, last), d in zip(kept, dilation)])
 
     @staticmethod
     def _conv(call, x, w, pads, dilation):
@@ -163,5 +169,6 @@ class _Trimmed(relax.PyExprMutator):
 @tvm.transform.module_pass(opt_level=0, name="DropDeadTaps")
 def drop_dead_taps(mod: tvm.IRModule, _ctx) -> tvm.IRModule:
     """Every NCHW convolution of static shapes without the rows and columns of its window that
-    read only padding (module docstring)."""
+    read only padding, and every dilated one whose outputs read few of its taps in bands (module
+    docstring)."""
     return rewrite_functions(mod, lambda mod, _func: _Trimmed(mod))
