@@ -57,10 +57,11 @@ def main(argv=None) -> int:
         divisor = {"_tail_tile": lambda *_: False}  # the largest divisor of the width within the budget
         undone = divisor if args.tail else {"LONG_1X1_REDUCTION": float("inf")} if args.long_1x1 \
             else {**divisor, "PAIRED_ROW": {}}
-        with mock.patch.multiple(templates, **undone):
-            row = templates._plan(kmod, target)  # noqa: SLF001
-        if args.chunks and paired is not None:
-            row = dataclasses.replace(paired, chunk=0)
+        if args.chunks:
+            row = paired and dataclasses.replace(paired, chunk=0)
+        else:
+            with mock.patch.multiple(templates, **undone):
+                row = templates._plan(kmod, target)  # noqa: SLF001
         if paired is None or (paired.row, paired.blocks, paired.chunk) == (row.row, row.blocks, row.chunk):
             continue
         funcs = [templates._schedule_conv(kmod, target, plan) for plan in (row, paired)]  # noqa: SLF001

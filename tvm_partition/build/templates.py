@@ -1131,12 +1131,14 @@ def _schedule_conv(kmod: tvm.IRModule, target, plan: _Plan) -> tvm.tirx.PrimFunc
     if plan.chunk:  # the row's tiles under each chunk, their sums carried in the row's accumulator
         rc_o, rc = sch.split(rc, [None, plan.chunk])
         sch.reorder(n, *outer, rc_o, x_o, rc, ry, rx, x_i, f_b, f_i)
+        written, zeroed = outer[1], rc_o  # the accumulator written back, and zeroed, per row
     else:
         sch.reorder(n, *outer, x_o, rc, ry, rx, x_i, f_b, f_i)
+        written, zeroed = x_o, rc  # per tile
     acc = sch.cache_write(conv, 0, TILE_SCOPE)
     sch.transform_layout(conv, ("write", 0), lambda a, b, c, d: (a, c, d, b))
     epilogue = _epilogue_inlined(sch, acc, plan.epilogue)
-    _per_tile(sch, acc, outer[1] if plan.chunk else x_o, epilogue)
+    _per_tile(sch, acc, written, epilogue)
     _write_back_by_channels(sch, acc, epilogue, plan.lanes, plan.row)
     tasks = sch.fuse(n, *outer)
     # below SERIAL_FLOPS no parallel loop: MobileNet-V3-Small's 14 squeeze-and-excitation 1x1s on
@@ -1146,8 +1148,7 @@ def _schedule_conv(kmod: tvm.IRModule, target, plan: _Plan) -> tvm.tirx.PrimFunc
     sch.vectorize(f_i)
     sch.unroll(f_b)
     sch.unroll(x_i)
-    # serial: a serial padding too
-    _reduction_and_padding(sch, conv, rc_o if plan.chunk else rc, padded and plan.parallel)
+    _reduction_and_padding(sch, conv, zeroed, padded and plan.parallel)  # serial: a serial padding too
     return _packed(sch, target)
 
 

@@ -35,7 +35,7 @@ from tvm import relax
 
 from ..ir.relax_utils import rewrite_functions
 from ..ir.split_rules import static_shape
-from .inference import nchw_conv
+from .inference import conv2d_like, nchw_conv
 
 #: A dilated window whose live products are at most this share of all its products is cut into
 #: bands of outputs that read the same taps (:func:`tap_bands`), each its own convolution. Not
@@ -89,6 +89,17 @@ def kept_share(bands: list[tuple[int, int, int, int]], out: int, taps: int) -> f
     return sum((o1 - o0) * (last - first + 1) for o0, o1, first, last in bands) / (out * taps)
 
 
+def _geometry(call) -> tuple | None:
+    """``(data shape, weight shape, output shape, strides, dilation, padding)`` of an NCHW
+    convolution of static shapes (padding: top, left, bottom, right), else None."""
+    conv, out = nchw_conv(call), static_shape(call)
+    if conv is None or out is None:
+        return None
+    a = call.attrs
+    return (conv[1], conv[2], out, [int(v) for v in a.strides], [int(v) for v in a.dilation],
+            [int(v) for v in a.padding])
+
+
 @relax.expr_functor.mutator
 class _Trimmed(relax.PyExprMutator):
     def visit_call_(self, call):
@@ -96,13 +107,10 @@ class _Trimmed(relax.PyExprMutator):
         return self._banded(self._trimmed(call))
 
     def _trimmed(self, call):
-        conv, out = nchw_conv(call), static_shape(call)
-        if conv is None or out is None:
+        geometry = _geometry(call)
+        if geometry is None:
             return call
-        _, xs, ws = conv
-        a = call.attrs
-        strides, dilation = [int(v) for v in a.strides], [int(v) for v in a.dilation]
-        pads = [int(v) for v in a.padding]  # top, left, bottom, right
+        xs, ws, out, strides, dilation, pads = geometry
         kept, new_pads = [], [0, 0, 0, 0]
         for axis in (0, 1):
             first, last = live_taps(xs[2 + axis], out[2 + axis], ws[2 + axis], strides[axis], dilation[axis], pads[axis])
@@ -117,29 +125,20 @@ class _Trimmed(relax.PyExprMutator):
             return call
         (r0, r1), (c0, c1) = kept
         w = self.builder_.emit(relax.op.strided_slice(call.args[1], [2, 3], [r0, c0], [r1 + 1, c1 + 1]))
-        return self._conv(call, call.args[0], w, new_pads,
-                          [1 if first == last else d for (first, last), d in zip(kept, dilation)])
-
-    @staticmethod
-    def _conv(call, x, w, pads, dilation):
-        """``call``'s convolution of ``x`` by ``w`` padded and dilated so (a window of one tap along an
-        axis reads no dilation there: 1 lets a 1x1 take its template)."""
-        a = call.attrs
-        return relax.op.nn.conv2d(x, w, strides=[int(v) for v in a.strides], padding=pads, dilation=dilation,
-                                  groups=int(a.groups), data_layout="NCHW", kernel_layout="OIHW",
-                                  out_layout=a.out_layout, out_dtype=a.out_dtype)
+        # a window of one tap along an axis reads no dilation there: 1 lets a 1x1 take its template
+        return conv2d_like(call, call.args[0], w, int(call.attrs.groups), padding=new_pads,
+                           dilation=[1 if first == last else d for (first, last), d in zip(kept, dilation)])
 
     def _banded(self, call):
         """A dilated convolution whose outputs read the map through few of its taps, cut into bands
         (:func:`tap_bands`) of rows x columns, each band's convolution over the slice of the map its
         taps read, unpadded, joined back; else ``call``."""
-        conv, out = nchw_conv(call), static_shape(call)
-        if conv is None or out is None or max(int(v) for v in call.attrs.dilation) == 1:
+        geometry = _geometry(call)
+        if geometry is None:
             return call
-        _, xs, ws = conv
-        a = call.attrs
-        strides, dilation, pads = ([int(v) for v in a.strides], [int(v) for v in a.dilation],
-                                   [int(v) for v in a.padding])
+        xs, ws, out, strides, dilation, pads = geometry
+        if max(dilation) == 1:
+            return call
         bands = [tap_bands(xs[2 + axis], out[2 + axis], ws[2 + axis], strides[axis], dilation[axis], pads[axis])
                  for axis in (0, 1)]
         if None in bands or len(bands[0]) * len(bands[1]) > MAX_BANDED_REGIONS or (
@@ -163,7 +162,7 @@ class _Trimmed(relax.PyExprMutator):
             dilated.append(1 if first == last else d)
         x = self.builder_.emit(relax.op.strided_slice(call.args[0], [2, 3], begin, end))
         w = self.builder_.emit(relax.op.strided_slice(call.args[1], [2, 3], [t[0] for t in taps], [t[1] for t in taps]))
-        return self._conv(call, x, w, [0, 0, 0, 0], dilated)
+        return conv2d_like(call, x, w, int(call.attrs.groups), padding=[0, 0, 0, 0], dilation=dilated)
 
 
 @tvm.transform.module_pass(opt_level=0, name="DropDeadTaps")

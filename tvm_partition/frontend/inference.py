@@ -172,10 +172,12 @@ def _bound_call(mutator: relax.PyExprMutator, expr, op) -> relax.Call | None:
     return value if isinstance(value, relax.Call) and calls_op(value, op) else None
 
 
-def _conv2d_like(conv: relax.Call, data, weight, groups: int):
-    """A convolution with ``conv``'s strides, padding, dilation and layouts on ``data`` and ``weight``."""
+def conv2d_like(conv: relax.Call, data, weight, groups: int, padding=None, dilation=None):
+    """A convolution with ``conv``'s strides, padding, dilation and layouts on ``data`` and ``weight``
+    (its ``padding`` and ``dilation`` where given)."""
     a = conv.attrs
-    return relax.op.nn.conv2d(data, weight, strides=a.strides, padding=a.padding, dilation=a.dilation, groups=groups,
+    return relax.op.nn.conv2d(data, weight, strides=a.strides, padding=a.padding if padding is None else padding,
+                              dilation=a.dilation if dilation is None else dilation, groups=groups,
                               data_layout="NCHW", kernel_layout="OIHW", out_layout=a.out_layout, out_dtype=a.out_dtype)
 
 
@@ -234,7 +236,7 @@ class _Ungrouped(relax.PyExprMutator):
         for g in range(groups):
             xg = self.builder_.emit(relax.op.strided_slice(x, [1], [g * cin], [(g + 1) * cin]))
             wg = self.builder_.emit(relax.op.strided_slice(w, [0], [g * cout], [(g + 1) * cout]))
-            parts.append(self.builder_.emit(_conv2d_like(call, xg, wg, groups=1)))
+            parts.append(self.builder_.emit(conv2d_like(call, xg, wg, groups=1)))
         return relax.op.concat(parts, axis=1)
 
     def _padded_groups(self, call, groups: int, cout: int, pad: int):
@@ -245,7 +247,7 @@ class _Ungrouped(relax.PyExprMutator):
         ws = static_shape(w)
         by_group = emit(relax.op.reshape(w, [groups, cout, *ws[1:]]))
         padded = emit(relax.op.nn.pad(by_group, _widths(len(ws) + 1, 1, pad)))
-        out = emit(_conv2d_like(call, x, emit(relax.op.reshape(padded, [groups * (cout + pad), *ws[1:]])), groups))
+        out = emit(conv2d_like(call, x, emit(relax.op.reshape(padded, [groups * (cout + pad), *ws[1:]])), groups))
         n, _, h, wd = static_shape(out)
         kept = emit(relax.op.strided_slice(emit(relax.op.reshape(out, [n, groups, cout + pad, h, wd])), [2], [0], [cout]))
         return relax.op.reshape(kept, [n, groups * cout, h, wd])
@@ -265,7 +267,7 @@ class _Padded(relax.PyExprMutator):
             return call
         x, w = call.args
         padded = self.builder_.emit(relax.op.nn.pad(w, _widths(4, 0, pad)))
-        out = self.builder_.emit(_conv2d_like(call, x, padded, groups=1))
+        out = self.builder_.emit(conv2d_like(call, x, padded, groups=1))
         return relax.op.strided_slice(out, [1], [0], [cout])
 
 
@@ -350,7 +352,7 @@ class _Folded(relax.PyExprMutator):
         weight = emit(relax.op.multiply(conv.args[1], relax.op.reshape(scale, [c, 1, 1, 1])))
         shift = relax.op.negative(relax.op.multiply(mean, scale))
         bias = emit(relax.op.reshape(relax.op.add(beta, shift) if bn.attrs.center else shift, [1, c, 1, 1]))
-        out = emit(_conv2d_like(conv, conv.args[0], weight, groups=groups))
+        out = emit(conv2d_like(conv, conv.args[0], weight, groups=groups))
         return relax.op.add(out, bias)
 
 
