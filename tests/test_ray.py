@@ -180,16 +180,29 @@ def test_pipeline_refuses_a_tampered_stage(ray_cluster, built, tmp_path, capsys)
 
 
 def test_speed_ratios_and_placement_from_measured_servers(ray_cluster, lstm, tmp_path, capsys):
-    """A (one core) is measured faster than B (40% of one): the speed split gives A more items,
-    and a heft placement over the measured servers runs and says what it predicts."""
+    """A (one core) is measured faster than B (40% of one); the speed split is the one of least
+    makespan over the times recorded with it (a brute force over the 5 splits of 4 items), and a
+    heft placement over the measured servers runs and says what it predicts.
+
+    Not "A gets more items": the split is priced by each server's time while both run, and on CI's
+    2 cores, under the suite's other workers, those came close enough that the even split was
+    predicted the faster (CI, 2026-12-02: alone 0.74 vs 1.62 ms a probe of 2 items; [2, 2]
+    predicted 5.46 ms, so while both ran A took at least 2/3 of B's time per item)."""
     from tvm_partition.cli.stages import main
 
     model, expected = lstm
     common = ["lstm", "--seq-len", "4", "--batch", "4", "--no-tuning", "--ray", ray_cluster.address]
     assert main([*common, "--mode", "split", "--ratios", "speed", "--out", str(tmp_path / "s")]) == 0
     spec = json.loads((tmp_path / "s" / "pipeline.json").read_text())
-    ms = spec["measured_servers"]
-    assert ms["A"] < ms["B"] and spec["slices"][0] > spec["slices"][1] and spec["predicted_ms"] > 0
+    ms, models = spec["measured_servers"], spec["split_models"]
+    assert ms["A"] < ms["B"] and models[0]["ms_per_item"] < models[1]["ms_per_item"]
+
+    def span(slices):
+        key = "shared_ms_per_item" if all(slices) else "ms_per_item"
+        return max(m["overhead_ms"] + n * m[key] for m, n in zip(models, slices) if n)
+
+    best = min(((a, 4 - a) for a in range(5)), key=lambda c: (span(c), abs(c[0] - c[1])))
+    assert tuple(spec["slices"]) == best and spec["predicted_ms"] == pytest.approx(span(best), abs=1e-3)
     close(rc.RayPipeline(str(tmp_path / "s"), ["A", "B"]).run(model.inputs), expected)
     assert main([*common, "--strategy", "heft", "--out", str(tmp_path / "h")]) == 0
     spec = json.loads((tmp_path / "h" / "pipeline.json").read_text())

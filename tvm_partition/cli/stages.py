@@ -482,7 +482,8 @@ def parse_ratios(text: str, servers: int) -> str | list[float]:
 
 
 def _split_plan(source, model, load_args, servers: int, ratios, ray, tuning_db, threads):
-    """The batch split (:mod:`tvm_partition.planners.servers`) and, where measured, the servers."""
+    """The batch split (:mod:`tvm_partition.planners.servers`) and, where measured, the servers and
+    the planner's model of each (:class:`~tvm_partition.planners.servers.ServerModel`)."""
     from .. import frontend
     from ..planners import servers as sp
     from ..runtime import cluster
@@ -492,7 +493,7 @@ def _split_plan(source, model, load_args, servers: int, ratios, ray, tuning_db, 
         raise StageError(f"batch {batch} does not divide into {servers} equal parts (use --batch, or --ratios)")
     if not ray:
         dummy = [sp.ServerModel(f"s{i}", 1.0) for i in range(servers)]
-        return (sp.equal(dummy, batch) if ratios == "equal" else sp.fixed(dummy, batch, ratios)), None
+        return (sp.equal(dummy, batch) if ratios == "equal" else sp.fixed(dummy, batch, ratios)), None, None
     probe_batch = max(1, batch // servers)
     part = frontend.load(source, **{**load_args, "batch": probe_batch})
     with tempfile.TemporaryDirectory(prefix="tvmp-probe-") as d:
@@ -511,7 +512,7 @@ def _split_plan(source, model, load_args, servers: int, ratios, ray, tuning_db, 
     measured = dataclasses.replace(measured, ms_together=together)
     plan = {"speed": lambda: sp.balanced(models, batch), "equal": lambda: sp.equal(models, batch)}.get(
         ratios if isinstance(ratios, str) else "", lambda: sp.fixed(models, batch, ratios))()
-    return plan, measured
+    return plan, measured, models
 
 
 def _compile_split(model_name, model, servers, out_dir, ratios, ray, tuning_db, threads, load_args) -> dict:
@@ -520,8 +521,8 @@ def _compile_split(model_name, model, servers, out_dir, ratios, ray, tuning_db, 
 
     if hasattr(model_name, "mod"):
         raise StageError("--mode split reloads the model at the slices' batch sizes: give a zoo name or an .onnx path")
-    plan, measured = _split_plan(model_name, model, load_args, servers, parse_ratios(ratios, servers), ray,
-                                 tuning_db, threads)
+    plan, measured, models = _split_plan(model_name, model, load_args, servers, parse_ratios(ratios, servers),
+                                         ray, tuning_db, threads)
     os.makedirs(out_dir, exist_ok=True)
     arts = {}
     for items in sorted(set(n for n in plan.slices if n)):
@@ -532,7 +533,9 @@ def _compile_split(model_name, model, servers, out_dir, ratios, ray, tuning_db, 
     extra = {"axis": 0, "slices": list(plan.slices), "slice_artifacts": [arts.get(n, first) for n in plan.slices],
              "ratios": plan.how}
     if measured:
-        extra.update(measured.record(), predicted_ms=round(plan.predicted_ms, 3))
+        # the times the split was priced with, as the planner saw them: why these slices
+        extra.update(measured.record(), predicted_ms=round(plan.predicted_ms, 3),
+                     split_models=[dataclasses.asdict(m) for m in models])
     write(out_dir, "split", servers, sorted(arts.values()), model, extra)
     return {"parts": servers, "slices": list(plan.slices), **({"predicted_ms": extra["predicted_ms"]} if measured else {})}
 
