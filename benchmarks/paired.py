@@ -1,6 +1,6 @@
 """Paired latency ratios of artifacts against a baseline, for a machine whose speed drifts.
 
-    python benchmarks/paired.py BASE OTHER [OTHER ...] [--pairs 9] [--repeat 30] [--out FILE.json]
+    python benchmarks/paired.py BASE OTHER [OTHER ...] [--pairs 9] [--repeat 30] [--in-process] [--out FILE.json]
 
 Every artifact (``compile ... --out DIR``) is measured as ``bench`` measures a row, one fresh
 process at a time (:func:`tvm_partition.bench.runtime.measure_process`: the TVM runtime alone,
@@ -11,6 +11,13 @@ ratios with their min and max, and each artifact's median over the rounds. Why: 
 VM the same artifact measured in fresh processes minutes apart ran up to 1.8x apart (lstm seq 10
 ``cpu`` 1.0 and 1.8 ms, 2026-11-23), more than the differences between strategies that a
 benchmark row is meant to show; two processes measured seconds apart drift much less.
+
+``--in-process``: every artifact loaded once in this process (the TVM runtime alone,
+:class:`tvm_partition.runtime.runner.Runner`) and timed in the same alternating rounds, each time
+the median of ``--repeat`` runs after two of warm-up: the two sides of a round a second apart, not
+two process starts. Why: ratios of a few percent drowned in the process rounds on this VM
+(FCN-ResNet50 with channels-last 1x1s, 9 rounds: median 0.94x, range 0.71-1.17; in one process,
+12 rounds: quartiles 0.89-1.03, 2026-12-02).
 """
 
 from __future__ import annotations
@@ -25,19 +32,44 @@ REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, REPO)  # this checkout's package, not another installed copy
 
 
-def paired(arts: list[str], pairs: int, repeat: int, say=print) -> dict:
-    """``{art: {"medians_us": [...], "ratios": [...]}}`` over ``pairs`` rounds; ratios to ``arts[0]``."""
+def in_a_process(repeat: int):
+    """``measure(art) -> median us`` of ``repeat`` runs of each artifact in a fresh process."""
     from tvm_partition.bench.runtime import measure_process
 
+    def measure(art: str) -> float:
+        res = measure_process(art, repeat)
+        if "error" in res:
+            raise RuntimeError(f"{art}: {res['error']}")
+        return res["measured_median_us"]
+
+    return measure
+
+
+def in_this_process(repeat: int):
+    """``measure(art) -> median us`` of ``repeat`` runs (after 2 of warm-up) of each artifact,
+    loaded once in this process on its own example inputs."""
+    from tvm_partition.runtime.runner import Runner
+
+    loaded = {}
+
+    def measure(art: str) -> float:
+        if art not in loaded:
+            runner = Runner(art)
+            loaded[art] = (runner, runner.example_inputs(0))
+        runner, inputs = loaded[art]
+        return statistics.median(runner.time(inputs, repeat, warmup=2))
+
+    return measure
+
+
+def paired(arts: list[str], pairs: int, repeat: int, say=print, measure=None) -> dict:
+    """``{art: {"medians_us": [...], "ratios": [...]}}`` over ``pairs`` rounds; ratios to ``arts[0]``;
+    ``measure``: :func:`in_a_process` (the default) or :func:`in_this_process`."""
+    measure = measure or in_a_process(repeat)
     out = {a: {"medians_us": [], "ratios": []} for a in arts}
     for i in range(pairs):
         order = arts if i % 2 == 0 else arts[::-1]
-        got = {}
-        for art in order:
-            res = measure_process(art, repeat)
-            if "error" in res:
-                raise RuntimeError(f"{art}: {res['error']}")
-            got[art] = res["measured_median_us"]
+        got = {art: measure(art) for art in order}
         for art in arts:
             out[art]["medians_us"].append(got[art])
             out[art]["ratios"].append(got[art] / got[arts[0]])
@@ -60,6 +92,8 @@ def main(argv=None) -> int:
     ap.add_argument("artifacts", nargs="+", help="artifact folders; the first is the baseline")
     ap.add_argument("--pairs", type=int, default=9, help="rounds (default 9)")
     ap.add_argument("--repeat", type=int, default=30, help="runs per process after warm-up (default 30)")
+    ap.add_argument("--in-process", action="store_true",
+                    help="load every artifact once in this process and time it there (small ratios)")
     ap.add_argument("--out", help="write the rounds and the summary as JSON here")
     args = ap.parse_args(argv)
     missing = [a for a in args.artifacts if not os.path.isdir(a)]
@@ -69,7 +103,8 @@ def main(argv=None) -> int:
     if why:
         print(f"error: {why}", file=sys.stderr)
         return 2
-    result = paired(args.artifacts, args.pairs, args.repeat, say=lambda m: print(m, file=sys.stderr))
+    measure = (in_this_process if args.in_process else in_a_process)(args.repeat)
+    result = paired(args.artifacts, args.pairs, args.repeat, say=lambda m: print(m, file=sys.stderr), measure=measure)
     rows = summary(result)
     print("| artifact | median us (min-max) | / baseline, median (min-max) |")
     print("| --- | ---: | ---: |")
@@ -78,7 +113,8 @@ def main(argv=None) -> int:
               f"| {r['ratio_median']:.3f} ({r['ratio_min']:.3f}-{r['ratio_max']:.3f}) |")
     if args.out:
         with open(args.out, "w", encoding="utf-8") as f:
-            json.dump({"rounds": result, "summary": rows, "pairs": args.pairs, "repeat": args.repeat}, f, indent=1)
+            json.dump({"rounds": result, "summary": rows, "pairs": args.pairs, "repeat": args.repeat,
+                       "in_process": args.in_process}, f, indent=1)
     return 0
 
 

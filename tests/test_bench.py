@@ -472,6 +472,33 @@ def test_paired_ratios_are_taken_within_each_round(monkeypatch, tmp_path):
     assert proc.returncode == 2 and proc.stderr.strip() == f"error: {tmp_path / 'nope'}: no such artifact folder"
 
 
+def test_paired_in_process_loads_each_artifact_once(monkeypatch):
+    """benchmarks/paired.py --in-process: each artifact loaded once, timed in every round (the
+    median of its runs), the order alternating as across processes."""
+    sys.path.insert(0, os.path.join(REPO, "benchmarks"))
+    import paired
+    from tvm_partition.runtime import runner as runtime_runner
+
+    loads, calls = [], []
+
+    class Fake:
+        def __init__(self, art):
+            loads.append(art)
+            self.art = art
+
+        def example_inputs(self, seed):
+            return {"x": seed}
+
+        def time(self, inputs, repeat, warmup=None):
+            calls.append((self.art, repeat, warmup))
+            return [{"a": 100.0, "b": 80.0}[self.art]] * (repeat - 1) + [1e9]  # one outlier: the median
+
+    monkeypatch.setattr(runtime_runner, "Runner", Fake)
+    rows = paired.summary(paired.paired(["a", "b"], 3, 5, say=lambda m: None, measure=paired.in_this_process(5)))
+    assert loads == ["a", "b"] and [c[0] for c in calls] == ["a", "b", "b", "a", "a", "b"]
+    assert {c[1:] for c in calls} == {(5, 2)} and [r["ratio_median"] for r in rows] == [1.0, 0.8]
+
+
 def test_ops_vs_ort_rows_pair_both_sides_within_rounds(tmp_path):
     """benchmarks/ops_vs_ort.py: a convolution is one row on both sides though onnxruntime pads its
     channels to NCHWc blocks (SqueezeNet's 1000 classifier channels: 1008 there, 1024 in our build;
