@@ -3,7 +3,7 @@ vectors of output channels against the largest row within :data:`ROW_BUDGET` (wh
 chose before it), on every distinct convolution kernel of some models where the two differ, each
 kernel alone on this machine's thread pool.
 
-    python benchmarks/conv_tiles.py MODEL[:IMAGE_SIZE] [MODEL ...] [--rounds 3] [--tail | --long-1x1 | --chunks] [--target-cpu MCPU]
+    python benchmarks/conv_tiles.py MODEL[:IMAGE_SIZE] [MODEL ...] [--rounds 3] [--tail | --long-1x1 | --chunks | --channels-last] [--target-cpu MCPU]
 
 How :data:`tvm_partition.build.templates.PAIRED_ROW` was set (BENCHMARKS.md, "Register tiles on
 AVX2"): each kernel is scheduled both ways and timed in alternating rounds (``tuning.time_kernel``:
@@ -20,7 +20,10 @@ tile against the one before :data:`tvm_partition.build.templates.LONG_1X1_REDUCT
 "1x1 convolutions of long reductions on 13-wide maps"). ``--chunks``: the chosen plan's reduction in
 chunks against the whole reduction under each tile, where the plan cuts it
 (:data:`tvm_partition.build.templates.LONG_REDUCTION_BYTES`; BENCHMARKS.md, "Reductions whose
-weights outgrow the L2 cache, in chunks"). ``--target-cpu``: plan and
+weights outgrow the L2 cache, in chunks"). ``--channels-last``: every ungrouped 1x1 whose input
+channels fill whole vectors, reading its input from a channels-last copy against in place, the
+column ``rule`` saying which :func:`tvm_partition.build.templates._channels_last` takes
+(BENCHMARKS.md, "1x1 convolutions of long reductions, channels last"). ``--target-cpu``: plan and
 compile for another CPU's ``-mcpu`` (``znver3``: AVX2 code), timed on this one.
 """
 
@@ -40,14 +43,17 @@ def main(argv=None) -> int:
                                              "--long-1x1": "the chosen tile against one vector where a long 1x1 "
                                                            "takes two (templates.LONG_1X1_REDUCTION)",
                                              "--chunks": "the reduction in chunks against the whole one under each "
-                                                         "tile (templates.LONG_REDUCTION_BYTES)"})
+                                                         "tile (templates.LONG_REDUCTION_BYTES)",
+                                             "--channels-last": "every ungrouped 1x1 on a channels-last copy of its "
+                                                                "input against in place (templates._channels_last)"})
     import dataclasses
 
     from tvm_partition.build import templates
 
     print(f"vector lanes, registers: {templates.vector_lanes(target)}; paired rows: {templates.PAIRED_ROW}")
     before, after = ("divisor's tile", "tail tile") if args.tail else ("one vector", "two vectors") if args.long_1x1 \
-        else ("whole reduction", "chunks") if args.chunks else ("row tile", "paired tile")
+        else ("whole reduction", "chunks") if args.chunks else ("in place", "channels last (rule)") \
+        if args.channels_last else ("row tile", "paired tile")
     print(f"| model | extents (n, f, y, x, rc, ry, rx) | epilogue | {before} | us | {after} | us | ratio | GFLOP/s |")
     print("| --- | --- | --- | --- | ---: | --- | ---: | ---: | ---: |")
     for label, kmod, nest in convolutions(args.models, target):
@@ -59,14 +65,23 @@ def main(argv=None) -> int:
             else {**divisor, "PAIRED_ROW": {}}
         if args.chunks:
             row = paired and dataclasses.replace(paired, chunk=0)
+        elif args.channels_last:  # every candidate, whether the rule takes it or not
+            with mock.patch.multiple(templates, CHANNELS_LAST_INPUT=0, CHANNELS_LAST_BYTES=0, CHANNELS_LAST_OUTPUT=0,
+                                     CHANNELS_LAST_REREAD_BYTES=0):
+                every = templates._plan(kmod, target)  # noqa: SLF001
+            taken = "yes" if paired is not None and paired.channels_last else "no"
+            if every is None or not every.channels_last:
+                continue
+            paired, row = every, dataclasses.replace(every, channels_last=False)
         else:
             with mock.patch.multiple(templates, **undone):
                 row = templates._plan(kmod, target)  # noqa: SLF001
-        if paired is None or (paired.row, paired.blocks, paired.chunk) == (row.row, row.blocks, row.chunk):
+        if paired is None or (paired.row, paired.blocks, paired.chunk, paired.channels_last) == \
+                (row.row, row.blocks, row.chunk, row.channels_last):
             continue
         funcs = [templates._schedule_conv(kmod, target, plan) for plan in (row, paired)]  # noqa: SLF001
         (old, new), ratio = alternated(funcs, target, args.rounds)
-        chunks = f", {paired.chunk} channels a chunk" if paired.chunk else ""
+        chunks = f", {paired.chunk} channels a chunk" if paired.chunk else f" ({taken})" if args.channels_last else ""
         print(f"| {label} | {nest.extents} | {len(nest.epilogue)} blocks | {row.row} x {row.blocks} | {old:.1f} "
               f"| {paired.row} x {paired.blocks}{chunks} | {new:.1f} | {ratio:.2f} | {gflops(nest, new):.0f} |", flush=True)
     return 0

@@ -207,6 +207,37 @@ def test_a_convolution_in_chunks_of_its_reduction_computes_the_convolution(kmod,
     np.testing.assert_allclose(run(func), run(kmod["main"]), rtol=1e-4, atol=1e-4)
 
 
+@pytest.mark.parametrize("kmod,last", [
+    (conv(1024, 256, 28, k=1, padding=0), True),  # FCN-ResNet50's dilated stage: 3.2 MB of input
+    (conv(512, 1024, 28, k=1, stride=2, padding=0), True),  # ResNet-50's strided downsampling
+    (conv(512, 2048, 28, k=1, padding=0), True),  # 1.6 MB read by 64 blocks of output channels
+    (conv(1024, 1024, 14, k=1, padding=0), True),  # ResNeXt-50's: 0.8 MB read by 32
+    (conv(512, 256, 28, k=1, padding=0), False),  # 1.6 MB read by 8: fits this Xeon's L2 cache
+    (conv(512, 1024, 14, k=1, padding=0), False),  # 0.4 MB read by 32
+    (conv(256, 512, 56, k=1, stride=2, padding=0), False),  # strided, but 256 channels
+    (conv(2048, 512, 28), False),  # 3x3 (reduction chunks instead)
+    (conv(1024, 256, 28, k=1, padding=0, groups=32), False),  # grouped
+], ids=["fcn", "strided", "read-by-64", "read-by-32", "fits-l2", "small", "short", "3x3", "grouped"])
+def test_long_1x1s_read_a_channels_last_copy_of_their_input(kmod, last):
+    plan = templates._plan(kmod, planned_for("emeraldrapids"))
+    assert plan.channels_last == last, plan
+
+
+@pytest.mark.parametrize("kmod,parallel", [
+    (conv(64, 32, 14, k=1, padding=0), True), (conv(32, 64, 12, k=1, stride=2, padding=0), True),
+    (conv(48, 32, 7, k=1, padding=0, epilogue="batch_norm"), False), (conv(32, 32, 1, k=1, padding=0, epilogue="scale"), False),
+], ids=["1x1", "strided", "batch-norm", "scale"])
+def test_a_convolution_on_a_channels_last_copy_computes_the_convolution(kmod, parallel):
+    """The copy forced on small kernels (run here: the host's lanes), in parallel and serial."""
+    import dataclasses
+
+    plan = dataclasses.replace(templates._plan(kmod, TARGET), channels_last=True, parallel=parallel)
+    func = templates._schedule_conv(kmod, TARGET, plan)
+    n, c, h, w = (int(x) for x in kmod["main"].params[0].shape)
+    assert f"sblock_alloc_buffer(({', '.join(f'T.int64({e})' for e in (n, h, w, c))}))" in func.script(), "no copy"
+    np.testing.assert_allclose(run(func), run(kmod["main"]), rtol=1e-4, atol=1e-4)
+
+
 @pytest.mark.parametrize("kmod,tile", [
     (conv(16, 64, 17), (7, 2)),
     (conv(8, 32, 13, k=1, padding=0), (7, 1)),

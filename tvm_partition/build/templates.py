@@ -32,6 +32,9 @@ The schedule (TVM 0.27 ``s_tir.Schedule``):
   (``relax.transform.SplitLayoutRewritePreproc``) so it runs once in ``main_transform_params``,
   not per call. Read in place (``OIHW``, a gather per vector) the same schedule ran 4198 us, packed
   1325 us.
+- Where a block's weights outgrow the L2 cache the reduction runs in chunks of input channels
+  outside the row's tiles (:func:`_reduction_chunk`); a 1x1 of a long reduction over a large or
+  often read input reads a channels-last copy of it made first (:func:`_channels_last`).
 
 A 1x1, stride-1 convolution whose tile of whole output rows holds whole vectors of pixels (56 and
 28 wide on AVX-512, not 14 or 7) takes a schedule of its own instead (:func:`_pointwise_plan`):
@@ -308,6 +311,35 @@ LONG_REDUCTION_BYTES = 1024 * 1024
 #: The most bytes of a block's weights one chunk holds: its input channels the largest power of two
 #: that divides them within it (256 of FCN's 2048, 295 KB; 128 and 512 ran the same).
 REDUCTION_CHUNK_BYTES = 512 * 1024
+#: Input channels from which an ungrouped 1x1 convolution on the direct template may read its input
+#: from a channels-last copy the kernel makes first (:func:`_channels_last`): where it is strided,
+#: its input outgrows :data:`CHANNELS_LAST_BYTES`, or :data:`CHANNELS_LAST_OUTPUT` output channels
+#: read an input of :data:`CHANNELS_LAST_REREAD_BYTES`. Why: a tile of 7 pixels reads 28 bytes of
+#: each input channel's plane and jumps to the next plane, so over 512 channels or more it touches
+#: more cache lines than the L1 cache holds (768 of 64 bytes on this Xeon), each partly used, and a
+#: strided tile every other pixel of twice as many; channels last it reads 7 x 4 bytes x channels in
+#: whole lines, in order, for one copy of the input a call. Every ungrouped 1x1 of ResNet-50,
+#: FCN-ResNet50, DenseNet-121, GoogLeNet, ResNeXt-50 and SqueezeNet 1.1 (torchvision exports) both
+#: ways, each alone, in two runs (5 rounds each, 2 threads, intel-r-xeon-r-processor-emeraldrapids-2c,
+#: 2026-12-02; ``benchmarks/conv_tiles.py --channels-last``; BENCHMARKS.md "1x1 convolutions of long
+#: reductions, channels last"): the strided ones from 512 channels 0.70-0.87x; FCN's stride-1 ones of
+#: 1024 and 2048 input channels at 28 x 28 (3.2 and 6.4 MB) 0.71-0.96x; those of 1024 and 2048
+#: output channels from 512 at 28 x 28 (1.6 MB, read by 32 and 64 blocks of channels) 0.69-0.81x and
+#: ResNeXt's 1024 -> 1024 at 14 x 14 (0.8 MB) 0.84-0.89x. Smaller inputs read by fewer blocks lose
+#: or tie: 512 channels at 28 x 28 into 128-512 0.91-1.16x, 1024 at 14 x 14 into 256-512 0.78-1.21x,
+#: the 14-, 13- and 7-wide ones of DenseNet-121, GoogLeNet and SqueezeNet 0.97-2.35x, ResNet-50's and
+#: ResNeXt-50's 7-wide ones 0.90-1.10x; under 512 channels the strided 256 -> 512 from 56 wide
+#: 1.21-1.28x and most others 0.95-2.29x (FCN's 256 -> 1024 and ResNeXt's 256 -> 512 at 28 x 28,
+#: 0.81-0.92x, are left in place with them).
+CHANNELS_LAST_INPUT = 512
+#: Bytes of input beyond which a stride-1 1x1 of :data:`CHANNELS_LAST_INPUT` channels reads a
+#: channels-last copy: this Xeon's L2 cache a core (2 MiB), beyond which the planes' partly used
+#: lines come from L3 at every row of tiles.
+CHANNELS_LAST_BYTES = 2 * 1024 * 1024
+#: Output channels (32 or more blocks of two vectors, each reading the whole input) from which an
+#: input of :data:`CHANNELS_LAST_REREAD_BYTES` or more is read channels last.
+CHANNELS_LAST_OUTPUT = 1024
+CHANNELS_LAST_REREAD_BYTES = 768 * 1024
 #: Blocks of output channels the parallel loop keeps at least, when a tile takes several vectors;
 #: :data:`ROWS_FIRST_CHANNEL_BLOCKS` where it runs over output rows first on a full-width AVX-512
 #: CPU (:func:`_full_width_fma`), whose rows give the threads their tasks: ResNet-50's stem (64
@@ -477,6 +509,7 @@ class _Plan:
     parallel: bool = True  # a parallel loop (not below :data:`tvm_partition.build.transfer.SERIAL_FLOPS`)
     block: str = _CONV  # the convolution block's name: TOPI's ungrouped or grouped one
     chunk: int = 0  # input channels a reduction chunk outside the row's tiles; 0: none (:func:`_reduction_chunk`)
+    channels_last: bool = False  # the input read from a channels-last copy made first (:func:`_channels_last`)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -598,8 +631,23 @@ def _plan(kmod: tvm.IRModule, target) -> _Plan | None:
         blocks = _blocks(row, oc, lanes, registers, per_group, least, LONG_1X1_ACC_BUDGET)
     taps = nest.extents[5] * nest.extents[6]
     chunk = _reduction_chunk(group_channels, taps, blocks * lanes) if per_group == oc else 0
+    last = not chunk and per_group == oc and _channels_last(conv, nest, lanes) and not (nest.padded and not _copied(kmod))
     return _Plan(nest.epilogue, weight, lanes, row, nest.padded, blocks, rows_outer, not serial(kmod, target),
-                 nest.block.name_hint, chunk)
+                 nest.block.name_hint, chunk, last)
+
+
+def _channels_last(conv, nest: _Nest, lanes: int) -> bool:
+    """Whether a 1x1 convolution reads its input from a channels-last copy: at least
+    :data:`CHANNELS_LAST_INPUT` input channels, a whole number of vectors of them, and strided (its
+    input wider than its output), an input of more than :data:`CHANNELS_LAST_BYTES`, or at least
+    :data:`CHANNELS_LAST_OUTPUT` output channels reading :data:`CHANNELS_LAST_REREAD_BYTES`."""
+    _, outputs, _, width, channels, ry, rx = nest.extents
+    data = conv.reads[0].source
+    strided = int(data.shape[-1]) > width
+    size = math.prod(int(x) for x in data.shape) * data.dtype.bits // 8
+    reread = outputs >= CHANNELS_LAST_OUTPUT and size >= CHANNELS_LAST_REREAD_BYTES
+    return ((ry, rx) == (1, 1) and channels >= CHANNELS_LAST_INPUT and channels % lanes == 0
+            and (strided or size > CHANNELS_LAST_BYTES or reread))
 
 
 def _reduction_chunk(channels: int, taps: int, block_channels: int) -> int:
@@ -1124,6 +1172,8 @@ def _schedule_conv(kmod: tvm.IRModule, target, plan: _Plan) -> tvm.tirx.PrimFunc
     padded = plan.padded and not _copied(kmod)
     if plan.padded and not padded:
         sch.compute_inline(sch.get_sblock("pad_temp"))
+    if plan.channels_last:
+        _channels_last_copy(sch, conv, plan.lanes, plan.parallel)
     n, f, y, x, rc, ry, rx = sch.get_loops(conv)
     f_o, f_b, f_i = sch.split(f, [None, plan.blocks, plan.lanes])
     x_o, x_i = sch.split(x, [None, plan.row])
@@ -1150,6 +1200,20 @@ def _schedule_conv(kmod: tvm.IRModule, target, plan: _Plan) -> tvm.tirx.PrimFunc
     sch.unroll(x_i)
     _reduction_and_padding(sch, conv, zeroed, padded and plan.parallel)  # serial: a serial padding too
     return _packed(sch, target)
+
+
+def _channels_last_copy(sch, conv, lanes: int, parallel: bool) -> None:
+    """``conv``'s input copied channels last (``n y x c``) in a stage before it, its rows in
+    parallel, each pixel's channels a vector at a time (:func:`_channels_last`)."""
+    copy = sch.cache_read(conv, 0, "global")
+    sch.transform_layout(copy, ("write", 0), lambda n, c, y, x: (n, y, x, c))
+    n, c, y, x = sch.get_loops(copy)
+    sch.reorder(n, y, x, c)
+    _, lane = sch.split(c, [None, lanes])
+    rows = sch.fuse(n, y)
+    if parallel:
+        sch.parallel(rows)
+    sch.vectorize(lane)
 
 
 def _packed(sch, target) -> tvm.tirx.PrimFunc | None:
