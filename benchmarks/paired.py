@@ -15,9 +15,9 @@ benchmark row is meant to show; two processes measured seconds apart drift much 
 ``--in-process``: every artifact loaded once in this process (the TVM runtime alone,
 :class:`tvm_partition.runtime.runner.Runner`) and timed in the same alternating rounds, each time
 the median of ``--repeat`` runs after two of warm-up: the two sides of a round a second apart, not
-two process starts. Why: ratios of a few percent drowned in the process rounds on this VM
-(FCN-ResNet50 with channels-last 1x1s, 9 rounds: median 0.94x, range 0.71-1.17; in one process,
-12 rounds: quartiles 0.89-1.03, 2026-12-02).
+two process starts. Why: ratios of a few percent drowned in the process rounds on this VM (a first
+build of FCN-ResNet50 with channels-last 1x1s, 9 process rounds: median 0.94x, range 0.71-1.17;
+the same two builds in one process, 12 rounds: quartiles 0.89-1.03; 2026-12-02).
 """
 
 from __future__ import annotations

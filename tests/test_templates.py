@@ -225,7 +225,8 @@ def test_long_1x1s_read_a_channels_last_copy_of_their_input(kmod, last):
 
 @pytest.mark.parametrize("kmod,parallel", [
     (conv(64, 32, 14, k=1, padding=0), True), (conv(32, 64, 12, k=1, stride=2, padding=0), True),
-    (conv(48, 32, 7, k=1, padding=0, epilogue="batch_norm"), False), (conv(32, 32, 1, k=1, padding=0, epilogue="scale"), False),
+    (conv(48, 32, 7, k=1, padding=0, epilogue="batch_norm"), False),
+    (conv(32, 32, 1, k=1, padding=0, epilogue="scale"), False),
 ], ids=["1x1", "strided", "batch-norm", "scale"])
 def test_a_convolution_on_a_channels_last_copy_computes_the_convolution(kmod, parallel):
     """The copy forced on small kernels (run here: the host's lanes), in parallel and serial."""

@@ -631,7 +631,8 @@ def _plan(kmod: tvm.IRModule, target) -> _Plan | None:
         blocks = _blocks(row, oc, lanes, registers, per_group, least, LONG_1X1_ACC_BUDGET)
     taps = nest.extents[5] * nest.extents[6]
     chunk = _reduction_chunk(group_channels, taps, blocks * lanes) if per_group == oc else 0
-    last = not chunk and per_group == oc and _channels_last(conv, nest, lanes) and not (nest.padded and not _copied(kmod))
+    unpadded = not nest.padded or _copied(kmod)
+    last = not chunk and per_group == oc and unpadded and _channels_last(conv, nest, lanes)
     return _Plan(nest.epilogue, weight, lanes, row, nest.padded, blocks, rows_outer, not serial(kmod, target),
                  nest.block.name_hint, chunk, last)
 
