@@ -76,8 +76,7 @@ def main(argv=None) -> int:
         else:
             with mock.patch.multiple(templates, **undone):
                 row = templates._plan(kmod, target)  # noqa: SLF001
-        if paired is None or (paired.row, paired.blocks, paired.chunk, paired.channels_last) == \
-                (row.row, row.blocks, row.chunk, row.channels_last):
+        if paired is None or paired == row:  # the same plan: the same schedule
             continue
         funcs = [templates._schedule_conv(kmod, target, plan) for plan in (row, paired)]  # noqa: SLF001
         (old, new), ratio = alternated(funcs, target, args.rounds)

@@ -632,20 +632,20 @@ def _plan(kmod: tvm.IRModule, target) -> _Plan | None:
     taps = nest.extents[5] * nest.extents[6]
     chunk = _reduction_chunk(group_channels, taps, blocks * lanes) if per_group == oc else 0
     unpadded = not nest.padded or _copied(kmod)
-    last = not chunk and per_group == oc and unpadded and _channels_last(conv, nest, lanes)
+    last = not chunk and per_group == oc and unpadded and _channels_last(nest, lanes)
     return _Plan(nest.epilogue, weight, lanes, row, nest.padded, blocks, rows_outer, not serial(kmod, target),
                  nest.block.name_hint, chunk, last)
 
 
-def _channels_last(conv, nest: _Nest, lanes: int) -> bool:
+def _channels_last(nest: _Nest, lanes: int) -> bool:
     """Whether a 1x1 convolution reads its input from a channels-last copy: at least
     :data:`CHANNELS_LAST_INPUT` input channels, a whole number of vectors of them, and strided (its
     input wider than its output), an input of more than :data:`CHANNELS_LAST_BYTES`, or at least
     :data:`CHANNELS_LAST_OUTPUT` output channels reading :data:`CHANNELS_LAST_REREAD_BYTES`."""
     _, outputs, _, width, channels, ry, rx = nest.extents
-    data = conv.reads[0].source
+    data = nest.block.reads[0].source
     strided = int(data.shape[-1]) > width
-    size = math.prod(int(x) for x in data.shape) * data.dtype.bits // 8
+    size = _operand_elements(nest.block)[0] * data.dtype.bits // 8
     reread = outputs >= CHANNELS_LAST_OUTPUT and size >= CHANNELS_LAST_REREAD_BYTES
     return ((ry, rx) == (1, 1) and channels >= CHANNELS_LAST_INPUT and channels % lanes == 0
             and (strided or size > CHANNELS_LAST_BYTES or reread))
