@@ -1502,17 +1502,32 @@ def _epilogue_of(blocks: tuple, core: int) -> tuple[str, ...] | None:
 
 
 def _epilogue_in_parallel(sch, names: tuple[str, ...], lanes: int) -> None:
-    """Blocks ``names`` (after a row template's output) each inlined into the block before it where
-    they map its elements one to one, else a loop nest of its own: all but its innermost loop one
-    parallel loop, the innermost vectorised where a whole number of ``lanes`` (a padding of the
-    rows, whose extents are not the output's)."""
-    for name in names:
-        block = sch.get_sblock(name)
+    """Blocks ``names`` (after a row template's output) each inlined into the block after it,
+    the last into the block before it where it maps its elements one to one, else a loop nest of
+    its own: all but its innermost loop one parallel loop, the innermost vectorised where a whole
+    number of ``lanes`` (a padding of the rows, whose extents are not the output's).
+
+    Forward first (as :func:`_opened` does): an epilogue that reads the output twice
+    (``where(isnan(p), 0, p)`` after Hugging Face DistilBERT's softmax) inlined backwards block by
+    block left ``isnan`` in the output's block and ``where`` reading a buffer no longer defined:
+    TVM's ``reverse_compute_inline`` does not refuse a block whose producer has another consumer
+    (TVM 0.27; the kernel then failed to build)."""
+    for name in names[:-1]:
         try:
-            sch.reverse_compute_inline(block)
-            continue
+            sch.compute_inline(sch.get_sblock(name))
         except tvm.s_tir.schedule.ScheduleError:
             pass
+    for name in names:
+        try:
+            block = sch.get_sblock(name)
+        except tvm.s_tir.schedule.ScheduleError:  # inlined above
+            continue
+        if all(len(sch.get_consumers(p)) == 1 for p in sch.get_producers(block)):
+            try:
+                sch.reverse_compute_inline(block)
+                continue
+            except tvm.s_tir.schedule.ScheduleError:
+                pass
         loops = sch.get_loops(block)
         if len(loops) > 1:
             sch.parallel(sch.fuse(*loops[:-1]))

@@ -771,8 +771,9 @@ class Schedules:
 #: tile on the stack, 45 the direct convolution template's (:data:`tvm_partition.build.templates.TILE_SCOPE`),
 #: 46 cuts the reduction of a convolution whose block of weights outgrows the L2 cache into chunks
 #: outside the row's tiles (:data:`tvm_partition.build.templates.LONG_REDUCTION_BYTES`), 47 has long
-#: 1x1 convolutions read a channels-last copy of their input (:data:`tvm_partition.build.templates.CHANNELS_LAST_INPUT`).
-TRANSFER_RULES = 47
+#: 1x1 convolutions read a channels-last copy of their input (:data:`tvm_partition.build.templates.CHANNELS_LAST_INPUT`),
+#: 48 inlines a row template's epilogue forward first (:func:`tvm_partition.build.templates._epilogue_in_parallel`).
+TRANSFER_RULES = 48
 
 
 def open_schedules(path: str | None, transfer: bool = True) -> Schedules:
