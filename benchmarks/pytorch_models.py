@@ -21,6 +21,16 @@ writes torchvision's models of those names instead (``torchvision.models``, ``we
 torchvision's own initialisation, seeded; 1 x 3 x 224 x 224; ``segmentation.NAME`` and
 ``video.NAME`` for those families), the models users deploy most (BENCHMARKS.md, "torchvision's
 models"). Needs ``torchvision``.
+
+    python benchmarks/pytorch_models.py --transformers distilbert,bert,vit [--out build/transformers]
+
+writes Hugging Face ``transformers`` models of those kinds instead (each kind's default
+configuration, DistilBERT-base, BERT-base and ViT-B/16; random weights, seeded; the encoder's
+``last_hidden_state``), with their inputs named and left free as Hugging Face's own exporters
+leave them: ``input_ids`` and ``attention_mask`` (BERT: ``token_type_ids`` too) of
+``[batch_size, sequence_length]``, ViT's ``pixel_values`` of ``[batch_size, 3, height, width]``.
+``tvm-partition`` binds those with ``--seq-len`` and ``--image-size`` (BENCHMARKS.md, "Hugging Face
+exports"). Needs ``transformers``.
 """
 
 from __future__ import annotations
@@ -186,24 +196,82 @@ def torchvision_models(names: list[str]):
     return {name: one(name) for name in names}
 
 
+def transformers_models(names: list[str]):
+    """``{name: (module, example inputs, input names, free axes)}`` of Hugging Face encoders, seeded
+    (:data:`__doc__` says which)."""
+    import torch
+    import transformers as hf
+
+    class Hidden(torch.nn.Module):  # a model returns a ModelOutput; ONNX wants tensors
+        def __init__(self, net):
+            super().__init__()
+            self.net = net
+
+        def forward(self, *inputs):
+            return self.net(*inputs, return_dict=True).last_hidden_state
+
+    text = {"distilbert": (hf.DistilBertModel, hf.DistilBertConfig, ("input_ids", "attention_mask")),
+            "bert": (hf.BertModel, hf.BertConfig, ("input_ids", "attention_mask", "token_type_ids"))}
+    seq = {0: "batch_size", 1: "sequence_length"}
+
+    def one(name):
+        if name == "vit":
+            net = hf.ViTModel(hf.ViTConfig())
+            return (Hidden(net.eval()), (torch.randn(1, 3, 224, 224),), ["pixel_values"],
+                    {"pixel_values": {0: "batch_size", 2: "height", 3: "width"}, "output": {0: "batch_size"}})
+        if name not in text:
+            raise SystemExit(f"error: --transformers {name!r}: choose from {', '.join([*text, 'vit'])}")
+        make, config, inputs = text[name]
+        examples = (torch.randint(0, 1000, (1, 32)), torch.ones(1, 32, dtype=torch.long),
+                    torch.zeros(1, 32, dtype=torch.long))[:len(inputs)]
+        return Hidden(make(config()).eval()), examples, list(inputs), {**{n: seq for n in inputs}, "output": seq}
+
+    torch.manual_seed(0)
+    return {name: one(name) for name in names}
+
+
+def _dims_of(inputs: list[str], free: dict) -> dict:
+    """The free axes ``{input: {axis: name}}`` as the dynamo exporter takes them (it fails to
+    convert ``dynamic_axes`` itself): one ``torch.export.Dim`` a name, for the ``*inputs`` of
+    ``forward``."""
+    import torch
+
+    dims = {}
+
+    def dim(name):
+        return dims.setdefault(name, torch.export.Dim(name))
+
+    return {"inputs": tuple({axis: dim(name) for axis, name in free[n].items()} for n in inputs)}
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--out", default=os.path.join("build", "pytorch_models"), help="folder (default build/pytorch_models)")
     ap.add_argument("--exporters", default="torchscript,dynamo", help="comma-separated (default torchscript,dynamo)")
     ap.add_argument("--torchvision", metavar="NAMES", help="comma-separated torchvision.models names to export instead")
+    ap.add_argument("--transformers", metavar="NAMES", help="comma-separated Hugging Face models (distilbert, bert, "
+                                                             "vit) to export instead, their inputs free")
     args = ap.parse_args(argv)
     import torch
 
     os.makedirs(args.out, exist_ok=True)
-    chosen = torchvision_models(args.torchvision.split(",")) if args.torchvision else models()
-    for name, (module, example) in chosen.items():
+    if args.transformers:
+        chosen = transformers_models(args.transformers.split(","))
+    else:
+        chosen = {name: (module, (example,), None, None) for name, (module, example) in
+                  (torchvision_models(args.torchvision.split(",")) if args.torchvision else models()).items()}
+    for name, (module, examples, inputs, free) in chosen.items():
         for exporter in args.exporters.split(","):
             path = os.path.join(args.out, f"{name.rpartition('.')[2]}_{exporter}.onnx")
+            names = {"input_names": inputs, "output_names": ["output"]} if inputs else {}
             try:
                 if exporter == "dynamo":
-                    torch.onnx.export(module.eval(), (example,), path, dynamo=True, external_data=False, verbose=False)
+                    free_shapes = {"dynamic_shapes": _dims_of(inputs, free)} if inputs else {}
+                    torch.onnx.export(module.eval(), examples, path, dynamo=True, external_data=False, verbose=False,
+                                      **names, **free_shapes)
                 else:
-                    torch.onnx.export(module.eval(), (example,), path, dynamo=False, opset_version=17)
+                    torch.onnx.export(module.eval(), examples, path, dynamo=False, opset_version=17, **names,
+                                      **({"dynamic_axes": free} if inputs else {}))
             except Exception as e:  # an exporter's refusal is a result: report it, go on
                 print(f"{path}: {exporter} export failed: {type(e).__name__}: {str(e).splitlines()[0][:160]}")
                 continue

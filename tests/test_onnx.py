@@ -672,6 +672,118 @@ def test_free_batch_is_fixed_by_batch_option(tmp_path):
     np.testing.assert_allclose(outs[0], ref, rtol=RTOL, atol=ATOL)
 
 
+def free_text_model(path) -> onnx.ModelProto:
+    """A Hugging Face-like text export: ``input_ids`` (int64) and ``attention_mask`` of
+    ``[batch_size, sequence_length]``, both free; an embedding gathered, masked, a MatMul and a
+    softmax over the sequence."""
+    rng = np.random.default_rng(5)
+    weights = {"E": rng.standard_normal((4, 8)).astype(np.float32), "W": rng.standard_normal((8, 6)).astype(np.float32),
+               "one": np.array([2], np.int64)}
+    nodes = [helper.make_node("Gather", ["E", "input_ids"], ["e"]),
+             helper.make_node("Cast", ["attention_mask"], ["m0"], to=TensorProto.FLOAT),
+             helper.make_node("Unsqueeze", ["m0", "one"], ["m"]),
+             helper.make_node("Mul", ["e", "m"], ["h"]),
+             helper.make_node("MatMul", ["h", "W"], ["s"]),
+             helper.make_node("Softmax", ["s"], ["y"], axis=1)]
+    dims = ["batch_size", "sequence_length"]
+    graph = helper.make_graph(
+        nodes, "free_text",
+        [helper.make_tensor_value_info("input_ids", TensorProto.INT64, dims),
+         helper.make_tensor_value_info("attention_mask", TensorProto.INT64, dims)],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [*dims, 6])],
+        initializer=[numpy_helper.from_array(v, k) for k, v in weights.items()])
+    return _saved(graph, path)
+
+
+def free_image_model(path) -> onnx.ModelProto:
+    """A fully convolutional export with a free batch, height and width (``[N, 3, H, W]``): a 3x3
+    convolution, ReLU and a global average pool."""
+    rng = np.random.default_rng(6)
+    weights = {"W": rng.standard_normal((8, 3, 3, 3)).astype(np.float32) * 0.3}
+    nodes = [helper.make_node("Conv", ["x", "W"], ["c"], kernel_shape=[3, 3], pads=[1, 1, 1, 1]),
+             helper.make_node("Relu", ["c"], ["r"]),
+             helper.make_node("GlobalAveragePool", ["r"], ["y"])]
+    graph = helper.make_graph(
+        nodes, "free_image", [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", 3, "H", "W"])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["N", 8, 1, 1])],
+        initializer=[numpy_helper.from_array(v, k) for k, v in weights.items()])
+    return _saved(graph, path)
+
+
+def _saved(graph, path) -> onnx.ModelProto:
+    """``graph`` as an opset-13 model, checked and saved to ``path``."""
+    proto = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
+    proto.ir_version = 8
+    onnx.checker.check_model(proto)
+    onnx.save(proto, str(path))
+    return proto
+
+
+def test_a_free_sequence_is_bound_by_seq_len_and_matches_onnxruntime(tmp_path):
+    path = tmp_path / "text.onnx"
+    proto = free_text_model(path)
+    assert frontend.model_options(str(path)) == ("batch", "seq_len")
+    with pytest.raises(frontend.ModelError, match=r"input 'input_ids' has a free dimension 1 \(sequence_length\): "
+                                                  r"give --seq-len N"):
+        frontend.load(str(path))
+    model = frontend.load(str(path), batch=2, seq_len=5)
+    assert [i["shape"] for i in model.input_info()] == [[2, 5], [2, 5]]
+    assert model.config["seq_len"] == 5 and model.config["batch"] == 2
+    ids = np.random.default_rng(1).integers(0, 4, (2, 5)).astype(np.int64)
+    mask = np.array([[1, 1, 1, 0, 0], [1, 1, 1, 1, 1]], np.int64)
+    _, outs = run_split(model, tmp_path, [ids, mask], strategy="cpu")
+    (ref,) = ort_run(proto, [ids, mask])
+    np.testing.assert_allclose(outs[0], ref, rtol=RTOL, atol=ATOL)
+
+
+def test_a_free_height_and_width_are_bound_by_image_size_and_match_onnxruntime(tmp_path):
+    path = tmp_path / "image.onnx"
+    proto = free_image_model(path)
+    assert frontend.model_options(str(path)) == ("batch", "image_size")
+    with pytest.raises(frontend.ModelError, match=r"free dimension 2 \(H\): give --image-size N"):
+        frontend.load(str(path))
+    with pytest.raises(frontend.ModelError, match=r"--seq-len binds a free sequence .* no input has one "
+                                                  r"\(inputs: x 1x3x12x12\)"):
+        frontend.load(str(path), image_size=12, seq_len=4)
+    model = frontend.load(str(path), image_size=12)
+    assert [i["shape"] for i in model.input_info()] == [[1, 3, 12, 12]]
+    x = np.random.default_rng(2).standard_normal((1, 3, 12, 12)).astype(np.float32)
+    _, outs = run_split(model, tmp_path, [x], strategy="cpu", schedules=True)
+    (ref,) = ort_run(proto, [x])
+    np.testing.assert_allclose(outs[0], ref, rtol=RTOL, atol=ATOL)
+
+
+@pytest.mark.parametrize("dims,options,expected", [
+    (["N", 3, 8, 8], {}, ([1, 3, 8, 8], ["x[0] (N)"])),
+    ([4, 3, 8, 8], {"batch": 2}, ([2, 3, 8, 8], [])),  # --batch also replaces a static batch
+    ([4, "L"], {"seq_len": 7}, ([4, 7], [])),
+    (["N", "T", 16], {"batch": 3, "seq_len": 9}, ([3, 9, 16], [])),  # a series [batch, time, features]
+    ([1, 3, "H", "W"], {"image_size": 32}, ([1, 3, 32, 32], [])),
+    ([1, 8, "K"], {}, r"free dimension 2 \(K\) of 3; only the batch"),  # no flag binds it
+    ([1, "C", 8, 8], {}, r"free dimension 1 \(C\) of 4; only the batch"),
+    ([1, "L"], {}, r"give --seq-len N"),
+    ([1, 4], {"seq_len": 4}, r"--seq-len binds a free sequence .* \(inputs: x 1x4\)"),  # a static one is kept
+    ([1, 3, 8, 8], {"image_size": 4}, r"--image-size binds a free height or width"),
+])
+def test_free_dimensions_bound_by_position(dims, options, expected):
+    from tvm_partition.frontend import onnx_shapes
+
+    inputs = [helper.make_tensor_value_info("x", TensorProto.FLOAT, dims)]
+    if isinstance(expected, str):
+        with pytest.raises(onnx_shapes.ShapeError, match=expected):
+            onnx_shapes.bind(inputs, options)
+        return
+    shape, defaulted = expected
+    assert onnx_shapes.bind(inputs, options) == ({"x": shape}, defaulted)
+
+
+def test_layers_is_refused_for_an_onnx_model(tmp_path):
+    path = tmp_path / "cnn.onnx"
+    small_cnn(path)
+    with pytest.raises(frontend.ModelError, match=r"--layers applies to the zoo's lstm, gru and bert only"):
+        frontend.load(str(path), layers=2)
+
+
 def test_a_model_larger_than_the_available_memory_is_refused_before_loading(tmp_path, monkeypatch):
     path = tmp_path / "cnn.onnx"
     small_cnn(path)

@@ -116,16 +116,10 @@ def _split(text: str | None) -> list[str]:
     return [x.strip() for x in (text or "").split(",") if x.strip()]
 
 
-def model_options(name: str) -> tuple[str, ...]:
-    from ..frontend import zoo
-
-    return zoo.options(name) if name in zoo.NAMES else ("batch",)  # an .onnx file: a free batch at most
-
-
 def settings(args) -> list[tuple[str, dict]]:
     """``(model, options)`` per model and sweep value; flags apply to the models they fit."""
     from ..frontend import zoo
-    from ..frontend import MODEL_OPTIONS
+    from ..frontend import MODEL_OPTIONS, model_options
 
     base = QUICK_MODELS if args.quick else DEFAULT_MODELS
     names = _split(args.models) or list(base)

@@ -25,6 +25,7 @@ from ..devices import meminfo_bytes
 from ..errors import TvmPartitionError
 from ..inputs import random_input
 from .model import Model
+from . import onnx_shapes
 from .onnx_fold import fold_constants
 from .onnx_loop import unroll_loops
 from .onnx_rnn import RecurrentError, unroll_recurrent
@@ -59,7 +60,9 @@ def load(source, *, batch: int | None = None, seq_len: int | None = None, layers
     if isinstance(source, tvm.IRModule):
         model = _from_irmodule(source, params, inputs, seed)
     elif isinstance(source, str | os.PathLike) and str(source).endswith(".onnx"):
-        model = _from_onnx(str(source), batch, seed)
+        if layers is not None:
+            raise ModelError(f"{source}: --layers applies to the zoo's lstm, gru and bert only")
+        model = _from_onnx(str(source), {"batch": batch, "seq_len": seq_len, "image_size": image_size}, seed)
     elif isinstance(source, str) and source in zoo.NAMES:
         try:
             model = zoo.build(source, batch=batch, seq_len=seq_len, layers=layers, image_size=image_size, seed=seed)
@@ -75,6 +78,18 @@ def load(source, *, batch: int | None = None, seq_len: int | None = None, layers
 
 
 MODEL_OPTIONS = ("batch", "seq_len", "layers", "image_size")
+
+
+def model_options(source: str) -> tuple[str, ...]:
+    """The options of :data:`MODEL_OPTIONS` that apply to a zoo name or an ``.onnx`` file (those
+    that bind a free dimension of its inputs, :mod:`.onnx_shapes`, and the batch)."""
+    if source in zoo.NAMES:
+        return zoo.options(source)
+    import onnx
+
+    graph = onnx.load(source, load_external_data=False).graph
+    inits = {i.name for i in graph.initializer}
+    return onnx_shapes.free_options([i for i in graph.input if i.name not in inits])
 
 
 def load_from_args(source, args, seed: int = 0) -> Model:
@@ -148,7 +163,8 @@ def available_memory() -> int | None:
     return meminfo_bytes("MemAvailable")
 
 
-def _from_onnx(path: str, batch: int | None, seed: int) -> Model:
+def _from_onnx(path: str, shapes: dict[str, int | None], seed: int) -> Model:
+    """``shapes``: the options of :data:`onnx_shapes.FLAGS` that bind the graph's free dimensions."""
     import onnx
     from tvm.relax.frontend import detach_params
     from tvm.relax.frontend.onnx import from_onnx
@@ -174,22 +190,12 @@ def _from_onnx(path: str, batch: int | None, seed: int) -> Model:
     del proto.graph.input[:]
     proto.graph.input.extend(graph_inputs)
     _pairwise_sums(proto)
-    shape_dict, dtype_dict, unbound = {}, {}, []
-    for gi in graph_inputs:
-        tt = gi.type.tensor_type
-        dims = []
-        for k, d in enumerate(tt.shape.dim):
-            if d.HasField("dim_value") and d.dim_value > 0 and not (k == 0 and batch):
-                dims.append(int(d.dim_value))
-            elif k == 0:
-                dims.append(int(batch or 1))
-                if not batch and not d.HasField("dim_value"):
-                    unbound.append(f"{gi.name}[0] ({d.dim_param or '?'})")
-            else:
-                raise ModelError(f"{path}: input {gi.name!r} has a dynamic dimension {k} ({d.dim_param or '?'}); "
-                                 "only the batch (dimension 0, bound by --batch) may be free")
-        shape_dict[gi.name] = dims
-        dtype_dict[gi.name] = onnx.helper.tensor_dtype_to_np_dtype(tt.elem_type).name
+    try:
+        shape_dict, unbound = onnx_shapes.bind(graph_inputs, shapes)
+    except onnx_shapes.ShapeError as e:
+        raise ModelError(f"{path}: {e}") from None
+    dtype_dict = {gi.name: onnx.helper.tensor_dtype_to_np_dtype(gi.type.tensor_type.elem_type).name
+                  for gi in graph_inputs}
     fold_constants(proto, shape_dict)
     unroll_loops(proto, shape_dict)
     einsums_as_matmuls(proto, shape_dict)
@@ -214,7 +220,8 @@ def _from_onnx(path: str, batch: int | None, seed: int) -> Model:
     name = os.path.splitext(os.path.basename(path))[0]
     if name == "model":  # model zoos ship <name>/model.onnx
         name = os.path.basename(os.path.dirname(os.path.abspath(path))) or name
-    config = {"source": path, "batch": shape_dict[graph_inputs[0].name][0]}
+    config = {"source": path, "batch": shape_dict[graph_inputs[0].name][0],
+              **{k: v for k, v in shapes.items() if k != "batch" and v is not None}}
     if unbound:  # a free batch nobody bound: 1, said by load_from_args
         config["batch_defaulted"] = unbound
     return Model(name, mod, params, inputs, config)
