@@ -3,14 +3,20 @@ the rows outer (what it chose before :func:`~tvm_partition.build.templates._colu
 :data:`~tvm_partition.build.templates.WIDE_MATMUL_ROWS`), and the order alone, on every distinct
 matmul kernel of some models where they differ, each kernel alone on this machine's thread pool.
 
-    python benchmarks/matmul_tiles.py MODEL [MODEL ...] [--rounds 3] [--target-cpu MCPU]
+    python benchmarks/matmul_tiles.py MODEL [MODEL ...] [--rounds 3] [--target-cpu MCPU] [--chunks]
 
 Each kernel is scheduled the three ways and timed in alternating rounds (``tuning.time_kernel``:
 packed weights, the runner's threads); the table gives each plan's tile (rows x vectors of
 columns, ``C`` where the columns are outer), the medians, the ratios to the first and the chosen
 plan's GFLOP/s (BENCHMARKS.md, "Matmuls whose weights outweigh their rows"). Matrix-vector
 products (one row) and matmuls of computed operands are left out (neither changes). MODEL: zoo
-names or .onnx paths; ``--target-cpu``: plan and compile for another CPU's ``-mcpu``, timed here.
+names or .onnx paths, ``PATH.onnx:seq_len=128`` (or ``image_size=224``) for an export's free
+dimensions; ``--target-cpu``: plan and compile for another CPU's ``-mcpu``, timed here.
+
+``--chunks`` times the chosen plan against what transfer rules 48 chose instead (7 or 13 rows
+where they divide the rows, else 4, the reduction whole), where they differ: the 8-row tiles and
+reduction chunks of :data:`~tvm_partition.build.templates.COLUMNS_OUTER_ROWS` and
+:data:`~tvm_partition.build.templates.MATMUL_CHUNK` (BENCHMARKS.md, "Hugging Face exports").
 """
 
 from __future__ import annotations
@@ -35,12 +41,16 @@ def matmuls(models: list[str], target):
 
     seen = set()
     for model in models:
-        graph = OpGraph(frontend.load(model, seed=0).mod)
-        label = os.path.basename(model).removesuffix(".onnx")
+        path, _, options = model.partition(":") if ".onnx:" in model else (model, "", "")
+        shapes = {k: int(v) for k, v in (o.split("=") for o in options.split(",") if o)}
+        graph = OpGraph(frontend.load(path, seed=0, **shapes).mod)
+        label = os.path.basename(path).removesuffix(".onnx")
         for op in graph.ops.values():
-            if op.kind != "matmul" or not op.split_dims:
+            if op.kind != "matmul":
                 continue
-            kmod = templates._epilogue_operands_inlined(kernel_of(graph, op))  # noqa: SLF001 - as templated()
+            # an op with no legal split (a padding in its epilogue) is still a kernel: sampled whole
+            kmod = templates._epilogue_operands_inlined(  # noqa: SLF001 - as templated()
+                kernel_of(graph, op, *(() if op.split_dims else (0,))))
             plan = templates._matmul_plan(kmod, target)  # noqa: SLF001 - the template's own view
             if plan is None or plan.rows == 1 or not plan.packed:
                 continue
@@ -57,9 +67,41 @@ def flops(kmod) -> float:
     return 2 * math.prod(int(v.dom.extent) for v in mm.iter_vars)
 
 
-def main(argv=None) -> int:
-    args, target = arguments(__doc__, argv)
+def rules_48(plan, rows: int):
+    """The plan transfer rules 48 gave a matmul of ``rows`` rows that :func:`_matmul_plan` now plans
+    as ``plan``: its rows 7 or 13 where they divide the rows, else 4, on two vectors; no chunks."""
     from tvm_partition.build import templates
+
+    wide = [r for r in templates.WIDE_MATMUL_ROWS if rows % r == 0]
+    old = (wide[0] if wide else templates.MATMUL_ROWS) if plan.rows == templates.COLUMNS_OUTER_ROWS else plan.rows
+    return dataclasses.replace(plan, rows=old, chunk=0)
+
+
+def chunks(args, target) -> int:
+    """``--chunks``: the chosen plan against :func:`rules_48`'s, where they differ."""
+    from tvm_partition.build import templates
+
+    print("| model | kernel | extents | rules 48 | us | now | us | ratio | GFLOP/s |")
+    print("| --- | --- | --- | --- | ---: | --- | ---: | ---: | ---: |")
+    for label, name, kmod, plan in matmuls(args.models, target):
+        extents = [int(v.dom.extent) for v in templates._root_blocks(kmod)[0].iter_vars]  # noqa: SLF001
+        before = rules_48(plan, extents[plan.row_axis % (len(extents) - 2)])
+        if before == plan:
+            continue
+        funcs = [templates._schedule_matmul(kmod, target, p) for p in (before, plan)]  # noqa: SLF001
+        (old, new), ratio = alternated(funcs, target, args.rounds)
+        now = f"{plan.rows} x {plan.blocks}" + (f", chunks of {plan.chunk}" if plan.chunk else "")
+        print(f"| {label} | `{name[:36]}` | {extents} | {before.rows} x {before.blocks} | {old:.0f} | {now} | "
+              f"{new:.0f} | {ratio:.2f} | {flops(kmod) / new / 1e3:.0f} |", flush=True)
+    return 0
+
+
+def main(argv=None) -> int:
+    args, target = arguments(__doc__, argv, {"--chunks": "time the chosen plan against transfer rules 48's"})
+    from tvm_partition.build import templates
+
+    if args.chunks:
+        return chunks(args, target)
 
     print(f"vector lanes, registers: {templates.vector_lanes(target)}; wide rows: "
           f"{templates.WIDE_MATMUL_ROWS if templates._full_width_fma(target) else '-'}")  # noqa: SLF001

@@ -908,24 +908,48 @@ def test_a_matrix_vector_product_takes_one_row_tiles_of_several_vectors():
     assert templates.inner_tiles(kmod, TARGET) == {1: templates.MATMUL_ROWS, 2: 2 * lanes}
 
 
-@pytest.mark.parametrize("kmod,mcpu,tile,columns_outer", [
-    (matmul(196, 384, 1536), "emeraldrapids", 7, True),  # ConvNeXt-T's MLP at 14x14: weights outweigh x
-    (matmul(196, 384, 1536), "znver4", 4, True),  # half-width AVX-512 keeps 4 rows; the order is no matter of width
-    (matmul(196, 384, 1536), "x86-64-v3", 4, True),  # AVX2 likewise
-    (matmul(52, 768, 512), "emeraldrapids", 13, True),  # a 7x7 map's 49 rows padded to 52
-    (matmul(3136, 96, 384), "emeraldrapids", 7, False),  # a first stage: x outweighs the weights
-    (matmul(2048, 128, 512), "emeraldrapids", 4, False),  # BERT-tiny's 16 x 128 rows: no 7 or 13 divides them
-    (matmul(196, 64, 8), "emeraldrapids", 4, False),  # one vector of columns: 4 rows, as before
-], ids=["14x14-mlp", "14x14-mlp-zen4", "14x14-mlp-avx2", "7x7-mlp", "first-stage", "bert-tiny", "one-vector"])
+@pytest.mark.parametrize("kmod,mcpu,tile,columns_outer,chunk", [
+    (matmul(196, 384, 1536), "emeraldrapids", 7, True, 0),  # ConvNeXt-T's MLP at 14x14: weights outweigh x
+    (matmul(196, 384, 1536), "znver4", 4, True, 0),  # half-width AVX-512 keeps 4 rows; the order is no matter of width
+    (matmul(196, 384, 1536), "x86-64-v3", 4, True, 0),  # AVX2 likewise
+    (matmul(52, 768, 512), "emeraldrapids", 13, True, 0),  # a 7x7 map's 49 rows padded to 52: 4 tiles, no chunks
+    (matmul(3136, 96, 384), "emeraldrapids", 7, False, 0),  # a first stage: x outweighs the weights
+    (matmul(2048, 128, 512), "emeraldrapids", 4, False, 0),  # BERT-tiny's 16 x 128 rows: no 7 or 13 divides them
+    (matmul(196, 64, 8), "emeraldrapids", 4, False, 0),  # one vector of columns: 4 rows, as before
+    (matmul(200, 768, 768), "emeraldrapids", 8, True, 128),  # ViT-B/16's 197 rows padded to 200
+    (matmul(128, 768, 3072), "emeraldrapids", 8, True, 128),  # BERT-base's FFN at 128 tokens
+    (matmul(200, 3072, 768), "emeraldrapids", 8, True, 0),  # its second: x (2.4 MB) outgrows the L2 cache
+    (matmul(128, 128, 768), "emeraldrapids", 8, True, 0),  # a block's weights (16 KiB) fit L1: no chunks
+    (matmul(196, 768, 384), "emeraldrapids", 7, True, 128),  # 28 tiles of 7 rows past each chunk
+    (matmul(200, 768, 768), "znver4", 4, True, 0),
+], ids=["14x14-mlp", "14x14-mlp-zen4", "14x14-mlp-avx2", "7x7-mlp", "first-stage", "bert-tiny", "one-vector",
+        "vit", "bert-base-ffn", "vit-ffn-out", "short-reduction", "swin", "vit-zen4"])
 def test_matmuls_whose_weights_outweigh_their_rows_sweep_rows_under_each_block_of_columns(kmod, mcpu, tile,
-                                                                                          columns_outer):
+                                                                                          columns_outer, chunk):
     """Rows first, a weight that outgrows the L2 cache streamed from beyond it once per block of rows;
-    on full-width AVX-512 a tile of 7 (or 13) rows x 2 vectors where 7 (13) divides the rows; the
-    planners cut the rows at the tile's multiples."""
+    on full-width AVX-512 a tile of 7 (or 13) rows x 2 vectors where 7 (13) divides the rows, else 8
+    with the columns outer, and the reduction in chunks where a block's weights outgrow L1 and many
+    tiles of rows pass them; the planners cut the rows at the tile's multiples."""
     target = planned_for(mcpu)
     plan = templates._matmul_plan(kmod, target)
-    assert (plan.rows, plan.columns_outer) == (tile, columns_outer)
+    assert (plan.rows, plan.columns_outer, plan.chunk) == (tile, columns_outer, chunk)
     assert templates.inner_tiles(kmod, target)[0] == tile
+
+
+@pytest.mark.parametrize("kmod,rows", [
+    (batched_matmul(1, 32, 256, 64), 8),  # bias and GELU computed per block of columns
+    (batched_matmul(2, 16, 384, 32, epilogue=None), 4),  # a leading batch axis beside the rows
+    (matmul(24, 256, 64), 8),
+], ids=["ffn", "batched", "rank-2"])
+def test_a_matmul_in_reduction_chunks_computes_the_product(kmod, rows):
+    import dataclasses
+
+    kmod = templates._epilogue_operands_inlined(kmod)
+    base = templates._matmul_plan(kmod, TARGET)
+    plan = dataclasses.replace(base, rows=rows, columns_outer=True, chunk=templates.MATMUL_CHUNK)
+    func = templates._schedule_matmul(kmod, TARGET, plan)
+    assert func.script() != templates._schedule_matmul(kmod, TARGET, dataclasses.replace(plan, chunk=0)).script()
+    np.testing.assert_allclose(run(func), run(kmod["main"]), rtol=1e-4, atol=1e-4)
 
 
 @pytest.mark.parametrize("m,k,n,rows", [(28, 64, 192, 7), (52, 32, 256, 13), (12, 48, 64, 4)])

@@ -220,6 +220,28 @@ MATMUL_ROWS = 4
 #: 16 x 2 ran 0.98-1.26x of 4 x 2 on Swin-T's rows-outer matmuls of 56-3,136 rows (7 x 2: 0.78-0.88x),
 #: 8 x 2 0.93-1.40x on BERT-tiny's 128 rows (which keep 4: no 7 or 13 divides them).
 WIDE_MATMUL_ROWS = (7, 13)
+#: ... and where neither divides them and the columns are outer, 8 (16 accumulators): ViT-B/16's
+#: 197 rows (padded to 200) and BERT-base's 128 kept 4 x 2. Each alone, 8 x 2 against 4 x 2 (7
+#: alternating rounds, 2 threads, intel-r-xeon-r-processor-emeraldrapids-2c, 2026-12-02, Hugging
+#: Face exports): all eight of their matmuls with a weight 0.70-0.98x.
+COLUMNS_OUTER_ROWS = 8
+#: Reduction elements a chunk of a columns-outer matmul's reduction holds (:func:`_matmul_chunk`):
+#: the chunk's packed weights of a block of columns (128 x 2 vectors: 16 KiB on AVX-512) stay in
+#: the L1 cache while every tile of rows passes them, the rows' sums carried in the block's
+#: accumulator. Why: over the whole reduction a block's weights (96 KiB at K = 768) were read from
+#: the L2 cache by every tile of rows. ViT-B/16's and BERT-base's K = 768 matmuls on 8 x 2, chunks
+#: of 128 against none: 0.84-0.97x; at K = 3072 1.27x slower (their ``x`` of 1.5-2.4 MB, read in
+#: slices of each row, outgrows the L2 cache): :data:`MATMUL_CHUNK_X_BYTES`.
+MATMUL_CHUNK = 128
+#: A matmul's reduction runs in chunks only where the block of columns' weights outgrow this
+#: (this VM's 48 KiB L1 data cache)...
+MATMUL_CHUNK_FROM_BYTES = 48 * 1024
+#: ... and its ``x`` fits in this (half the 2 MiB L2 cache a core of the VM that measured it)...
+MATMUL_CHUNK_X_BYTES = 1024 * 1024
+#: ... and at least this many tiles of rows pass each chunk: ConvNeXt-T's and Swin-T's matmuls of
+#: 52 rows (4 tiles of 13) ran 0.96-1.03x with chunks, Swin-T's of 196 (28 of 7) 0.95x (the same
+#: rounds): the chunk is read from L1 by every tile, and a few tiles leave little to gain.
+MATMUL_CHUNK_TILES = 16
 #: Vectors of columns a one-row tile (a matrix-vector product) accumulates at most: the most that
 #: divide its columns, each an independent chain of FMAs (ResNet-18's classifier, 1000 columns in
 #: 5 vectors of 8, 12.7 us alone where its record took 30.2 and one vector a tile 42.2)
@@ -1005,6 +1027,7 @@ class _MatmulPlan:
     row_axis: int = -1  # the spatial axis tiled as rows (``matmul_row_axis``); -1: the one before the columns
     packed: bool = True  # ``w`` a rank-2 weight, packed at load time; else read in place
     columns_outer: bool = False  # the parallel loop over blocks of columns first (:func:`_columns_outer`)
+    chunk: int = 0  # reduction elements a chunk outside the tiles of rows; 0: none (:func:`_matmul_chunk`)
 
 
 def _matmul_plan(kmod: tvm.IRModule, target, fallback: bool = False) -> _MatmulPlan | None:
@@ -1048,10 +1071,29 @@ def _matmul_plan(kmod: tvm.IRModule, target, fallback: bool = False) -> _MatmulP
     else:
         fits = 2 * tile_rows <= ACC_BUDGET[vector_lanes(target)[1]]
         tile = 2 if cols % (2 * lanes) == 0 and fits else 1
-        if tile == 2 and not fallback and _full_width_fma(target):
-            tile_rows = next((r for r in WIDE_MATMUL_ROWS if rows % r == 0), tile_rows)
+    columns_outer = shared and _columns_outer(mm)
+    chunk = 0
+    if rows > 1 and tile == 2 and not fallback and _full_width_fma(target):
+        wide = [r for r in WIDE_MATMUL_ROWS if rows % r == 0]
+        tile_rows = wide[0] if wide else COLUMNS_OUTER_ROWS if columns_outer and rows % COLUMNS_OUTER_ROWS == 0 \
+            else tile_rows
+        chunk = _matmul_chunk(mm, tile * lanes) if columns_outer and rows // tile_rows >= MATMUL_CHUNK_TILES else 0
     return _MatmulPlan(tuple(b.name_hint for b in blocks[1:]), weight, lanes, tile, not serial(kmod, target),
-                       tile_rows, axis, shared, shared and _columns_outer(mm))
+                       tile_rows, axis, shared, columns_outer, chunk)
+
+
+def _matmul_chunk(mm, columns: int) -> int:
+    """:data:`MATMUL_CHUNK` where a columns-outer matmul's block of ``columns`` columns' weights over
+    its whole reduction outgrow :data:`MATMUL_CHUNK_FROM_BYTES`, the chunk divides the reduction
+    and ``x`` fits in :data:`MATMUL_CHUNK_X_BYTES` (the caller checks :data:`MATMUL_CHUNK_TILES`); else 0."""
+    reduction = int(mm.iter_vars[-1].dom.extent)
+    x, _ = _operand_elements(mm)
+    bits = mm.reads[1].source.dtype.bits
+    if reduction % MATMUL_CHUNK or reduction == MATMUL_CHUNK:
+        return 0
+    if reduction * columns * bits // 8 <= MATMUL_CHUNK_FROM_BYTES or x * bits // 8 > MATMUL_CHUNK_X_BYTES:
+        return 0
+    return MATMUL_CHUNK
 
 
 def _columns_outer(mm) -> bool:
@@ -1117,16 +1159,33 @@ def _schedule_matmul(kmod: tvm.IRModule, target, plan: _MatmulPlan) -> tvm.tirx.
     m_o, m_i = sch.split(m, [None, plan.rows])
     n_o, n_b, n_i = sch.split(n, [None, plan.blocks, plan.lanes])
     outer = (n_o, *lead, m_o) if plan.columns_outer else (*lead, m_o, n_o)
-    sch.reorder(*outer, k, m_i, n_b, n_i)
-    _per_tile(sch, sch.cache_write(mm, 0, "local"), outer[-1], plan.epilogue)
-    tile = sch.fuse(*outer)
+    if plan.chunk:  # every tile of rows under each chunk, their sums carried in the block's accumulator
+        k_o, k = sch.split(k, [None, plan.chunk])
+        sch.reorder(*outer[:-1], k_o, m_o, k, m_i, n_b, n_i)
+        acc = sch.cache_write(mm, 0, TILE_SCOPE)
+        _per_tile(sch, acc, outer[-2], plan.epilogue)
+        _vectorised_rows(sch, [acc, *([sch.get_sblock(plan.epilogue[-1])] if plan.epilogue else [])], plan.lanes)
+        tile, zeroed = sch.fuse(*outer[:-1]), k_o
+    else:
+        sch.reorder(*outer, k, m_i, n_b, n_i)
+        _per_tile(sch, sch.cache_write(mm, 0, "local"), outer[-1], plan.epilogue)
+        tile, zeroed = sch.fuse(*outer), k
     if plan.parallel:
         sch.parallel(tile)
     sch.vectorize(n_i)
     sch.unroll(n_b)
     sch.unroll(m_i)
-    sch.decompose_reduction(mm, k)
+    sch.decompose_reduction(mm, zeroed)
     return _packed(sch, target) if plan.packed else sch.mod["main"].with_attr("tirx.is_scheduled", True)
+
+
+def _vectorised_rows(sch, blocks, lanes: int) -> None:
+    """Each of ``blocks`` (a write-back and its epilogue under a block of columns) a vector of
+    its innermost loop at a time."""
+    for block in blocks:
+        inner = sch.get_loops(block)[-1]
+        if int(sch.get(inner).extent) % lanes == 0:
+            sch.vectorize(sch.split(inner, [None, lanes])[1])
 
 
 def schedule(kmod: tvm.IRModule, target) -> tvm.tirx.PrimFunc | None:

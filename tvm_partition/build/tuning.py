@@ -772,8 +772,9 @@ class Schedules:
 #: 46 cuts the reduction of a convolution whose block of weights outgrows the L2 cache into chunks
 #: outside the row's tiles (:data:`tvm_partition.build.templates.LONG_REDUCTION_BYTES`), 47 has long
 #: 1x1 convolutions read a channels-last copy of their input (:data:`tvm_partition.build.templates.CHANNELS_LAST_INPUT`),
-#: 48 inlines a row template's epilogue forward first (:func:`tvm_partition.build.templates._epilogue_in_parallel`).
-TRANSFER_RULES = 48
+#: 48 inlines a row template's epilogue forward first (:func:`tvm_partition.build.templates._epilogue_in_parallel`),
+#: 49 gives columns-outer matmuls tiles of 8 rows and reductions in chunks (:data:`tvm_partition.build.templates.MATMUL_CHUNK`).
+TRANSFER_RULES = 49
 
 
 def open_schedules(path: str | None, transfer: bool = True) -> Schedules:
