@@ -142,9 +142,10 @@ def measure(path: str, art: str, rounds: int, runs: int, say=print) -> dict:
     from tvm_partition.inputs import graph_input_names
     from tvm_partition.runtime.runner import Runner
 
-    model = frontend.load(path, seed=0)
-    keys = our_keys(model)
     runner = Runner(art)
+    config = runner.manifest.get("config", {})  # the shapes the artifact was built for (--seq-len, ...)
+    model = frontend.load(path, seed=0, **{k: config[k] for k in frontend.MODEL_OPTIONS if k in config})
+    keys = our_keys(model)
     inputs = runner.example_inputs(0)
     threads = getattr(runner, "threads", None) or os.cpu_count()
     sess = ort_session(path, threads, os.path.join(os.path.dirname(os.path.abspath(art)), f".ops_vs_ort_{os.getpid()}"))
