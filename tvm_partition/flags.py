@@ -152,6 +152,8 @@ def add_io(ap) -> None:
 def add_model_args(ap) -> None:
     """The model-shape flags of every command that loads a model (:func:`tvm_partition.frontend.load`)."""
     ap.add_argument("--batch", type=at_least(1), metavar="N", help="batch size (zoo models and ONNX models with a free batch)")
-    ap.add_argument("--seq-len", type=at_least(1), metavar="N", help="sequence length (lstm, gru, bert)")
+    ap.add_argument("--seq-len", type=at_least(1), metavar="N",
+                    help="sequence length (lstm, gru, bert; an ONNX model's free dimension 1 of a 2-D or 3-D input)")
     ap.add_argument("--layers", type=at_least(1), metavar="N", help="number of layers (lstm, gru, bert)")
-    ap.add_argument("--image-size", type=at_least(1), metavar="N", help="input height/width (image models)")
+    ap.add_argument("--image-size", type=at_least(1), metavar="N",
+                    help="input height/width (image models; an ONNX model's free dimensions 2 and 3 of a 4-D input)")
