@@ -723,6 +723,8 @@ def test_a_free_sequence_is_bound_by_seq_len_and_matches_onnxruntime(tmp_path):
     path = tmp_path / "text.onnx"
     proto = free_text_model(path)
     assert frontend.model_options(str(path)) == ("batch", "seq_len")
+    (tmp_path / "corrupt.onnx").write_bytes(b"not a model")
+    assert frontend.model_options(str(tmp_path / "corrupt.onnx")) == ("batch",)  # load() says why, later
     with pytest.raises(frontend.ModelError, match=r"input 'input_ids' has a free dimension 1 \(sequence_length\): "
                                                   r"give --seq-len N"):
         frontend.load(str(path))

@@ -1147,9 +1147,12 @@ def _schedule_matmul(kmod: tvm.IRModule, target, plan: _MatmulPlan) -> tvm.tirx.
     ``[n_o, k, n_b, n_i]`` at load time, as the convolution's); the loops above the tile one parallel
     loop, rows outer (a tile's rows of ``x`` stay in L1 while it sweeps the columns, as the tuned
     records of BERT-tiny's matmuls do) or, where the weights outweigh ``x``, columns outer
-    (:func:`_columns_outer`); the epilogue computed per tile. The leading axes are not
-    fused with the rows: fused, the tile's rows were a division of the fused index and LLVM kept
-    an 8-row tile's accumulators in memory.
+    (:func:`_columns_outer`); the epilogue computed per tile. With ``plan.chunk``
+    (:func:`_matmul_chunk`, columns outer) every tile of rows runs under each chunk of the
+    reduction instead, the block of columns' sums carried in an accumulator of all its rows, which
+    is written back, and its epilogue computed, a vector at a time after the last chunk. The
+    leading axes are not fused with the rows: fused, the tile's rows were a division of the fused
+    index and LLVM kept an 8-row tile's accumulators in memory.
     """
     func = kmod["main"].with_attr("layout_free_buffers", [plan.weight]) if plan.packed else kmod["main"]
     sch, mm = _opened(func, _MATMUL, plan.epilogue)

@@ -87,9 +87,11 @@ def model_options(source: str) -> tuple[str, ...]:
         return zoo.options(source)
     import onnx
 
-    graph = onnx.load(source, load_external_data=False).graph
-    inits = {i.name for i in graph.initializer}
-    return onnx_shapes.free_options([i for i in graph.input if i.name not in inits])
+    try:
+        graph = onnx.load(source, load_external_data=False).graph
+    except Exception:  # unreadable: load() says why when the model's turn comes
+        return ("batch",)
+    return onnx_shapes.free_options(onnx_shapes.data_inputs(graph))
 
 
 def load_from_args(source, args, seed: int = 0) -> Model:
@@ -181,8 +183,7 @@ def _from_onnx(path: str, shapes: dict[str, int | None], seed: int) -> Model:
         proto = onnx.load(path)
     except Exception as e:  # onnx raises DecodeError and friends
         raise ModelError(f"{path}: not a readable ONNX model ({type(e).__name__}: {e})") from None
-    inits = {i.name for i in proto.graph.initializer}
-    graph_inputs = [i for i in proto.graph.input if i.name not in inits]
+    graph_inputs = onnx_shapes.data_inputs(proto.graph)
     if not graph_inputs:
         raise ModelError(f"{path}: the graph has no input that is not an initializer")
     # Older exporters also list initializers as graph inputs; TVM's importer then adds those

@@ -30,6 +30,12 @@ class ShapeError(TvmPartitionError, ValueError):
     """A free dimension no flag binds, a binding flag missing, or one given that binds nothing."""
 
 
+def data_inputs(graph) -> list:
+    """The graph's inputs that are not initializers (older exporters list the weights as inputs too)."""
+    inits = {i.name for i in graph.initializer}
+    return [i for i in graph.input if i.name not in inits]
+
+
 def option_of(rank: int, axis: int) -> str | None:
     """The model option (a key of :data:`FLAGS`) that binds dimension ``axis`` of an input of
     ``rank`` dimensions, or None."""
