@@ -22,12 +22,13 @@ torchvision's own initialisation, seeded; 1 x 3 x 224 x 224; ``segmentation.NAME
 ``video.NAME`` for those families), the models users deploy most (BENCHMARKS.md, "torchvision's
 models"). Needs ``torchvision``.
 
-    python benchmarks/pytorch_models.py --transformers distilbert,bert,vit [--out build/transformers]
+    python benchmarks/pytorch_models.py --transformers distilbert,bert,gpt2,vit [--out build/transformers]
 
 writes Hugging Face ``transformers`` models of those kinds instead (each kind's default
-configuration, DistilBERT-base, BERT-base and ViT-B/16; random weights, seeded; the encoder's
-``last_hidden_state``), with their inputs named and left free as Hugging Face's own exporters
-leave them: ``input_ids`` and ``attention_mask`` (BERT: ``token_type_ids`` too) of
+configuration, DistilBERT-base, BERT-base, GPT-2 (124M, no cache) and ViT-B/16; random weights,
+seeded; the model's ``last_hidden_state``), with their inputs named and left free as Hugging Face's
+own exporters leave them: ``input_ids`` and ``attention_mask`` (BERT: ``token_type_ids`` too; GPT-2
+``input_ids`` alone) of
 ``[batch_size, sequence_length]``, ViT's ``pixel_values`` of ``[batch_size, 3, height, width]``.
 ``tvm-partition`` binds those with ``--seq-len`` and ``--image-size`` (BENCHMARKS.md, "Hugging Face
 exports"). Needs ``transformers``.
@@ -211,7 +212,9 @@ def transformers_models(names: list[str]):
             return self.net(*inputs, return_dict=True).last_hidden_state
 
     text = {"distilbert": (hf.DistilBertModel, hf.DistilBertConfig, ("input_ids", "attention_mask")),
-            "bert": (hf.BertModel, hf.BertConfig, ("input_ids", "attention_mask", "token_type_ids"))}
+            "bert": (hf.BertModel, hf.BertConfig, ("input_ids", "attention_mask", "token_type_ids")),
+            # a decoder: its causal mask built in the graph; no cache (one pass over the prompt)
+            "gpt2": (hf.GPT2Model, lambda: hf.GPT2Config(use_cache=False), ("input_ids",))}
     seq = {0: "batch_size", 1: "sequence_length"}
 
     def one(name):
@@ -250,7 +253,7 @@ def main(argv=None) -> int:
     ap.add_argument("--exporters", default="torchscript,dynamo", help="comma-separated (default torchscript,dynamo)")
     ap.add_argument("--torchvision", metavar="NAMES", help="comma-separated torchvision.models names to export instead")
     ap.add_argument("--transformers", metavar="NAMES", help="comma-separated Hugging Face models (distilbert, bert, "
-                                                             "vit) to export instead, their inputs free")
+                                                             "gpt2, vit) to export instead, their inputs free")
     args = ap.parse_args(argv)
     import torch
 
