@@ -1077,19 +1077,20 @@ def _matmul_plan(kmod: tvm.IRModule, target, fallback: bool = False) -> _MatmulP
         wide = [r for r in WIDE_MATMUL_ROWS if rows % r == 0]
         tile_rows = wide[0] if wide else COLUMNS_OUTER_ROWS if columns_outer and rows % COLUMNS_OUTER_ROWS == 0 \
             else tile_rows
-        chunk = _matmul_chunk(mm, tile * lanes) if columns_outer and rows // tile_rows >= MATMUL_CHUNK_TILES else 0
+        chunk = _matmul_chunk(mm, tile * lanes, rows // tile_rows) if columns_outer else 0
     return _MatmulPlan(tuple(b.name_hint for b in blocks[1:]), weight, lanes, tile, not serial(kmod, target),
                        tile_rows, axis, shared, columns_outer, chunk)
 
 
-def _matmul_chunk(mm, columns: int) -> int:
+def _matmul_chunk(mm, columns: int, tiles: int) -> int:
     """:data:`MATMUL_CHUNK` where a columns-outer matmul's block of ``columns`` columns' weights over
-    its whole reduction outgrow :data:`MATMUL_CHUNK_FROM_BYTES`, the chunk divides the reduction
-    and ``x`` fits in :data:`MATMUL_CHUNK_X_BYTES` (the caller checks :data:`MATMUL_CHUNK_TILES`); else 0."""
+    its whole reduction outgrow :data:`MATMUL_CHUNK_FROM_BYTES`, the chunk divides the reduction,
+    ``x`` fits in :data:`MATMUL_CHUNK_X_BYTES` and its ``tiles`` tiles of rows number at least
+    :data:`MATMUL_CHUNK_TILES`; else 0."""
     reduction = int(mm.iter_vars[-1].dom.extent)
     x, _ = _operand_elements(mm)
     bits = mm.reads[1].source.dtype.bits
-    if reduction % MATMUL_CHUNK or reduction == MATMUL_CHUNK:
+    if reduction % MATMUL_CHUNK or reduction == MATMUL_CHUNK or tiles < MATMUL_CHUNK_TILES:
         return 0
     if reduction * columns * bits // 8 <= MATMUL_CHUNK_FROM_BYTES or x * bits // 8 > MATMUL_CHUNK_X_BYTES:
         return 0
