@@ -24,7 +24,8 @@ def arguments(doc: str, argv=None, switches: dict[str, str] | None = None):
     from tvm_partition.devices import parse_devices
 
     ap = argparse.ArgumentParser(description=doc.split("\n\n")[0])
-    ap.add_argument("models", nargs="+", help="zoo names (name:image_size) or .onnx paths")
+    ap.add_argument("models", nargs="+", help="zoo names (name:image_size) or .onnx paths "
+                                              "(path.onnx:seq_len=128 for an export's free dimensions)")
     ap.add_argument("--rounds", type=int, default=3, help="alternating rounds per kernel (default 3)")
     ap.add_argument("--target-cpu", metavar="MCPU", help="plan and compile for this LLVM -mcpu, timed here")
     for flag, text in (switches or {}).items():
@@ -33,20 +34,30 @@ def arguments(doc: str, argv=None, switches: dict[str, str] | None = None):
     return args, tuning_target(parse_devices("cpu", cpu_mcpu=args.target_cpu)[0])
 
 
+def model_graph(spec: str):
+    """``(label, OpGraph)`` of a MODEL argument: a zoo name, ``NAME:IMAGE_SIZE``, an ``.onnx`` path,
+    or ``PATH.onnx:seq_len=128`` (``KEY=N`` pairs, comma-separated) for an export's free dimensions."""
+    from tvm_partition import frontend
+    from tvm_partition.ir.graph import OpGraph
+
+    path, _, options = spec.partition(":")
+    keyed = "=" in options
+    shapes = dict((k, int(v)) for k, v in (o.split("=") for o in options.split(",") if o)) if keyed \
+        else {"image_size": int(options)} if options else {}
+    label = os.path.basename(path).removesuffix(".onnx") + (f":{options}" if options and not keyed else "")
+    return label, OpGraph(frontend.load(path, seed=0, **shapes).mod)
+
+
 def convolutions(models: list[str], target):
     """``(model label, kernel IRModule, its templates._Nest)`` of every distinct convolution kernel
     (extents, input shape and epilogue: a strided kernel and a stride-1 one of the same output are
     two) of ``models`` that the direct-convolution template reads."""
-    from tvm_partition import frontend
     from tvm_partition.build import templates
     from tvm_partition.build.align import kernel_of
-    from tvm_partition.ir.graph import OpGraph
 
     seen = set()
     for model in models:
-        name, _, size = (model, "", "") if model.endswith(".onnx") else model.partition(":")
-        graph = OpGraph(frontend.load(name, seed=0, **({"image_size": int(size)} if size else {})).mod)
-        label = os.path.basename(name).removesuffix(".onnx") + (f":{size}" if size else "")
+        label, graph = model_graph(model)
         for op in graph.ops.values():
             if op.kind != "conv2d" or not op.split_dims:
                 continue

@@ -27,24 +27,19 @@ import os
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from conv_kernels import alternated, arguments  # noqa: E402
+from conv_kernels import alternated, arguments, model_graph  # noqa: E402
 
 
 def matmuls(models: list[str], target):
     """``(model label, op name, kernel IRModule, its templates._MatmulPlan)`` of every distinct matmul kernel
     of ``models`` that the template takes with packed weights and more than one row."""
-    from tvm_partition import frontend
     from tvm_partition.build import templates
     from tvm_partition.build.align import kernel_of
     from tvm_partition.build.transfer import blocks_of
-    from tvm_partition.ir.graph import OpGraph
 
     seen = set()
     for model in models:
-        path, _, options = model.partition(":") if ".onnx:" in model else (model, "", "")
-        shapes = {k: int(v) for k, v in (o.split("=") for o in options.split(",") if o)}
-        graph = OpGraph(frontend.load(path, seed=0, **shapes).mod)
-        label = os.path.basename(path).removesuffix(".onnx")
+        label, graph = model_graph(model)
         for op in graph.ops.values():
             if op.kind != "matmul":
                 continue
