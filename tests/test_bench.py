@@ -299,6 +299,7 @@ def test_gpu_device_set_without_a_gpu_needs_a_bundle(tmp_path):
     (["--models", "lstm", "--strategies", "tvm-gpu"], "ask for gpu"),
     (["--models", "lstm", "--devices", "cpu,tpu"], "unknown device kind 'tpu'"),
     (["--models", "lstm", "--sweep", "batch=x"], "--sweep"),
+    (["--models", "lstm", "--sweep", "dims=3"], "KEY one of batch, seq_len, layers, image_size and"),
     (["--models", "lstm", "--repeat", "0"], "--repeat must be >= 1"),
     (["--models", "lstm", "--split-ops", "-1"], "--split-ops must be >= 0"),
 ])
@@ -309,7 +310,7 @@ def test_bad_input_is_one_line_and_exit_2(argv, message, tmp_path, capsys):
     assert not (tmp_path / "res").exists()
 
 
-def test_settings_sweep_and_quick():
+def test_settings_sweep_and_quick(tmp_path):
     def settings(*argv):
         return bench.settings(bench.parser().parse_args(list(argv)))
 
@@ -318,6 +319,15 @@ def test_settings_sweep_and_quick():
     # seq_len does not apply to resnet18: left out of a seq_len sweep, ignored as a flag
     assert settings("--models", "lstm,resnet18", "--sweep", "seq_len=8") == [("lstm", {"seq_len": 8})]
     assert settings("--models", "lstm,resnet18", "--seq-len", "8") == [("lstm", {"seq_len": 8}), ("resnet18", {})]
+    # --dim applies to an ONNX model with named free dimensions, not to the zoo's
+    import onnx
+
+    text = tmp_path / "text.onnx"
+    onnx.save(onnx.helper.make_model(onnx.helper.make_graph(
+        [onnx.helper.make_node("Relu", ["x"], ["y"])], "text",
+        [onnx.helper.make_tensor_value_info("x", onnx.TensorProto.FLOAT, ["N", "L"])],
+        [onnx.helper.make_tensor_value_info("y", onnx.TensorProto.FLOAT, ["N", "L"])])), str(text))
+    assert settings("--models", f"lstm,{text}", "--dim", "L=3") == [("lstm", {}), (str(text), {"dims": {"L": 3}})]
     quick = settings("--quick")
     assert [m for m, _ in quick] == list(bench.QUICK_MODELS) and quick[0][1] == {"seq_len": 10}
     assert [m for m, _ in settings()] == list(bench.DEFAULT_MODELS)

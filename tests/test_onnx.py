@@ -710,6 +710,44 @@ def free_image_model(path) -> onnx.ModelProto:
     return _saved(graph, path)
 
 
+def cached_decoder_step(path) -> onnx.ModelProto:
+    """A decoder step with a cache, as Hugging Face exports GPT-2's: ``input_ids`` of
+    ``[batch_size, sequence_length]``, an ``attention_mask`` of ``[batch_size,
+    total_sequence_length]`` and ``past_key`` of ``[batch_size, 2, past_sequence_length, 4]`` (two
+    heads); the new tokens' keys are appended to the past (Concat), queried and attended over the
+    whole masked sequence; outputs the attention and the ``present`` keys."""
+    rng = np.random.default_rng(7)
+    weights = {"E": rng.standard_normal((10, 8)).astype(np.float32),
+               "Wq": rng.standard_normal((8, 8)).astype(np.float32), "Wk": rng.standard_normal((8, 8)).astype(np.float32),
+               "heads": np.array([0, 0, 2, 4], np.int64), "axes": np.array([1, 2], np.int64),
+               "big": np.array(-1e4, np.float32), "one": np.array(1, np.float32)}
+    nodes = [helper.make_node("Gather", ["E", "input_ids"], ["e"]),
+             *[n for w in ("q", "k") for n in (
+                 helper.make_node("MatMul", ["e", f"W{w}"], [f"{w}0"]),
+                 helper.make_node("Reshape", [f"{w}0", "heads"], [f"{w}1"]),
+                 helper.make_node("Transpose", [f"{w}1"], [w], perm=[0, 2, 1, 3]))],
+             helper.make_node("Concat", ["past_key", "k"], ["present"], axis=2),
+             helper.make_node("Transpose", ["present"], ["kt"], perm=[0, 1, 3, 2]),
+             helper.make_node("MatMul", ["q", "kt"], ["s"]),
+             helper.make_node("Cast", ["attention_mask"], ["m0"], to=TensorProto.FLOAT),
+             helper.make_node("Sub", ["one", "m0"], ["m1"]),
+             helper.make_node("Mul", ["m1", "big"], ["m2"]),
+             helper.make_node("Unsqueeze", ["m2", "axes"], ["m"]),
+             helper.make_node("Add", ["s", "m"], ["sm"]),
+             helper.make_node("Softmax", ["sm"], ["p"], axis=-1),
+             helper.make_node("MatMul", ["p", "present"], ["y"])]
+    b, s, t, p = "batch_size", "sequence_length", "total_sequence_length", "past_sequence_length"
+    graph = helper.make_graph(
+        nodes, "cached_step",
+        [helper.make_tensor_value_info("input_ids", TensorProto.INT64, [b, s]),
+         helper.make_tensor_value_info("attention_mask", TensorProto.INT64, [b, t]),
+         helper.make_tensor_value_info("past_key", TensorProto.FLOAT, [b, 2, p, 4])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [b, 2, s, 4]),
+         helper.make_tensor_value_info("present", TensorProto.FLOAT, [b, 2, t, 4])],
+        initializer=[numpy_helper.from_array(v, k) for k, v in weights.items()])
+    return _saved(graph, path)
+
+
 def _saved(graph, path) -> onnx.ModelProto:
     """``graph`` as an opset-13 model, checked and saved to ``path``."""
     proto = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
@@ -722,7 +760,7 @@ def _saved(graph, path) -> onnx.ModelProto:
 def test_a_free_sequence_is_bound_by_seq_len_and_matches_onnxruntime(tmp_path):
     path = tmp_path / "text.onnx"
     proto = free_text_model(path)
-    assert frontend.model_options(str(path)) == ("batch", "seq_len")
+    assert frontend.model_options(str(path)) == ("batch", "seq_len", "dims")
     (tmp_path / "corrupt.onnx").write_bytes(b"not a model")
     assert frontend.model_options(str(tmp_path / "corrupt.onnx")) == ("batch",)  # load() says why, later
     with pytest.raises(frontend.ModelError, match=r"input 'input_ids' has a free dimension 1 \(sequence_length\): "
@@ -741,7 +779,7 @@ def test_a_free_sequence_is_bound_by_seq_len_and_matches_onnxruntime(tmp_path):
 def test_a_free_height_and_width_are_bound_by_image_size_and_match_onnxruntime(tmp_path):
     path = tmp_path / "image.onnx"
     proto = free_image_model(path)
-    assert frontend.model_options(str(path)) == ("batch", "image_size")
+    assert frontend.model_options(str(path)) == ("batch", "image_size", "dims")
     with pytest.raises(frontend.ModelError, match=r"free dimension 2 \(H\): give --image-size N"):
         frontend.load(str(path))
     with pytest.raises(frontend.ModelError, match=r"--seq-len binds a free sequence .* no input has one "
@@ -755,15 +793,47 @@ def test_a_free_height_and_width_are_bound_by_image_size_and_match_onnxruntime(t
     np.testing.assert_allclose(outs[0], ref, rtol=RTOL, atol=ATOL)
 
 
+def test_a_cached_decoder_step_is_bound_by_name_and_matches_onnxruntime(tmp_path):
+    # one token against a past of 5: three free lengths that position alone cannot tell apart
+    path = tmp_path / "step.onnx"
+    proto = cached_decoder_step(path)
+    assert frontend.model_options(str(path)) == ("batch", "seq_len", "image_size", "dims")
+    with pytest.raises(frontend.ModelError, match=r"input 'past_key' has a free dimension 2 \(past_sequence_length\): "
+                                                  r"give --image-size N or --dim past_sequence_length=N"):
+        frontend.load(str(path), seq_len=1)
+    with pytest.raises(frontend.ModelError, match=r"--dim past_length: no input has a free dimension of that name "
+                                                  r"\(the free ones: batch_size, sequence_length, "
+                                                  r"total_sequence_length, past_sequence_length\)"):
+        frontend.load(str(path), seq_len=1, dims={"past_length": 5, "total_sequence_length": 6})
+    model = frontend.load(str(path), seq_len=1, dims={"past_sequence_length": 5, "total_sequence_length": 6})
+    assert [i["shape"] for i in model.input_info()] == [[1, 1], [1, 6], [1, 2, 5, 4]]
+    assert model.config["dims"] == "past_sequence_length=5,total_sequence_length=6"
+    again = frontend.load(str(path), dims=model.config["dims"] + ",sequence_length=1")  # the config's text loads it
+    assert [i["shape"] for i in again.input_info()] == [[1, 1], [1, 6], [1, 2, 5, 4]]
+    rng = np.random.default_rng(3)
+    inputs = [rng.integers(0, 10, (1, 1)).astype(np.int64), np.array([[0, 1, 1, 1, 1, 1]], np.int64),
+              rng.standard_normal((1, 2, 5, 4)).astype(np.float32)]
+    _, outs = run_split(model, tmp_path, inputs, strategy="cpu", schedules=True)
+    for got, ref in zip(outs, ort_run(proto, inputs)):
+        np.testing.assert_allclose(got, ref, rtol=RTOL, atol=ATOL)
+
+
 @pytest.mark.parametrize("dims,options,expected", [
     (["N", 3, 8, 8], {}, ([1, 3, 8, 8], ["x[0] (N)"])),
     ([4, 3, 8, 8], {"batch": 2}, ([2, 3, 8, 8], [])),  # --batch also replaces a static batch
     ([4, "L"], {"seq_len": 7}, ([4, 7], [])),
     (["N", "T", 16], {"batch": 3, "seq_len": 9}, ([3, 9, 16], [])),  # a series [batch, time, features]
     ([1, 3, "H", "W"], {"image_size": 32}, ([1, 3, 32, 32], [])),
-    ([1, 8, "K"], {}, r"free dimension 2 \(K\) of 3; only the batch"),  # no flag binds it
-    ([1, "C", 8, 8], {}, r"free dimension 1 \(C\) of 4; only the batch"),
-    ([1, "L"], {}, r"give --seq-len N"),
+    ([1, 8, "K"], {}, r"free dimension 2 \(K\) of 3: give --dim K=N; the batch"),  # no flag binds it
+    ([1, "C", 8, 8], {}, r"free dimension 1 \(C\) of 4: give --dim C=N; the batch"),
+    ([1, 8, None], {}, r"free dimension 2 \(\?\) of 3: it has no name for --dim; the batch"),
+    ([1, "L"], {}, r"give --seq-len N or --dim L=N$"),
+    ([1, 8, "K"], {"dims": {"K": 3}}, ([1, 8, 3], [])),  # by name where no position binds
+    (["N", "L"], {"dims": {"L": 3}}, ([1, 3], ["x[0] (N)"])),
+    (["N", "L"], {"dims": {"N": 2, "L": 3}}, ([2, 3], [])),
+    ([1, "L"], {"dims": {"Q": 3}, "seq_len": 2}, r"--dim Q: no input has a free dimension of that name \(the free "
+                                                 r"ones: L\)"),
+    ([1, 4], {"dims": {"Q": 3}}, r"--dim Q: .* \(none has a named free dimension\)"),
     ([1, 4], {"seq_len": 4}, r"--seq-len binds a free sequence .* \(inputs: x 1x4\)"),  # a static one is kept
     ([1, 3, 8, 8], {"image_size": 4}, r"--image-size binds a free height or width"),
 ])

@@ -103,6 +103,32 @@ def positive(kind=float):
     return convert
 
 
+def dim_bindings(text: str) -> dict[str, int]:
+    """``NAME=N[,NAME=N...]`` as ``{NAME: N}``: free ONNX dimensions bound by name
+    (:mod:`tvm_partition.frontend.onnx_shapes`), N >= 1."""
+    out = {}
+    for item in (x.strip() for x in text.split(",")):
+        name, eq, value = item.rpartition("=")
+        if not eq or not name.strip():
+            raise argparse.ArgumentTypeError(f"takes NAME=N, got {item!r}")
+        try:
+            out[name.strip()] = at_least(1)(value.strip())
+        except argparse.ArgumentTypeError as e:
+            raise argparse.ArgumentTypeError(f"{name.strip()}: {e}") from None
+    return out
+
+
+class _DimAction(argparse.Action):
+    """``--dim`` given several times: one dict, later bindings of a name winning."""
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        try:
+            found = dim_bindings(values)
+        except argparse.ArgumentTypeError as e:
+            raise argparse.ArgumentError(self, str(e)) from None
+        setattr(namespace, self.dest, {**(getattr(namespace, self.dest) or {}), **found})
+
+
 def add_devices(ap, default: str, help: str) -> None:
     ap.add_argument("--devices", default=default, metavar="D,D", help=help)
 
@@ -157,3 +183,6 @@ def add_model_args(ap) -> None:
     ap.add_argument("--layers", type=at_least(1), metavar="N", help="number of layers (lstm, gru, bert)")
     ap.add_argument("--image-size", type=at_least(1), metavar="N",
                     help="input height/width (image models; an ONNX model's free dimensions 2 and 3 of a 4-D input)")
+    ap.add_argument("--dim", dest="dims", action=_DimAction, metavar="NAME=N[,NAME=N]",
+                    help="an ONNX model's free dimension of this name (its dim_param, e.g. past_sequence_length) "
+                         "bound to N, before the flags above bind by position; repeatable")

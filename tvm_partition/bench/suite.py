@@ -134,9 +134,10 @@ def settings(args) -> list[tuple[str, dict]]:
             values = [int(v) for v in _split(text)]
         except ValueError:
             values = []
-        if key not in MODEL_OPTIONS or not values or min(values) < 1:
+        sizes = [k for k in MODEL_OPTIONS if k != "dims"]  # the integer ones
+        if key not in sizes or not values or min(values) < 1:
             raise BenchError(f"--sweep {args.sweep!r}: expected KEY=V,V,... with KEY one of "
-                             f"{', '.join(MODEL_OPTIONS)} and positive integers, e.g. batch=8,16,32")
+                             f"{', '.join(sizes)} and positive integers, e.g. batch=8,16,32")
     flags = {k: getattr(args, k) for k in MODEL_OPTIONS if getattr(args, k) is not None}
     out = []
     for n in names:

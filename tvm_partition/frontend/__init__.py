@@ -55,14 +55,20 @@ def check_source(source: str) -> None:
 
 
 def load(source, *, batch: int | None = None, seq_len: int | None = None, layers: int | None = None,
-         image_size: int | None = None, seed: int = 0, params=None, inputs=None) -> Model:
-    """Load a model from a zoo name, an ``.onnx`` path, an IRModule or a torch ExportedProgram."""
+         image_size: int | None = None, dims: dict[str, int] | None = None, seed: int = 0, params=None,
+         inputs=None) -> Model:
+    """Load a model from a zoo name, an ``.onnx`` path, an IRModule or a torch ExportedProgram.
+    ``dims``: an ONNX model's free dimensions bound by name (``--dim``, :mod:`.onnx_shapes`), a
+    ``{name: size}`` or its text ``NAME=N,...``."""
     if isinstance(source, tvm.IRModule):
         model = _from_irmodule(source, params, inputs, seed)
     elif isinstance(source, str | os.PathLike) and str(source).endswith(".onnx"):
         if layers is not None:
             raise ModelError(f"{source}: --layers applies to the zoo's lstm, gru and bert only")
-        model = _from_onnx(str(source), {"batch": batch, "seq_len": seq_len, "image_size": image_size}, seed)
+        model = _from_onnx(str(source), {"batch": batch, "seq_len": seq_len, "image_size": image_size,
+                                         "dims": onnx_shapes.dims_of(dims)}, seed)
+    elif dims:
+        raise ModelError(f"{source}: --dim binds an ONNX model's free dimensions by name; a zoo model has none")
     elif isinstance(source, str) and source in zoo.NAMES:
         try:
             model = zoo.build(source, batch=batch, seq_len=seq_len, layers=layers, image_size=image_size, seed=seed)
@@ -77,7 +83,10 @@ def load(source, *, batch: int | None = None, seq_len: int | None = None, layers
     return normalize(model)
 
 
-MODEL_OPTIONS = ("batch", "seq_len", "layers", "image_size")
+#: The settings a model is loaded at (the keyword arguments of :func:`load`, the flags of
+#: :func:`tvm_partition.flags.add_model_args`, the keys of ``Model.config`` that say them); all
+#: integers but ``dims``, ``{name: size}`` or that as ``Model.config`` keeps it, ``NAME=N,...``.
+MODEL_OPTIONS = ("batch", "seq_len", "layers", "image_size", "dims")
 
 
 def model_options(source: str) -> tuple[str, ...]:
@@ -98,8 +107,10 @@ def load_from_args(source, args, seed: int = 0) -> Model:
     """:func:`load` with the flags of :func:`tvm_partition.flags.add_model_args`; says on stderr when a free ONNX batch
     was bound to 1 because ``--batch`` was not given (the artifact then serves batch 1 only)."""
     model = load(source, seed=seed, **{k: getattr(args, k, None) for k in MODEL_OPTIONS})
-    if model.config.get("batch_defaulted"):
-        print(f"note: {model.name}: free batch {', '.join(model.config['batch_defaulted'])} bound to 1; "
+    unbound = model.config.get("batch_defaulted")
+    if unbound:  # a decoder with a cache has 26 such inputs (GPT-2): name 3
+        more = f" and {len(unbound) - 3} more" if len(unbound) > 3 else ""
+        print(f"note: {model.name}: free batch {', '.join(unbound[:3])}{more} bound to 1; "
               "give --batch N for another batch size", file=sys.stderr)
     return model
 
@@ -222,7 +233,9 @@ def _from_onnx(path: str, shapes: dict[str, int | None], seed: int) -> Model:
     if name == "model":  # model zoos ship <name>/model.onnx
         name = os.path.basename(os.path.dirname(os.path.abspath(path))) or name
     config = {"source": path, "batch": shape_dict[graph_inputs[0].name][0],
-              **{k: v for k, v in shapes.items() if k != "batch" and v is not None}}
+              **{k: v for k, v in shapes.items() if k not in ("batch", "dims") and v}}
+    if shapes.get("dims"):  # as text, like every other setting in a key or a table: NAME=N,...
+        config["dims"] = onnx_shapes.dims_text(shapes["dims"])
     if unbound:  # a free batch nobody bound: 1, said by load_from_args
         config["batch_defaulted"] = unbound
     return Model(name, mod, params, inputs, config)
