@@ -327,7 +327,8 @@ def test_settings_sweep_and_quick(tmp_path):
         [onnx.helper.make_node("Relu", ["x"], ["y"])], "text",
         [onnx.helper.make_tensor_value_info("x", onnx.TensorProto.FLOAT, ["N", "L"])],
         [onnx.helper.make_tensor_value_info("y", onnx.TensorProto.FLOAT, ["N", "L"])])), str(text))
-    assert settings("--models", f"lstm,{text}", "--dim", "L=3") == [("lstm", {}), (str(text), {"dims": {"L": 3}})]
+    assert settings("--models", f"lstm,{text}", "--dim", "L=3,P=2") == [("lstm", {}), (str(text), {"dims": {"L": 3}})]
+    assert settings("--models", str(text), "--dim", "P=2") == [(str(text), {})]
     quick = settings("--quick")
     assert [m for m, _ in quick] == list(bench.QUICK_MODELS) and quick[0][1] == {"seq_len": 10}
     assert [m for m, _ in settings()] == list(bench.DEFAULT_MODELS)

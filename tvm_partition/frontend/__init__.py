@@ -94,13 +94,25 @@ def model_options(source: str) -> tuple[str, ...]:
     that bind a free dimension of its inputs, :mod:`.onnx_shapes`, and the batch)."""
     if source in zoo.NAMES:
         return zoo.options(source)
+    inputs = _onnx_inputs(source)
+    return ("batch",) if inputs is None else onnx_shapes.free_options(inputs)
+
+
+def free_dim_names(source: str) -> list[str]:
+    """The names of an ``.onnx`` file's free input dimensions (what ``--dim`` binds); none for a
+    zoo name or an unreadable file."""
+    inputs = None if source in zoo.NAMES else _onnx_inputs(source)
+    return onnx_shapes.free_names(inputs) if inputs else []
+
+
+def _onnx_inputs(source: str) -> list | None:
     import onnx
 
     try:
         graph = onnx.load(source, load_external_data=False).graph
     except Exception:  # unreadable: load() says why when the model's turn comes
-        return ("batch",)
-    return onnx_shapes.free_options(onnx_shapes.data_inputs(graph))
+        return None
+    return onnx_shapes.data_inputs(graph)
 
 
 def load_from_args(source, args, seed: int = 0) -> Model:
