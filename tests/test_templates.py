@@ -908,6 +908,31 @@ def test_a_matrix_vector_product_takes_one_row_tiles_of_several_vectors():
     assert templates.inner_tiles(kmod, TARGET) == {1: templates.MATMUL_ROWS, 2: 2 * lanes}
 
 
+def scores(b, m, k, n):
+    """Attention's ``q @ k^T``: a batch of products of two computed matrices (neither a weight)."""
+    def build():
+        q = relax.Var("q", relax.TensorType((b, m, k), "float32"))
+        kt = relax.Var("kt", relax.TensorType((b, k, n), "float32"))
+        return [q, kt], relax.op.matmul(q, kt)
+
+    return kernel(build)
+
+
+def test_scores_of_a_short_reduction_take_the_template_where_their_output_is_large():
+    """A reduction of 64 (a head's width) stays with its record, but for outputs of at least
+    MIN_BATCHED_OUTPUT elements (Whisper's 6 x 1500 x 1504): the template computes the product."""
+    lanes = templates.vector_lanes(TARGET)[0]
+    width = templates.MIN_BATCHED_OUTPUT // (8 * 128)  # 8 x 128 x width: the floor exactly
+    assert width % (2 * lanes) == 0
+    assert templates._matmul_plan(scores(12, 128, 64, 8 * lanes), TARGET) is None  # ViT-, BERT-sized
+    assert templates._matmul_plan(scores(8, 128, 64, width), TARGET) is not None
+    assert templates._matmul_plan(scores(8, 128, 64, width - 2 * lanes), TARGET) is None
+    assert templates._matmul_plan(scores(8, 128, 128, 8 * lanes), TARGET) is not None  # a long reduction
+    small = scores(2, 8, 16, 2 * lanes)
+    func = templates._schedule_matmul(small, TARGET, templates._matmul_plan(small, TARGET, fallback=True))
+    np.testing.assert_allclose(run(func), run(small["main"]), rtol=1e-4, atol=1e-4)
+
+
 @pytest.mark.parametrize("kmod,mcpu,tile,columns_outer,chunk", [
     (matmul(196, 384, 1536), "emeraldrapids", 7, True, 0),  # ConvNeXt-T's MLP at 14x14: weights outweigh x
     (matmul(196, 384, 1536), "znver4", 4, True, 0),  # half-width AVX-512 keeps 4 rows; the order is no matter of width

@@ -253,6 +253,14 @@ GEMV_VECTORS = 8
 #: reduction 197) 305 against 843 us, BERT-tiny's (16 x 2 x 128 x 64, 128) 333 against 333, but both
 #: models' ``q @ k^T`` (reduction 64, the heads' width) 551 against 361 and 370 against 326.
 MIN_BATCHED_REDUCTION = 128
+#: ... or where its output has at least this many elements (8 MiB): Whisper's encoder (6 heads of
+#: 1500 x 1504 scores, a reduction of 64) 16.1 against 23.2 ms on a record transferred from a
+#: 16 x 2 x 128 x 128 one, the zoo's BERT-base at batch 16 (192 x 128 x 128) 2.1 against 3.5;
+#: below, records still win: ViT-B/16 (12 x 200 x 208) 784 against 543 us, T5-small (8 x 128 x 128)
+#: 136 against 114, Hugging Face BERT-base at batch 1 (12 x 128 x 128) 237 against 274 (each alone,
+#: 5 rounds, emeraldrapids-2c, 2026-12-02; ``template_ab.py matmul1 ... --without
+#: MIN_BATCHED_REDUCTION=32``).
+MIN_BATCHED_OUTPUT = 1 << 21
 #: Rows of the register tile of a matmul the template schedules only where no record does
 #: (:func:`fallback`), at most: the largest divisor of its rows up to it. MaxViT-T's ``softmax @
 #: v`` (49 rows a window) on tiles of 1, 7 rows x 2 vectors: 245 and 105 us (each alone).
@@ -1034,7 +1042,8 @@ def _matmul_plan(kmod: tvm.IRModule, target, fallback: bool = False) -> _MatmulP
     """The :class:`_MatmulPlan` of an llvm kernel made of TOPI's ``matmul`` block (first) and
     element-wise blocks, whose right operand is a kernel parameter of rank 2 (a model's weights,
     packed once at load time; a computed one would be packed per call, a copy of it) or a batch of
-    computed matrices with a reduction of at least :data:`MIN_BATCHED_REDUCTION`, its rows 1
+    computed matrices with a reduction of at least :data:`MIN_BATCHED_REDUCTION` (or an output of
+    :data:`MIN_BATCHED_OUTPUT` elements), its rows 1
     or a multiple of :data:`MATMUL_ROWS` and its columns of a vector (or half of one); None for any
     other kernel. ``fallback``: any reduction, and rows of another count in tiles of their largest
     divisor up to :data:`FALLBACK_ROWS` (:func:`fallback`)."""
@@ -1053,7 +1062,8 @@ def _matmul_plan(kmod: tvm.IRModule, target, fallback: bool = False) -> _MatmulP
     if weight is None:
         return None
     shared = len(mm.reads[1].source.shape) == 2
-    if not shared and int(extents[rank]) < MIN_BATCHED_REDUCTION and not fallback:
+    short = int(extents[rank]) < MIN_BATCHED_REDUCTION and math.prod(int(e) for e in extents[:rank]) < MIN_BATCHED_OUTPUT
+    if not shared and short and not fallback:
         return None
     if any(_iter_kinds(b) != "S" * rank for b in blocks[1:]):  # element-wise only, over the matmul's output
         return None

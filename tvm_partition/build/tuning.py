@@ -773,8 +773,10 @@ class Schedules:
 #: outside the row's tiles (:data:`tvm_partition.build.templates.LONG_REDUCTION_BYTES`), 47 has long
 #: 1x1 convolutions read a channels-last copy of their input (:data:`tvm_partition.build.templates.CHANNELS_LAST_INPUT`),
 #: 48 inlines a row template's epilogue forward first (:func:`tvm_partition.build.templates._epilogue_in_parallel`),
-#: 49 gives columns-outer matmuls tiles of 8 rows and reductions in chunks (:data:`tvm_partition.build.templates.MATMUL_CHUNK`).
-TRANSFER_RULES = 49
+#: 49 gives columns-outer matmuls tiles of 8 rows and reductions in chunks (:data:`tvm_partition.build.templates.MATMUL_CHUNK`),
+#: 50 batched matmuls of computed operands and short reductions with large outputs the matmul
+#: template (:data:`tvm_partition.build.templates.MIN_BATCHED_OUTPUT`).
+TRANSFER_RULES = 50
 
 
 def open_schedules(path: str | None, transfer: bool = True) -> Schedules:
