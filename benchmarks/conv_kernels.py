@@ -34,9 +34,10 @@ def arguments(doc: str, argv=None, switches: dict[str, str] | None = None):
     return args, tuning_target(parse_devices("cpu", cpu_mcpu=args.target_cpu)[0])
 
 
-def model_graph(spec: str):
+def model_graph(spec: str, **settings):
     """``(label, OpGraph)`` of a MODEL argument: a zoo name, ``NAME:IMAGE_SIZE``, an ``.onnx`` path,
-    or ``PATH.onnx:seq_len=128`` (``KEY=N`` pairs, comma-separated) for an export's free dimensions."""
+    or ``PATH.onnx:seq_len=128`` (``KEY=N`` pairs, comma-separated) for an export's free dimensions;
+    ``settings``: more of :func:`tvm_partition.frontend.load`'s (a script's ``--batch``)."""
     from tvm_partition import frontend
     from tvm_partition.ir.graph import OpGraph
 
@@ -45,7 +46,7 @@ def model_graph(spec: str):
     shapes = dict((k, int(v)) for k, v in (o.split("=") for o in options.split(",") if o)) if keyed \
         else {"image_size": int(options)} if options else {}
     label = os.path.basename(path).removesuffix(".onnx") + (f":{options}" if options and not keyed else "")
-    return label, OpGraph(frontend.load(path, seed=0, **shapes).mod)
+    return label, OpGraph(frontend.load(path, seed=0, **shapes, **settings).mod)
 
 
 def convolutions(models: list[str], target):

@@ -31,7 +31,17 @@ own exporters leave them: ``input_ids`` and ``attention_mask`` (BERT: ``token_ty
 ``input_ids`` alone) of
 ``[batch_size, sequence_length]``, ViT's ``pixel_values`` of ``[batch_size, 3, height, width]``.
 ``tvm-partition`` binds those with ``--seq-len`` and ``--image-size`` (BENCHMARKS.md, "Hugging Face
-exports"). Needs ``transformers``.
+exports"). Needs ``transformers``. Also the pieces of generation (BENCHMARKS.md, "Decoder steps
+and encoder-decoders"):
+
+- ``gpt2-past``: one decoder step of GPT-2 with its cache, as Hugging Face's exporters name it:
+  ``input_ids`` of ``[batch_size, sequence_length]``, ``attention_mask`` of ``[batch_size,
+  total_sequence_length]``, ``past_key_values.{i}.key``/``.value`` of ``[batch_size, 12,
+  past_sequence_length, 64]``; outputs the hidden state and the ``present.{i}.key``/``.value``
+  the next step takes (``--seq-len 1 --dim past_sequence_length=P,total_sequence_length=P+1``);
+- ``t5-encoder``, ``t5-decoder`` (T5-small's halves, no cache; the decoder takes the encoder's
+  states: ``decoder_sequence_length`` and ``encoder_sequence_length``, ``--dim`` each) and
+  ``whisper-encoder`` (Whisper's default configuration, 80 x 3000 log-mel frames, static).
 """
 
 from __future__ import annotations
@@ -211,6 +221,8 @@ def transformers_models(names: list[str]):
         def forward(self, *inputs):
             return self.net(*inputs, return_dict=True).last_hidden_state
 
+    pieces = {"gpt2-past": _gpt2_step, "t5-encoder": _t5_encoder, "t5-decoder": _t5_decoder,
+              "whisper-encoder": _whisper_encoder}
     text = {"distilbert": (hf.DistilBertModel, hf.DistilBertConfig, ("input_ids", "attention_mask")),
             "bert": (hf.BertModel, hf.BertConfig, ("input_ids", "attention_mask", "token_type_ids")),
             # a decoder: its causal mask built in the graph; no cache (one pass over the prompt)
@@ -222,8 +234,10 @@ def transformers_models(names: list[str]):
             net = hf.ViTModel(hf.ViTConfig())
             return (Hidden(net.eval()), (torch.randn(1, 3, 224, 224),), ["pixel_values"],
                     {"pixel_values": {0: "batch_size", 2: "height", 3: "width"}, "output": {0: "batch_size"}})
+        if name in pieces:
+            return pieces[name](torch, hf)
         if name not in text:
-            raise SystemExit(f"error: --transformers {name!r}: choose from {', '.join([*text, 'vit'])}")
+            raise SystemExit(f"error: --transformers {name!r}: choose from {', '.join([*text, 'vit', *pieces])}")
         make, config, inputs = text[name]
         examples = (torch.randint(0, 1000, (1, 32)), torch.ones(1, 32, dtype=torch.long),
                     torch.zeros(1, 32, dtype=torch.long))[:len(inputs)]
@@ -233,18 +247,103 @@ def transformers_models(names: list[str]):
     return {name: one(name) for name in names}
 
 
-def _dims_of(inputs: list[str], free: dict) -> dict:
+def _gpt2_step(torch, hf):
+    """GPT-2 (124M) taking new tokens and a cache of 31 (the example's; all free): the hidden state
+    and the cache grown by the tokens."""
+    layers, past = hf.GPT2Config().n_layer, 31
+
+    class Step(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.net = hf.GPT2Model(hf.GPT2Config()).eval()
+
+        def forward(self, ids, mask, *kv):
+            cache = hf.DynamicCache()
+            for i in range(layers):
+                cache.update(kv[2 * i], kv[2 * i + 1], i)
+            out = self.net(input_ids=ids, attention_mask=mask, past_key_values=cache, use_cache=True, return_dict=True)
+            grown = out.past_key_values.layers
+            return (out.last_hidden_state, *[t for layer in grown for t in (layer.keys, layer.values)])
+
+    kv = [f"past_key_values.{i}.{k}" for i in range(layers) for k in ("key", "value")]
+    free = {"input_ids": {0: "batch_size", 1: "sequence_length"},
+            "attention_mask": {0: "batch_size", 1: "total_sequence_length"},
+            **{n: {0: "batch_size", 2: "past_sequence_length"} for n in kv},
+            "output": {0: "batch_size", 1: "sequence_length"},
+            **{n.replace("past_key_values", "present"): {0: "batch_size", 2: "total_sequence_length"} for n in kv}}
+    # a batch and a step of 2: torch.export fixes a dimension its example gives as 1
+    examples = (torch.randint(0, 1000, (2, 2)), torch.ones(2, past + 2, dtype=torch.long),
+                *[torch.randn(2, 12, past, 64) for _ in kv])
+    return Step(), examples, ["input_ids", "attention_mask", *kv], free
+
+
+def _t5(hf):
+    return hf.T5Model(hf.T5Config()).eval()
+
+
+def _t5_encoder(torch, hf):
+    class Encoder(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.net = _t5(hf).encoder
+
+        def forward(self, ids, mask):
+            return self.net(input_ids=ids, attention_mask=mask, return_dict=True).last_hidden_state
+
+    seq = {0: "batch_size", 1: "encoder_sequence_length"}
+    return (Encoder(), (torch.randint(0, 1000, (1, 32)), torch.ones(1, 32, dtype=torch.long)),
+            ["input_ids", "attention_mask"], {"input_ids": seq, "attention_mask": seq, "output": seq})
+
+
+def _t5_decoder(torch, hf):
+    class Decoder(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.net = _t5(hf).decoder
+
+        def forward(self, ids, states, mask):
+            return self.net(input_ids=ids, encoder_hidden_states=states, encoder_attention_mask=mask, use_cache=False,
+                            return_dict=True).last_hidden_state
+
+    dec, enc = {0: "batch_size", 1: "decoder_sequence_length"}, {0: "batch_size", 1: "encoder_sequence_length"}
+    return (Decoder(), (torch.randint(0, 1000, (1, 8)), torch.randn(1, 32, 512), torch.ones(1, 32, dtype=torch.long)),
+            ["input_ids", "encoder_hidden_states", "encoder_attention_mask"],
+            {"input_ids": dec, "encoder_hidden_states": enc, "encoder_attention_mask": enc, "output": dec})
+
+
+def _whisper_encoder(torch, hf):
+    class Encoder(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.net = hf.WhisperModel(hf.WhisperConfig()).eval().encoder
+
+        def forward(self, features):
+            return self.net(features, return_dict=True).last_hidden_state
+
+    batch = {0: "batch_size"}
+    return Encoder(), (torch.randn(1, 80, 3000),), ["input_features"], {"input_features": batch, "output": batch}
+
+
+def _dims_of(module, inputs: list[str], free: dict) -> dict:
     """The free axes ``{input: {axis: name}}`` as the dynamo exporter takes them (it fails to
-    convert ``dynamic_axes`` itself): one ``torch.export.Dim`` a name, for the ``*inputs`` of
-    ``forward``."""
+    convert ``dynamic_axes`` itself): one ``torch.export.Dim`` a name, keyed by the parameters of
+    ``module.forward`` (a ``*args`` parameter takes the tuple of the inputs left)."""
+    import inspect
+
     import torch
 
     dims = {}
 
-    def dim(name):
-        return dims.setdefault(name, torch.export.Dim(name))
+    def spec(name):
+        return {axis: dims.setdefault(dim, torch.export.Dim(dim)) for axis, dim in free[name].items()}
 
-    return {"inputs": tuple({axis: dim(name) for axis, name in free[n].items()} for n in inputs)}
+    out, left = {}, list(inputs)
+    for p in inspect.signature(module.forward).parameters.values():
+        if p.kind is p.VAR_POSITIONAL:
+            out[p.name], left = tuple(spec(n) for n in left), []
+        elif left:
+            out[p.name] = spec(left.pop(0))
+    return out
 
 
 def main(argv=None) -> int:
@@ -253,7 +352,8 @@ def main(argv=None) -> int:
     ap.add_argument("--exporters", default="torchscript,dynamo", help="comma-separated (default torchscript,dynamo)")
     ap.add_argument("--torchvision", metavar="NAMES", help="comma-separated torchvision.models names to export instead")
     ap.add_argument("--transformers", metavar="NAMES", help="comma-separated Hugging Face models (distilbert, bert, "
-                                                             "gpt2, vit) to export instead, their inputs free")
+                                                             "gpt2, vit, gpt2-past, t5-encoder, t5-decoder, "
+                                                             "whisper-encoder) to export instead, their inputs free")
     args = ap.parse_args(argv)
     import torch
 
@@ -266,10 +366,11 @@ def main(argv=None) -> int:
     for name, (module, examples, inputs, free) in chosen.items():
         for exporter in args.exporters.split(","):
             path = os.path.join(args.out, f"{name.rpartition('.')[2]}_{exporter}.onnx")
-            names = {"input_names": inputs, "output_names": ["output"]} if inputs else {}
+            outputs = [n for n in free if n not in inputs] if inputs else []  # "output", then any others
+            names = {"input_names": inputs, "output_names": outputs} if inputs else {}
             try:
                 if exporter == "dynamo":
-                    free_shapes = {"dynamic_shapes": _dims_of(inputs, free)} if inputs else {}
+                    free_shapes = {"dynamic_shapes": _dims_of(module, inputs, free)} if inputs else {}
                     torch.onnx.export(module.eval(), examples, path, dynamo=True, external_data=False, verbose=False,
                                       **names, **free_shapes)
                 else:

@@ -26,12 +26,14 @@ import sys
 from unittest import mock
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("pattern", help="a part of the kernels' fused names, e.g. pool")
-    ap.add_argument("models", nargs="+", help="zoo names (default settings) or .onnx paths")
+    ap.add_argument("models", nargs="+", help="zoo names (default settings) or .onnx paths; PATH.onnx:seq_len=128 "
+                                              "(KEY=N pairs) for an export's free dimensions")
     ap.add_argument("--batch", help="comma-separated batch sizes to load the models at (default: theirs)")
     ap.add_argument("--rounds", type=int, default=1, help="alternating timings of both, medians printed (default 1)")
     ap.add_argument("--without", metavar="NAME=VALUE", help="time against the templates with this constant "
@@ -39,13 +41,12 @@ def main(argv=None) -> int:
     args = ap.parse_args(argv)
     batches = [{"batch": int(b)} for b in args.batch.split(",")] if args.batch else [{}]
 
-    from tvm_partition import frontend
+    from conv_kernels import model_graph
     from tvm_partition.build import templates
     from tvm_partition.build.align import kernel_of
     from tvm_partition.build.transfer import blocks_of
     from tvm_partition.build.tuning import open_schedules, time_kernel, tuning_target
     from tvm_partition.devices import database_dir, parse_devices, use_cpu_threads
-    from tvm_partition.ir.graph import OpGraph
 
     threads = use_cpu_threads()
     target = tuning_target(parse_devices("cpu")[0])
@@ -53,7 +54,7 @@ def main(argv=None) -> int:
           f"schedules without / with ({threads} threads, us)")
     seen, total = set(), [0.0, 0.0]
     for model, settings in ((m, b) for m in args.models for b in batches):
-        graph = OpGraph(frontend.load(model, seed=0, **settings).mod)
+        _, graph = model_graph(model, **settings)
         # fresh per model, as a build's: a Schedules replays a kernel scheduled before that differs
         # in one axis (a split's whole op), and another model's kernel would pass for one
         built, records = open_schedules(database_dir(None)), open_schedules(database_dir(None))
