@@ -87,12 +87,7 @@ def bind(graph_inputs, options: dict[str, int | None]) -> tuple[dict[str, list[i
     Raises :class:`ShapeError` for a free dimension no option binds, one whose option was not
     given (but the batch, which defaults to 1), and an option or a name given that binds no
     dimension."""
-    named = dict(options.get("dims") or {})
-    there = free_names(graph_inputs)
-    unknown = [n for n in named if n not in there]  # a misspelt name before what it left free
-    if unknown:
-        raise ShapeError(f"--dim {unknown[0]}: no input has a free dimension of that name ("
-                         + (f"the free ones: {', '.join(there)})" if there else "none has a named free dimension)"))
+    named = _known(dict(options.get("dims") or {}), graph_inputs)
     shapes, defaulted, used = {}, [], set()
     for gi in graph_inputs:
         dims = _dims(gi)
@@ -126,6 +121,17 @@ def bind(graph_inputs, options: dict[str, int | None]) -> tuple[dict[str, list[i
         raise ShapeError(f"{FLAGS[unused[0]]} binds {WHAT[unused[0]]}, and no input has one "
                          f"(inputs: {', '.join(f'{n} {_text(s)}' for n, s in shapes.items())})")
     return shapes, defaulted
+
+
+def _known(named: dict[str, int], graph_inputs) -> dict[str, int]:
+    """``named``, checked before anything else binds (a misspelt name, not the dimension it left
+    free, is the error): :class:`ShapeError` for a name no input's free dimension has."""
+    there = free_names(graph_inputs)
+    unknown = [n for n in named if n not in there]
+    if unknown:
+        raise ShapeError(f"--dim {unknown[0]}: no input has a free dimension of that name ("
+                         + (f"the free ones: {', '.join(there)})" if there else "none has a named free dimension)"))
+    return named
 
 
 def dims_text(dims: dict[str, int]) -> str:
