@@ -627,6 +627,9 @@ def softmax(shape, pad_rows=0, scaled=False, guarded=False):
     ((2, 3, 24), 0, True, False),  # an element-wise epilogue: inlined into the division
     ((2, 3, 16, 128), 0, False, True),  # an epilogue that reads the softmax twice
     ((2, 3, 16, 128), 0, True, True),  # ... after one that reads it once
+    ((2, 3, 1500), 0, False, False),  # Whisper's rows of 1500: vectors of 16 and a last one of 12
+    ((2, 2, 512), 0, True, True),  # long rows of whole vectors, under both epilogues
+    ((2, 300), 3, False, False),  # long rows, then padded for the matmul after them
 ])
 def test_the_softmax_template_computes_what_the_default_schedule_computes(shape, pad_rows, scaled, guarded):
     kmod = softmax(shape, pad_rows, scaled, guarded)
@@ -636,6 +639,10 @@ def test_the_softmax_template_computes_what_the_default_schedule_computes(shape,
     # partial maxima and sums where a row holds more than one whole vector
     assert ("_rf" in text) == (shape[-1] > templates._softmax_lanes(kmod, TARGET) > 1)
     assert text.count("T.parallel") == 1 + bool(pad_rows)
+    # a long row a register's vector at a time, what no whole vector fills in a loop of its own
+    long_row = shape[-1] > templates.WHOLE_ROW_VECTOR
+    assert (f"T.vectorized(T.int64({templates.ROW_VECTOR}))" in text) == long_row
+    assert ("_partition" in text) == (long_row and shape[-1] % templates.ROW_VECTOR != 0)
     np.testing.assert_allclose(run(templates.schedule(kmod, TARGET)), run(kmod["main"]), rtol=1e-5, atol=1e-7)
 
 

@@ -1626,14 +1626,39 @@ def _partial_sums(sch, names, lanes: int) -> dict:
     return partial
 
 
-def _rows_in_parallel(sch, out: str, under: list, partial: dict):
+#: A row of more elements than this is vectorised a register's vector at a time, not as one vector
+#: of the whole row: LLVM legalises a vector of 1500 lanes, with fast_exp's 30 operations on it,
+#: into passes over the row through the stack.
+WHOLE_ROW_VECTOR = 256
+#: The lanes of those vectors (a zmm register's floats; narrower registers take two or four).
+ROW_VECTOR = 16
+
+
+def _vectorised_row(sch, loop) -> None:
+    """``loop`` (a row's elements) vectorised: whole up to :data:`WHOLE_ROW_VECTOR` elements, else
+    in vectors of :data:`ROW_VECTOR` lanes, the elements past the last whole one a vector of
+    their own."""
+    n = int(sch.get(loop).extent)
+    if n <= WHOLE_ROW_VECTOR:
+        sch.vectorize(loop)
+        return
+    tail = n % ROW_VECTOR
+    if tail:
+        loop, rest = sch.loop_partition(loop, [n - tail, None])
+        sch.vectorize(rest)
+    sch.vectorize(sch.split(loop, [None, ROW_VECTOR])[1])
+
+
+def _rows_in_parallel(sch, out: str, under: list, partial: dict, vectorised: bool = True):
     """Block ``out``'s rows (every loop but its innermost, fused) in parallel and its rows
-    vectorised; the blocks ``under`` (consumers first; None skipped) computed under each row; the
-    ``partial`` sums' lanes vectorised innermost. Returns the row loop."""
+    vectorised (whole; the caller's where not ``vectorised``); the blocks ``under`` (consumers
+    first; None skipped) computed under each row; the ``partial`` sums' lanes vectorised innermost.
+    Returns the row loop."""
     norm = sch.get_sblock(out)
     row = sch.fuse(*sch.get_loops(norm)[:-1])
     sch.parallel(row)
-    sch.vectorize(sch.get_loops(norm)[-1])
+    if vectorised:
+        sch.vectorize(sch.get_loops(norm)[-1])
     for block in under:
         if block is not None:
             sch.compute_at(block, row)
@@ -1662,9 +1687,10 @@ def _schedule_softmax(kmod: tvm.IRModule, lanes: int) -> tvm.tirx.PrimFunc | Non
         partial = _partial_sums(sch, ("T_softmax_maxelem", "T_softmax_expsum") if row_len > lanes > 1 else (), lanes)
         _rows_in_parallel(sch, "T_softmax_norm", [
             sch.get_sblock("T_softmax_expsum"), partial.get("T_softmax_expsum"), sch.get_sblock("T_fast_exp"),
-            sch.get_sblock("T_softmax_maxelem"), partial.get("T_softmax_maxelem")], partial)
-        sch.vectorize(sch.get_loops(sch.get_sblock("T_fast_exp"))[-1])
+            sch.get_sblock("T_softmax_maxelem"), partial.get("T_softmax_maxelem")], partial, vectorised=False)
         _epilogue_in_parallel(sch, _epilogue_of(_root_blocks(kmod), len(SOFTMAX_BLOCKS)), lanes)
+        for name in ("T_fast_exp", "T_softmax_norm"):  # last: a partition renames the blocks
+            _vectorised_row(sch, sch.get_loops(sch.get_sblock(name))[-1])
     except tvm.s_tir.schedule.ScheduleError:
         return None
     return sch.mod["main"].with_attr("tirx.is_scheduled", True)

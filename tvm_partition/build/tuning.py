@@ -775,8 +775,9 @@ class Schedules:
 #: 48 inlines a row template's epilogue forward first (:func:`tvm_partition.build.templates._epilogue_in_parallel`),
 #: 49 gives columns-outer matmuls tiles of 8 rows and reductions in chunks (:data:`tvm_partition.build.templates.MATMUL_CHUNK`),
 #: 50 batched matmuls of computed operands and short reductions with large outputs the matmul
-#: template (:data:`tvm_partition.build.templates.MIN_BATCHED_OUTPUT`).
-TRANSFER_RULES = 50
+#: template (:data:`tvm_partition.build.templates.MIN_BATCHED_OUTPUT`), 51 vectorises a softmax's
+#: long rows a register's vector at a time (:data:`tvm_partition.build.templates.WHOLE_ROW_VECTOR`).
+TRANSFER_RULES = 51
 
 
 def open_schedules(path: str | None, transfer: bool = True) -> Schedules:
