@@ -776,8 +776,9 @@ class Schedules:
 #: 49 gives columns-outer matmuls tiles of 8 rows and reductions in chunks (:data:`tvm_partition.build.templates.MATMUL_CHUNK`),
 #: 50 batched matmuls of computed operands and short reductions with large outputs the matmul
 #: template (:data:`tvm_partition.build.templates.MIN_BATCHED_OUTPUT`), 51 vectorises a softmax's
-#: long rows a register's vector at a time (:data:`tvm_partition.build.templates.WHOLE_ROW_VECTOR`).
-TRANSFER_RULES = 51
+#: long rows a register's vector at a time (:data:`tvm_partition.build.templates.WHOLE_ROW_VECTOR`),
+#: 52 leaves the division whole where an epilogue was inlined into it.
+TRANSFER_RULES = 52
 
 
 def open_schedules(path: str | None, transfer: bool = True) -> Schedules:
