@@ -101,6 +101,7 @@ COMPILE_REFUSALS = {
                     r"--dim M: no input has a free dimension of that name \(the free ones: N, L\)"),
     "dim-syntax": (["{d}/symbolic_len.onnx", "--dim", "L"], r"--dim takes NAME=N, got 'L'"),
     "dim-zoo": (["lstm", "--dim", "L=3"], r"lstm: --dim binds an ONNX model's free dimensions by name"),
+    "dim-not-a-model": (["{d}/model.txt", "--dim", "L=3"], r"model\.txt: not an \.onnx file"),
     "not-onnx": (["{d}/model.txt"], r"model\.txt: not an \.onnx file"),
     "unknown-zoo": (["nosuchnet"], r"unknown model 'nosuchnet'.*lstm"),
     "plan-not-json": ([*LSTM, *CPU2, "--plan", "{d}/not_json.json"], r"plan is not valid JSON"),

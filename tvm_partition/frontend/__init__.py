@@ -67,9 +67,9 @@ def load(source, *, batch: int | None = None, seq_len: int | None = None, layers
             raise ModelError(f"{source}: --layers applies to the zoo's lstm, gru and bert only")
         model = _from_onnx(str(source), {"batch": batch, "seq_len": seq_len, "image_size": image_size,
                                          "dims": onnx_shapes.dims_of(dims)}, seed)
-    elif dims:
-        raise ModelError(f"{source}: --dim binds an ONNX model's free dimensions by name; a zoo model has none")
     elif isinstance(source, str) and source in zoo.NAMES:
+        if dims:
+            raise ModelError(f"{source}: --dim binds an ONNX model's free dimensions by name; a zoo model has none")
         try:
             model = zoo.build(source, batch=batch, seq_len=seq_len, layers=layers, image_size=image_size, seed=seed)
         except ValueError as e:
