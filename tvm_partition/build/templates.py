@@ -1178,7 +1178,8 @@ def _schedule_matmul(kmod: tvm.IRModule, target, plan: _MatmulPlan) -> tvm.tirx.
         sch.reorder(*outer[:-1], k_o, m_o, k, m_i, n_b, n_i)
         acc = sch.cache_write(mm, 0, TILE_SCOPE)
         _per_tile(sch, acc, outer[-2], plan.epilogue)
-        _vectorised_rows(sch, [acc, *([sch.get_sblock(plan.epilogue[-1])] if plan.epilogue else [])], plan.lanes)
+        for block in [acc, *([sch.get_sblock(plan.epilogue[-1])] if plan.epilogue else [])]:  # written back
+            _in_vectors(sch, sch.get_loops(block)[-1], plan.lanes)
         tile, zeroed = sch.fuse(*outer[:-1]), k_o
     else:
         sch.reorder(*outer, k, m_i, n_b, n_i)
@@ -1193,13 +1194,12 @@ def _schedule_matmul(kmod: tvm.IRModule, target, plan: _MatmulPlan) -> tvm.tirx.
     return _packed(sch, target) if plan.packed else sch.mod["main"].with_attr("tirx.is_scheduled", True)
 
 
-def _vectorised_rows(sch, blocks, lanes: int) -> None:
-    """Each of ``blocks`` (a write-back and its epilogue under a block of columns) a vector of
-    its innermost loop at a time."""
-    for block in blocks:
-        inner = sch.get_loops(block)[-1]
-        if int(sch.get(inner).extent) % lanes == 0:
-            sch.vectorize(sch.split(inner, [None, lanes])[1])
+def _in_vectors(sch, loop, lanes: int) -> None:
+    """``loop`` a vector of ``lanes`` at a time (split, the inner loop vectorised) where its extent
+    is a known whole number of them and ``lanes`` > 1; else left as it is."""
+    extent = sch.get(loop).extent
+    if lanes > 1 and isinstance(extent, tvm.tirx.IntImm) and int(extent) % lanes == 0:
+        sch.vectorize(sch.split(loop, [None, lanes])[1])
 
 
 def schedule(kmod: tvm.IRModule, target) -> tvm.tirx.PrimFunc | None:
@@ -1604,9 +1604,7 @@ def _epilogue_in_parallel(sch, names: tuple[str, ...], lanes: int) -> None:
         loops = sch.get_loops(block)
         if len(loops) > 1:
             sch.parallel(sch.fuse(*loops[:-1]))
-        extent = sch.get(loops[-1]).extent
-        if lanes > 1 and isinstance(extent, tvm.tirx.IntImm) and int(extent) % lanes == 0:
-            sch.vectorize(sch.split(loops[-1], [None, lanes])[1])
+        _in_vectors(sch, loops[-1], lanes)
 
 
 def _row_lanes(row: int, target) -> int | None:
@@ -1646,7 +1644,7 @@ def _vectorised_row(sch, loop) -> None:
     if tail:
         loop, rest = sch.loop_partition(loop, [n - tail, None])
         sch.vectorize(rest)
-    sch.vectorize(sch.split(loop, [None, ROW_VECTOR])[1])
+    _in_vectors(sch, loop, ROW_VECTOR)
 
 
 def _rows_in_parallel(sch, out: str, under: list, partial: dict, vectorised: bool = True):
