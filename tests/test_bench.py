@@ -329,6 +329,11 @@ def test_settings_sweep_and_quick(tmp_path):
         [onnx.helper.make_tensor_value_info("y", onnx.TensorProto.FLOAT, ["N", "L"])])), str(text))
     assert settings("--models", f"lstm,{text}", "--dim", "L=3,P=2") == [("lstm", {}), (str(text), {"dims": {"L": 3}})]
     assert settings("--models", str(text), "--dim", "P=2") == [(str(text), {})]
+    from unittest import mock
+
+    with mock.patch("onnx.load", wraps=onnx.load) as read:  # the options and the names from one read
+        settings("--models", str(text), "--dim", "L=3")
+    assert read.call_count == 1
     quick = settings("--quick")
     assert [m for m, _ in quick] == list(bench.QUICK_MODELS) and quick[0][1] == {"seq_len": 10}
     assert [m for m, _ in settings()] == list(bench.DEFAULT_MODELS)

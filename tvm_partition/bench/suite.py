@@ -119,7 +119,7 @@ def _split(text: str | None) -> list[str]:
 def settings(args) -> list[tuple[str, dict]]:
     """``(model, options)`` per model and sweep value; flags apply to the models they fit."""
     from ..frontend import zoo
-    from ..frontend import MODEL_OPTIONS, free_dim_names, model_options
+    from ..frontend import MODEL_OPTIONS, model_shapes
 
     base = QUICK_MODELS if args.quick else DEFAULT_MODELS
     names = _split(args.models) or list(base)
@@ -141,13 +141,12 @@ def settings(args) -> list[tuple[str, dict]]:
     flags = {k: getattr(args, k) for k in MODEL_OPTIONS if getattr(args, k) is not None}
     out = []
     for n in names:
-        fits = model_options(n)
+        fits, named = model_shapes(n)
         if key is not None and key not in fits:
             print(f"note: --sweep {key} does not apply to {n}; {n} left out", file=sys.stderr)
             continue
         opts = {k: v for k, v in {**base.get(n, {}), **flags}.items() if k in fits}
         if opts.get("dims"):  # the names this model has: --dim past_sequence_length=... fits a decoder only
-            named = free_dim_names(n)
             opts["dims"] = {k: v for k, v in opts["dims"].items() if k in named}
             if not opts["dims"]:
                 del opts["dims"]

@@ -92,17 +92,19 @@ MODEL_OPTIONS = ("batch", "seq_len", "layers", "image_size", "dims")
 def model_options(source: str) -> tuple[str, ...]:
     """The options of :data:`MODEL_OPTIONS` that apply to a zoo name or an ``.onnx`` file (those
     that bind a free dimension of its inputs, :mod:`.onnx_shapes`, and the batch)."""
+    return model_shapes(source)[0]
+
+
+def model_shapes(source: str) -> tuple[tuple[str, ...], list[str]]:
+    """``(`` :func:`model_options` ``, the names of the file's free input dimensions)`` (what
+    ``--dim`` binds; none for a zoo name or an unreadable file), from one read of the file: an
+    export of GPT-2 is 500 MB of protobuf to parse."""
     if source in zoo.NAMES:
-        return zoo.options(source)
+        return zoo.options(source), []
     inputs = _onnx_inputs(source)
-    return ("batch",) if inputs is None else onnx_shapes.free_options(inputs)
-
-
-def free_dim_names(source: str) -> list[str]:
-    """The names of an ``.onnx`` file's free input dimensions (what ``--dim`` binds); none for a
-    zoo name or an unreadable file."""
-    inputs = None if source in zoo.NAMES else _onnx_inputs(source)
-    return onnx_shapes.free_names(inputs) if inputs else []
+    if inputs is None:
+        return ("batch",), []
+    return onnx_shapes.free_options(inputs), onnx_shapes.free_names(inputs)
 
 
 def _onnx_inputs(source: str) -> list | None:
