@@ -39,7 +39,7 @@ def measured(path: str | None) -> dict:
 
 def main(argv=None) -> int:
     from tvm_partition import frontend
-    from tvm_partition.bench.suite import model_options
+    from tvm_partition.frontend import model_options
     from tvm_partition.cost_models import default_cost_model
     from tvm_partition.devices import DeviceSpec
     from tvm_partition.ir.graph import OpGraph
