@@ -23,7 +23,7 @@ sys.path.insert(0, REPO)  # this checkout's package, not another installed copy
 
 
 def _key(model: str, config: dict, strategy: str) -> tuple:
-    return model, json.dumps({k: v for k, v in sorted(config.items()) if k in ("batch", "seq_len", "image_size")}), \
+    return model, json.dumps({k: v for k, v in sorted(config.items()) if k in ("batch", "seq_len", "image_size", "dims")}), \
         strategy
 
 
@@ -57,15 +57,16 @@ def main(argv=None) -> int:
     print(f"{'artifact':58s} {'built':>9s} {'now':>9s} {'measured':>9s} {'now err':>8s}")
     for art, m in zip(args.artifacts, manifests):
         if m["strategy"] not in {"tvm-cpu"} and os.path.exists(os.path.join(art, "plan.json")):
-            opts = {k: v for k, v in m["config"].items() if k in model_options(m["model"])}
-            key = (m["model"], json.dumps(opts, sort_keys=True))
+            source = m["config"].get("source", m["model"])  # an ONNX file's path; a zoo model's name
+            opts = {k: v for k, v in m["config"].items() if k in model_options(source)}
+            key = (source, json.dumps(opts, sort_keys=True))
             if key not in graphs:
-                graphs[key] = OpGraph(frontend.load(m["model"], seed=0, **opts).mod)
+                graphs[key] = OpGraph(frontend.load(source, seed=0, **opts).mod)
             plan = Plan.load(os.path.join(art, "plan.json"))
             where = json.dumps(m["devices"], sort_keys=True)
             if where not in models:
                 models[where] = default_cost_model([DeviceSpec.from_json(d) for d in m["devices"]])[0]
-            now = simulate(graphs[key], plan, models[where]).latency_us
+            now = simulate(graphs[key], plan, models[where].for_graph(graphs[key])).latency_us
             run = runs.get(_key(m["model"], m["config"], m["strategy"]))
             err = f"{now / run - 1:+8.0%}" if run else f"{'-':>8s}"
             print(f"{os.path.basename(os.path.normpath(art))[:58]:58s} {plan.predicted_latency_us / 1e3:9.3f} "

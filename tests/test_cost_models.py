@@ -504,7 +504,8 @@ def test_a_model_measured_in_the_vm_is_priced_with_its_own_factor(tmp_path):
     assert cm.op_time(op, "cpu") == pytest.approx(32.0)  # samples: the op's median factor
     assert cm.for_graph(small).op_time(op, "cpu") == pytest.approx(24.0)
     assert cm.for_graph(large).op_time(op, "cpu") == pytest.approx(40.0)
-    assert cm.for_graph(unseen) is cm
+    assert cm.for_graph(unseen).graph_factor is None
+    assert cm.for_graph(unseen).op_time(op, "cpu") == pytest.approx(32.0)
     devices = parse_devices("cpu")
     plan, sim = plan_and_simulate(small, devices, "cpu", cost_model=cm)
     assert sim.latency_us == pytest.approx(simulate(small, plan, cm.for_graph(small)).latency_us)
@@ -1071,6 +1072,43 @@ def test_an_op_never_profiled_costs_at_least_streaming_its_bytes(tmp_path, monke
         monkeypatch.setattr(profiled.xgb, "predict", lambda model, rows, guess=guess: [guess])
         est = cm.estimate(op, "cpu")
         assert est.source == source and est.us == pytest.approx(max(guess, floor))
+
+
+def test_a_model_whose_weights_outgrow_the_cache_streams_each_op_at_the_memory_bandwidth(tmp_path):
+    """A run reads every weight once, so in a model whose weights outgrow the cache an op never
+    profiled is floored at the copy series' per-byte cost at the size of those weights, not at
+    its own (GPT-2's decoder step, 497 MB of weights: predicted -59% of its run, -22% priced so).
+    The weights are what ``OpGraph.weight_bytes`` counts: an embedding table only a gather reads is
+    not read whole (BERT-tiny's 15.6 MB)."""
+    from tvm.relax.frontend import nn
+
+    from tvm_partition import frontend
+
+    class Embedded(nn.Module):
+        def __init__(self):
+            self.table = nn.Embedding(1000, 16)
+            self.proj = nn.Linear(16, 8)
+
+        def forward(self, ids):
+            return self.proj(self.table(ids))
+
+    mod, _ = Embedded().export_tvm(spec={"forward": {"ids": nn.spec.Tensor([4], "int32")}})
+    graph = OpGraph(frontend.load(mod, seed=1).mod)
+    assert graph.weight_bytes == (16 * 8 + 8) * 4  # the projection's weight and bias, not the table
+    mlp = OpGraph(mlp_model(batch=16).mod)
+    assert mlp.weight_bytes == (8 * 16 + 16 + 16 * 4 + 4) * 4
+
+    log = ProfileLog(str(tmp_path))
+    for nbytes, us in [(64, 2.0), (1 << 20, 50.0), (64 << 20, 8000.0)]:
+        log.append({"type": "comm", "comm": "copy", "src": "cpu", "dst": "cpu", "bytes": nbytes, "mean_us": us,
+                    "std_us": 0.0, "repeats": 1})
+    cm = ProfiledCostModel(str(tmp_path))
+    assert cm.stream_floor(1 << 20, "cpu") == 24.0  # alone: 1 MB at the 1 MB copy's cost
+    priced = cm.for_graph(mlp)
+    priced.run_bytes = 64 << 20  # as a model of 64 MB of weights: each byte at the 64 MB copy's cost
+    assert priced.stream_floor(1 << 20, "cpu") == pytest.approx(7998.0 / 2 / 64)
+    assert priced.stream_floor(128 << 20, "cpu") == cm.stream_floor(128 << 20, "cpu")  # larger than the weights
+    assert cm.for_graph(mlp).stream_floor(1 << 20, "cpu") == 24.0  # a few hundred bytes of weights: cache
 
 
 def test_an_op_never_profiled_computes_no_faster_than_the_fastest_sample(tmp_path, monkeypatch):

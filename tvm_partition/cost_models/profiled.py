@@ -46,14 +46,11 @@ from ..errors import TvmPartitionError
 from .base import CostModel, Estimate, cut_axes, full_shape, part_fraction
 from .logs import ProfileLog, read_once
 from .timing import context_launch
-from ..ir.graph import op_signature
+from ..ir.graph import GATHERS, op_signature
 
 
 FITS_FILE = "fits.json"
 
-#: Ops that read a part of an operand (an embedding lookup reads its rows, not the 15.6 MB table
-#: BERT-tiny's ``take`` counts in its bytes): no floor from their bytes.
-_GATHERS = frozenset({"take", "strided_slice"})
 #: Samples that set :meth:`ProfiledCostModel.compute_floor`'s peak compute at least this many FLOPs:
 #: a kernel of a few hundred FLOP times its call, not its arithmetic.
 PEAK_MIN_FLOPS = 1e6
@@ -346,6 +343,8 @@ class ProfiledCostModel(CostModel):
         self.graph_factor_from: str | None = None
         #: what a CPU kernel launch costs in the priced graph, where its context solved it (launch_time)
         self.graph_launch: float | None = None
+        #: the bytes of weights a run of the priced graph reads (:meth:`for_graph`; stream_floor)
+        self.run_bytes: float = 0.0
         self._fits: dict = {}
         self._peak: dict[str, float] = {}  # FLOP per microsecond: compute_floor
         self._xgb: dict = {}
@@ -422,22 +421,28 @@ class ProfiledCostModel(CostModel):
         launches to take its weights out of the cache. ResNet-18's (64 px) last convolutions alone
         in the VM (``bench --split-ops``) ran 117-119 us, their profile samples alone 127-137, and
         priced at the model's factor (1.49) they were predicted 189-204 us, +58% to +88%
-        (znver4, 2026-11-27). Shares this model's samples and fits; ``self`` where neither holds."""
+        (znver4, 2026-11-27).
+
+        Its weights' bytes go to :meth:`stream_floor` (:attr:`run_bytes`). Shares this model's
+        samples and fits; ``self`` where the graph changes nothing."""
         import copy
 
         from ..ir.graph import graph_signature
 
         sig = graph_signature(graph)
         measured = self.context.by_graph.get(sig)
+        factor, why = None, None
         if measured is not None:
             factor, why = measured, "measured"
         elif sum(1 for op in graph.ops.values() if not op.is_view) == 1:
             factor, why = 1.0, "one kernel"
-        else:
+        run_bytes = float(getattr(graph, "weight_bytes", 0))
+        if factor is None and not run_bytes:
             return self
         priced = copy.copy(self)
         priced.graph_factor, priced.graph_factor_from = factor, why
-        priced.graph_launch = self.context.launch_by_graph.get(sig)  # solved only where measured
+        priced.graph_launch = self.context.launch_by_graph.get(sig) if factor is not None else None
+        priced.run_bytes = run_bytes
         return priced
 
     def estimate(self, op, device: str, shape=None) -> Estimate:
@@ -487,7 +492,7 @@ class ProfiledCostModel(CostModel):
                 self._xgb_whole[key] = float(xgb.predict(model, [xgb.op_features(op, None)])[0])
             fraction = part_fraction(op, shape)
             us = self._xgb_whole[key] * fraction
-            floor = max(0.0 if op.kind in _GATHERS else self.stream_floor(op.bytes * fraction, kind),
+            floor = max(0.0 if op.kind in GATHERS else self.stream_floor(op.bytes * fraction, kind),
                         self.compute_floor(op.flops * fraction, kind))
             return Estimate(us, "xgboost") if us >= floor else Estimate(floor, "analytic")
         if self.fallback is not None:
@@ -525,11 +530,21 @@ class ProfiledCostModel(CostModel):
         bandwidth, not on a call; with it, a 5 KB matmul's floor beat XGBoost's answer). XGBoost
         learned from kernels whose operands fit in cache, and put ZFNet-512's fully connected layer
         (1x9216 by 9216x4096: 302 MB of weights read once per run, 21.6 ms measured) at a tenth of
-        its time; 0 where no copies were measured."""
+        its time; 0 where no copies were measured.
+
+        Each byte is priced as a copy of the priced graph's weights prices it where those outgrow
+        ``nbytes`` (:attr:`run_bytes`, :meth:`for_graph`): a copy timed alone again and again keeps
+        its bytes in the cache, and so does a kernel in a small model, but a run of a model whose
+        weights outgrow the cache reads each kernel's weights from memory. GPT-2's decoder step
+        (497 MB of weights; its matrix-vector products 3-9 MB each, never profiled) was priced at
+        the 4-16 MB copies' bandwidth, 78 GB/s, 4.8 ms for a run measured at 11.8; its 9.4 MB products
+        ran 236 us, as a 9.4 MB copy's half at the 64 MB copies' slope, 238 (amd-epyc-znver5-2c,
+        2026-12-02)."""
         pts = self.comm.get(("copy", kind, kind)) if kind == "cpu" else None
         if not pts or nbytes <= 0:
             return 0.0
-        return max(0.0, interpolate(pts, nbytes) - interpolate(pts, 0)) / 2
+        span = max(nbytes, self.run_bytes)
+        return max(0.0, interpolate(pts, span) - interpolate(pts, 0)) * nbytes / span / 2
 
     def comm_estimate(self, nbytes: float, src: str, dst: str) -> Estimate:
         """A copy between two devices of the profile's copy series; none between two CPUs: builds

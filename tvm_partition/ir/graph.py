@@ -41,6 +41,9 @@ _VIEW_KINDS = {"reshape", "expand_dims", "squeeze", "flatten"}
 #: Kinds of op that compute (convolutions, matmuls, pooling, normalisations, reductions): a kernel
 #: whatever TVM or the passes make of the model, never a view (what moves data may become one).
 COMPUTE_KINDS = frozenset(k for k, rank in _ANCHOR_RANK.items() if rank >= 3)
+#: Kinds of op that read a part of an operand: an embedding lookup reads its rows, not the 15.6 MB
+#: table BERT-tiny's ``take`` counts in its bytes.
+GATHERS = frozenset({"take", "strided_slice"})
 
 
 def make_op_id(index: int, fused_name: str, limit: int = 48) -> str:
@@ -384,6 +387,19 @@ class OpGraph:
             output_dtypes=[o.ty.dtype for o in outputs if is_tensor(o)],
             flops=float(flops), bytes=float(io_bytes),
         )
+
+    @functools.cached_property
+    def weight_bytes(self) -> int:
+        """The bytes of weights one run reads: every weight parameter of ``main`` but those only a
+        gather reads (an embedding table, of which a run reads a few rows). Weights are read once
+        a run, so where they outgrow the cache every run reads them from memory
+        (:meth:`tvm_partition.cost_models.profiled.ProfiledCostModel.stream_floor`)."""
+        def gathered_only(w) -> bool:
+            readers = self.users.get(w, ())
+            return bool(readers) and all(i in self.op_of_binding and self.ops[self.op_of_binding[i]].kind in GATHERS
+                                         for i in readers)
+
+        return sum(tensor_bytes(w) for w in self.weight_params if not gathered_only(w))
 
     @functools.cached_property
     def viewed_slices(self) -> frozenset[str]:
