@@ -1109,6 +1109,7 @@ def test_a_model_whose_weights_outgrow_the_cache_streams_each_op_at_the_memory_b
     assert priced.stream_floor(1 << 20, "cpu") == pytest.approx(7998.0 / 2 / 64)
     assert priced.stream_floor(128 << 20, "cpu") == cm.stream_floor(128 << 20, "cpu")  # larger than the weights
     assert cm.for_graph(mlp).stream_floor(1 << 20, "cpu") == 24.0  # a few hundred bytes of weights: cache
+    assert cm.for_graph(mlp).run_bytes == mlp.weight_bytes and cm.run_bytes == 0  # what planning prices with
 
 
 def test_an_op_never_profiled_computes_no_faster_than_the_fastest_sample(tmp_path, monkeypatch):
