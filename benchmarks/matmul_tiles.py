@@ -107,7 +107,8 @@ def main(argv=None) -> int:
         return f"{plan.rows} x {plan.blocks}{' C' if plan.columns_outer else ''}"
 
     for label, name, kmod, plan in matmuls(args.models, target):
-        before = dataclasses.replace(plan, rows=templates.MATMUL_ROWS, columns_outer=False)
+        # rules 41's before, and its order alone: the reduction whole (chunks came with rules 49, columns outer only)
+        before = dataclasses.replace(plan, rows=templates.MATMUL_ROWS, columns_outer=False, chunk=0)
         order = dataclasses.replace(before, columns_outer=plan.columns_outer)
         if plan == before:
             continue
