@@ -954,13 +954,17 @@ def test_scores_of_a_short_reduction_take_the_template_where_their_output_is_lar
     (matmul(128, 128, 768), "emeraldrapids", 8, True, 0),  # a block's weights (16 KiB) fit L1: no chunks
     (matmul(196, 768, 384), "emeraldrapids", 7, True, 128),  # 28 tiles of 7 rows past each chunk
     (matmul(200, 768, 768), "znver4", 4, True, 0),
+    (matmul(1500, 384, 384), "znver5", 12, False, 0),  # Whisper's encoder: 1500 rows, no 7, 13 or 8 divides them
+    (matmul(1500, 384, 1536), "znver5", 12, True, 0),  # its first FFN matmul: x (2.3 MB) outgrows the chunks' 1 MiB
+    (matmul(1500, 384, 384), "znver4", 4, False, 0),
 ], ids=["14x14-mlp", "14x14-mlp-zen4", "14x14-mlp-avx2", "7x7-mlp", "first-stage", "bert-tiny", "one-vector",
-        "vit", "bert-base-ffn", "vit-ffn-out", "short-reduction", "swin", "vit-zen4"])
+        "vit", "bert-base-ffn", "vit-ffn-out", "short-reduction", "swin", "vit-zen4", "whisper", "whisper-ffn",
+        "whisper-zen4"])
 def test_matmuls_whose_weights_outweigh_their_rows_sweep_rows_under_each_block_of_columns(kmod, mcpu, tile,
                                                                                           columns_outer, chunk):
     """Rows first, a weight that outgrows the L2 cache streamed from beyond it once per block of rows;
     on full-width AVX-512 a tile of 7 (or 13) rows x 2 vectors where 7 (13) divides the rows, else 8
-    with the columns outer, and the reduction in chunks where a block's weights outgrow L1 and many
+    with the columns outer, else 12, 10 or 6 where one divides them, and the reduction in chunks where a block's weights outgrow L1 and many
     tiles of rows pass them; the planners cut the rows at the tile's multiples."""
     target = planned_for(mcpu)
     plan = templates._matmul_plan(kmod, target)
@@ -984,9 +988,10 @@ def test_a_matmul_in_reduction_chunks_computes_the_product(kmod, rows):
     np.testing.assert_allclose(run(func), run(kmod["main"]), rtol=1e-4, atol=1e-4)
 
 
-@pytest.mark.parametrize("m,k,n,rows", [(28, 64, 192, 7), (52, 32, 256, 13), (12, 48, 64, 4)])
+@pytest.mark.parametrize("m,k,n,rows", [(28, 64, 192, 7), (52, 32, 256, 13), (12, 48, 64, 4), (36, 48, 64, 12),
+                                        (40, 32, 64, 10)])
 def test_a_matmul_on_columns_outer_and_wide_tiles_computes_the_product(m, k, n, rows):
-    """The columns-outer order and the 7- and 13-row tiles, run here on this machine's vectors."""
+    """The columns-outer order and the 7-, 13-, 12- and 10-row tiles, run here on this machine's vectors."""
     import dataclasses
 
     kmod = templates._epilogue_operands_inlined(matmul(m, k, n))

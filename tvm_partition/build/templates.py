@@ -225,6 +225,14 @@ WIDE_MATMUL_ROWS = (7, 13)
 #: alternating rounds, 2 threads, intel-r-xeon-r-processor-emeraldrapids-2c, 2026-12-02, Hugging
 #: Face exports): all eight of their matmuls with a weight 0.70-0.98x.
 COLUMNS_OUTER_ROWS = 8
+#: ... and where none of those divides them, the first of these that does (else :data:`MATMUL_ROWS`):
+#: Whisper's encoder's 1500 rows kept 4 x 2. Its six weight matmuls each alone, in their own loop
+#: order, 12 x 2 against 4 x 2 (a scratch script, 5 alternating rounds, 2 threads, amd-epyc-znver5-2c,
+#: 2026-12-02; BENCHMARKS.md, "The Emerald Rapids VM's template rules timed on a Zen 5"): the
+#: 384 x 384 projections 0.84-0.89x, the FFN's 0.93x (columns outer) and 0.75x; 6 and 10 rows within
+#: a few percent of 12 on all six. Timed on the Zen 5 only: 8 rows lost to 4 on the Emerald Rapids VM's
+#: rows-outer matmuls of 128 rows, which none of these divides.
+DIVISOR_MATMUL_ROWS = (12, 10, 6)
 #: Reduction elements a chunk of a columns-outer matmul's reduction holds (:func:`_matmul_chunk`):
 #: the chunk's packed weights of a block of columns (128 x 2 vectors: 16 KiB on AVX-512) stay in
 #: the L1 cache while every tile of rows passes them, the rows' sums carried in the block's
@@ -1085,8 +1093,9 @@ def _matmul_plan(kmod: tvm.IRModule, target, fallback: bool = False) -> _MatmulP
     chunk = 0
     if rows > 1 and tile == 2 and not fallback and _full_width_fma(target):
         wide = [r for r in WIDE_MATMUL_ROWS if rows % r == 0]
+        divisors = [r for r in DIVISOR_MATMUL_ROWS if rows % r == 0]
         tile_rows = wide[0] if wide else COLUMNS_OUTER_ROWS if columns_outer and rows % COLUMNS_OUTER_ROWS == 0 \
-            else tile_rows
+            else divisors[0] if divisors else tile_rows
         chunk = _matmul_chunk(mm, tile * lanes, rows // tile_rows) if columns_outer else 0
     return _MatmulPlan(tuple(b.name_hint for b in blocks[1:]), weight, lanes, tile, not serial(kmod, target),
                        tile_rows, axis, shared, columns_outer, chunk)

@@ -777,8 +777,9 @@ class Schedules:
 #: 50 batched matmuls of computed operands and short reductions with large outputs the matmul
 #: template (:data:`tvm_partition.build.templates.MIN_BATCHED_OUTPUT`), 51 vectorises a softmax's
 #: long rows a register's vector at a time (:data:`tvm_partition.build.templates.WHOLE_ROW_VECTOR`),
-#: 52 leaves the division whole where an epilogue was inlined into it.
-TRANSFER_RULES = 52
+#: 52 leaves the division whole where an epilogue was inlined into it, 53 gives matmuls on full-width
+#: AVX-512 that no 7, 13 or 8 rows divide tiles of 12, 10 or 6 rows (:data:`tvm_partition.build.templates.DIVISOR_MATMUL_ROWS`).
+TRANSFER_RULES = 53
 
 
 def open_schedules(path: str | None, transfer: bool = True) -> Schedules:
