@@ -441,7 +441,7 @@ class ProfiledCostModel(CostModel):
             return self
         priced = copy.copy(self)
         priced.graph_factor, priced.graph_factor_from = factor, why
-        priced.graph_launch = self.context.launch_by_graph.get(sig) if factor is not None else None
+        priced.graph_launch = self.context.launch_by_graph.get(sig)  # solved only where measured
         priced.run_bytes = run_bytes
         return priced
 
