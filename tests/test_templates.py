@@ -951,20 +951,22 @@ def test_scores_of_a_short_reduction_take_the_template_where_their_output_is_lar
     (matmul(200, 768, 768), "emeraldrapids", 8, True, 128),  # ViT-B/16's 197 rows padded to 200
     (matmul(128, 768, 3072), "emeraldrapids", 8, True, 128),  # BERT-base's FFN at 128 tokens
     (matmul(200, 3072, 768), "emeraldrapids", 8, True, 0),  # its second: x (2.4 MB) outgrows the L2 cache
-    (matmul(128, 128, 768), "emeraldrapids", 8, True, 0),  # a block's weights (16 KiB) fit L1: no chunks
+    (matmul(128, 128, 768), "emeraldrapids", 4, True, 0),  # a short reduction: 8 x 2 ran slower than 4 x 2
+    (matmul(128, 512, 768), "emeraldrapids", 8, True, 128),  # ... from COLUMNS_OUTER_MIN_REDUCTION on
+    (matmul(16, 64, 256), "znver5", 4, True, 0),  # the LSTM's gate matmul at batch 16: 4 x 2, 0.3-0.5x of 8 x 2
     (matmul(196, 768, 384), "emeraldrapids", 7, True, 128),  # 28 tiles of 7 rows past each chunk
     (matmul(200, 768, 768), "znver4", 4, True, 0),
     (matmul(1500, 384, 384), "znver5", 12, False, 0),  # Whisper's encoder: 1500 rows, no 7, 13 or 8 divides them
     (matmul(1500, 384, 1536), "znver5", 12, True, 0),  # its first FFN matmul: x (2.3 MB) outgrows the chunks' 1 MiB
     (matmul(1500, 384, 384), "znver4", 4, False, 0),
 ], ids=["14x14-mlp", "14x14-mlp-zen4", "14x14-mlp-avx2", "7x7-mlp", "first-stage", "bert-tiny", "one-vector",
-        "vit", "bert-base-ffn", "vit-ffn-out", "short-reduction", "swin", "vit-zen4", "whisper", "whisper-ffn",
+        "vit", "bert-base-ffn", "vit-ffn-out", "short-reduction", "long-enough", "lstm-gates", "swin", "vit-zen4", "whisper", "whisper-ffn",
         "whisper-zen4"])
 def test_matmuls_whose_weights_outweigh_their_rows_sweep_rows_under_each_block_of_columns(kmod, mcpu, tile,
                                                                                           columns_outer, chunk):
     """Rows first, a weight that outgrows the L2 cache streamed from beyond it once per block of rows;
     on full-width AVX-512 a tile of 7 (or 13) rows x 2 vectors where 7 (13) divides the rows, else 8
-    with the columns outer, else 12, 10 or 6 where one divides them, and the reduction in chunks where
+    with the columns outer over a reduction of at least 512, else 12, 10 or 6 where one divides them, and the reduction in chunks where
     a block's weights outgrow L1 and many tiles of rows pass them; the planners cut the rows at the
     tile's multiples."""
     target = planned_for(mcpu)

@@ -225,6 +225,14 @@ WIDE_MATMUL_ROWS = (7, 13)
 #: alternating rounds, 2 threads, intel-r-xeon-r-processor-emeraldrapids-2c, 2026-12-02, Hugging
 #: Face exports): all eight of their matmuls with a weight 0.70-0.98x.
 COLUMNS_OUTER_ROWS = 8
+#: ... where the reduction is at least this long: over a short one the 8 x 2 tile ran slower than
+#: every other tile tried, 4 x 2 included. Each alone, 3 alternating rounds, 2 threads
+#: (amd-epyc-znver5-2c, 2026-12-02; a synthetic ``x @ w + b``): 4 x 2 against 8 x 2 at K = 64
+#: 0.28-0.68x (the LSTM's and GRU's gate matmuls, 8-128 rows: 0.5-0.6x; in the LSTM's build 11.2 us
+#: a call where the record it replayed before rules 49 took 5.2), K = 128 0.74x, K = 256 0.82-0.90x,
+#: K = 512 1.01x; at K = 768 (the evidence for 8 rows) 8 x 2 stayed quickest. 7-, 12- and 6-row
+#: tiles at K = 64-256 ran within 0.66-1.03x of 8 x 2's best rivals: they keep their rules.
+COLUMNS_OUTER_MIN_REDUCTION = 512
 #: ... and where none of those divides them, the first of these that does (else :data:`MATMUL_ROWS`):
 #: Whisper's encoder's 1500 rows kept 4 x 2. Its six weight matmuls each alone, in their own loop
 #: order, 12 x 2 against 4 x 2 (a scratch script, 5 alternating rounds, 2 threads, amd-epyc-znver5-2c,
@@ -1094,8 +1102,8 @@ def _matmul_plan(kmod: tvm.IRModule, target, fallback: bool = False) -> _MatmulP
     if rows > 1 and tile == 2 and not fallback and _full_width_fma(target):
         wide = [r for r in WIDE_MATMUL_ROWS if rows % r == 0]
         divisors = [r for r in DIVISOR_MATMUL_ROWS if rows % r == 0]
-        tile_rows = wide[0] if wide else COLUMNS_OUTER_ROWS if columns_outer and rows % COLUMNS_OUTER_ROWS == 0 \
-            else divisors[0] if divisors else tile_rows
+        eight = columns_outer and rows % COLUMNS_OUTER_ROWS == 0 and int(extents[rank]) >= COLUMNS_OUTER_MIN_REDUCTION
+        tile_rows = wide[0] if wide else COLUMNS_OUTER_ROWS if eight else divisors[0] if divisors else tile_rows
         chunk = _matmul_chunk(mm, tile * lanes, rows // tile_rows) if columns_outer else 0
     return _MatmulPlan(tuple(b.name_hint for b in blocks[1:]), weight, lanes, tile, not serial(kmod, target),
                        tile_rows, axis, shared, columns_outer, chunk)

@@ -778,8 +778,10 @@ class Schedules:
 #: template (:data:`tvm_partition.build.templates.MIN_BATCHED_OUTPUT`), 51 vectorises a softmax's
 #: long rows a register's vector at a time (:data:`tvm_partition.build.templates.WHOLE_ROW_VECTOR`),
 #: 52 leaves the division whole where an epilogue was inlined into it, 53 gives matmuls on full-width
-#: AVX-512 that no 7, 13 or 8 rows divide tiles of 12, 10 or 6 rows (:data:`tvm_partition.build.templates.DIVISOR_MATMUL_ROWS`).
-TRANSFER_RULES = 53
+#: AVX-512 that no 7, 13 or 8 rows divide tiles of 12, 10 or 6 rows (:data:`tvm_partition.build.templates.DIVISOR_MATMUL_ROWS`),
+#: 54 gives the 8-row tile only to reductions of at least
+#: :data:`tvm_partition.build.templates.COLUMNS_OUTER_MIN_REDUCTION` (the RNNs' gate matmuls: 4 rows).
+TRANSFER_RULES = 54
 
 
 def open_schedules(path: str | None, transfer: bool = True) -> Schedules:
