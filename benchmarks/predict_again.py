@@ -23,8 +23,10 @@ sys.path.insert(0, REPO)  # this checkout's package, not another installed copy
 
 
 def _key(model: str, config: dict, strategy: str) -> tuple:
-    return model, json.dumps({k: v for k, v in sorted(config.items()) if k in ("batch", "seq_len", "image_size", "dims")}), \
-        strategy
+    """A row's key: its model, the settings a model takes (``frontend.MODEL_OPTIONS``) and strategy."""
+    from tvm_partition.frontend import MODEL_OPTIONS
+
+    return model, json.dumps({k: v for k, v in sorted(config.items()) if k in MODEL_OPTIONS}), strategy
 
 
 def measured(path: str | None) -> dict:
