@@ -966,9 +966,9 @@ def test_matmuls_whose_weights_outweigh_their_rows_sweep_rows_under_each_block_o
                                                                                           columns_outer, chunk):
     """Rows first, a weight that outgrows the L2 cache streamed from beyond it once per block of rows;
     on full-width AVX-512 a tile of 7 (or 13) rows x 2 vectors where 7 (13) divides the rows, else 8
-    with the columns outer over a reduction of at least 512, else 12, 10 or 6 where one divides them, and the reduction in chunks where
-    a block's weights outgrow L1 and many tiles of rows pass them; the planners cut the rows at the
-    tile's multiples."""
+    with the columns outer over a reduction of at least 512, else 12, 10 or 6 where one divides
+    them, and the reduction in chunks where a block's weights outgrow L1 and many tiles of rows pass
+    them; the planners cut the rows at the tile's multiples."""
     target = planned_for(mcpu)
     plan = templates._matmul_plan(kmod, target)
     assert (plan.rows, plan.columns_outer, plan.chunk) == (tile, columns_outer, chunk)
