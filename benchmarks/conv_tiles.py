@@ -3,7 +3,7 @@ vectors of output channels against the largest row within :data:`ROW_BUDGET` (wh
 chose before it), on every distinct convolution kernel of some models where the two differ, each
 kernel alone on this machine's thread pool.
 
-    python benchmarks/conv_tiles.py MODEL[:IMAGE_SIZE] [MODEL ...] [--rounds 3] [--tail | --long-1x1 | --chunks | --channels-last] [--target-cpu MCPU]
+    python benchmarks/conv_tiles.py MODEL[:IMAGE_SIZE] [MODEL ...] [--rounds 3] [--tail | --long-1x1 | --chunks | --channels-last | --aliased] [--target-cpu MCPU]
 
 How :data:`tvm_partition.build.templates.PAIRED_ROW` was set (BENCHMARKS.md, "Register tiles on
 AVX2"): each kernel is scheduled both ways and timed in alternating rounds (``tuning.time_kernel``:
@@ -24,7 +24,10 @@ weights outgrow the L2 cache, in chunks"). ``--channels-last``: every ungrouped 
 channels fill whole vectors, reading its input from a channels-last copy against in place, the
 column ``rule`` saying which :func:`tvm_partition.build.templates._channels_last` takes
 (BENCHMARKS.md, "1x1 convolutions of long reductions, channels last"). ``--target-cpu``: plan and
-compile for another CPU's ``-mcpu`` (``znver3``: AVX2 code), timed on this one.
+compile for another CPU's ``-mcpu`` (``znver3``: AVX2 code), timed on this one. ``--aliased``: the
+chosen tile of one vector against the tile of two the plan held before, on the kernels where
+:func:`tvm_partition.build.templates._aliased_output` gives it (output planes that alias in the L1
+cache; BENCHMARKS.md, "Convolutions whose output planes alias in the L1 cache").
 """
 
 from __future__ import annotations
@@ -45,7 +48,9 @@ def main(argv=None) -> int:
                                              "--chunks": "the reduction in chunks against the whole one under each "
                                                          "tile (templates.LONG_REDUCTION_BYTES)",
                                              "--channels-last": "every ungrouped 1x1 on a channels-last copy of its "
-                                                                "input against in place (templates._channels_last)"})
+                                                                "input against in place (templates._channels_last)",
+                                             "--aliased": "one vector of channels against two where the output "
+                                                          "planes alias (templates._aliased_output)"})
     import dataclasses
 
     from tvm_partition.build import templates
@@ -53,7 +58,7 @@ def main(argv=None) -> int:
     print(f"vector lanes, registers: {templates.vector_lanes(target)}; paired rows: {templates.PAIRED_ROW}")
     before, after = ("divisor's tile", "tail tile") if args.tail else ("one vector", "two vectors") if args.long_1x1 \
         else ("whole reduction", "chunks") if args.chunks else ("in place", "channels last (rule)") \
-        if args.channels_last else ("row tile", "paired tile")
+        if args.channels_last else ("two vectors", "one vector") if args.aliased else ("row tile", "paired tile")
     print(f"| model | extents (n, f, y, x, rc, ry, rx) | epilogue | {before} | us | {after} | us | ratio | GFLOP/s |")
     print("| --- | --- | --- | --- | ---: | --- | ---: | ---: | ---: |")
     for label, kmod, nest in convolutions(args.models, target):
@@ -62,7 +67,7 @@ def main(argv=None) -> int:
         paired = templates._plan(kmod, target)  # noqa: SLF001
         divisor = {"_tail_tile": lambda *_: False}  # the largest divisor of the width within the budget
         undone = divisor if args.tail else {"LONG_1X1_REDUCTION": float("inf")} if args.long_1x1 \
-            else {**divisor, "PAIRED_ROW": {}}
+            else {"_aliased_output": lambda *_: False} if args.aliased else {**divisor, "PAIRED_ROW": {}}
         if args.chunks:
             row = paired and dataclasses.replace(paired, chunk=0)
         elif args.channels_last:  # every candidate, whether the rule takes it or not

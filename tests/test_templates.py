@@ -359,6 +359,25 @@ def test_a_part_that_slices_its_residual_first_takes_the_template():
     np.testing.assert_allclose(run(done[0]), run(kmod["main"]), rtol=1e-4, atol=1e-4)
 
 
+@pytest.mark.parametrize("kmod,tile", [
+    (conv(3, 64, 64, k=7, stride=2), (8, 1)),  # ResNet's stem at 64 px: 32 x 32 planes (4 KiB), a reduction of 147
+    (conv(3, 64, 56, k=7, stride=2), (7, 2)),  # ... at 112 px: 28 x 28 planes (3,136 B) keep two vectors
+    (conv(64, 128, 32, k=1, padding=0), (8, 1)),  # a 1x1 of 64 input channels at 32 x 32
+    (conv(256, 128, 32, k=1, padding=0), (8, 2)),  # ... of 256: a reduction long enough to keep two
+    (residual_conv(256, 128, 32), (8, 1)),  # ... a residual read beside the output: one at any reduction
+    (residual_conv(256, 128, 28), (7, 2)),  # ... on planes that do not alias
+    (conv(16, 128, 16), (8, 2)),  # 16 x 16 planes (1 KiB): no alias
+    (conv(64, 64, 32), (8, 2)),  # a 3x3 of 576 without a residual: 8 x 1 would halve the accumulators
+    (conv(64, 64, 224), (14, 1)),  # ... at 224 wide: 14 x 1 holds as many as 7 x 2
+    (conv(64, 64, 112), (7, 2)),  # ... at 112 wide: 112 x 112 planes (49 KiB) do not alias
+], ids=["stem-32-wide", "stem-28-wide", "short-1x1", "long-1x1", "residual", "residual-28-wide", "16-wide",
+        "3x3-32-wide", "3x3-224-wide", "3x3-112-wide"])
+def test_output_planes_that_alias_in_the_l1_cache_take_one_vector_of_channels(kmod, tile):
+    for mcpu in ("znver5", "emeraldrapids"):
+        plan = templates._plan(kmod, planned_for(mcpu))
+        assert (plan.row, plan.blocks) == tile, mcpu
+
+
 @pytest.mark.parametrize("kmod,rows", [
     # TARGET is a generic x86 (4 lanes, 16 registers): a tile of at most 4 vectors of pixels
     (conv(16, 32, 16, k=1), 1),  # a 16-wide row is 4 vectors

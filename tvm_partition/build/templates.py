@@ -17,7 +17,8 @@ The schedule (TVM 0.27 ``s_tir.Schedule``):
 
 - ``conv2d_nchw`` loops ``n, f, y, x, rc, ry, rx`` become ``n f_o y x_o | rc ry rx | x_i f_b f_i``:
   ``f_i`` one vector of output channels (vectorised), ``f_b`` one vector, or two where the output is
-  so narrow that a row tile would leave most accumulators idle (unrolled; :func:`_blocks`),
+  so narrow that a row tile would leave most accumulators idle (unrolled; :func:`_blocks`), but
+  one where the output's channel planes alias in the L1 cache (:func:`_aliased_output`),
   ``x_i`` the largest divisor of the output width up to the register budget (unrolled), or,
   where no divisor makes a good tile, :data:`PAIRED_ROW` (two vectors) or :data:`ROW_BUDGET` pixels,
   the last tile of each row shorter (:func:`_tail_tile`);
@@ -452,6 +453,24 @@ ALIASED_PLANE_BYTES = 4096
 #: (MobileNet-V2's, EfficientNet-B0's and MNASNet's projections, torchvision exports, each alone, 9
 #: rounds, 2 threads, the same machine, 2026-12-01; ``benchmarks/conv_1x1.py``).
 POINTWISE_STRIP_BYTES = 48 * 1024
+#: Reduction elements (input channels x taps) under which a convolution whose output channel planes
+#: are a multiple of :data:`ALIASED_PLANE_BYTES` (:func:`_aliased_output`) takes one vector of output
+#: channels a tile even where that halves its accumulators; one whose epilogue reads a residual (a
+#: second tensor of the output's shape) takes one at any reduction (:func:`_write_back_bound`); any
+#: other on such planes takes one where its row keeps as many accumulators (224 wide: 14 x 1 for
+#: 7 x 2). Why: a tile writes its vectors of channels back as one row segment in each channel's
+#: plane, and at a multiple of 4 KiB every plane's segment falls in the same set of the L1 cache (12
+#: ways on Zen 5): two vectors touch 32 lines there, 64 with a residual read beside them. Each alone,
+#: the two-vector tile against one vector (``benchmarks/conv_tiles.py --aliased``, 5 alternating
+#: rounds, three runs, 2 threads, amd-epyc-znver5-2c, 2026-12-03; ResNet-18 at 64-256 px, ResNet-50
+#: at 128 px, VGG-19; BENCHMARKS.md "Convolutions whose output planes alias in the L1 cache"): the
+#: 7x7 stems (147) at 32-128 wide 0.53-0.79x; 1x1s of 64 input channels at 32 x 32 0.31-0.70x;
+#: residual 3x3s of 576-1152 0.59-0.85x; VGG-19's first (27) 0.25-0.28x, its 3x3 of 576 at 224 wide
+#: 0.76-0.77x (synthetic 3x3s of 288-576 there, a scratch script, 0.79-0.82x; at 112 and 56 wide,
+#: no alias, 0.95-1.00x); 3x3s of 576-1152 at 32-64 wide without a residual, 8 x 1 against 8 x 2,
+#: 0.98-1.07x, and 1x1s of 256 at 32 x 32 1.19-1.21x (a scratch script, 2026-12-02): they keep two. AVX-512 only (the Xeon unmeasured); AVX2's
+#: tiles stand.
+ALIASED_SHORT_REDUCTION = 256
 #: Storage scope of the 1x1 and direct-convolution templates' accumulator tiles. TVM 0.27's
 #: ``LowerTVMBuiltin`` leaves on the stack only CPU allocations of scope ``global`` under 1 KiB; any
 #: other, a ``local`` one too, becomes a ``TVMBackendAllocWorkspace`` call and a free. The 1x1
@@ -659,22 +678,35 @@ def _plan(kmod: tvm.IRModule, target) -> _Plan | None:
     rows_outer = per_group == oc and _rows_outer(conv)  # grouped: channel blocks first (module docstring)
     wide = _full_width_fma(target)
     least = ROWS_FIRST_CHANNEL_BLOCKS if rows_outer and wide else MIN_CHANNEL_BLOCKS
-    row = _row(ow, ROW_BUDGET[registers])
+    row_budget = ROW_BUDGET[registers]
     paired = PAIRED_ROW.get((lanes, registers)) if lanes != 16 or wide else None
     one_by_one = nest.extents[5:] == (1, 1)
-    two = paired and _blocks(paired, oc, lanes, registers, per_group, least) == 2
-    if two and ow % paired == 0 and not (one_by_one and _aliased(conv)):
-        row = paired
-    else:
-        tail = paired if two else ROW_BUDGET[registers]
-        if _tail_tile(ow, row * _blocks(row, oc, lanes, registers, per_group, least), tail,
-                      2 if two else 1, rows_outer and wide):
-            row = tail
+
+    def tile(one_vector: bool) -> tuple[int, int]:
+        """``(row, blocks)``: pixels and vectors of output channels a register tile."""
+        def vectors(pixels: int) -> int:
+            return 1 if one_vector else _blocks(pixels, oc, lanes, registers, per_group, least)
+
+        row = _row(ow, row_budget)
+        two = paired and vectors(paired) == 2
+        if two and ow % paired == 0 and not (one_by_one and _aliased(conv)):
+            row = paired
+        elif _tail_tile(ow, row * vectors(row), paired if two else row_budget, 2 if two else 1, rows_outer and wide):
+            row = paired if two else row_budget
+        blocks = vectors(row)
+        if blocks == 1 and one_by_one and wide and not rows_outer and nest.extents[4] >= LONG_1X1_REDUCTION \
+                and not one_vector:
+            blocks = _blocks(row, oc, lanes, registers, per_group, least, LONG_1X1_ACC_BUDGET)
+        return row, blocks
+
+    row, blocks = tile(False)
+    # AVX-512 only: measured on Zen 5; on AVX2 the paired tile of a 3x3 on 4 KiB planes stands (Zen 3)
+    if blocks > 1 and lanes == 16 and _aliased_output(nest):
+        one = tile(True)
+        if _write_back_bound(kmod, nest) or one[0] >= row * blocks:
+            row, blocks = one
     from .transfer import serial
 
-    blocks = _blocks(row, oc, lanes, registers, per_group, least)
-    if blocks == 1 and one_by_one and wide and not rows_outer and nest.extents[4] >= LONG_1X1_REDUCTION:
-        blocks = _blocks(row, oc, lanes, registers, per_group, least, LONG_1X1_ACC_BUDGET)
     taps = nest.extents[5] * nest.extents[6]
     chunk = _reduction_chunk(group_channels, taps, blocks * lanes) if per_group == oc else 0
     unpadded = not nest.padded or _copied(kmod)
@@ -741,6 +773,27 @@ def _tail_tile(width: int, accumulators: int, tail: int, blocks: int, rows_first
         return False
     more = tail * blocks
     return more >= 2 * accumulators or (rows_first_wide and blocks == 2 and more > accumulators)
+
+
+def _aliased_output(nest: _Nest) -> bool:
+    """Whether a convolution's output channel planes are a multiple of :data:`ALIASED_PLANE_BYTES`."""
+    _, _, oh, ow, _, _, _ = nest.extents
+    return not oh * ow * nest.block.writes[0].source.dtype.bits // 8 % ALIASED_PLANE_BYTES
+
+
+def _write_back_bound(kmod: tvm.IRModule, nest: _Nest) -> bool:
+    """Whether a convolution's reduction is shorter than :data:`ALIASED_SHORT_REDUCTION` or its
+    epilogue reads a residual (a kernel parameter of the output's shape): on output planes that
+    alias, its tile takes one vector of output channels even where that halves its accumulators."""
+    _, _, _, _, channels, ry, rx = nest.extents
+    if channels * ry * rx < ALIASED_SHORT_REDUCTION:
+        return True
+    out = nest.block.writes[0].source
+    shape = [int(x) for x in out.shape]
+    params = kmod["main"].params
+    epilogue = [b for b in _root_blocks(kmod) if b.name_hint in nest.epilogue]
+    return any(any(r.source.same_as(p) for p in params) and [int(x) for x in r.source.shape] == shape
+               for b in epilogue for r in b.reads)
 
 
 def _copied(kmod: tvm.IRModule) -> bool:

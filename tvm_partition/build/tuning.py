@@ -780,8 +780,11 @@ class Schedules:
 #: 52 leaves the division whole where an epilogue was inlined into it, 53 gives matmuls on full-width
 #: AVX-512 that no 7, 13 or 8 rows divide tiles of 12, 10 or 6 rows (:data:`tvm_partition.build.templates.DIVISOR_MATMUL_ROWS`),
 #: 54 gives the 8-row tile only to reductions of at least
-#: :data:`tvm_partition.build.templates.COLUMNS_OUTER_MIN_REDUCTION` (the RNNs' gate matmuls: 4 rows).
-TRANSFER_RULES = 54
+#: :data:`tvm_partition.build.templates.COLUMNS_OUTER_MIN_REDUCTION` (the RNNs' gate matmuls: 4 rows),
+#: 55 gives convolutions on AVX-512 whose output planes alias in the L1 cache one vector of channels
+#: a tile where their reduction is short, a residual is read or the row keeps the accumulators
+#: (:data:`tvm_partition.build.templates.ALIASED_SHORT_REDUCTION`).
+TRANSFER_RULES = 55
 
 
 def open_schedules(path: str | None, transfer: bool = True) -> Schedules:
