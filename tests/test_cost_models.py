@@ -730,6 +730,22 @@ def test_the_schedules_digest_tells_builds_apart_by_what_their_kernels_run():
     assert schedules_digest(build) == schedules_digest(build[::-1])
     raced = [dict(build[0], schedule="template (matmul, packed weights)"), build[1]]
     assert schedules_digest(raced) != schedules_digest(build)
+    # the same labels under other transfer rules or databases (a template's tiles changed)
+    assert schedules_digest(build, "a1b2c3") != schedules_digest(build, "d4e5f6")
+
+
+def test_a_context_record_names_the_rules_its_schedules_were_read_under(tmp_path):
+    import dataclasses
+
+    from tvm_partition.build.tuning import open_schedules
+    from tvm_partition.devices import parse_devices
+    from tvm_partition.profiling.context import build_context
+
+    schedules = open_schedules(None)
+    cpu = parse_devices("cpu")[0]
+    digests = {build_context(mlp_model(), cpu, s, str(tmp_path / f"{i}.so"))[1]["schedules"]
+               for i, s in enumerate((schedules, dataclasses.replace(schedules, stamp=schedules.stamp + "x")))}
+    assert len(digests) == 2
 
 
 def test_a_context_measured_again_keeps_the_quicker_reading_of_the_same_kernels(tmp_path, monkeypatch):

@@ -78,20 +78,25 @@ def build_context(model, device, schedules, path: str, split_path: str | None = 
                              "kernels": _exported(model, graph, plan_equal(graph, [device, twin]), schedules, split_path)}
         except BuildError:  # the model keeps its factor and the chain's launch
             pass
+    stamp = schedules.stamp if schedules is not None else ""
     record = {"type": "comm", "comm": "context", "src": "cpu", "dst": "cpu", "bytes": 0, "model": model_key(model),
-              "graph": graph_signature(graph), "schedules": schedules_digest(spec["kernels"]),
+              "graph": graph_signature(graph), "schedules": schedules_digest(spec["kernels"], stamp),
               "sigs": sorted({op_signature(op) for op in graph.ops.values() if not op.is_view})}
     return spec, record
 
 
-def schedules_digest(kernels: list[dict]) -> str:
+def schedules_digest(kernels: list[dict], stamp: str = "") -> str:
     """A digest of which schedule each of a build's kernels runs (:func:`_exported`'s ``schedule``:
-    tuned, a template, transferred from which record, default): two ``context`` records of one model
-    timed the same kernels only where it agrees
-    (:func:`tvm_partition.profiling.profiler.same_kernels`)."""
+    tuned, a template, transferred from which record, default) and of ``stamp``
+    (:attr:`tvm_partition.build.tuning.Schedules.stamp`: the transfer rules and databases they were
+    read under): two ``context`` records of one model timed the same kernels only where it agrees
+    (:func:`tvm_partition.profiling.profiler.same_kernels`). The stamp, because a label names a
+    template, not its tiles: under transfer rules 55 ResNet-18's stem at 64 px took other tiles
+    (0.52-0.79x its time alone) with the same labels and a sum alone 10% apart, and the profile kept
+    the earlier build's factor (1.45, where the new build read 1.78; amd-epyc-znver5-2c, 2026-12-03)."""
     import hashlib
 
-    text = "\n".join(sorted(f"{k['name']}={k.get('schedule', '')}" for k in kernels))
+    text = "\n".join(sorted(f"{k['name']}={k.get('schedule', '')}" for k in kernels)) + stamp
     return hashlib.sha1(text.encode()).hexdigest()[:12]
 
 
