@@ -70,15 +70,24 @@ def test_a_busy_neighbour_on_the_real_machine_takes_a_thread():
 def test_warm_up_runs_three_then_up_to_its_most_within_its_time(monkeypatch):
     """Runner.time's warm-up: a process's first runs are slow until its memory is reused (seven
     runs for a 6 MB copy, 50-100 for a model of one 9 us kernel); enough runs for that, but no
-    more than its time where runs are long."""
-    import time as _time
+    more than its time where runs are long. On a clock that each run moves on by its length (real
+    sleeps overran on a loaded 2-core CI machine: three of 12 ms took over 50)."""
+    import types
 
     from tvm_partition.runtime import runner
 
+    clock = [0.0]
+    monkeypatch.setattr(runner, "time", types.SimpleNamespace(perf_counter=lambda: clock[0]))
     monkeypatch.setattr(runner, "WARMUP_S", 0.05)
-    assert runner.warm_up(lambda: None) == runner.WARMUP_RUNS[1] == 200  # quick runs: the most
-    assert runner.warm_up(lambda: _time.sleep(0.03)) == 3  # past the time after the fewest
-    assert runner.warm_up(lambda: _time.sleep(0.012)) in (4, 5)  # until the time is up
+
+    def run_for(seconds):
+        def run():
+            clock[0] += seconds
+        return run
+
+    assert runner.warm_up(run_for(0.0)) == runner.WARMUP_RUNS[1] == 200  # quick runs: the most
+    assert runner.warm_up(run_for(0.03)) == 3  # past the time after the fewest
+    assert runner.warm_up(run_for(0.012)) == 5  # until the time is up: 48 ms after four, 60 after five
 
 
 def test_timing_a_kernel_alone_sizes_the_pool_as_a_runner_does():
