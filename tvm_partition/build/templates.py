@@ -468,8 +468,8 @@ POINTWISE_STRIP_BYTES = 48 * 1024
 #: residual 3x3s of 576-1152 0.59-0.85x; VGG-19's first (27) 0.25-0.28x, its 3x3 of 576 at 224 wide
 #: 0.76-0.77x (synthetic 3x3s of 288-576 there, a scratch script, 0.79-0.82x; at 112 and 56 wide,
 #: no alias, 0.95-1.00x); 3x3s of 576-1152 at 32-64 wide without a residual, 8 x 1 against 8 x 2,
-#: 0.98-1.07x, and 1x1s of 256 at 32 x 32 1.19-1.21x (a scratch script, 2026-12-02): they keep two. AVX-512 only (the Xeon unmeasured); AVX2's
-#: tiles stand.
+#: 0.98-1.07x, and 1x1s of 256 at 32 x 32 1.19-1.21x (a scratch script, 2026-12-02): they keep two.
+#: AVX-512 only (the Xeon unmeasured); AVX2's tiles stand.
 ALIASED_SHORT_REDUCTION = 256
 #: Storage scope of the 1x1 and direct-convolution templates' accumulator tiles. TVM 0.27's
 #: ``LowerTVMBuiltin`` leaves on the stack only CPU allocations of scope ``global`` under 1 KiB; any
@@ -790,7 +790,7 @@ def _write_back_bound(kmod: tvm.IRModule, nest: _Nest) -> bool:
         return True
     out = nest.block.writes[0].source
     shape = [int(x) for x in out.shape]
-    params = kmod["main"].params
+    params = kmod["main"].params  # TVM 0.27: a PrimFunc's params are its buffers (it has no buffer_map)
     epilogue = [b for b in _root_blocks(kmod) if b.name_hint in nest.epilogue]
     return any(any(r.source.same_as(p) for p in params) and [int(x) for x in r.source.shape] == shape
                for b in epilogue for r in b.reads)
