@@ -701,7 +701,7 @@ def _plan(kmod: tvm.IRModule, target) -> _Plan | None:
 
     row, blocks = tile(False)
     # AVX-512 only: measured on Zen 5; on AVX2 the paired tile of a 3x3 on 4 KiB planes stands (Zen 3)
-    if blocks > 1 and lanes == 16 and _aliased_output(nest):
+    if blocks > 1 and lanes == 16 and _aliased_output(conv):
         one = tile(True)
         if _write_back_bound(kmod, nest) or one[0] >= row * blocks:
             row, blocks = one
@@ -775,12 +775,6 @@ def _tail_tile(width: int, accumulators: int, tail: int, blocks: int, rows_first
     return more >= 2 * accumulators or (rows_first_wide and blocks == 2 and more > accumulators)
 
 
-def _aliased_output(nest: _Nest) -> bool:
-    """Whether a convolution's output channel planes are a multiple of :data:`ALIASED_PLANE_BYTES`."""
-    _, _, oh, ow, _, _, _ = nest.extents
-    return not oh * ow * nest.block.writes[0].source.dtype.bits // 8 % ALIASED_PLANE_BYTES
-
-
 def _write_back_bound(kmod: tvm.IRModule, nest: _Nest) -> bool:
     """Whether a convolution's reduction is shorter than :data:`ALIASED_SHORT_REDUCTION` or its
     epilogue reads a residual (a kernel parameter of the output's shape): on output planes that
@@ -809,8 +803,18 @@ def _copied(kmod: tvm.IRModule) -> bool:
 
 def _aliased(conv) -> bool:
     """Whether the input channel planes ``conv`` reads are a multiple of :data:`ALIASED_PLANE_BYTES`."""
-    data = conv.reads[0].source
-    return int(data.shape[-2]) * int(data.shape[-1]) * data.dtype.bits // 8 % ALIASED_PLANE_BYTES == 0
+    return _aliased_planes(conv.reads[0].source)
+
+
+def _aliased_output(conv) -> bool:
+    """Whether the output channel planes ``conv`` writes are a multiple of :data:`ALIASED_PLANE_BYTES`."""
+    return _aliased_planes(conv.writes[0].source)
+
+
+def _aliased_planes(buf) -> bool:
+    """Whether the planes of an NCHW buffer (its last two dimensions) are a multiple of
+    :data:`ALIASED_PLANE_BYTES`: every plane's row segment then falls in the same L1 set."""
+    return int(buf.shape[-2]) * int(buf.shape[-1]) * buf.dtype.bits // 8 % ALIASED_PLANE_BYTES == 0
 
 
 def _weight(kmod: tvm.IRModule, block) -> int | None:
