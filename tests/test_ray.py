@@ -179,6 +179,34 @@ def test_pipeline_refuses_a_tampered_stage(ray_cluster, built, tmp_path, capsys)
     assert re.search(r"stage1/params\.npz: checksum mismatch", capsys.readouterr().err)
 
 
+def _read(path: str) -> str:
+    with open(path, encoding="ascii") as f:
+        return f.read().strip()
+
+
+def test_each_confined_server_holds_its_quota_before_other_work(ray_cluster):
+    """A and B's cgroups cap them at their share of one core (10 ms periods) and carry the kernel's
+    highest weight (v1 ``cpu.shares`` 262144, v2 ``cpu.weight`` 10000), and every process of the
+    node is in its group. At the default weight a group counts as one process against the
+    machine's others: beside six busy sessions on 2 cores A measured 2.1-2.8 ms a probe and B
+    2.0-2.5 (alone 0.49 / 1.45), and CI's suite once measured A slower than B (2026-12-03)."""
+    import os
+
+    confined = {n.name: n for n in ray_cluster.nodes if n.share is not None}
+    assert sorted(confined) == ["A", "B"]
+    for node in confined.values():
+        quota = round(node.share * 10_000)
+        if os.path.exists(os.path.join(node.cgroup, "cpu.max")):
+            assert _read(os.path.join(node.cgroup, "cpu.max")) == f"{quota} 10000"
+            assert _read(os.path.join(node.cgroup, "cpu.weight")) == "10000"
+        else:
+            assert _read(os.path.join(node.cgroup, "cpu.cfs_period_us")) == "10000"
+            assert _read(os.path.join(node.cgroup, "cpu.cfs_quota_us")) == str(quota)
+            assert _read(os.path.join(node.cgroup, "cpu.shares")) == "262144"
+        inside = {int(p) for p in _read(os.path.join(node.cgroup, "cgroup.procs")).split()}
+        assert node.pids() and set(node.pids()) <= inside
+
+
 def test_speed_ratios_and_placement_from_measured_servers(ray_cluster, lstm, tmp_path, capsys):
     """A (one core) is measured faster than B (40% of one); the speed split is the one of least
     makespan over the times recorded with it (a brute force over the 5 splits of 4 items), and a

@@ -123,9 +123,15 @@ def _write(path: str, text: str) -> None:
         f.write(text)
 
 
-def make_group(path: str, v2: bool, cpus: float, period_us: int) -> None:
+#: the highest weight a group takes (v1 ``cpu.shares``, v2 ``cpu.weight``): a group holding it gets
+#: its quota before processes outside any group, as a machine of its own would
+TOP_WEIGHT = {False: 262144, True: 10000}
+
+
+def make_group(path: str, v2: bool, cpus: float, period_us: int, first: bool = False) -> None:
     """Create cgroup ``path`` limited to ``cpus`` CPUs per ``period_us`` (v2 ``cpu.max``, else v1's cfs
-    files); at least 1 ms per period (the kernel's floor)."""
+    files); at least 1 ms per period (the kernel's floor). ``first``: the group also takes
+    :data:`TOP_WEIGHT`, so other work on this machine cannot hold it under its quota."""
     quota_us = max(1000, int(round(cpus * period_us)))
     os.makedirs(path, exist_ok=True)
     if v2:
@@ -133,6 +139,8 @@ def make_group(path: str, v2: bool, cpus: float, period_us: int) -> None:
     else:
         _write(os.path.join(path, "cpu.cfs_period_us"), str(period_us))
         _write(os.path.join(path, "cpu.cfs_quota_us"), str(quota_us))
+    if first:
+        _write(os.path.join(path, "cpu.weight" if v2 else "cpu.shares"), str(TOP_WEIGHT[v2]))
 
 
 @contextlib.contextmanager

@@ -10,6 +10,12 @@ object store) are moved into a cgroup v1 CPU controller group
 ``/sys/fs/cgroup/cpu/tvm-partition-bench-<server>-<pid>`` with ``cpu.cfs_period_us`` 10 ms and
 ``cpu.cfs_quota_us`` = share x period: the node runs at most ``share`` of one core; workers the raylet
 forks later inherit the group. Share None leaves the node unconfined. (cgroup v2: ``cpu.max``.)
+The group also takes the kernel's highest weight (:data:`tvm_partition.bench.load.TOP_WEIGHT`), so
+a server gets its share whatever else this machine runs, as a machine of its own would: at the
+default weight a group counts as one process against every other on the machine, and beside six
+busy sessions on the 2-core build machine server A (one core) measured 2.1-2.8 ms a probe and B
+(40% of one) 2.0-2.5, against 0.49 and 1.45 alone; with the weight, 0.48-0.50 and 1.05-1.47
+(``time_on`` of the LSTM at batch 2, 2026-12-03, after CI's suite measured A slower than B).
 
 Ray facts this relies on (Ray 2.60):
 
@@ -130,7 +136,7 @@ def confine(node: Node) -> None:
     _remove_stale(root)
     path = os.path.join(root, f"{PREFIX}{node.name}-{os.getpid()}")
     try:
-        make_group(path, v2, node.share, PERIOD_US)
+        make_group(path, v2, node.share, PERIOD_US, first=True)
     except OSError as e:
         raise ClusterError(f"server {node.name}: cannot create the cgroup {path} ({e.strerror}): run as root") from None
     node.cgroup = path
