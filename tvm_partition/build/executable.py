@@ -397,7 +397,7 @@ def link(mod: tvm.IRModule, pipeline: tvm.transform.Pass):
     builder = relax.ExecBuilder()
     vm_build._vmcodegen(builder, twin, "bytecode")
     others = {gv: f for gv, f in mod.functions_items() if isinstance(f, relax.Function) and gv.name_hint != "main"}
-    if others:  # the weights' packing at load time (main_transform_params): bytecode, see below
+    if others:  # the weights' packing at load time (main_transform_params): bytecode (docstring)
         vm_build._vmcodegen(builder, tvm.IRModule({**kernels, **others}, attrs=mod.attrs), "bytecode")
         mod = tvm.IRModule({gv: f for gv, f in mod.functions_items() if gv not in others}, attrs=mod.attrs)
     leftover = vm_build._vmcodegen(builder, mod, "compiled" if program_calls(mod["main"]) <= COMPILED_CALLS else "bytecode")
