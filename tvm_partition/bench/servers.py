@@ -140,9 +140,21 @@ def confine(node: Node) -> None:
     except OSError as e:
         raise ClusterError(f"server {node.name}: cannot create the cgroup {path} ({e.strerror}): run as root") from None
     node.cgroup = path
-    for pid in node.pids():
-        with contextlib.suppress(OSError):  # a worker that just exited
-            _write(os.path.join(path, "cgroup.procs"), str(pid))
+    procs = os.path.join(path, "cgroup.procs")
+    for _ in range(CONFINE_PASSES):  # a child forked while its parent moved stays where it was: again
+        with open(procs, encoding="ascii") as f:
+            inside = {int(p) for p in f.read().split()}
+        left = [pid for pid in node.pids() if pid not in inside]
+        if not left:
+            return
+        for pid in left:
+            with contextlib.suppress(OSError):  # a worker that just exited
+                _write(procs, str(pid))
+
+
+#: rounds of :func:`confine` moving the node's processes not yet in its group (a raylet may fork a
+#: worker while it is moved: the child keeps the cgroup it was forked in)
+CONFINE_PASSES = 5
 
 
 @dataclasses.dataclass
