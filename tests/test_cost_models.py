@@ -1235,11 +1235,11 @@ def test_a_bundle_puts_last_the_samples_every_machine_it_may_run_on_has_timed(tm
     assert keys(got[-1]) == first
 
 
-def test_a_whole_op_timed_on_several_series_is_priced_at_its_quickest(tmp_path):
+def test_a_whole_op_timed_on_two_series_is_priced_at_the_quicker(tmp_path):
     """An op's series along each axis end at the same kernel, the whole op; a bundle's first
     sample can read several times its steady time (the H200 host's BERT-tiny FFN matmul: 2,344 us
-    on its batch series, 366-370 on the others). The whole op is priced at the quickest of its
-    timings, and the slow one no longer bends its series' fit."""
+    on its batch series, 366-370 on the others). Of two timings the whole op is priced at the quicker,
+    and the slow one does not bend its series' fit."""
     from tvm_partition.ir.graph import op_signature
 
     graph = OpGraph(mlp_model(batch=16).mod)
@@ -1258,3 +1258,26 @@ def test_a_whole_op_timed_on_several_series_is_priced_at_its_quickest(tmp_path):
     half = [full[0] // 2 if d == 0 else x for d, x in enumerate(full)]
     assert cm.op_time(op, "cpu", tuple(half)) == pytest.approx(8.0)  # its half, as timed
     assert cm.fit(op_signature(op), "cpu", 0).predict(full[0] * 3 // 4) < 16.0  # the fit through 8 and 16
+
+
+def test_a_whole_op_timed_on_three_series_is_priced_at_their_median(tmp_path):
+    """The quickest of three timings of one kernel is the luckiest of this VM's phases: the Zen 5's
+    profile timed BERT-tiny's FFN matmul + GELU whole at 854, 911 and 943 us, and the kernel ran
+    960-982 us timed alike the next day. The whole op is priced at the median timing."""
+    from tvm.relax.frontend import nn
+
+    from helpers import nn_model
+    from tvm_partition.ir.graph import op_signature
+
+    graph = OpGraph(nn_model(nn.Linear(16, 32), [4, 8, 16]).mod)
+    op = next(o for o in graph.ops.values() if o.kind == "matmul")
+    full = tuple(op.output_shapes[-1])
+    log = ProfileLog(str(tmp_path))
+    for dim, whole in zip((0, 1, 2), (854.0, 911.0, 943.0)):
+        n = full[dim]
+        for size in (n // 2, n):
+            shape = [size if d == dim else x for d, x in enumerate(full)]
+            log.append(dict(_op_rec(size, whole * size / n, sig=op_signature(op), dim=dim), shape=shape, full=n,
+                            full_shape=list(full), transfer=True, schedule="template"))
+    cm = ProfiledCostModel(str(tmp_path))
+    assert cm.op_time(op, "cpu") == pytest.approx(911.0)  # 854 at the quickest

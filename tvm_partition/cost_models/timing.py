@@ -194,7 +194,13 @@ def context_launch(rec: dict) -> tuple[float, float] | None:
     two give no such pair. Why: a kernel launch in a model costs the VM more than in the profile's
     chain of one-element kernels (the LSTM at sequence 100 on a Zen 4: 0.28-0.31 us a launch between
     the VM and its kernels alone, its split build 0.32-0.42, the chain 0.11), and the factor, which
-    scales kernel time, priced the split build's twice as many launches 9% short (2026-11-30)."""
+    scales kernel time, priced the split build's twice as many launches 9% short (2026-11-30).
+    Where a model's kernels are large, the pair is no launch's cost but what each extra launch of
+    the split build brings with it: BERT-tiny's split build ran 342 us over its one-CPU build in
+    the VM where its parts alone summed 493 us less, solved as 23 us a launch and a factor of 0.87
+    (the profile's chain: 0.11 us; amd-epyc-znver5-2c, 2026-12-02). Kept: priced without it (its
+    factor alone, the chain's launch) its ``equal`` and ``fixed`` rows read -19% and -21%, with it
+    -8% and -10% (``bench --quick``'s rows of 2026-12-03 predicted again)."""
     keys = ("vm_us", "warm_us", "kernels", "split_vm_us", "split_warm_us", "split_kernels")
     if not all(k in rec for k in keys):
         return None
