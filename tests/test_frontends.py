@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+import tvm
 from tvm import relax
 
 from helpers import equal_check, run_relax
@@ -29,6 +30,45 @@ def test_relax_irmodule_source_with_constants():
     assert err <= tol
     ref = 0.5 / (1 + np.exp(-(model.inputs["x"] @ w)))
     np.testing.assert_allclose(run_relax(model.mod, list(model.inputs.values()), model.params), ref, rtol=1e-5)
+
+
+
+def test_relax_irmodule_whose_entry_calls_subroutines():
+    """A module whose entry calls other Relax functions (Relax's ``nn.SubroutineMixin`` writes one
+    per layer): they are inlined, so the graph, the plans and the build see one ``main``. Before,
+    such a module was refused for its several functions (and with its entry named main, the
+    graph's fusion walk stopped with a NameError). A recursive one is refused in one line."""
+    T = relax.TensorType
+    bb = relax.BlockBuilder()
+    x, w = relax.Var("x", T((4, 16), "float32")), relax.Var("w", T((16, 16), "float32"))
+    with bb.function("layer", [x, w], private=True):
+        with bb.dataflow():
+            out = bb.emit_output(bb.emit(relax.op.nn.relu(relax.op.matmul(x, w))))
+        bb.emit_func_output(out)
+    x = relax.Var("x", T((4, 16), "float32"))
+    with bb.function("head", [x]):  # a public one too
+        with bb.dataflow():
+            out = bb.emit_output(bb.emit(relax.op.sigmoid(x)))
+        bb.emit_func_output(out)
+    layer, head = bb.get().get_global_var("layer"), bb.get().get_global_var("head")
+    x, w = relax.Var("x", T((4, 16), "float32")), relax.Var("w", T((16, 16), "float32"))
+    with bb.function("forward", [x, w], attrs={"num_input": 1}):
+        y = bb.emit(relax.Call(layer, [x, w]))
+        bb.emit_func_output(bb.emit(relax.Call(head, [bb.emit(relax.Call(layer, [y, w]))])))
+    w = np.random.default_rng(1).standard_normal((16, 16)).astype("float32") / 4
+    model = frontend.load(bb.get(), params=[w])
+    assert [gv.name_hint for gv, f in model.mod.functions_items() if isinstance(f, relax.Function)] == ["main"]
+    _, err, tol = equal_check(model)
+    assert err <= tol
+    x = model.inputs["x"]
+    ref = 1 / (1 + np.exp(-np.maximum(np.maximum(x @ w, 0) @ w, 0)))
+    np.testing.assert_allclose(run_relax(model.mod, [x], model.params), ref, rtol=1e-5)
+
+    main = relax.GlobalVar("main")
+    x = relax.Var("x", T((4,), "float32"))
+    recursive = tvm.IRModule({main: relax.Function([x], relax.Call(main, [x]), T((4,), "float32"))})
+    with pytest.raises(frontend.ModelError, match="'main' calls itself"):
+        frontend.load(recursive)
 
 
 def test_torch_exported_program():

@@ -130,6 +130,7 @@ def load_from_args(source, args, seed: int = 0) -> Model:
 
 
 def _from_irmodule(mod, params, inputs, seed) -> Model:
+    mod = _inline_calls(mod)
     funcs = [gv.name_hint for gv, f in mod.functions_items() if isinstance(f, relax.Function)]
     if "main" not in funcs:
         if len(funcs) != 1:
@@ -144,6 +145,39 @@ def _from_irmodule(mod, params, inputs, seed) -> Model:
     if inputs is None:
         inputs = {p.name: random_input(_static_shape(p), p.ty.dtype, rng) for p in main.params[:num_input]}
     return Model("irmodule", mod, params, dict(inputs))
+
+
+def _inline_calls(mod):
+    """``mod`` with every Relax function another one calls inlined into its callers (TVM's
+    ``InlinePrivateFunctions``, each callee made private first). Why: the graph, the planners and
+    the build see one function, ``main``. A module of Relax's ``nn.SubroutineMixin`` (a function a
+    layer, called from ``forward``) was refused for its several functions, and one whose ``main``
+    called a subroutine stopped in the graph's fusion walk with a ``NameError`` (2026-12-03). A
+    function that calls itself, directly or not, cannot be inlined: :class:`ModelError`."""
+    import networkx as nx
+
+    calls = nx.DiGraph()
+    for gv, func in mod.functions_items():
+        if isinstance(func, relax.Function):
+            calls.add_node(gv)
+            relax.analysis.post_order_visit(func.body, lambda e, gv=gv: _add_call(calls, mod, gv, e))
+    called = {gv for gv in calls if calls.in_degree(gv)}
+    if not called:
+        return mod
+    cycle = next(nx.simple_cycles(calls), None)
+    if cycle is not None:
+        through = "".join(f" through {gv.name_hint!r}" for gv in cycle[1:])
+        raise ModelError(f"relax function {cycle[0].name_hint!r} calls itself{through}: a model is one "
+                         "function, and a recursive one cannot be inlined into it")
+    out = tvm.IRModule({gv: f.without_attr("global_symbol") if gv in called else f for gv, f in mod.functions_items()},
+                       attrs=mod.attrs, global_infos=mod.global_infos)
+    return relax.transform.InlinePrivateFunctions()(out)
+
+
+def _add_call(calls, mod, caller, expr) -> None:
+    """An edge of ``calls`` where ``expr`` calls a Relax function of ``mod``."""
+    if isinstance(expr, relax.Call) and isinstance(expr.op, tvm.ir.GlobalVar) and isinstance(mod[expr.op], relax.Function):
+        calls.add_edge(caller, expr.op)
 
 
 def _rename_main(mod, name):
