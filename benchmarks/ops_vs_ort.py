@@ -121,17 +121,21 @@ def ort_session(path: str, threads: int, prefix: str):
 
 
 def ort_rounds(events: list[dict], rounds: int, runs: int) -> list[Counter]:
-    """Per round, microseconds per run of each row, from the profile of ``WARMUP_RUNS`` runs then
-    ``rounds`` x ``runs`` (events are attributed to the last ``model_run`` that began before them)."""
+    """Per round, microseconds a run of each row, the median over the round's runs (as
+    :meth:`~tvm_partition.runtime.runner.Runner.kernel_times` reads ours), from the profile of
+    ``WARMUP_RUNS`` runs then ``rounds`` x ``runs`` (events are attributed to the last
+    ``model_run`` that began before them)."""
     starts = sorted(e["ts"] for e in events if e.get("name") == "model_run")[WARMUP_RUNS:]
-    out = [Counter() for _ in range(rounds)]
+    per_run = [Counter() for _ in range(rounds * runs)]
     for e in events:
         if e.get("cat") != "Node" or not e["name"].endswith("_kernel_time"):
             continue
         i = bisect.bisect_right(starts, e["ts"]) - 1
         if 0 <= i < rounds * runs:
-            out[i // runs][ort_row(e)] += e["dur"] / runs
-    return out
+            per_run[i][ort_row(e)] += e["dur"]
+    blocks = [per_run[r * runs:(r + 1) * runs] for r in range(rounds)]
+    return [Counter({key: statistics.median(run.get(key, 0.0) for run in block) for key in set().union(*block)})
+            for block in blocks]
 
 
 def measure(path: str, art: str, rounds: int, runs: int, say=print) -> dict:

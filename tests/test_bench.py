@@ -542,6 +542,10 @@ def test_ops_vs_ort_rows_pair_both_sides_within_rounds(tmp_path):
                      for i in range(len(runs))] + [node(100 * (ovo.WARMUP_RUNS + 1) + 20, "MaxPool", 8)]
     ort = ovo.ort_rounds(events, 2, 2)
     assert ort == [Counter({keys["conv2d3"]: 50.0, "pool": 4.0}), Counter({keys["conv2d3"]: 100.0})]
+    # each row at its median run, as our side reads its own: one run of three 10x slow counts once
+    slow = runs[:ovo.WARMUP_RUNS + 3] + [node(100 * i + 10, "FusedConv", 500 if i == ovo.WARMUP_RUNS else 50, conv)
+                                         for i in range(ovo.WARMUP_RUNS + 3)]
+    assert ovo.ort_rounds(slow, 1, 3) == [Counter({keys["conv2d3"]: 50.0})]
     vm = "runtime (VM builtins)"
     ours = [Counter({keys["conv2d3"]: 75.0, vm: 5.0}), Counter({keys["conv2d3"]: 150.0, vm: 10.0})]
     rows = {r["row"]: r for r in ovo.summary({"ours": ours, "ort": ort})}

@@ -32,7 +32,8 @@ def parser():
     flags.add_io(ap)
     flags.add_repeat(ap, "time N runs and print median_us / p90_us")
     ap.add_argument("--kernels", action="store_true", help="time every kernel, copy and VM builtin a run calls "
-                                                           "(over --repeat runs, default 10), heaviest first")
+                                                           "(each at its median over --repeat runs, default 10), "
+                                                           "heaviest first")
     flags.add_rpc(ap)
     return ap
 

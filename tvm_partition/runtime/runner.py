@@ -149,16 +149,21 @@ class Runner:
     def kernel_times(self, inputs: dict[str, np.ndarray], repeat: int) -> tuple[dict[str, tuple[int, float]], float]:
         """``({name: (calls per run, microseconds per run)}, instrumented run us)`` of every
         function the VM calls (kernels, copies, allocations), timed by a VM instrument over
-        ``repeat`` runs after a warm-up. A GPU is synchronised after each call, so GPU kernels are
-        timed to completion (and nothing overlaps: the sum is the serial time, not the end-to-end
-        latency). The instrument is a Python callback around every call: it adds microseconds to
-        each, which the second value (a whole instrumented run) shows. It runs the bytecode twin
-        of ``main`` (:data:`artifact.KERNELS_MAIN`): the same kernels in the same order, each
-        call interpreted by the VM where ``main``'s compiled code calls them directly."""
+        ``repeat`` runs after the warm-up :meth:`time` gives a plain run: each function's time a run
+        and the instrumented run's are the medians over the runs, as ``bench`` and the profile
+        read theirs. Why: after one warm-up run the mean of 10 put a ResNet-18 convolution's model's
+        one ``vm.builtin.alloc_storage`` at 251 us a run (65% of it), where 50 runs read 9-13 us:
+        a fresh VM's first runs (amd-epyc-znver5-2c, 2026-12-03). A GPU is synchronised after each
+        call, so GPU kernels are timed to completion (and nothing overlaps: the sum is the serial
+        time, not the end-to-end latency). The instrument is a Python callback around every call:
+        it adds microseconds to each, which the second value (a whole instrumented run) shows. It
+        runs the bytecode twin of ``main`` (:data:`artifact.KERNELS_MAIN`): the same kernels in the
+        same order, each call interpreted by the VM where ``main``'s compiled code calls them
+        directly."""
         args = self._args(inputs)
-        self.instrumented(*args, *self.params)
+        warm_up(lambda: self.instrumented(*args, *self.params))
         gpus = [d.tvm_device() for d in self.devices if d.kind == "gpu"]
-        calls: dict[str, list] = {}
+        runs: list[dict[str, list]] = []  # per run: {name: [calls, us]}
         start: list[float] = []
 
         def instrument(func, name, before, ret, *fargs):
@@ -167,20 +172,25 @@ class Runner:
             else:
                 for g in gpus:
                     g.sync()
-                entry = calls.setdefault(str(name), [0, 0.0])
+                entry = runs[-1].setdefault(str(name), [0, 0.0])
                 entry[0] += 1
                 entry[1] += (time.perf_counter() - start.pop()) * 1e6
             return 0
 
+        walls = []
         self.vm.set_instrument(instrument)
         try:
-            t0 = time.perf_counter()
             for _ in range(repeat):
+                runs.append({})
+                t0 = time.perf_counter()
                 self.instrumented(*args, *self.params)
-            run_us = (time.perf_counter() - t0) * 1e6 / repeat
+                walls.append((time.perf_counter() - t0) * 1e6)
         finally:
             self.vm.set_instrument(None)
-        return {k: (n // repeat, us / repeat) for k, (n, us) in sorted(calls.items(), key=lambda kv: -kv[1][1])}, run_us
+        names = {name for run in runs for name in run}
+        times = {name: (max(run.get(name, [0])[0] for run in runs),
+                        float(np.median([run.get(name, [0, 0.0])[1] for run in runs]))) for name in names}
+        return dict(sorted(times.items(), key=lambda kv: -kv[1][1])), float(np.median(walls))
 
 
 def kernel_table(times: dict[str, tuple[int, float]], run_us: float, end_to_end_us: float | None = None) -> str:
