@@ -9,7 +9,8 @@ times the model's ops on this machine for S seconds (whole ops first; resumable,
 machine's profile), so the plan is priced on measurements, not XGBoost guesses. ``--out`` writes
 model.so, params.npz, plan.json, manifest.json and plan.png (the predicted schedule). ``--check`` runs the unpartitioned and the partitioned
 model on the same seeded input on this machine's devices (``cpu,cpu`` where there is no GPU),
-prints ``max_abs_err=<value>`` and fails beyond tolerance. ``auto`` (default) keeps the best
+prints ``max_abs_err=<value>`` and fails beyond tolerance; an .onnx model is compared with
+onnxruntime's outputs too (``max_abs_err_onnxruntime=<value>``, where onnxruntime is installed). ``auto`` (default) keeps the best
 predicted plan of the cheap strategies; ``eop`` is the EOP planner (:mod:`.planners.eop`). Every
 plan is priced on the cost model by :mod:`.simulate`. The placement strategies (milp,
 dominators, dp, heft, metf, msct) place whole ops over any number of devices using the
@@ -205,6 +206,20 @@ def check(compiled: Compiled, out_dir: str | None = None) -> tuple[float, float]
     runs with a CPU in the GPU's place if it launches nothing there (:func:`host_only`), else the
     same plan is rebuilt for ``cpu,cpu`` (the second CPU stands in for the GPU).
     """
+    err, tol, _ = check_outputs(compiled, out_dir)
+    return err, tol
+
+
+def max_abs_err(outs: list[np.ndarray], ref: list[np.ndarray]) -> tuple[float, float]:
+    """``(largest |out - ref|, tolerance of ref)``; inf where the outputs do not pair up."""
+    if len(outs) != len(ref) or any(np.shape(o) != np.shape(r) for o, r in zip(outs, ref)):
+        return float("inf"), tolerance(ref)
+    err = max([float(np.max(np.abs(np.asarray(o, np.float64) - r))) for o, r in zip(outs, ref) if r.size] + [0.0])
+    return (err if np.isfinite(err) else float("inf")), tolerance(ref)  # a NaN never passes
+
+
+def check_outputs(compiled: Compiled, out_dir: str | None = None) -> tuple[float, float, list[np.ndarray]]:
+    """:func:`check`, and the partitioned build's outputs it compared."""
     from ..runtime.runner import Runner
 
     plan = compiled.plan
@@ -224,11 +239,7 @@ def check(compiled: Compiled, out_dir: str | None = None) -> tuple[float, float]
     with tempfile.TemporaryDirectory(prefix="tvmp-check-") as tmp:
         path = out_dir or compiled.save(tmp)
         outs = Runner(path, stand_in).run(compiled.model.inputs)
-    ref = reference_outputs(compiled.model)
-    if len(outs) != len(ref):
-        return float("inf"), tolerance(ref)
-    err = max((float(np.max(np.abs(o - r))) if r.size else 0.0) for o, r in zip(outs, ref))
-    return err, tolerance(ref)
+    return (*max_abs_err(outs, reference_outputs(compiled.model)), outs)
 
 
 def explain(compiled: Compiled) -> str:
@@ -430,12 +441,35 @@ def main(argv=None) -> int:
         draw(compiled.simulation, os.path.join(args.out, "plan.png"), f"{model.name}: {plan.strategy} on {args.devices}")
         print(f"wrote {args.out}/ (model.so, params.npz, plan.json, manifest.json, plan.png)")
     if args.check:
-        err, tol = check(compiled, args.out)
+        err, tol, outs = check_outputs(compiled, args.out)
         print(f"max_abs_err={err:.3g}")
         if not err <= tol:
             print(f"error: partitioned output differs from the unpartitioned model (tolerance {tol:.3g})",
                   file=sys.stderr)
             return 1
+        return check_onnxruntime(compiled, outs)
+    return 0
+
+
+def check_onnxruntime(compiled: Compiled, outs: list[np.ndarray]) -> int:
+    """``--check``'s second oracle for an .onnx model: onnxruntime's outputs on the same inputs
+    (:mod:`tvm_partition.frontend.onnx_reference`). Prints ``max_abs_err_onnxruntime=<value>``
+    and returns 1 beyond tolerance; says on stderr why it compared nothing where onnxruntime
+    cannot run the model (0: TVM's own check stands)."""
+    from ..frontend import onnx_reference
+
+    if onnx_reference.source(compiled.model) is None:
+        return 0
+    try:
+        ref = onnx_reference.outputs(compiled.model, compiled.num_threads)
+    except onnx_reference.Unavailable as e:
+        print(f"note: not compared with onnxruntime: {e}", file=sys.stderr)
+        return 0
+    err, tol = max_abs_err(outs, ref)
+    print(f"max_abs_err_onnxruntime={err:.3g}")
+    if not err <= tol:
+        print(f"error: partitioned output differs from onnxruntime's (tolerance {tol:.3g})", file=sys.stderr)
+        return 1
     return 0
 
 
