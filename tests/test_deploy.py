@@ -60,7 +60,8 @@ def bare_env(numpy_only) -> dict:
 
 
 def test_round_trip(compiled):
-    from tvm_partition.cli.compile import reference_outputs, tolerance
+    from tvm_partition.cli.compile import reference_outputs
+    from tvm_partition.runtime.ort import tolerance
 
     c, art = compiled
     manifest = artifact.read_manifest(str(art))

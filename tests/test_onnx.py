@@ -979,7 +979,7 @@ def test_cli_check_on_shipped_model(name):
     assert float(m.group(1)) <= 1e-4
     m = re.search(r"^max_abs_err_onnxruntime=(\S+)$", proc.stdout, re.M)  # the file read by onnxruntime too
     if name == "test_Linear":  # opset 6: onnxruntime has no Gemm of that version, and says so
-        assert not m and "note: not compared with onnxruntime: onnxruntime cannot run" in proc.stderr, proc.stderr
+        assert not m and "note: not compared with onnxruntime: onnxruntime cannot load" in proc.stderr, proc.stderr
     else:
         assert m and float(m.group(1)) <= 1e-4, proc.stdout + proc.stderr
 
@@ -991,25 +991,25 @@ def test_check_fails_where_onnxruntime_disagrees(monkeypatch, capsys):
     from types import SimpleNamespace
 
     from tvm_partition.cli.compile import check_onnxruntime
-    from tvm_partition.frontend import onnx_reference
+    from tvm_partition.runtime import ort
 
     outs = [np.ones((2, 3), np.float32)]
     onnx_model = SimpleNamespace(model=SimpleNamespace(name="m", config={"source": "m.onnx"}), num_threads=2)
-    monkeypatch.setattr(onnx_reference, "outputs", lambda model, threads: [outs[0] + 2**-16])
+    monkeypatch.setattr(ort, "outputs", lambda model, threads: [outs[0] + 2**-16])
     assert check_onnxruntime(onnx_model, outs) == 0
     assert capsys.readouterr().out == "max_abs_err_onnxruntime=1.53e-05\n"
-    monkeypatch.setattr(onnx_reference, "outputs", lambda model, threads: [outs[0] + 0.5])
+    monkeypatch.setattr(ort, "outputs", lambda model, threads: [outs[0] + 0.5])
     assert check_onnxruntime(onnx_model, outs) == 1
     err = capsys.readouterr().err
     assert err == "error: partitioned output differs from onnxruntime's (tolerance 0.00015)\n"
-    monkeypatch.setattr(onnx_reference, "outputs", lambda model, threads: [outs[0][:1]])  # another shape
+    monkeypatch.setattr(ort, "outputs", lambda model, threads: [outs[0][:1]])  # another shape
     assert check_onnxruntime(onnx_model, outs) == 1 and "max_abs_err_onnxruntime=inf" in capsys.readouterr().out
 
     def unavailable(model, threads):
-        raise onnx_reference.Unavailable("onnxruntime is not installed (pip install onnxruntime)")
+        raise ort.OrtError("onnxruntime is not installed here: pip install onnxruntime")
 
-    monkeypatch.setattr(onnx_reference, "outputs", unavailable)
+    monkeypatch.setattr(ort, "outputs", unavailable)
     assert check_onnxruntime(onnx_model, outs) == 0
-    assert capsys.readouterr().err == "note: not compared with onnxruntime: onnxruntime is not installed (pip install onnxruntime)\n"
+    assert capsys.readouterr().err == "note: not compared with onnxruntime: onnxruntime is not installed here: pip install onnxruntime\n"
     zoo = SimpleNamespace(model=SimpleNamespace(name="lstm", config={"batch": 16}), num_threads=2)
     assert check_onnxruntime(zoo, outs) == 0 and capsys.readouterr() == ("", "")

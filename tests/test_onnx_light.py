@@ -109,7 +109,8 @@ def test_every_strategy_on_every_light_model_matches_onnxruntime(name, strategy,
     """Compiled with this machine's schedules (tuned, transferred, default), saved, run by the
     runtime-only Runner on the Model's seeded inputs: within 1e-4 of the largest reference value of
     onnxruntime on the same inputs (seeded weights: the shipped constant ones hide a broken split)."""
-    from tvm_partition.cli.compile import compile_model, tolerance
+    from tvm_partition.cli.compile import compile_model
+    from tvm_partition.runtime.ort import tolerance
     from tvm_partition.devices import parse_devices
     from tvm_partition.runtime.runner import Runner
     from tvm_partition.build.tuning import database_dir

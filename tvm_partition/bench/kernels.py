@@ -69,7 +69,7 @@ def peak(n: int = 2048, repeat: int = 5, threads: int | None = None) -> tuple[fl
 
 def _ort_matmul(n: int, threads: int | None):
     """``run(a, b)`` of an onnxruntime session of one float32 ``n x n`` MatMul (the session the
-    ``onnxruntime`` rows run, :func:`tvm_partition.bench.ort.session`), None without onnxruntime."""
+    ``onnxruntime`` rows run, :func:`tvm_partition.runtime.ort.session`), None without onnxruntime."""
     import importlib.util
 
     if importlib.util.find_spec("onnxruntime") is None:

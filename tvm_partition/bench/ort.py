@@ -14,7 +14,7 @@ It is measured like every other row (:mod:`tvm_partition.bench.runtime`: fresh p
 The session is the CPU execution provider with ``intra_op_num_threads`` = that thread count,
 ``inter_op_num_threads`` = 1 and ``ORT_ENABLE_ALL`` graph optimisations. Before it is measured,
 the bench checks its outputs against TVM's unpartitioned model on the same inputs
-(:func:`max_abs_err`): a row that disagrees is an error row, never a silent timing of another
+(:func:`tvm_partition.runtime.ort.max_abs_err`): a row that disagrees is an error row, never a silent timing of another
 model. Only for .onnx models (a zoo model has no ONNX file). This module needs numpy and, when a
 row runs, onnxruntime (the ``test`` extra; without it the row says ``pip install onnxruntime``):
 it is copied into benchmark bundles, whose measuring machine needs onnxruntime for these rows
@@ -31,27 +31,11 @@ import time
 
 import numpy as np
 
-from ..errors import TvmPartitionError
-from ..inputs import graph_input_names
+from ..runtime.ort import OrtError, feeds, session, source
 
 NAME = "onnxruntime"
 SPEC = "ort.json"
 FILES = ("model.onnx", "inputs.npz")
-#: Outputs may differ by this much relative to the largest TVM output (at least 1), as in
-#: ``compile --check``: the two runtimes sum in different orders (seeded light ResNet-50 and
-#: DenseNet-121, benchmarks/onnx_light.py: 3e-6 and 1.5e-5 of outputs up to 18), and a different
-#: model (weights, inputs, an op read differently) is off by far more.
-RTOL = 1e-4
-
-
-class OrtError(TvmPartitionError, ValueError):
-    """The onnxruntime row cannot run; the message says why and what to do."""
-
-
-def source(model) -> str | None:
-    """The .onnx file a frontend model was loaded from (None for a zoo model or an IRModule)."""
-    path = (getattr(model, "config", None) or {}).get("source")
-    return path if isinstance(path, str) and path.endswith(".onnx") else None
 
 
 def _sha256(path: str) -> str:
@@ -61,17 +45,13 @@ def _sha256(path: str) -> str:
 
 def save(model, art_dir: str, num_threads: int) -> str:
     """Write the row's folder for a model loaded from an .onnx file."""
+    inputs = feeds(model)
     path = source(model)
-    if path is None:
-        raise OrtError(f"{model.name}: onnxruntime runs .onnx models only (this is a zoo model)")
-    names = graph_input_names(path)
-    if len(names) != len(model.inputs):
-        raise OrtError(f"{path}: {len(names)} graph inputs, but the frontend made {len(model.inputs)}")
     os.makedirs(art_dir, exist_ok=True)
     shutil.copyfile(path, os.path.join(art_dir, "model.onnx"))
     with open(os.path.join(art_dir, "inputs.npz"), "wb") as f:
-        np.savez(f, **dict(zip(names, model.inputs.values())))
-    spec = {"runtime": NAME, "model": model.name, "source": os.path.abspath(path), "inputs": names,
+        np.savez(f, **inputs)
+    spec = {"runtime": NAME, "model": model.name, "source": os.path.abspath(path), "inputs": list(inputs),
             "num_threads": int(num_threads), "sha256": {n: _sha256(os.path.join(art_dir, n)) for n in FILES}}
     with open(os.path.join(art_dir, SPEC), "w", encoding="utf-8") as f:
         json.dump(spec, f, indent=1)
@@ -91,23 +71,6 @@ def _load(art_dir: str) -> tuple[dict, dict[str, np.ndarray]]:
     with np.load(os.path.join(art_dir, "inputs.npz")) as z:
         inputs = {n: z[n] for n in spec["inputs"]}
     return spec, inputs
-
-
-def session(model_path: str, num_threads: int):
-    """onnxruntime's CPU session with our CPU build's thread count."""
-    try:
-        import onnxruntime as ort
-    except ImportError:
-        raise OrtError("onnxruntime is not installed here: pip install onnxruntime") from None
-    opts = ort.SessionOptions()
-    opts.intra_op_num_threads = int(num_threads)
-    opts.inter_op_num_threads = 1
-    opts.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
-    opts.log_severity_level = 3
-    try:
-        return ort.InferenceSession(model_path, opts, providers=["CPUExecutionProvider"])
-    except Exception as e:  # noqa: BLE001 - onnxruntime's own error types; keep the message
-        raise OrtError(f"onnxruntime cannot load {model_path}: {(str(e).strip().splitlines() or [''])[0]}") from None
 
 
 def _loaded(art_dir: str):
@@ -134,12 +97,3 @@ def time_runs(art_dir: str, repeat: int) -> list[float]:
         sess.run(None, inputs)
         times.append((time.perf_counter() - t0) * 1e6)
     return times
-
-
-def max_abs_err(ort_outs: list[np.ndarray], tvm_outs: list[np.ndarray]) -> tuple[float, float]:
-    """``(largest |onnxruntime - TVM|, tolerance)`` over the outputs; inf where they do not pair up."""
-    scale = max([float(np.max(np.abs(r))) for r in tvm_outs if r.size] + [1.0])
-    if len(ort_outs) != len(tvm_outs) or any(o.shape != r.shape for o, r in zip(ort_outs, tvm_outs)):
-        return float("inf"), RTOL * scale
-    err = max([float(np.max(np.abs(o.astype(np.float64) - r))) for o, r in zip(ort_outs, tvm_outs) if r.size] + [0.0])
-    return (err if np.isfinite(err) else float("inf")), RTOL * scale  # a NaN never passes

@@ -50,6 +50,7 @@ from ..devices import usable_cpus
 from . import results
 from .runtime import BUNDLE_SPEC, RESULTS, measure_isolated
 from ..errors import TvmPartitionError
+from ..runtime.ort import max_abs_err
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 #: EOP Table 3's workloads; their zoo defaults are the paper's settings.
@@ -279,7 +280,7 @@ class Bench:
 
         row["tuned_kernels"] = None
         bench_ort.save(model, art, self.threads or usable_cpus())
-        err, tol = bench_ort.max_abs_err(bench_ort.run(art), reference_outputs(model))
+        err, tol = max_abs_err(bench_ort.run(art), reference_outputs(model))
         row["max_abs_err_vs_ort"] = float(f"{err:.3g}") if err != float("inf") else None
         if err > tol:
             raise bench_ort.OrtError(f"outputs differ from TVM's unpartitioned model by {err:.3g} (tolerance "

@@ -29,7 +29,8 @@ import time
 
 import numpy as np
 
-from ..runtime import artifact
+from ..runtime import artifact, ort
+from ..runtime.ort import max_abs_err
 from .. import flags
 from ..devices import DeviceSpec, cpu_target, gpu_available, hardware_fingerprint, parse_devices, usable_cpus
 from ..plan import Plan, PlanError
@@ -186,11 +187,6 @@ def reference_outputs(model) -> list[np.ndarray]:
     return [o.numpy() for o in (out if not hasattr(out, "numpy") else [out])]
 
 
-def tolerance(ref: list[np.ndarray]) -> float:
-    scale = max([float(np.max(np.abs(r))) for r in ref if r.size] + [1.0])
-    return 1e-4 * scale
-
-
 def host_only(compiled: Compiled) -> bool:
     """Whether the build launches every kernel on a CPU (a ``cpu,gpu`` plan that keeps every op
     on the host). Its kernels are then the whole computation: with a CPU in the GPU's place, any
@@ -208,14 +204,6 @@ def check(compiled: Compiled, out_dir: str | None = None) -> tuple[float, float]
     """
     err, tol, _ = check_outputs(compiled, out_dir)
     return err, tol
-
-
-def max_abs_err(outs: list[np.ndarray], ref: list[np.ndarray]) -> tuple[float, float]:
-    """``(largest |out - ref|, tolerance of ref)``; inf where the outputs do not pair up."""
-    if len(outs) != len(ref) or any(np.shape(o) != np.shape(r) for o, r in zip(outs, ref)):
-        return float("inf"), tolerance(ref)
-    err = max([float(np.max(np.abs(np.asarray(o, np.float64) - r))) for o, r in zip(outs, ref) if r.size] + [0.0])
-    return (err if np.isfinite(err) else float("inf")), tolerance(ref)  # a NaN never passes
 
 
 def check_outputs(compiled: Compiled, out_dir: str | None = None) -> tuple[float, float, list[np.ndarray]]:
@@ -453,16 +441,14 @@ def main(argv=None) -> int:
 
 def check_onnxruntime(compiled: Compiled, outs: list[np.ndarray]) -> int:
     """``--check``'s second oracle for an .onnx model: onnxruntime's outputs on the same inputs
-    (:mod:`tvm_partition.frontend.onnx_reference`). Prints ``max_abs_err_onnxruntime=<value>``
+    (:mod:`tvm_partition.runtime.ort`). Prints ``max_abs_err_onnxruntime=<value>``
     and returns 1 beyond tolerance; says on stderr why it compared nothing where onnxruntime
     cannot run the model (0: TVM's own check stands)."""
-    from ..frontend import onnx_reference
-
-    if onnx_reference.source(compiled.model) is None:
+    if ort.source(compiled.model) is None:
         return 0
     try:
-        ref = onnx_reference.outputs(compiled.model, compiled.num_threads)
-    except onnx_reference.Unavailable as e:
+        ref = ort.outputs(compiled.model, compiled.num_threads)
+    except ort.OrtError as e:
         print(f"note: not compared with onnxruntime: {e}", file=sys.stderr)
         return 0
     err, tol = max_abs_err(outs, ref)

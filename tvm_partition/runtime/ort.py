@@ -1,0 +1,91 @@
+"""onnxruntime's CPU session of an .onnx model, and how a build's outputs are compared with a
+reference's.
+
+Two oracles use it: ``compile --check`` (an .onnx model's build against onnxruntime's outputs,
+beside TVM's own unpartitioned build, which shares TVM's importer and our frontend's rewrites with
+the build: onnxruntime reads the file itself) and the ``onnxruntime`` rows of ``bench``
+(:mod:`tvm_partition.bench.ort`, whose outputs are checked against TVM's before they are timed).
+It sits in the runtime half because benchmark bundles carry that half to machines with no
+compiler. onnxruntime is the ``test`` extra's; it is imported only where a session is made.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..errors import TvmPartitionError
+from ..inputs import graph_input_names
+
+#: Outputs may differ by this much relative to the reference's largest output (at least 1): two
+#: runtimes sum in different orders (seeded light ResNet-50 and DenseNet-121,
+#: benchmarks/onnx_light.py: 3e-6 and 1.5e-5 of outputs up to 18), and a different model (weights,
+#: inputs, an op read differently) is off by far more.
+RTOL = 1e-4
+
+
+class OrtError(TvmPartitionError, ValueError):
+    """onnxruntime cannot run the model here; the message says why and what to do."""
+
+
+def source(model) -> str | None:
+    """The .onnx file a frontend model was loaded from (None for a zoo model or an IRModule)."""
+    path = (getattr(model, "config", None) or {}).get("source")
+    return path if isinstance(path, str) and path.endswith(".onnx") else None
+
+
+def feeds(model) -> dict[str, np.ndarray]:
+    """``model``'s inputs under its .onnx file's graph input names, in the graph's order (TVM may
+    rename an input, e.g. "0")."""
+    path = source(model)
+    if path is None:
+        raise OrtError(f"{model.name}: onnxruntime runs .onnx models only (this is a zoo model)")
+    names = graph_input_names(path)
+    if len(names) != len(model.inputs):
+        raise OrtError(f"{path}: {len(names)} graph inputs, but the frontend made {len(model.inputs)}")
+    return dict(zip(names, model.inputs.values()))
+
+
+def session(model_path: str, num_threads: int):
+    """onnxruntime's CPU session with our CPU build's thread count."""
+    try:
+        import onnxruntime as ort
+    except ImportError:
+        raise OrtError("onnxruntime is not installed here: pip install onnxruntime") from None
+    opts = ort.SessionOptions()
+    opts.intra_op_num_threads = int(num_threads)
+    opts.inter_op_num_threads = 1
+    opts.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+    opts.log_severity_level = 3
+    try:
+        return ort.InferenceSession(model_path, opts, providers=["CPUExecutionProvider"])
+    except Exception as e:  # noqa: BLE001 - onnxruntime's own error types; keep the message
+        raise OrtError(f"onnxruntime cannot load {model_path}: {_first_line(e)}") from None
+
+
+def outputs(model, num_threads: int) -> list[np.ndarray]:
+    """onnxruntime's outputs of ``model``'s .onnx file on ``model.inputs``; :class:`OrtError`
+    where there is no file, no onnxruntime, or onnxruntime cannot load or run it."""
+    inputs = feeds(model)
+    sess = session(source(model), num_threads)
+    try:
+        return [np.asarray(o) for o in sess.run(None, inputs)]
+    except Exception as e:  # noqa: BLE001 - onnxruntime's own error types; keep the message
+        raise OrtError(f"onnxruntime cannot run {source(model)}: {_first_line(e)}") from None
+
+
+def _first_line(e: Exception) -> str:
+    return (str(e).strip().splitlines() or [""])[0]
+
+
+def tolerance(ref: list[np.ndarray]) -> float:
+    """:data:`RTOL` of the reference's largest output (at least 1)."""
+    return RTOL * max([float(np.max(np.abs(r))) for r in ref if r.size] + [1.0])
+
+
+def max_abs_err(outs: list[np.ndarray], ref: list[np.ndarray]) -> tuple[float, float]:
+    """``(largest |out - ref|, tolerance of ref)`` over the outputs; inf where they do not pair up
+    and where any difference is not a number (a NaN never passes)."""
+    if len(outs) != len(ref) or any(np.shape(o) != np.shape(r) for o, r in zip(outs, ref)):
+        return float("inf"), tolerance(ref)
+    err = max([float(np.max(np.abs(np.asarray(o, np.float64) - r))) for o, r in zip(outs, ref) if r.size] + [0.0])
+    return (err if np.isfinite(err) else float("inf")), tolerance(ref)
