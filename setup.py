@@ -10,7 +10,13 @@ setup(
     long_description_content_type="text/markdown",
     license="Apache-2.0",
     python_requires=">=3.10",
-    packages=find_packages(include=["tvm_partition", "tvm_partition.*"]),
+    # the shipped tuning databases and profiles (tuning_logs/, beside the package in this tree)
+    # go into the installed package as tvm_partition/tuning_logs: a wheel or a plain `pip install .`
+    # left them out, and its builds then planned on roofline estimates and transferred no record
+    # (tvm_partition.devices.DEFAULT_LOGS finds either place)
+    packages=find_packages(include=["tvm_partition", "tvm_partition.*"]) + ["tvm_partition.tuning_logs"],
+    package_dir={"tvm_partition.tuning_logs": "tuning_logs"},
+    package_data={"tvm_partition.tuning_logs": ["README.md", "*/*"]},
     entry_points={"console_scripts": ["tvm-partition=tvm_partition.cli:main"]},
     install_requires=[
         "apache-tvm==0.27.0.post1",

@@ -12,7 +12,7 @@ import pytest
 PURE_PYTHON = {
     "test_commands", "test_data_movement", "test_eop", "test_graph", "test_layers", "test_placement",
     "test_placement_congestion", "test_placement_decompose", "test_plan", "test_threads", "test_load",
-    "test_servers_plan",
+    "test_servers_plan", "test_install",
 }
 
 

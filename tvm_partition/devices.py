@@ -419,8 +419,17 @@ def dumps(devices: list[DeviceSpec]) -> str:
     return json.dumps([d.to_json() for d in devices])
 
 
-#: The shipped tuning logs (the repository's ``tuning_logs/``); override with --tuning-logs.
-DEFAULT_LOGS = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "tuning_logs")
+def _shipped_logs() -> str:
+    """The shipped tuning logs: ``tuning_logs`` inside the installed package (a wheel, ``pip install
+    .``: setup.py packs the repository's ``tuning_logs/`` there), else beside the package (this
+    tree, and an editable install of it)."""
+    package = os.path.dirname(os.path.abspath(__file__))
+    installed = os.path.join(package, "tuning_logs")
+    return installed if os.path.isdir(installed) else os.path.join(os.path.dirname(package), "tuning_logs")
+
+
+#: The shipped tuning logs; override with --tuning-logs.
+DEFAULT_LOGS = _shipped_logs()
 
 
 def database_dir(logs: str | None = None, fingerprint: str | None = None) -> str:
