@@ -53,7 +53,21 @@ def test_the_installed_package_reads_its_own_logs(built, tmp_path):
     assert out.stdout.strip() == str(built / "tvm_partition" / "tuning_logs")
 
 
-def test_this_tree_reads_the_logs_beside_the_package():
+def test_the_installed_package_writes_benchmarks_in_the_current_folder(built, tmp_path):
+    """``bench`` and ``bench-kernels`` write ``benchmarks/results/`` (and ``BENCHMARKS.md``) of the
+    source tree they run from; an installed package has none, and writes into the current folder,
+    not into site-packages."""
+    env = {**os.environ, "PYTHONPATH": str(built)}
+    out = subprocess.run([sys.executable, "-c", "from tvm_partition.bench import results; print(results.workspace())"],
+                         cwd=tmp_path, env=env, capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == str(tmp_path)
+
+
+def test_this_tree_keeps_its_logs_and_benchmarks_beside_the_package():
     from tvm_partition import devices
 
+    from tvm_partition.bench import results
+
     assert devices.DEFAULT_LOGS == os.path.join(REPO, "tuning_logs")
+    assert results.workspace() == REPO

@@ -265,8 +265,9 @@ def main(argv=None) -> int:
     from .. import frontend
     from ..build.tuning import TuningError, database_dir, open_best, open_schedules
 
-    repo = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-    out = args.out or os.path.join(repo, "benchmarks", "results", fingerprint_id())
+    from .results import workspace
+
+    out = args.out or os.path.join(workspace(), "benchmarks", "results", fingerprint_id())
     devices = parse_devices("cpu")
     try:
         for name in args.models:

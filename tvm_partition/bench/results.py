@@ -46,6 +46,15 @@ FIELDS = ("model", "config", "devices", "strategy", "measured_median_us", "measu
 SINGLE_DEVICE = ("cpu", "gpu")
 
 
+def workspace() -> str:
+    """The folder whose ``benchmarks/results/`` and ``BENCHMARKS.md`` the benchmark commands use by
+    default: the source tree the package runs from, or for a package installed from a wheel (no
+    ``BENCHMARKS.md`` beside it: site-packages) the current folder, so that nothing is written
+    into site-packages."""
+    tree = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    return tree if os.path.exists(os.path.join(tree, "BENCHMARKS.md")) else os.getcwd()
+
+
 def row_key(row: dict) -> tuple:
     return row["model"], json.dumps(row["config"], sort_keys=True), row["devices"], row["strategy"]
 

@@ -52,7 +52,7 @@ from .runtime import BUNDLE_SPEC, RESULTS, measure_isolated
 from ..errors import TvmPartitionError
 from ..runtime.ort import max_abs_err
 
-REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+REPO = results.workspace()
 #: EOP Table 3's workloads; their zoo defaults are the paper's settings.
 DEFAULT_MODELS = {"lstm": {}, "gru": {}, "bert": {}, "inception_v3": {}, "mobilenetv2": {}, "resnet50": {}}
 #: Small settings; lstm, gru and bert-tiny keep the kernel shapes of the shipped tuning database.
