@@ -885,6 +885,23 @@ def test_the_pooling_template_computes_what_the_default_schedule_computes(c, siz
     np.testing.assert_allclose(run(done[0]), run(kmod["main"]), rtol=1e-5, atol=1e-6)
 
 
+@pytest.mark.parametrize("c,size,kind,stride,plane", [
+    (6, 13, "avg", 1, True),  # Inception-v1's and -v2's branch pools at 13-28 columns: each plane padded once
+    (4, 28, "max", 1, True),
+    (8, 7, "max", 1, False),  # narrower: each output row's input rows, as before
+    (8, 27, "max", 2, False),  # strided: the same
+])
+def test_a_stride_one_pooling_pads_each_plane_once(c, size, kind, stride, plane):
+    kmod = pool(c, size, kind, 3, stride, 1)
+    done = templates.templated(kmod, TARGET)
+    sch = tvm.s_tir.Schedule(tvm.IRModule({"main": done[0]}))
+    loops = sch.get_loops(sch.get_sblock("pad_temp"))
+    # under the channels' parallel loop, the plane's rows and columns; under an output row, that
+    # row's loop above the padded rows' and columns'
+    assert len(loops) == (3 if plane else 4)
+    np.testing.assert_allclose(run(done[0]), run(kmod["main"]), rtol=1e-5, atol=1e-6)
+
+
 def test_a_global_pooling_keeps_the_default_schedule():
     assert templates.templated(pool(16, 7, "avg", 7, 1, 0), TARGET) is None
 

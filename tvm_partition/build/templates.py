@@ -130,9 +130,11 @@ and layer norms, each fused with such a padding, ran TVM's default schedule, 12.
 the model's 217; with these 7.2 and under 0.9 (``run --kernels``, 2 Zen 4 threads, 2026-11-30).
 
 Max and average pooling (TOPI's ``pool_max``, ``pool_sum`` + ``pool_avg``, NCHW), global ones
-excepted: the channels in parallel, each output row's padded input rows computed under it
+excepted: the channels in parallel, each output row's padded input rows computed under it, or at
+stride 1 from :data:`PLANE_PADDING_MIN_WIDTH` columns each channel's padded plane once
 (:func:`_schedule_pool`: TVM gave an unpadded pool no parallel loop, and a padded one's replayed
-record ran its parts up to 3.3x their share).
+record ran its parts up to 3.3x their share; padded row by row, a stride-1 3x3 pads each row
+three times, Inception-v2's average pools 1.4-3x the time).
 
 Reductions over the innermost axes of one tensor (TOPI's ``sum``, ``max``, ``min``, ``prod`` and
 ``mean``, its division and any element-wise block after it inlined under each row): ONNX's
@@ -307,6 +309,17 @@ DEPTHWISE_ROW = 8
 #: at 112x112 (1 and 2 vectors) 38 / 126 and 145 / 228, 48 at 56x56 (3) 49 / 63; 72 at 56x56 (9
 #: vectors of 8) 69 / 58, 144 at 56x56 342 / 283.
 MIN_DEPTHWISE_BLOCKS = 4
+
+#: Output width from which a padded stride-1 pooling pads each channel's plane once, before its
+#: rows, where narrower ones and strided ones pad the input rows under each output row
+#: (:func:`_schedule_pool`). A 3x3 window at stride 1 reads each padded row under three output
+#: rows, so padding per row pads every row three times over. Each kernel alone, plane against
+#: rows (3-5 alternating rounds, 2 threads, amd-epyc-znver5-2c, 2026-12-03): the 11 stride-1 pools
+#: of Inception-v1 and -v2 (onnx light models) 13-28 wide 0.33-0.75x (Inception-v2's 576-channel
+#: average pool at 14x14, four calls a run, 121 -> 40 us), 6-7 wide 1.03-1.38x; synthetic 3x3s at
+#: 13-224 wide 0.35-0.90x, at 7-12 wide 0.37-2.47x (a max pool at 10x10 2.4x slower, an average
+#: pool at 12x12 1.4x). Strided ones (3x3 and 2x2 at stride 2, 19 kernels) 0.74-1.51x: rows kept.
+PLANE_PADDING_MIN_WIDTH = 13
 
 #: Output elements from which an element-wise kernel runs in parallel (smaller ones are inlined
 #: and stay serial): one that computes gained 1.8-2.6x at 2,048 elements (an LSTM's gates at
@@ -1406,8 +1419,10 @@ def _pool_nest(kmod: tvm.IRModule, target) -> _Nest | None:
 
 def _schedule_pool(kmod: tvm.IRModule, nest: _Nest) -> tvm.tirx.PrimFunc:
     """The pooling schedule: ``n c`` one parallel loop; under each output row ``y`` the input rows
-    its windows read padded (``pad_temp`` computed there, not as a whole tensor first); each output
-    pixel accumulated over its window in a ``local`` scalar and written out with its epilogue.
+    its windows read padded (``pad_temp`` computed there, not as a whole tensor first), or at
+    stride 1 from :data:`PLANE_PADDING_MIN_WIDTH` output columns the channel's whole plane padded
+    once under ``n c``; each output pixel accumulated over its window in a ``local`` scalar and
+    written out with its epilogue.
 
     Why: TVM gives an unpadded pool (AlexNet's, VGG's, SqueezeNet's) no parallel loop, and a padded
     one took a record tuned on ResNet-18's whole max pool, replayed: its parts along the width ran
@@ -1418,9 +1433,11 @@ def _schedule_pool(kmod: tvm.IRModule, nest: _Nest) -> tvm.tirx.PrimFunc:
     within 1.05x of their share (amd-epyc-znver5-2c, 2026-11-26; BENCHMARKS.md, "Pooling")."""
     sch, pool = _opened(kmod["main"], nest.block.name_hint, nest.epilogue)
     n, c, y, x, ry, rx = sch.get_loops(pool)
-    sch.parallel(sch.fuse(n, c))
+    channels = sch.fuse(n, c)
+    sch.parallel(channels)
     if nest.padded:
-        sch.compute_at(sch.get_sblock("pad_temp"), y)
+        plane = _column_stride(nest.block) == 1 and nest.extents[3] >= PLANE_PADDING_MIN_WIDTH
+        sch.compute_at(sch.get_sblock("pad_temp"), channels if plane else y)
     _per_tile(sch, sch.cache_write(pool, 0, "local"), x, nest.epilogue)
     sch.decompose_reduction(pool, ry)
     return sch.mod["main"].with_attr("tirx.is_scheduled", True)

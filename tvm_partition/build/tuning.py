@@ -783,8 +783,9 @@ class Schedules:
 #: :data:`tvm_partition.build.templates.COLUMNS_OUTER_MIN_REDUCTION` (the RNNs' gate matmuls: 4 rows),
 #: 55 gives convolutions on AVX-512 whose output planes alias in the L1 cache one vector of channels
 #: a tile where their reduction is short, a residual is read or the row keeps the accumulators
-#: (:data:`tvm_partition.build.templates.ALIASED_SHORT_REDUCTION`).
-TRANSFER_RULES = 55
+#: (:data:`tvm_partition.build.templates.ALIASED_SHORT_REDUCTION`), 56 pads each channel's plane
+#: once in a stride-1 pooling of 13 or more output columns (:data:`tvm_partition.build.templates.PLANE_PADDING_MIN_WIDTH`).
+TRANSFER_RULES = 56
 
 
 def open_schedules(path: str | None, transfer: bool = True) -> Schedules:
