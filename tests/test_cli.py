@@ -199,12 +199,14 @@ def cli_results(tmp_path_factory):
     odd_onnx(d / "symbolic_len.onnx", dims=["N", "L"])
     odd_onnx(d / "free_batch.onnx", dims=["N", 8])
     res = Results(dir=d, softmax=illegal_softmax_plan(d / "softmax.onnx", d / "softmax_plan.json"))
-    art, gpu_art = d / "art", d / "gpu_art"
+    art, gpu_art, host_art = d / "art", d / "gpu_art", d / "host_art"
 
     jobs = {
         # first the two artifacts other commands need, then everything independent
         "art": ("compile", *LSTM, *CPU2, "--strategy", "equal", "--out", art),
-        "gpu-art": ("compile", *LSTM, "--devices", "cpu,gpu", "--out", gpu_art),
+        "gpu-art": ("compile", *LSTM, "--devices", "cpu,gpu", "--strategy", "gpu", "--out", gpu_art),
+        # a cpu,gpu plan that launches nothing on the GPU (the README's LSTM, auto choosing cpu)
+        "host-art": ("compile", *LSTM, "--devices", "cpu,gpu", "--strategy", "cpu", "--out", host_art),
         "check-explain": ("compile", *LSTM, *CPU2, "--strategy", "equal", "--check", "--explain"),
         # 30 s: 10 were spent building the sample kernels and timing one copy with two test workers
         # and this fixture's own jobs on 2 cores (2026-11-28: "profiled 0 samples")
@@ -235,9 +237,10 @@ def cli_results(tmp_path_factory):
             res.update({k: in_process(*job) for k, job in later.items() if k in IN_PROCESS})
         else:
             res["why"] = f"compile --out failed:\n{res['art'].stderr}"
-        res["gpu-art"] = futures.pop("gpu-art").result()
-        if res["gpu-art"].returncode == 0:
-            futures["run-gpu-art"] = pool.submit(cli, "run", gpu_art)
+        for name, folder in (("gpu-art", gpu_art), ("host-art", host_art)):
+            res[name] = futures.pop(name).result()
+            if res[name].returncode == 0:
+                futures[f"run-{name}"] = pool.submit(cli, "run", folder, "--output", d / f"{name}.npz")
         res.update({k: f.result() for k, f in futures.items()})
     return res
 
@@ -491,6 +494,22 @@ def test_run_gpu_artifact_without_gpu(cli_results):
         pytest.skip("this machine has a GPU: the cpu,gpu artifact runs here")
     ok(cli_results["gpu-art"])
     assert_clean_error(cli_results["run-gpu-art"], r"'gpu' \(CUDA GPU 0\) is not present on this machine")
+
+
+def test_run_host_only_gpu_artifact_without_gpu(cli_results):
+    """A cpu,gpu artifact whose plan keeps every op on the CPU runs where no GPU is, a CPU in the
+    GPU's place (as compile --check runs it), and says so; its outputs are the cpu,cpu build's."""
+    from tvm_partition.devices import gpu_available
+
+    if gpu_available():
+        pytest.skip("this machine has a GPU: the artifact runs as built")
+    ok(cli_results["host-art"])
+    res = cli_results["run-host-art"]
+    ok(res)
+    assert res.stderr.startswith("note: no GPU here, and the artifact launches no kernel on its GPU")
+    d = cli_results["dir"]
+    with np.load(d / "host-art.npz") as host, np.load(d / "out.npz") as cpus:
+        np.testing.assert_allclose(host["output0"], cpus["output0"], rtol=1e-5, atol=1e-6)
 
 
 @pytest.mark.parametrize(

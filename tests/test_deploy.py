@@ -16,6 +16,7 @@ import sys
 
 import numpy as np
 import pytest
+import tvm
 
 from rpc_servers import REPO, rpc_server, wait_port
 from tvm_partition.bench.servers import free_port
@@ -148,6 +149,32 @@ def test_artifact_formats_read(tmp_path, version, kinds, ok):
     else:
         with pytest.raises(artifact.ArtifactError, match="recompile the artifact"):
             artifact.read_manifest(str(tmp_path))
+
+
+CPU_GPU = [{"name": "cpu", "kind": "cpu", "index": 0, "target": {"kind": "llvm", "mcpu": "znver5"}},
+           {"name": "gpu", "kind": "gpu", "index": 0, "target": {"kind": "cuda", "arch": "sm_90"}}]
+
+
+@pytest.mark.parametrize("kernels,gpu_here,stands_in", [
+    ({"a": "cpu", "b": "cpu"}, False, True),  # every kernel on the CPU, no GPU here: a CPU in its place
+    ({"a": "cpu", "b": "cpu"}, True, False),  # a GPU here: as built
+    ({"a": "cpu", "b": "gpu"}, False, False),  # a kernel on the GPU: as built (and refused where none is)
+    (None, False, False),  # a manifest that does not say where its kernels run: as built
+])
+def test_a_gpu_artifact_that_launches_nothing_there_runs_on_the_cpu(kernels, gpu_here, stands_in):
+    manifest = {"devices": CPU_GPU, **({"kernel_devices": kernels} if kernels else {})}
+    devices = artifact.host_stand_in(manifest, gpu_here)
+    if not stands_in:
+        assert devices is None
+        return
+    assert [(d.name, d.kind, d.target) for d in devices] == [("cpu", "cpu", CPU_GPU[0]["target"]),
+                                                           ("gpu", "cpu", CPU_GPU[0]["target"])]
+    assert {str(d.tvm_device()) for d in devices} == {str(tvm.cpu(0))}  # one memory: no copy
+
+
+def test_a_cpu_artifact_needs_no_stand_in():
+    manifest = {"devices": [CPU_GPU[0], dict(CPU_GPU[0], name="cpu1", index=1)], "kernel_devices": {"a": "cpu1"}}
+    assert artifact.host_stand_in(manifest, False) is None
 
 
 def runtime_only(code: str) -> subprocess.CompletedProcess:

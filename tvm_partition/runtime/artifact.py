@@ -151,6 +151,22 @@ def devices_of(manifest: dict) -> list[DeviceSpec]:
     return [DeviceSpec.from_json(d) for d in manifest["devices"]]
 
 
+def host_stand_in(manifest: dict, gpu_here: bool) -> list[DeviceSpec] | None:
+    """The artifact's devices with a CPU in each GPU's place, where this machine has no GPU
+    (``gpu_here`` false) and the artifact launches no kernel on one (a ``cpu,gpu`` plan that keeps
+    every op on the CPU: the README's LSTM, ``auto`` choosing ``cpu``); None where it runs as
+    built. Any copy between the two then moves the same values (``compile --check`` runs such an
+    artifact so). An artifact whose manifest lists no kernels' devices runs as built."""
+    devices = devices_of(manifest)
+    kinds = {d.name: d.kind for d in devices}
+    launched = manifest.get("kernel_devices")
+    if gpu_here or "gpu" not in kinds.values() or not launched \
+            or any(kinds.get(name) != "cpu" for name in launched.values()):
+        return None
+    host = next(d for d in devices if d.kind == "cpu")
+    return [d if d.kind == "cpu" else DeviceSpec(d.name, "cpu", i, host.target) for i, d in enumerate(devices)]
+
+
 def load_params(art_dir: str, manifest: dict) -> list[np.ndarray]:
     with np.load(os.path.join(art_dir, "params.npz")) as z:
         return [z[f"p{i}"] for i in range(manifest["num_params"])]

@@ -158,6 +158,8 @@ class RemoteRunner(Runner):
     to the server's devices once. A connection lost mid-run is re-established (bounded) and the
     run repeated once; past that, :class:`RemoteError` says which server went away."""
 
+    local = False  # its devices are the server's: a GPU missing here is no reason to stand a CPU in
+
     def __init__(self, art_dir: str, endpoint: Endpoint, session=None, retries: int = RETRIES):
         self.endpoint, self.sess, self.retries = endpoint, session, retries
         super().__init__(art_dir)

@@ -45,6 +45,9 @@ def main(argv=None) -> int:
         raise flags.UsageError("--kernels times the VM's calls on this machine, not over RPC")
     try:
         runner = _runner(args)
+        if getattr(runner, "stand_in", False):
+            print("note: no GPU here, and the artifact launches no kernel on its GPU (its plan keeps every op on "
+                  "the CPU): it runs with the CPU in the GPU's place", file=sys.stderr)
         built, threads = runner.manifest.get("num_threads"), getattr(runner, "threads", None)  # local runs only
         if built and threads and threads < built:
             print(f"note: running with {runner.threads} CPU thread(s), fewer than the {built} the artifact was "
