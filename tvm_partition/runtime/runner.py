@@ -58,21 +58,18 @@ class Runner:
     governor = None  # a remote runner's pool is the server's
     local = True  # runs on this machine's devices (a remote runner on a server's)
 
-    def __init__(self, art_dir: str, devices: list | None = None):
-        """``devices``: DeviceSpecs to run on in place of the manifest's, one for each; by default
-        the manifest's, with a CPU in a GPU's place where this machine has none and the artifact
-        launches nothing there (:func:`tvm_partition.runtime.artifact.host_stand_in`)."""
+    def __init__(self, art_dir: str):
+        """On the manifest's devices, with a CPU in a GPU's place where this machine has none and
+        the artifact launches nothing there (:func:`tvm_partition.runtime.artifact.host_stand_in`)."""
         import tvm
 
         self.art_dir = art_dir
         self.manifest = artifact.read_manifest(art_dir)
         artifact.verify(art_dir, self.manifest)
-        stand_in = artifact.host_stand_in(self.manifest, _gpu_here(self.manifest)) if devices is None and self.local else None
+        stand_in = artifact.host_stand_in(self.manifest, _gpu_here(self.manifest)) if self.local else None
         #: whether a CPU runs in the place of a GPU this machine lacks (the artifact launches nothing there)
         self.stand_in = stand_in is not None
-        self.devices = devices or stand_in or artifact.devices_of(self.manifest)
-        if len(self.devices) != len(self.manifest["devices"]):
-            raise ValueError(f"the artifact runs on {len(self.manifest['devices'])} devices, not {len(self.devices)}")
+        self.devices = stand_in or artifact.devices_of(self.manifest)
         self.tvm = tvm
         self._load()
 
