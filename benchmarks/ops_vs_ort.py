@@ -30,7 +30,12 @@ onnxruntime's session is ``bench``'s (``intra_op_num_threads`` = the artifact's 
 inter-op thread, all graph optimisations) with one change: its thread pool does not spin after a
 run. Spinning (its default), it slowed our kernels timed right after it 1.1-5x here (ResNet-50's
 1x1 convolutions each alone, 2 threads, 2026-12-01: two pools of spinning threads on two cores);
-not spinning costs its runs a wake-up per parallel node, so its times here are if anything long.
+not spinning costs its runs a wake-up per parallel node, so its times here are long: SqueezeNet
+1.98-2.11 ms a plain run spinning, 2.59-2.73 not, 2.97-4.66 profiled (2 threads, 2026-12-03). So the
+sums say which kinds lose, not by how much the model does: ``bench`` says that. (Plain runs of
+both sides in the same rounds were tried: onnxruntime's spinning session, sharing the process with
+its profiled one and TVM's pool, read 7.7-8.7 ms in some rounds against 2.0-2.5 in others, with
+50 ms left between the sides for the pools to stop spinning; not kept.)
 """
 
 from __future__ import annotations
