@@ -35,6 +35,14 @@ def built(tmp_path_factory):
     return lib
 
 
+def _printed(built, cwd, code: str) -> str:
+    """What ``code`` prints, run in ``cwd`` with the built package first on the path."""
+    out = subprocess.run([sys.executable, "-c", code], cwd=cwd, env={**os.environ, "PYTHONPATH": str(built)},
+                         capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr
+    return out.stdout.strip()
+
+
 def test_the_built_package_carries_every_shipped_log(built):
     shipped = _tracked("tuning_logs")
     assert any(f.endswith("profile.jsonl") for f in shipped)
@@ -46,22 +54,16 @@ def test_the_built_package_carries_every_shipped_log(built):
 def test_the_installed_package_reads_its_own_logs(built, tmp_path):
     """Run from another folder with the built package first on the path, the default logs are the
     package's own copy."""
-    env = {**os.environ, "PYTHONPATH": str(built)}
-    out = subprocess.run([sys.executable, "-c", "from tvm_partition import devices; print(devices.DEFAULT_LOGS)"],
-                         cwd=tmp_path, env=env, capture_output=True, text=True)
-    assert out.returncode == 0, out.stderr
-    assert out.stdout.strip() == str(built / "tvm_partition" / "tuning_logs")
+    assert _printed(built, tmp_path, "from tvm_partition import devices; print(devices.DEFAULT_LOGS)") == \
+        str(built / "tvm_partition" / "tuning_logs")
 
 
 def test_the_installed_package_writes_benchmarks_in_the_current_folder(built, tmp_path):
     """``bench`` and ``bench-kernels`` write ``benchmarks/results/`` (and ``BENCHMARKS.md``) of the
     source tree they run from; an installed package has none, and writes into the current folder,
     not into site-packages."""
-    env = {**os.environ, "PYTHONPATH": str(built)}
-    out = subprocess.run([sys.executable, "-c", "from tvm_partition.bench import results; print(results.workspace())"],
-                         cwd=tmp_path, env=env, capture_output=True, text=True)
-    assert out.returncode == 0, out.stderr
-    assert out.stdout.strip() == str(tmp_path)
+    assert _printed(built, tmp_path, "from tvm_partition.bench import results; print(results.workspace())") == \
+        str(tmp_path)
 
 
 def test_this_tree_keeps_its_logs_and_benchmarks_beside_the_package():

@@ -191,8 +191,7 @@ def host_only(compiled: Compiled) -> bool:
     """Whether the build launches every kernel on a CPU (a ``cpu,gpu`` plan that keeps every op
     on the host). Its kernels are then the whole computation: with a CPU in the GPU's place, any
     copy between the two moves the same values."""
-    kinds = {d.name: d.kind for d in compiled.plan.devices}
-    return all(kinds[dev] == "cpu" for dev in compiled.build.kernel_devices.values())
+    return artifact.cpu_kernels_only(compiled.plan.devices, compiled.build.kernel_devices)
 
 
 def check(compiled: Compiled, out_dir: str | None = None) -> tuple[float, float]:

@@ -158,13 +158,18 @@ def host_stand_in(manifest: dict, gpu_here: bool) -> list[DeviceSpec] | None:
     built. Any copy between the two then moves the same values (``compile --check`` runs such an
     artifact so). An artifact whose manifest lists no kernels' devices runs as built."""
     devices = devices_of(manifest)
-    kinds = {d.name: d.kind for d in devices}
     launched = manifest.get("kernel_devices")
-    if gpu_here or "gpu" not in kinds.values() or not launched \
-            or any(kinds.get(name) != "cpu" for name in launched.values()):
+    if gpu_here or all(d.kind == "cpu" for d in devices) or not launched or not cpu_kernels_only(devices, launched):
         return None
     host = next(d for d in devices if d.kind == "cpu")
     return [d if d.kind == "cpu" else DeviceSpec(d.name, "cpu", i, host.target) for i, d in enumerate(devices)]
+
+
+def cpu_kernels_only(devices: list[DeviceSpec], kernel_devices: dict[str, str]) -> bool:
+    """Whether every kernel (``kernel_devices``: kernel -> device name, as a build and its
+    manifest name them) runs on a CPU of ``devices``."""
+    kinds = {d.name: d.kind for d in devices}
+    return all(kinds.get(name) == "cpu" for name in kernel_devices.values())
 
 
 def load_params(art_dir: str, manifest: dict) -> list[np.ndarray]:

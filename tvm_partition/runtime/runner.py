@@ -12,7 +12,7 @@ import time
 import numpy as np
 
 from . import artifact
-from ..devices import check_local, use_cpu_threads
+from ..devices import check_local, gpu_available, use_cpu_threads
 from ..inputs import random_input
 from .threads import governor
 
@@ -43,15 +43,6 @@ def warm_up(run) -> int:
     return n
 
 
-def _gpu_here(manifest: dict) -> bool:
-    """Whether this machine has a GPU, asked only of an artifact built with one."""
-    if all(d["kind"] == "cpu" for d in manifest["devices"]):
-        return False
-    from ..devices import gpu_available
-
-    return gpu_available()
-
-
 class Runner:
     """A loaded artifact: weights already transformed and copied to their devices."""
 
@@ -66,7 +57,9 @@ class Runner:
         self.art_dir = art_dir
         self.manifest = artifact.read_manifest(art_dir)
         artifact.verify(art_dir, self.manifest)
-        stand_in = artifact.host_stand_in(self.manifest, _gpu_here(self.manifest)) if self.local else None
+        stand_in = artifact.host_stand_in(self.manifest, gpu_here=False) if self.local else None
+        if stand_in is not None and gpu_available():  # asked only of an artifact that could stand one in
+            stand_in = None
         #: whether a CPU runs in the place of a GPU this machine lacks (the artifact launches nothing there)
         self.stand_in = stand_in is not None
         self.devices = stand_in or artifact.devices_of(self.manifest)
