@@ -385,6 +385,13 @@ def test_profiled_cost_model_uses_patterns_where_profiled_and_xgboost_elsewhere(
     assert "fused_matmul" in cm.explain() and "copy cpu->cpu" in cm.explain()
     paths = cm.save_regressors() + [cm.save_fits()]
     assert paths and all(os.path.exists(p) for p in paths)
+    # the saved regressor is what a reload reads (not a retrained copy): the same trees
+    from tvm_partition.cost_models import xgb
+    from tvm_partition.cost_models.profiled import training_records
+
+    n_cpu = len(training_records(cm.log.ops("cpu")))
+    saved = xgb.load(folder, "cpu", n_cpu, cm.context.tag())
+    assert saved is not None and bytes(saved.save_raw("ubj")) == bytes(cm.regressor("cpu").save_raw("ubj"))
     reloaded = ProfiledCostModel(folder, devices)  # fits and regressors come from disk
     assert reloaded.estimate(op, "cpu1", (full[0], full[1] // 2)) == half
     assert reloaded.estimate(unseen, "cpu").us == pytest.approx(est.us, rel=1e-5)
