@@ -466,6 +466,16 @@ ALIASED_PLANE_BYTES = 4096
 #: (MobileNet-V2's, EfficientNet-B0's and MNASNet's projections, torchvision exports, each alone, 9
 #: rounds, 2 threads, the same machine, 2026-12-01; ``benchmarks/conv_1x1.py``).
 POINTWISE_STRIP_BYTES = 48 * 1024
+#: Full-width AVX-512 CPUs (LLVM's ``-mcpu``) on which the 1x1 template keeps the tiles whose strip
+#: outgrows :data:`POINTWISE_STRIP_BYTES`: on an Ice Lake server VM (``icelake-server``, two 512-bit
+#: multiply-add units: numpy's float32 matmul 117 GFLOP/s on one core) it ran 0.67-0.87x the 7 x 2
+#: tile's time on all 23 such 1x1s of ResNet-50 and DenseNet-121 (strips of 56-224 KiB), where the
+#: Emerald Rapids VM had run them 1.06-1.23x (``benchmarks/conv_1x1.py ... --rounds 7``, 2 threads,
+#: intel-r-xeon-r-processor-2-60ghz-icelake-server-2c, 2026-12-03). Why the two differ was not found
+#: (both cores load two 512-bit vectors a cycle from a 48 KiB L1). The client parts of the same core
+#: (Sunny Cove: ``icelake-client``, and its ``rocketlake`` and ``tigerlake`` kin) are listed unmeasured;
+#: every other AVX-512 CPU keeps the rule as the Emerald Rapids VM measured it.
+POINTWISE_ANY_STRIP = frozenset({"icelake-server", "icelake-client", "rocketlake", "tigerlake"})
 #: Reduction elements (input channels x taps) under which a convolution whose output channel planes
 #: are a multiple of :data:`ALIASED_PLANE_BYTES` (:func:`_aliased_output`) takes one vector of output
 #: channels a tile even where that halves its accumulators; one whose epilogue reads a residual (a
@@ -914,8 +924,9 @@ def _pointwise_plan(kmod: tvm.IRModule, target) -> _PointwisePlan | None:
     convolutions"). 14x14 and 7x7 maps (196 and 49 pixels: no whole rows in whole vectors),
     strided 1x1s (a gather per vector), tiles of fewer than :data:`POINTWISE_VECTORS` vectors and
     input planes of a multiple of :data:`ALIASED_PLANE_BYTES` keep the channel-vector template, and so
-    do, on a full-width AVX-512 CPU, tiles whose strip exceeds :data:`POINTWISE_STRIP_BYTES` where
-    that template would take its tile of two full vectors (:func:`_paired_tile`)."""
+    do, on a full-width AVX-512 CPU other than :data:`POINTWISE_ANY_STRIP`, tiles whose strip exceeds
+    :data:`POINTWISE_STRIP_BYTES` where that template would take its tile of two full vectors
+    (:func:`_paired_tile`)."""
     nest = _nest(kmod, target, (_CONV,))
     if nest is None:
         return None
@@ -935,7 +946,8 @@ def _pointwise_plan(kmod: tvm.IRModule, target) -> _PointwisePlan | None:
                 if oh % t == 0 and t * ow % lanes == 0 and POINTWISE_VECTORS <= t * ow // lanes <= most), default=None)
     if weight is None or rows is None:
         return None
-    if _full_width_fma(target) and _strip_bytes(nest, rows) > POINTWISE_STRIP_BYTES and _paired_tile(kmod, target):
+    if (_full_width_fma(target) and str(target.attrs.get("mcpu", "")) not in POINTWISE_ANY_STRIP
+            and _strip_bytes(nest, rows) > POINTWISE_STRIP_BYTES and _paired_tile(kmod, target)):
         return None  # the strip comes from L2: the direct template's 7 x 2 tile is quicker
     return _PointwisePlan(nest.epilogue, weight, lanes, rows, ow, nest.padded, _rows_outer(conv))
 

@@ -784,8 +784,9 @@ class Schedules:
 #: 55 gives convolutions on AVX-512 whose output planes alias in the L1 cache one vector of channels
 #: a tile where their reduction is short, a residual is read or the row keeps the accumulators
 #: (:data:`tvm_partition.build.templates.ALIASED_SHORT_REDUCTION`), 56 pads each channel's plane
-#: once in a stride-1 pooling of 13 or more output columns (:data:`tvm_partition.build.templates.PLANE_PADDING_MIN_WIDTH`).
-TRANSFER_RULES = 56
+#: once in a stride-1 pooling of 13 or more output columns (:data:`tvm_partition.build.templates.PLANE_PADDING_MIN_WIDTH`),
+#: 57 gives Ice Lake's AVX-512 CPUs the 1x1 template whatever its strip (:data:`tvm_partition.build.templates.POINTWISE_ANY_STRIP`).
+TRANSFER_RULES = 57
 
 
 def open_schedules(path: str | None, transfer: bool = True) -> Schedules:
