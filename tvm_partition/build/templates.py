@@ -529,7 +529,12 @@ def vector_lanes(target) -> tuple[int, int]:
 def _full_width_fma(target) -> bool:
     """Whether ``target`` is an AVX-512 CPU that runs a 512-bit multiply-add whole
     (:data:`HALF_WIDTH_AVX512`: not), so that a register tile's loads, not its multiply-adds, bound it."""
-    return vector_lanes(target) == (16, 32) and str(target.attrs.get("mcpu", "")) not in HALF_WIDTH_AVX512
+    return vector_lanes(target) == (16, 32) and _mcpu(target) not in HALF_WIDTH_AVX512
+
+
+def _mcpu(target) -> str:
+    """LLVM's ``-mcpu`` of ``target`` ("" where it names none): what the per-CPU rules are keyed by."""
+    return str(target.attrs.get("mcpu", ""))
 
 
 def _whole_vectors(extent: int, target) -> int | None:
@@ -946,7 +951,7 @@ def _pointwise_plan(kmod: tvm.IRModule, target) -> _PointwisePlan | None:
                 if oh % t == 0 and t * ow % lanes == 0 and POINTWISE_VECTORS <= t * ow // lanes <= most), default=None)
     if weight is None or rows is None:
         return None
-    if (_full_width_fma(target) and str(target.attrs.get("mcpu", "")) not in POINTWISE_ANY_STRIP
+    if (_full_width_fma(target) and _mcpu(target) not in POINTWISE_ANY_STRIP
             and _strip_bytes(nest, rows) > POINTWISE_STRIP_BYTES and _paired_tile(kmod, target)):
         return None  # the strip comes from L2: the direct template's 7 x 2 tile is quicker
     return _PointwisePlan(nest.epilogue, weight, lanes, rows, ow, nest.padded, _rows_outer(conv))
