@@ -36,8 +36,9 @@ def main(argv=None) -> int:
                                               "(KEY=N pairs) for an export's free dimensions")
     ap.add_argument("--batch", help="comma-separated batch sizes to load the models at (default: theirs)")
     ap.add_argument("--rounds", type=int, default=1, help="alternating timings of both, medians printed (default 1)")
-    ap.add_argument("--without", metavar="NAME=VALUE", help="time against the templates with this constant "
-                    "of tvm_partition.build.templates set so (inf for float('inf')), not against no templates")
+    ap.add_argument("--without", metavar="NAME=VALUE", action="append", help="time against the templates with "
+                    "this constant of tvm_partition.build.templates set so (inf for float('inf')), not against "
+                    "no templates; repeat it to set several")
     args = ap.parse_args(argv)
     batches = [{"batch": int(b)} for b in args.batch.split(",")] if args.batch else [{}]
 
@@ -87,12 +88,13 @@ def main(argv=None) -> int:
     return 0
 
 
-def undo(setting: str | None) -> dict:
-    """``{name: value}`` of ``--without NAME=VALUE`` (none where it is not given)."""
-    if setting is None:
-        return {}
-    name, _, text = setting.partition("=")
-    return {name: float("inf") if text == "inf" else ast.literal_eval(text)}
+def undo(settings: list[str] | None) -> dict:
+    """``{name: value}`` of every ``--without NAME=VALUE`` (none where it is not given)."""
+    undone = {}
+    for setting in settings or ():
+        name, _, text = setting.partition("=")
+        undone[name] = float("inf") if text == "inf" else ast.literal_eval(text)
+    return undone
 
 
 if __name__ == "__main__":
