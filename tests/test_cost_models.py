@@ -103,6 +103,31 @@ def test_the_regressor_learns_what_builds_launch_now():
     assert pred < 3 * 16, pred  # near the transferred 16 us, not the default 640
 
 
+def _square_matmul(n, device="cpu", rate=5e4):
+    """A whole n x n x n matmul's sample, timed at 2 us plus its FLOPs at ``rate`` FLOP a microsecond."""
+    flops = 2 * n ** 3
+    return dict(_op_rec(n, 2.0 + flops / rate, sig=f"matmul-{n}", device=device), full=n, shape=[n, n],
+                full_shape=[n, n], op_flops=flops, op_bytes=4 * 3 * n * n)
+
+
+def test_the_regressor_prices_an_op_larger_than_any_it_saw_by_its_size_on_a_cpu():
+    """Trees do not extrapolate: on a CPU the regressor learns a time relative to the part's
+    roofline time, so an op 8x the FLOPs of the largest sample costs about 8x, not the largest
+    sample's time; a GPU's, mostly launch-bound, keeps log time (xgb.ROOFLINES)."""
+    from tvm_partition.cost_models import xgb
+
+    sizes = range(32, 257, 8)
+    model = xgb.train([_square_matmul(n) for n in sizes])
+    big = _square_matmul(512)
+    pred = xgb.predict(model, [xgb.record_features(big)])[0]
+    assert pred == pytest.approx(big["mean_us"], rel=0.25), (pred, big["mean_us"])
+    mid = _square_matmul(100)  # within the samples it stays as close as before
+    assert xgb.predict(model, [xgb.record_features(mid)])[0] == pytest.approx(mid["mean_us"], rel=0.15)
+    gpu = xgb.train([_square_matmul(n, device="gpu") for n in sizes])
+    assert json.loads(gpu.attr("roofline"))[1:] == [math.inf, math.inf]
+    assert xgb.predict(gpu, [xgb.record_features(big)])[0] < 0.5 * big["mean_us"]  # the largest sample's, about
+
+
 def test_log_appends_resumes_and_reports_corrupt_lines(tmp_path):
     log = ProfileLog(str(tmp_path))
     log.append(_op_rec(8, 10.0))
@@ -392,6 +417,14 @@ def test_profiled_cost_model_uses_patterns_where_profiled_and_xgboost_elsewhere(
     n_cpu = len(training_records(cm.log.ops("cpu")))
     saved = xgb.load(folder, "cpu", n_cpu, cm.context.tag())
     assert saved is not None and bytes(saved.save_raw("ubj")) == bytes(cm.regressor("cpu").save_raw("ubj"))
+    meta_path = xgb.model_path(folder, "cpu") + ".meta"
+    with open(meta_path, encoding="utf-8") as fh:
+        meta = json.load(fh)
+    with open(meta_path, "w", encoding="utf-8") as fh:  # one saved before the target changed: stale
+        json.dump(dict(meta, target="log(us)"), fh)
+    assert xgb.load(folder, "cpu", n_cpu, cm.context.tag()) is None
+    with open(meta_path, "w", encoding="utf-8") as fh:
+        json.dump(meta, fh)
     reloaded = ProfiledCostModel(folder, devices)  # fits and regressors come from disk
     assert reloaded.estimate(op, "cpu1", (full[0], full[1] // 2)) == half
     assert reloaded.estimate(unseen, "cpu").us == pytest.approx(est.us, rel=1e-5)
@@ -886,6 +919,21 @@ def test_evaluate_reports_held_out_mape_and_beats_linear_on_steps(tmp_path):
     stair = next(s for s in report["series"] if s["sig"] == "matmul-stair")
     assert stair["mape_pattern"] < 0.05 < stair["mape_linear"]
     assert os.path.getsize(tmp_path / "out" / "accuracy.png") > 10_000
+
+
+def test_the_accuracy_report_holds_out_the_largest_ops():
+    """``profile --evaluate`` prices the fifth of the ops of the most FLOPs by a regressor trained on
+    the rest: the case of a new model's ops, larger than any profiled."""
+    from tvm_partition.cost_models.evaluate import large_op_mape
+
+    recs = [_square_matmul(n) for n in range(32, 257, 8)]
+
+    class Log:
+        def ops(self, device=None):
+            return [r for r in recs if device in (None, r["device"])]
+
+    out = large_op_mape(Log())["cpu"]
+    assert out["samples"] == 5 and out["mape"] < 0.2 and 0.85 < out["median_ratio"] < 1.15, out
 
 
 # ----------------------------------------------------------------------------- CLI and bundles
