@@ -4,6 +4,7 @@ lifting of its weight packing to load time, checked against the unpartitioned mo
 
 from __future__ import annotations
 
+import dataclasses
 import re
 
 import numpy as np
@@ -137,7 +138,6 @@ def test_on_full_width_avx512_two_vectors_of_7_pixels(kmod, wide, narrow):
 
 def test_a_tile_of_7_pixels_by_2_vectors_computes_the_convolution():
     """The full-width AVX-512 tile, run here on this machine's vectors (the plan's lanes are the host's)."""
-    import dataclasses
 
     for kmod in (conv(16, 64, 14), conv(64, 32, 14, k=1, padding=0, epilogue=None)):
         plan = templates._plan(kmod, TARGET)
@@ -177,7 +177,6 @@ def test_long_channels_first_1x1s_take_two_vectors_of_up_to_26_accumulators(kmod
 
 
 def test_a_long_1x1_on_two_vectors_of_13_pixels_computes_the_convolution():
-    import dataclasses
 
     kmod = conv(256, 64, 13, k=1, padding=0)
     plan = dataclasses.replace(templates._plan(kmod, TARGET), row=13, blocks=2)
@@ -202,7 +201,6 @@ def test_a_reduction_whose_weights_outgrow_the_l2_cache_runs_in_chunks(kmod, chu
 def test_a_convolution_in_chunks_of_its_reduction_computes_the_convolution(kmod, chunk):
     """The chunks forced on small kernels (run here: the host's lanes), a row's tiles under each
     chunk, the sums carried in the row's accumulator, the epilogue after the last chunk."""
-    import dataclasses
 
     plan = dataclasses.replace(templates._plan(kmod, TARGET), chunk=chunk)
     func = templates._schedule_conv(kmod, TARGET, plan)
@@ -232,7 +230,6 @@ def test_long_1x1s_read_a_channels_last_copy_of_their_input(kmod, last):
 ], ids=["1x1", "strided", "batch-norm", "scale"])
 def test_a_convolution_on_a_channels_last_copy_computes_the_convolution(kmod, parallel):
     """The copy forced on small kernels (run here: the host's lanes), in parallel and serial."""
-    import dataclasses
 
     plan = dataclasses.replace(templates._plan(kmod, TARGET), channels_last=True, parallel=parallel)
     func = templates._schedule_conv(kmod, TARGET, plan)
@@ -253,7 +250,6 @@ def test_a_row_whose_last_tile_is_shorter_computes_the_convolution(kmod, tile):
     """Tiles that do not divide the width, run here (the plan's lanes are the host's; a group's
     vectors AVX2's): the tail's pixels under a predicate, the epilogue inlined into the write-back
     before it is placed."""
-    import dataclasses
 
     target = TARGET if templates._plan(kmod, TARGET) is not None else AVX2
     plan = dataclasses.replace(templates._plan(kmod, target), row=tile[0], blocks=tile[1])
@@ -378,6 +374,24 @@ def test_output_planes_that_alias_in_the_l1_cache_take_one_vector_of_channels(km
     for mcpu in ("znver5", "emeraldrapids"):
         plan = templates._plan(kmod, planned_for(mcpu))
         assert (plan.row, plan.blocks) == tile, mcpu
+
+
+def test_on_ice_lake_a_1x1_of_a_long_reduction_takes_4_channels_inside_its_vectors_of_pixels():
+    """Ice Lake's server part: a 1x1 of 256 input channels or more takes 4 output channels x 7
+    vectors of pixels, each vector feeding the 4 channels in turn (measured quicker there: the strip
+    read once per 4 channels); shorter reductions keep 2 channels, other CPUs their tiles."""
+    ice, emerald = planned_for("icelake-server"), planned_for("emeraldrapids")
+    long, short = conv(256, 128, 56, k=1, padding=0), conv(128, 128, 56, k=1, padding=0)
+    plan = templates._pointwise_plan(long, ice)
+    assert (plan.channels, plan.channels_inner, plan.rows) == (templates.LONG_POINTWISE_CHANNELS, True, 2)
+    assert templates.inner_tiles(long, ice) == {1: 4, 2: 2}
+    assert templates._pointwise_plan(short, ice).channels == templates.POINTWISE_CHANNELS
+    assert templates._pointwise_plan(long, emerald) is None  # the direct template's 7 x 2 there
+    # the schedule itself, run here: the same outputs as the unscheduled kernel
+    kmod = residual_conv(256, 16, 8)
+    plan = dataclasses.replace(templates._pointwise_plan(kmod, TARGET), channels=4, channels_inner=True)
+    func = templates._schedule_pointwise(kmod, TARGET, plan)
+    np.testing.assert_allclose(run(func), run(kmod["main"]), rtol=1e-4, atol=1e-4)
 
 
 @pytest.mark.parametrize("kmod,rows", [
@@ -1019,7 +1033,6 @@ def test_matmuls_whose_weights_outweigh_their_rows_sweep_rows_under_each_block_o
     (matmul(24, 256, 64), 8),
 ], ids=["ffn", "batched", "rank-2"])
 def test_a_matmul_in_reduction_chunks_computes_the_product(kmod, rows):
-    import dataclasses
 
     kmod = templates._epilogue_operands_inlined(kmod)
     base = templates._matmul_plan(kmod, TARGET)
@@ -1033,7 +1046,6 @@ def test_a_matmul_in_reduction_chunks_computes_the_product(kmod, rows):
                                         (40, 32, 64, 10)])
 def test_a_matmul_on_columns_outer_and_wide_tiles_computes_the_product(m, k, n, rows):
     """The columns-outer order and the 7-, 13-, 12- and 10-row tiles, run here on this machine's vectors."""
-    import dataclasses
 
     kmod = templates._epilogue_operands_inlined(matmul(m, k, n))
     plan = dataclasses.replace(templates._matmul_plan(kmod, TARGET), rows=rows, blocks=2, columns_outer=True)

@@ -476,6 +476,22 @@ POINTWISE_STRIP_BYTES = 48 * 1024
 #: (Sunny Cove: ``icelake-client``, and its ``rocketlake`` and ``tigerlake`` kin) are listed unmeasured;
 #: every other AVX-512 CPU keeps the rule as the Emerald Rapids VM measured it.
 POINTWISE_ANY_STRIP = frozenset({"icelake-server", "icelake-client", "rocketlake", "tigerlake"})
+#: Input channels from which a 1x1 on a :data:`POINTWISE_ANY_STRIP` CPU takes a tile of
+#: :data:`LONG_POINTWISE_CHANNELS` output channels x 7 vectors of pixels (:data:`LONG_POINTWISE_ACC`
+#: accumulators), its channels innermost: each vector of pixels loaded once feeds its 4 channels'
+#: multiply-adds (the weights broadcast from memory: 28 accumulators and the vector fit in the 32
+#: registers), and each tile reads its strip of input once per 4 output channels, not 2. Each
+#: alone, two runs of 3 and 5 rounds (2 threads, intel-r-xeon-r-processor-2-60ghz-icelake-server-2c,
+#: 2026-12-03; ``benchmarks/template_ab.py conv2d ... --without``): ResNet-50's 1x1s of 256 and 512
+#: input channels at 56 x 56 and 28 x 28 0.67-0.82x the 2-channel tile's time (0.75-0.94x on 256 ->
+#: 128 at 56 x 56), those of 64 input channels 1.0-1.24x and of 128 0.85-0.95x, where kernels the
+#: rule leaves alone read 0.87-1.33x of themselves in the same runs; as built, DenseNet-121's of
+#: 256-512 at 56 x 56 and 28 x 28 0.80-0.97x. End to end (``benchmarks/paired.py``, 10 pairs)
+#: ResNet-50 0.939x, DenseNet-121 0.972x. With the channels outermost (as the Zen 4 measured the
+#: 4-channel tile: LLVM then holds the 7 vectors of pixels) it ran 1.3-2.0x.
+LONG_POINTWISE_REDUCTION = 256
+LONG_POINTWISE_CHANNELS = 4
+LONG_POINTWISE_ACC = 28
 #: Reduction elements (input channels x taps) under which a convolution whose output channel planes
 #: are a multiple of :data:`ALIASED_PLANE_BYTES` (:func:`_aliased_output`) takes one vector of output
 #: channels a tile even where that halves its accumulators; one whose epilogue reads a residual (a
@@ -566,7 +582,7 @@ def inner_tiles(kmod: tvm.IRModule, target) -> dict[int, int]:
     """``{spatial axis: innermost tile}`` of the schedule (as
     :func:`tvm_partition.build.transfer.innermost_tiles`): a convolution's output channels (axis 1)
     in whole vectors (its row tile fits any width: a divisor of it, or a tail tile), a 1x1's in
-    :data:`POINTWISE_CHANNELS` and its output rows (axis 2) in its tile's rows; a matmul's rows in
+    tile's channels and its output rows (axis 2) in its tile's rows; a matmul's rows in
     its tile's (:data:`MATMUL_ROWS`, :data:`WIDE_MATMUL_ROWS`, its one row, or on :func:`fallback` a
     divisor of them) and its columns in whole tiles of vectors; none for an element-wise kernel
     (any cut keeps its loops: the outer ones parallel, the innermost LLVM's).
@@ -574,7 +590,7 @@ def inner_tiles(kmod: tvm.IRModule, target) -> dict[int, int]:
     kmod = _epilogue_operands_inlined(kmod)
     pointwise = _pointwise_plan(kmod, target)
     if pointwise is not None:
-        return {1: POINTWISE_CHANNELS, 2: pointwise.rows}
+        return {1: pointwise.channels, 2: pointwise.rows}
     plan = _plan(kmod, target)
     if plan is not None:
         return {1: plan.lanes * plan.blocks}
@@ -908,6 +924,8 @@ class _PointwisePlan:
     width: int  # the output's
     padded: bool  # a pad_temp block comes first (a copy: the padding is zero)
     rows_outer: bool  # as :attr:`_Plan.rows_outer`
+    channels: int = POINTWISE_CHANNELS  # output channels a tile (:data:`LONG_POINTWISE_CHANNELS`)
+    channels_inner: bool = False  # each vector of pixels feeds the tile's channels in turn
 
 
 def _pointwise_plan(kmod: tvm.IRModule, target) -> _PointwisePlan | None:
@@ -928,7 +946,9 @@ def _pointwise_plan(kmod: tvm.IRModule, target) -> _PointwisePlan | None:
     template's time, 158-206 GFLOP/s (amd-epyc-znver4-2c, 2026-11-27; BENCHMARKS.md, "1x1
     convolutions"). 14x14 and 7x7 maps (196 and 49 pixels: no whole rows in whole vectors),
     strided 1x1s (a gather per vector), tiles of fewer than :data:`POINTWISE_VECTORS` vectors and
-    input planes of a multiple of :data:`ALIASED_PLANE_BYTES` keep the channel-vector template, and so
+    input planes of a multiple of :data:`ALIASED_PLANE_BYTES` keep the channel-vector template; on a
+    :data:`POINTWISE_ANY_STRIP` CPU a reduction of :data:`LONG_POINTWISE_REDUCTION` or more takes a
+    tile of :data:`LONG_POINTWISE_CHANNELS` channels where its rows fit; and so
     do, on a full-width AVX-512 CPU other than :data:`POINTWISE_ANY_STRIP`, tiles whose strip exceeds
     :data:`POINTWISE_STRIP_BYTES` where that template would take its tile of two full vectors
     (:func:`_paired_tile`)."""
@@ -946,10 +966,21 @@ def _pointwise_plan(kmod: tvm.IRModule, target) -> _PointwisePlan | None:
         return None
     weight = _weight(kmod, conv)
     lanes, registers = vector_lanes(target)
-    most = ACC_BUDGET[registers] // POINTWISE_CHANNELS
-    rows = max((t for t in range(1, oh + 1)
-                if oh % t == 0 and t * ow % lanes == 0 and POINTWISE_VECTORS <= t * ow // lanes <= most), default=None)
-    if weight is None or rows is None:
+
+    def rows_within(accumulators: int, channels: int) -> int | None:
+        """The most whole output rows a tile of ``channels`` keeps within ``accumulators``."""
+        most = accumulators // channels
+        return max((t for t in range(1, oh + 1) if oh % t == 0 and t * ow % lanes == 0
+                    and POINTWISE_VECTORS <= t * ow // lanes <= most), default=None)
+
+    if weight is None:
+        return None
+    if (_full_width_fma(target) and _mcpu(target) in POINTWISE_ANY_STRIP and nest.extents[4] >= LONG_POINTWISE_REDUCTION
+            and oc % LONG_POINTWISE_CHANNELS == 0 and (rows := rows_within(LONG_POINTWISE_ACC, LONG_POINTWISE_CHANNELS))):
+        return _PointwisePlan(nest.epilogue, weight, lanes, rows, ow, nest.padded, _rows_outer(conv),
+                              LONG_POINTWISE_CHANNELS, True)
+    rows = rows_within(ACC_BUDGET[registers], POINTWISE_CHANNELS)
+    if rows is None:
         return None
     if (_full_width_fma(target) and _mcpu(target) not in POINTWISE_ANY_STRIP
             and _strip_bytes(nest, rows) > POINTWISE_STRIP_BYTES and _paired_tile(kmod, target)):
@@ -973,7 +1004,8 @@ def _strip_bytes(nest: _Nest, rows: int) -> int:
 
 def _schedule_pointwise(kmod: tvm.IRModule, target, plan: _PointwisePlan) -> tvm.tirx.PrimFunc | None:
     """The 1x1 schedule: ``n f_o y_o | rc | f_i y_i x`` (``n f_o y_o``, or ``n y_o f_o``, one parallel
-    loop), ``f_i`` the tile's :data:`POINTWISE_CHANNELS` channels (unrolled), ``y_i x`` its pixels
+    loop), ``f_i`` the tile's channels (unrolled; :data:`POINTWISE_CHANNELS`, or
+    :data:`LONG_POINTWISE_CHANNELS` inside the vectors of pixels), ``y_i x`` its pixels
     fused and cut into vectors (unrolled, vectorised), accumulated in a tile that LLVM keeps in
     registers (in :data:`TILE_SCOPE`); the write-back and the epilogue per tile, vectorised
     alike; the weights packed at load time as the convolution template's, the zero padding (a copy)
@@ -983,7 +1015,7 @@ def _schedule_pointwise(kmod: tvm.IRModule, target, plan: _PointwisePlan) -> tvm
     if plan.padded:
         sch.compute_inline(sch.get_sblock("pad_temp"))
     n, f, y, x, rc, ry, rx = sch.get_loops(conv)
-    f_o, f_i = sch.split(f, [None, POINTWISE_CHANNELS])
+    f_o, f_i = sch.split(f, [None, plan.channels])
     y_o, y_i = sch.split(y, [None, plan.rows])
     outer = (y_o, f_o) if plan.rows_outer else (f_o, y_o)
     sch.reorder(n, *outer, rc, ry, rx, f_i, y_i, x)
@@ -991,7 +1023,9 @@ def _schedule_pointwise(kmod: tvm.IRModule, target, plan: _PointwisePlan) -> tvm
     _per_tile(sch, acc, outer[1], plan.epilogue)
     sch.parallel(sch.fuse(n, *outer))
     sch.unroll(f_i)
-    _pixel_vectors(sch, sch.fuse(y_i, x), plan.lanes)
+    vectors, lane = _pixel_vectors(sch, sch.fuse(y_i, x), plan.lanes)
+    if plan.channels_inner:
+        sch.reorder(vectors, f_i, lane)
     # the write-back and the epilogue with every loop unrolled: LLVM keeps a local array in
     # registers only where every index into it is a constant
     pixels = plan.rows * plan.width
@@ -1008,11 +1042,13 @@ def _schedule_pointwise(kmod: tvm.IRModule, target, plan: _PointwisePlan) -> tvm
     return _packed(sch, target)
 
 
-def _pixel_vectors(sch, loop, lanes: int) -> None:
-    """``loop`` (a tile's pixels) cut into vectors of ``lanes``: the vectors unrolled, each vectorised."""
+def _pixel_vectors(sch, loop, lanes: int) -> tuple:
+    """``loop`` (a tile's pixels) cut into vectors of ``lanes``: the vectors unrolled, each
+    vectorised; ``(vectors, lane)``, their loops."""
     vectors, lane = sch.split(loop, [None, lanes])
     sch.unroll(vectors)
     sch.vectorize(lane)
+    return vectors, lane
 
 
 @dataclasses.dataclass(frozen=True)
