@@ -479,8 +479,10 @@ POINTWISE_ANY_STRIP = frozenset({"icelake-server", "icelake-client", "rocketlake
 #: Input channels from which a 1x1 on a :data:`POINTWISE_ANY_STRIP` CPU takes a tile of
 #: :data:`LONG_POINTWISE_CHANNELS` output channels x 7 vectors of pixels (:data:`LONG_POINTWISE_ACC`
 #: accumulators), its channels innermost: each vector of pixels loaded once feeds its 4 channels'
-#: multiply-adds (the weights broadcast from memory: 28 accumulators and the vector fit in the 32
-#: registers), and each tile reads its strip of input once per 4 output channels, not 2. Each
+#: multiply-adds, and each tile reads its strip of input once per 4 output channels, not 2. LLVM
+#: holds the 4 broadcast weights and the vector in registers and spills one of the 28 accumulators
+#: (a load and a store a reduction step for its 28 multiply-adds; the assembly of a 256 -> 128 at
+#: 28 x 28 for ``icelake-server``). Each
 #: alone, two runs of 3 and 5 rounds (2 threads, intel-r-xeon-r-processor-2-60ghz-icelake-server-2c,
 #: 2026-12-03; ``benchmarks/template_ab.py conv2d ... --without``): ResNet-50's 1x1s of 256 and 512
 #: input channels at 56 x 56 and 28 x 28 0.67-0.82x the 2-channel tile's time (0.75-0.94x on 256 ->
