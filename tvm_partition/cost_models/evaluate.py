@@ -150,9 +150,9 @@ def large_op_mape(log: ProfileLog, share: float = 0.2) -> dict:
         if not test or not train:
             continue
         pred = xgb.predict(xgb.train(train), [xgb.record_features(r) for r in test])
-        true = np.maximum([r["mean_us"] for r in test], 1e-3)
-        out[device] = {"mape": float(np.mean(np.abs(pred - true) / true)),
-                       "median_ratio": float(np.median(pred / true)), "samples": len(test)}
+        true = [r["mean_us"] for r in test]
+        out[device] = {"mape": _mape(pred, true), "median_ratio": float(np.median(pred / np.maximum(true, 1e-3))),
+                       "samples": len(test)}
     return out
 
 
