@@ -68,7 +68,7 @@ class DeviceSpec:
 
         if self.kind == "gpu":
             return tvm.target.Target(self.target, host=host_target())
-        return tvm.target.Target(self.target)
+        return tvm.target.Target(codegen_target(self.target))
 
     @property
     def device_id(self) -> int:
@@ -95,6 +95,34 @@ def host_cpu_name() -> str:
 
 def cpu_target(mcpu: str | None = None) -> dict:
     return {"kind": "llvm", "mcpu": mcpu or host_cpu_name()}
+
+
+#: The LLVM target feature builds add on x86 CPUs (clang's ``-mno-gather``): no vector gathers in
+#: loops LLVM vectorises. Why: its cost model took a stride-2 read for a gather, and ShuffleNet's
+#: 3x3 stride-2 average pool (136 channels, 28x28) ran 150-210 us on the pooling template, 70
+#: without (the model's other pools, which LLVM vectorised without gathers, the same:
+#: icelake-server VM, each alone, 2026-12-03); a convolution template reading its weights a gather
+#: a vector had run 3.2x the time of the same reading them packed (:mod:`tvm_partition.build.
+#: templates`). End to end, ShuffleNet 0.857x, DenseNet-121, ResNet-50 and both Inceptions
+#: 0.958-0.977x, none slower (BENCHMARKS.md, "x86 kernels compiled without vector gathers").
+NO_GATHER = "+prefer-no-gather"
+
+
+def codegen_target(target: dict) -> dict:
+    """A CPU ``target`` as builds compile for it: on x86, with :data:`NO_GATHER` unless its own
+    ``mattr`` says something of gathers. MetaSchedule keeps ``target`` as given
+    (:func:`tvm_partition.build.tuning.tuning_target`): its records are looked up by target."""
+    mattr = list(target.get("mattr", ()))
+    if target.get("kind") != "llvm" or not _x86(target) or any("gather" in a for a in mattr):
+        return target
+    return {**target, "mattr": mattr + [NO_GATHER]}
+
+
+def _x86(target: dict) -> bool:
+    from tvm.target import codegen
+
+    triple = str(target.get("mtriple") or codegen.llvm_get_system_triple())
+    return triple.startswith(("x86_64", "i386", "i686"))
 
 
 def gpu_target(arch: str = DEFAULT_GPU_ARCH) -> dict:

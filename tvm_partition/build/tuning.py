@@ -786,8 +786,9 @@ class Schedules:
 #: (:data:`tvm_partition.build.templates.ALIASED_SHORT_REDUCTION`), 56 pads each channel's plane
 #: once in a stride-1 pooling of 13 or more output columns (:data:`tvm_partition.build.templates.PLANE_PADDING_MIN_WIDTH`),
 #: 57 gives Ice Lake's AVX-512 CPUs the 1x1 template whatever its strip (:data:`tvm_partition.build.templates.POINTWISE_ANY_STRIP`),
-#: 58 their 1x1s of long reductions tiles of 4 channels, channels innermost (:data:`tvm_partition.build.templates.LONG_POINTWISE_REDUCTION`).
-TRANSFER_RULES = 58
+#: 58 their 1x1s of long reductions tiles of 4 channels, channels innermost (:data:`tvm_partition.build.templates.LONG_POINTWISE_REDUCTION`),
+#: 59 compiles x86 kernels without vector gathers (:data:`tvm_partition.devices.NO_GATHER`).
+TRANSFER_RULES = 59
 
 
 def open_schedules(path: str | None, transfer: bool = True) -> Schedules:
