@@ -132,9 +132,10 @@ def gpu_target(arch: str = DEFAULT_GPU_ARCH) -> dict:
 
 
 def host_target(mcpu: str | None = None):
+    """The host half of a GPU's target, compiled as the CPU's kernels are (:func:`codegen_target`)."""
     import tvm
 
-    return tvm.target.Target(cpu_target(mcpu))
+    return tvm.target.Target(codegen_target(cpu_target(mcpu)))
 
 
 def parse_devices(text: str, *, gpu_arch: str = DEFAULT_GPU_ARCH, cpu_mcpu: str | None = None) -> list[DeviceSpec]:
