@@ -223,6 +223,19 @@ def test_long_1x1s_read_a_channels_last_copy_of_their_input(kmod, last):
     assert plan.channels_last == last, plan
 
 
+@pytest.mark.parametrize("kmod,ice_lake,emerald_rapids", [
+    (conv(576, 128, 14, k=1, padding=0), True, False),  # Inception-v2's: 0.83x channels last on Ice Lake
+    (conv(256, 1024, 14, k=1, padding=0), True, False),  # ResNet-50's expansion: 0.76x
+    (conv(2048, 512, 7, k=1, padding=0), True, False),  # into 512 at 7 x 7: 0.86x
+    (conv(512, 128, 7, k=1, padding=0), False, False),  # DenseNet's into 128 at 7 x 7: 1.09x, in place
+    (conv(192, 128, 14, k=1, padding=0), False, False),  # a short reduction
+    (conv(1024, 256, 28, k=1, padding=0), True, True),  # the general rule holds on both
+], ids=["inception", "expansion", "into-512", "densenet-7", "short", "fcn"])
+def test_ice_lake_reads_long_1x1s_channels_last_at_any_size(kmod, ice_lake, emerald_rapids):
+    assert templates._plan(kmod, planned_for("icelake-server")).channels_last == ice_lake
+    assert templates._plan(kmod, planned_for("emeraldrapids")).channels_last == emerald_rapids
+
+
 @pytest.mark.parametrize("kmod,parallel", [
     (conv(64, 32, 14, k=1, padding=0), True), (conv(32, 64, 12, k=1, stride=2, padding=0), True),
     (conv(48, 32, 7, k=1, padding=0, epilogue="batch_norm"), False),

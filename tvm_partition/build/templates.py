@@ -400,6 +400,19 @@ CHANNELS_LAST_BYTES = 2 * 1024 * 1024
 #: input of :data:`CHANNELS_LAST_REREAD_BYTES` or more is read channels last.
 CHANNELS_LAST_OUTPUT = 1024
 CHANNELS_LAST_REREAD_BYTES = 768 * 1024
+#: Where the Ice Lake server VM measured otherwise (:func:`_channels_last_any_size`): every 1x1 of
+#: ResNet-50, DenseNet-121 and Inception-v2 (onnx light models) on this template both ways, each alone
+#: (``benchmarks/conv_tiles.py --channels-last``, 3 rounds, 2 threads,
+#: intel-r-xeon-r-processor-2-60ghz-icelake-server-2c, 2026-12-03): at 14 x 14 from 256-1024 input
+#: channels 0.62-1.04x the time in place (31 of 35 under 0.96x: ResNet-50's 0.62-0.95x, DenseNet's
+#: 24 into 128 0.73-1.04x, Inception-v2's 576 into 64-224 0.73-1.02x), at 7 x 7 into 352-2048
+#: channels 0.70-0.86x (4), into 128-192 0.91-1.14x (19, DenseNet's sixteen into 128 0.97-1.14x:
+#: kept in place); ResNet-50's strided 256 -> 512 at 28 x 28 0.96x. The Emerald Rapids VM (an L2 of
+#: 2 MiB a core) had run the 14- and 7-wide ones of other models 0.78-2.35x: its rule above stands
+#: for every other CPU.
+CHANNELS_LAST_ICE_LAKE_INPUT = 256
+CHANNELS_LAST_ICE_LAKE_WIDTH = 14
+CHANNELS_LAST_ICE_LAKE_OUTPUT = 256
 #: Blocks of output channels the parallel loop keeps at least, when a tile takes several vectors;
 #: :data:`ROWS_FIRST_CHANNEL_BLOCKS` where it runs over output rows first on a full-width AVX-512
 #: CPU (:func:`_full_width_fma`), whose rows give the threads their tasks: ResNet-50's stem (64
@@ -756,23 +769,38 @@ def _plan(kmod: tvm.IRModule, target) -> _Plan | None:
     taps = nest.extents[5] * nest.extents[6]
     chunk = _reduction_chunk(group_channels, taps, blocks * lanes) if per_group == oc else 0
     unpadded = not nest.padded or _copied(kmod)
-    last = not chunk and per_group == oc and unpadded and _channels_last(nest, lanes)
+    last = not chunk and per_group == oc and unpadded and _channels_last(nest, lanes, target)
     return _Plan(nest.epilogue, weight, lanes, row, nest.padded, blocks, rows_outer, not serial(kmod, target),
                  nest.block.name_hint, chunk, last)
 
 
-def _channels_last(nest: _Nest, lanes: int) -> bool:
+def _channels_last(nest: _Nest, lanes: int, target) -> bool:
     """Whether a 1x1 convolution reads its input from a channels-last copy: at least
     :data:`CHANNELS_LAST_INPUT` input channels, a whole number of vectors of them, and strided (its
     input wider than its output), an input of more than :data:`CHANNELS_LAST_BYTES`, or at least
-    :data:`CHANNELS_LAST_OUTPUT` output channels reading :data:`CHANNELS_LAST_REREAD_BYTES`."""
+    :data:`CHANNELS_LAST_OUTPUT` output channels reading :data:`CHANNELS_LAST_REREAD_BYTES`; on the
+    :data:`POINTWISE_ANY_STRIP` CPUs, :func:`_channels_last_any_size`."""
     _, outputs, _, width, channels, ry, rx = nest.extents
+    if (ry, rx) != (1, 1) or channels % lanes:
+        return False
+    if _mcpu(target) in POINTWISE_ANY_STRIP and _channels_last_any_size(outputs, width, channels):
+        return True
     data = nest.block.reads[0].source
     strided = int(data.shape[-1]) > width
     size = _operand_elements(nest.block)[0] * data.dtype.bits // 8
     reread = outputs >= CHANNELS_LAST_OUTPUT and size >= CHANNELS_LAST_REREAD_BYTES
-    return ((ry, rx) == (1, 1) and channels >= CHANNELS_LAST_INPUT and channels % lanes == 0
-            and (strided or size > CHANNELS_LAST_BYTES or reread))
+    return channels >= CHANNELS_LAST_INPUT and (strided or size > CHANNELS_LAST_BYTES or reread)
+
+
+def _channels_last_any_size(outputs: int, width: int, channels: int) -> bool:
+    """On the :data:`POINTWISE_ANY_STRIP` CPUs (Ice Lake's core: an L2 of 1.25 MiB a core), a 1x1 of
+    :data:`CHANNELS_LAST_ICE_LAKE_INPUT` input channels or more reads its input channels last at any
+    input size: on a map :data:`CHANNELS_LAST_ICE_LAKE_WIDTH` or more wide, or into
+    :data:`CHANNELS_LAST_ICE_LAKE_OUTPUT` or more output channels (more blocks of channels reading
+    the copy). The 1x1s this template takes there are the 14- and 7-wide ones (the 1x1 template
+    takes the wider) and the strided ones."""
+    return channels >= CHANNELS_LAST_ICE_LAKE_INPUT and (
+        width >= CHANNELS_LAST_ICE_LAKE_WIDTH or outputs >= CHANNELS_LAST_ICE_LAKE_OUTPUT)
 
 
 def _reduction_chunk(channels: int, taps: int, block_channels: int) -> int:

@@ -787,8 +787,10 @@ class Schedules:
 #: once in a stride-1 pooling of 13 or more output columns (:data:`tvm_partition.build.templates.PLANE_PADDING_MIN_WIDTH`),
 #: 57 gives Ice Lake's AVX-512 CPUs the 1x1 template whatever its strip (:data:`tvm_partition.build.templates.POINTWISE_ANY_STRIP`),
 #: 58 their 1x1s of long reductions tiles of 4 channels, channels innermost (:data:`tvm_partition.build.templates.LONG_POINTWISE_REDUCTION`),
-#: 59 compiles x86 kernels without vector gathers (:data:`tvm_partition.devices.NO_GATHER`).
-TRANSFER_RULES = 59
+#: 59 compiles x86 kernels without vector gathers (:data:`tvm_partition.devices.NO_GATHER`), 60 gives
+#: Ice Lake's 1x1s of long reductions on the direct template a channels-last copy of their input at any
+#: size (:data:`tvm_partition.build.templates.CHANNELS_LAST_ICE_LAKE_INPUT`).
+TRANSFER_RULES = 60
 
 
 def open_schedules(path: str | None, transfer: bool = True) -> Schedules:
