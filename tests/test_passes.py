@@ -227,6 +227,57 @@ def test_a_models_slices_of_aligned_blocks_are_views(rows, of_input, views, slic
     np.testing.assert_allclose(run_plan(model, plan), ref, rtol=1e-5, atol=1e-6)
 
 
+class _Branches(nn.Module):
+    """Two denses of ``x`` ([rows, 8]) joined by rows (``concat`` on axis 0), through a third;
+    ``reread``: a fourth reads the first branch too, added to the first rows."""
+
+    def __init__(self, rows: int, reread: bool):
+        self.rows, self.reread = rows, reread
+        self.a, self.b, self.c, self.d = (nn.Linear(8, 8) for _ in range(4))
+
+    def forward(self, x):
+        from tvm_partition.frontend.zoo import slice_axis
+
+        a, b = self.a(x), self.b(x)
+        y = self.c(nn.op.concat([a, b], dim=0))
+        return slice_axis(y, 0, 0, self.rows) + self.d(a) if self.reread else y
+
+
+@pytest.mark.parametrize("rows, reread, in_place", [(8, False, True), (5, False, False), (8, True, False)],
+                         ids=["aligned", "second-unaligned", "read-again"])
+@pytest.mark.parametrize("device", ["cpu", "cpu1"])
+def test_a_models_concat_of_aligned_kernel_outputs_launches_no_kernel(rows, reread, in_place, device):
+    """The model's own concat (no plan splits anything) of two denses' outputs, each one block of
+    the result at a multiple of 64 B (rows 0 and 8, 32 B a row; not row 5: 160 B) and read by the
+    concat alone, is written in place by WriteJoinsInPlace: no concatenate in the program, and the
+    simulator launches none but prices a view per input (``OpGraph.joined_in_place``), on either
+    CPU. Where another dense reads the first branch too, the concat stays a kernel. All match the
+    model."""
+    from tvm_partition.build.executable import build
+    from tvm_partition.cost_models.base import AnalyticCostModel, DeviceRoofline
+    from tvm_partition.planners.simulate import simulate
+
+    mod, _ = _Branches(rows, reread).export_tvm(spec={"forward": {"x": nn.spec.Tensor([rows, 8], "float32")}})
+    model = frontend.load(mod, seed=1)
+    devices = parse_devices("cpu,cpu")
+    graph = OpGraph(model.mod)
+    plan = Plan(devices, {op_id: OnDevice(device) for op_id in graph.ops})
+    assert ("concatenate" in build(model.mod, plan).executable.as_text()) != in_place
+    assert len(graph.joined_in_place) == int(in_place)
+
+    class Views(AnalyticCostModel):  # each view costs the VM 1 us (a profile's view chain)
+        def view_time(self, device):
+            return 1.0
+
+    cpus = AnalyticCostModel({d.name: DeviceRoofline(100.0, 20.0) for d in devices})
+    [join] = [t for t in simulate(graph, plan, cpus).tasks if t.kind == "op" and graph.ops[t.label].kind == "concat"]
+    assert join.launched != in_place and (join.end_us == join.start_us) == in_place
+    charged = simulate(graph, plan, Views(cpus.devices)).latency_us - simulate(graph, plan, cpus).latency_us
+    assert charged == pytest.approx(2.0 if in_place else 0.0)
+    ref = run_relax(model.mod, list(model.inputs.values()), model.params)
+    np.testing.assert_allclose(run_plan(model, plan), ref, rtol=1e-5, atol=1e-6)
+
+
 def test_only_a_plain_slice_kernel_has_offsets():
     """``slice_offsets`` reads where LegalizeOps' slice starts on each axis, and refuses a strided
     slice and any other kernel."""

@@ -22,7 +22,9 @@ The execution model is TVM's Relax VM, which runs ``main`` on one host thread:
   block of memory is a view (:func:`tvm_partition.ir.split_rules.view_offset`), and so is a model's
   own slice of such a block on a CPU (:attr:`OpGraph.viewed_slices
   <tvm_partition.ir.graph.OpGraph.viewed_slices>`, :func:`tvm_partition.passes.slices_as_views`)
-  and each part written into its join: a view launches no kernel and costs the VM thread the cost
+  and each part written into its join, and each input of a model's own concat that the build
+  writes in place (:attr:`OpGraph.joined_in_place <tvm_partition.ir.graph.OpGraph.joined_in_place>`,
+  its inputs computed whole on CPUs): a view launches no kernel and costs the VM thread the cost
   model's ``view_time`` (two calls; the profiler times a chain of views: 0.16 us a view on a Zen 4,
   more than its 0.11 us kernel launch); a slice kernel (of the model's inputs: TVM makes no view
   of an argument) writes a storage of its own, allocated every run, and costs the VM thread the
@@ -539,11 +541,25 @@ class Run:
 
     def _kernel(self, op, dev: str) -> None:
         viewed = op.id in self.g.viewed_slices and self.clock.kind[dev] == "cpu"
-        est = None if op.is_view or viewed else self.s.estimate(op.id, dev)
+        views = len(op.inputs) if self._joined_in_place(op, dev) else int(viewed)
+        est = None if op.is_view or views else self.s.estimate(op.id, dev)
         us = 0.0 if est is None else est.us
-        self.clock.kernel(dev, us, "op", op.id, est is not None, views=int(viewed))
+        self.clock.kernel(dev, us, "op", op.id, est is not None, views=views)
         self._op_done(op.id, us, [] if est is None else [est.source])
         self.clock.sum_us += us
+
+    def _joined_in_place(self, op, dev: str) -> bool:
+        """Whether the build has the kernels of ``op``'s inputs write them into its output, no
+        concat (:attr:`OpGraph.joined_in_place <tvm_partition.ir.graph.OpGraph.joined_in_place>`):
+        the concat on a CPU, each input computed whole on a CPU (a join's output is no kernel's)."""
+        if op.id not in self.g.joined_in_place or self.clock.kind[dev] != "cpu":
+            return False
+        for x in op.inputs:
+            x = self.s.source(x)
+            held = self.whole.get(x)
+            if x in self.parts or not held or self.clock.kind[held[0]] != "cpu":
+                return False
+        return True
 
     def emit_member(self, i: int) -> None:
         """Binding ``i`` of an op placed whole, where the pass emits it (:func:`tvm_partition.ir.emission.units`):
