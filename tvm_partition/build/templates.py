@@ -568,6 +568,12 @@ def _mcpu(target) -> str:
     return str(target.attrs.get("mcpu", ""))
 
 
+def _sunny_cove(target) -> bool:
+    """Whether ``target`` is one of the :data:`POINTWISE_ANY_STRIP` CPUs (Ice Lake's core and its
+    kin), which rules 57, 58 and 60 give 1x1 convolutions rules of their own."""
+    return _mcpu(target) in POINTWISE_ANY_STRIP
+
+
 def _whole_vectors(extent: int, target) -> int | None:
     """The lanes of the vectors an axis of ``extent`` (output channels, matmul columns) is cut into
     by the templates: the widest vector, or half of it (of at least 4 lanes), that divides it; None
@@ -783,7 +789,7 @@ def _channels_last(nest: _Nest, lanes: int, target) -> bool:
     _, outputs, _, width, channels, ry, rx = nest.extents
     if (ry, rx) != (1, 1) or channels % lanes:
         return False
-    if _mcpu(target) in POINTWISE_ANY_STRIP and _channels_last_any_size(outputs, width, channels):
+    if _sunny_cove(target) and _channels_last_any_size(outputs, width, channels):
         return True
     data = nest.block.reads[0].source
     strided = int(data.shape[-1]) > width
@@ -1005,14 +1011,14 @@ def _pointwise_plan(kmod: tvm.IRModule, target) -> _PointwisePlan | None:
 
     if weight is None:
         return None
-    if (_full_width_fma(target) and _mcpu(target) in POINTWISE_ANY_STRIP and nest.extents[4] >= LONG_POINTWISE_REDUCTION
+    if (_full_width_fma(target) and _sunny_cove(target) and nest.extents[4] >= LONG_POINTWISE_REDUCTION
             and oc % LONG_POINTWISE_CHANNELS == 0 and (rows := rows_within(LONG_POINTWISE_ACC, LONG_POINTWISE_CHANNELS))):
         return _PointwisePlan(nest.epilogue, weight, lanes, rows, ow, nest.padded, _rows_outer(conv),
                               LONG_POINTWISE_CHANNELS, True)
     rows = rows_within(ACC_BUDGET[registers], POINTWISE_CHANNELS)
     if rows is None:
         return None
-    if (_full_width_fma(target) and _mcpu(target) not in POINTWISE_ANY_STRIP
+    if (_full_width_fma(target) and not _sunny_cove(target)
             and _strip_bytes(nest, rows) > POINTWISE_STRIP_BYTES and _paired_tile(kmod, target)):
         return None  # the strip comes from L2: the direct template's 7 x 2 tile is quicker
     return _PointwisePlan(nest.epilogue, weight, lanes, rows, ow, nest.padded, _rows_outer(conv))
