@@ -278,6 +278,25 @@ def test_a_models_concat_of_aligned_kernel_outputs_launches_no_kernel(rows, rere
     np.testing.assert_allclose(run_plan(model, plan), ref, rtol=1e-5, atol=1e-6)
 
 
+def test_the_graph_names_every_concat_inception_v3s_build_writes_in_place():
+    """A published graph: Inception-v3 (75 px) joins its branches with 11 concat ops; its CPU build
+    writes the 9 plain ones in place and launches the 2 that fusion made one kernel of three nested
+    concats each (``fused_concatenate5_concatenate5_concatenate6``). The program's concat kernels
+    are exactly the concat ops ``OpGraph.joined_in_place`` leaves out."""
+    from helpers import SMALL
+    from tvm_partition.build.executable import build
+    from tvm_partition.planners.baselines import plan_cpu
+
+    model = frontend.load("inception_v3", **SMALL["inception_v3"])
+    graph = OpGraph(model.mod)
+    text = build(model.mod, plan_cpu(graph, parse_devices("cpu,cpu"))).executable.as_text()
+    called = sorted(line.split()[1].replace("_llvm", "") for line in text.splitlines()
+                    if line.strip().startswith("call") and "concatenate" in line)
+    launched = sorted(op.fused_name for op_id, op in graph.ops.items()
+                      if op.kind == "concat" and op_id not in graph.joined_in_place)
+    assert len(graph.joined_in_place) == 9 and called == launched, (called, launched)
+
+
 def test_only_a_plain_slice_kernel_has_offsets():
     """``slice_offsets`` reads where LegalizeOps' slice starts on each axis, and refuses a strided
     slice and any other kernel."""
