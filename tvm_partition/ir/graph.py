@@ -17,6 +17,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import hashlib
+import itertools
 import math
 from collections import defaultdict
 
@@ -444,16 +445,11 @@ class OpGraph:
             if (axis is None or len(xs) < 2 or len({x.__chandle__() for x in xs}) < len(xs)
                     or not all(self._sole_kernel_output(x, op.members[0]) for x in xs)):
                 continue
-            shape, lo, aligned = op.output_shapes[0], 0, True
-            for x in xs:
-                try:
-                    n = shape_of(x)[axis]
-                except IllegalSplit:  # a dynamic shape: no view
-                    aligned = False
-                    break
-                aligned &= view_offset(shape, op.output_dtypes[0], Region(axis % len(shape), lo, lo + n)) is not None
-                lo += n
-            if aligned:
+            # the operands' static shapes, in order (a lone call's inputs are its operands)
+            shape, sizes = op.output_shapes[0], [s[axis] for s in op.input_shapes]
+            starts = itertools.accumulate([0] + sizes[:-1])
+            if all(view_offset(shape, op.output_dtypes[0], Region(axis % len(shape), lo, lo + n)) is not None
+                   for lo, n in zip(starts, sizes)):
                 out.add(op_id)
         return frozenset(out)
 
