@@ -251,10 +251,12 @@ def test_a_models_concat_of_aligned_kernel_outputs_launches_no_kernel(rows, rere
     the result at a multiple of 64 B (rows 0 and 8, 32 B a row; not row 5: 160 B) and read by the
     concat alone, is written in place by WriteJoinsInPlace: no concatenate in the program, and the
     simulator launches none but prices a view per input (``OpGraph.joined_in_place``), on either
-    CPU. Where another dense reads the first branch too, the concat stays a kernel. All match the
-    model."""
+    CPU; EOP and the placement problem price it at nothing (``OpGraph.views_on_cpu``). Where
+    another dense reads the first branch too, the concat stays a kernel. All match the model."""
     from tvm_partition.build.executable import build
     from tvm_partition.cost_models.base import AnalyticCostModel, DeviceRoofline
+    from tvm_partition.planners.eop import EOP
+    from tvm_partition.planners.placement import problem_for
     from tvm_partition.planners.simulate import simulate
 
     mod, _ = _Branches(rows, reread).export_tvm(spec={"forward": {"x": nn.spec.Tensor([rows, 8], "float32")}})
@@ -272,6 +274,10 @@ def test_a_models_concat_of_aligned_kernel_outputs_launches_no_kernel(rows, rere
     cpus = AnalyticCostModel({d.name: DeviceRoofline(100.0, 20.0) for d in devices})
     [join] = [t for t in simulate(graph, plan, cpus).tasks if t.kind == "op" and graph.ops[t.label].kind == "concat"]
     assert join.launched != in_place and (join.end_us == join.start_us) == in_place
+    # EOP's whole-op times agree: a concat written in place takes no time, so no key op
+    assert (join.label in EOP(graph, devices, cpus, threshold=1.0).key_ops()) != in_place
+    # and so do the placement planners' node times
+    assert (problem_for(graph, devices, cpus).graph.nodes[join.label]["time_us"] == {"cpu": 0.0, "cpu1": 0.0}) == in_place
     charged = simulate(graph, plan, Views(cpus.devices)).latency_us - simulate(graph, plan, cpus).latency_us
     assert charged == pytest.approx(2.0 if in_place else 0.0)
     ref = run_relax(model.mod, list(model.inputs.values()), model.params)

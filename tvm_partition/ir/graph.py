@@ -453,6 +453,17 @@ class OpGraph:
                 out.add(op_id)
         return frozenset(out)
 
+    @functools.cached_property
+    def views_on_cpu(self) -> frozenset[str]:
+        """The ops a CPU build launches no kernel for where they and their inputs are computed whole
+        on CPUs: the model's view ops, :attr:`viewed_slices` and :attr:`joined_in_place`. EOP, which
+        prices ops placed whole (its key operators, Eq. 3), prices these at nothing on a CPU, as the
+        simulator does (its views cost the VM's ``view_time``, as a kernel's launch is not in an
+        op's time either). Why: EOP ranked
+        SqueezeNet's eight concats, 108-118 us each as kernels, among its key operators on the CPU,
+        where its build writes them in place (icelake-server, 2026-12-04)."""
+        return frozenset(v for v, op in self.ops.items() if op.is_view) | self.viewed_slices | self.joined_in_place
+
     def _sole_kernel_output(self, x, reader: int) -> bool:
         """Whether ``x`` is the one output of an op's kernel (no concatenate's, no view's), computed
         in ``main`` and read by binding ``reader`` alone."""

@@ -81,6 +81,7 @@ class EOP:
         self.devices = list(devices)
         self.host = self.devices[0].name
         self.acc = accelerator(self.devices).name
+        self.kind = {d.name: d.kind for d in self.devices}
         self.sim = simulator or Simulator(graph, cost_model)
         self.threshold = threshold
         self.ops = [v for v in self.sim.order if not graph.ops[v].is_view]
@@ -89,8 +90,15 @@ class EOP:
         self._choices: dict = {}  # op signature -> Choice: repeated layers and steps share one search
 
     # ------------------------------------------------------------------ key operators
+    def whole_us(self, op_id: str, dev: str) -> float:
+        """The op computed whole on ``dev``, its inputs there: nothing where a CPU build launches
+        no kernel for it (:attr:`OpGraph.views_on_cpu <tvm_partition.ir.graph.OpGraph.views_on_cpu>`)."""
+        if self.kind[dev] == "cpu" and op_id in self.g.views_on_cpu:
+            return 0.0
+        return self.sim.op_time(op_id, dev)
+
     def whole_times(self, op_id: str) -> tuple[float, float]:
-        return self.sim.op_time(op_id, self.host), self.sim.op_time(op_id, self.acc)
+        return self.whole_us(op_id, self.host), self.whole_us(op_id, self.acc)
 
     def key_ops(self) -> list[str]:
         """Smallest set of ops taking ``threshold`` of the time on the faster single device."""
@@ -128,7 +136,7 @@ class EOP:
         op = self.g.ops[op_id]
         cin = sum(self._copy(b, self.host, self.acc) for _, b in self._inputs(op_id))
         out = sum(self.sim.nbytes(o) for o in op.outputs)
-        return cin + self.sim.op_time(op_id, self.acc) + self._copy(out, self.acc, self.host)
+        return cin + self.whole_us(op_id, self.acc) + self._copy(out, self.acc, self.host)
 
     def split_time(self, op_id: str, split: Split) -> tuple[float, float, float] | None:
         """T(p(op, d), R) of ``split`` (Eq. 2 in VM order), with the GPU and CPU part times."""
@@ -165,9 +173,8 @@ class EOP:
         ``cpu,cpu`` the LSTM's gate matmul split by columns keeps its concat, by rows it does not;
         ``bench --split-ops`` split it by columns (17 us against 10 whole) where rows ran 13
         (amd-epyc-znver3-2c, 2026-11-28)."""
-        kinds = {d.name: d.kind for d in self.devices}
         return len(op.outputs) == 1 and self.sim.written_in_place(op.outputs[0], regions,
-                                                                  [kinds[self.host], kinds[self.acc]])
+                                                                  [self.kind[self.host], self.kind[self.acc]])
 
     def ratio_candidates(self, op_id: str, dim: int) -> list[Split]:
         """One Split per distinct part size on the 0.01 grid (EOP Step 3)."""
@@ -197,7 +204,7 @@ class EOP:
         return dataclasses.replace(self._choices[key], op_id=op_id)
 
     def _search(self, op_id: str) -> Choice:
-        cpu_us = self.sim.op_time(op_id, self.host)
+        cpu_us = self.whole_us(op_id, self.host)
         gpu_us = self.whole_gpu_us(op_id)
         best = Choice(op_id, OnDevice(self.host), cpu_us, cpu_us, gpu_us)
         if gpu_us < cpu_us:

@@ -172,7 +172,7 @@ def problem_for(opgraph, devices, cost_model=None, topology=None, split_ratios=(
         local = [Device(d.name, caps.get(d.name, d.memory_bytes)) for d in local]
         if t_bw:  # links as the topology gives them (a missing latency is 0); else this machine's defaults
             bw, lat = t_bw, t_lat
-    problem = from_opgraph(opgraph, cost_model, local, bw, lat)
+    problem = from_opgraph(opgraph, cost_model, local, bw, lat, cpus={d.name for d in devices if d.kind == "cpu"})
     if split_ratios:
         from .joint import add_split_options
 

@@ -406,10 +406,14 @@ def _gpu_memory_bytes() -> list[float]:
         return []
 
 
-def from_opgraph(opgraph, cost_model, devices: list[Device], bandwidth: dict, latency: dict) -> Problem:
+def from_opgraph(opgraph, cost_model, devices: list[Device], bandwidth: dict, latency: dict,
+                 cpus=frozenset()) -> Problem:
     """The placement problem of a TVM OpGraph: node times from ``cost_model.op_time`` on every
     device it knows, ``mem_bytes`` = the op's output bytes (activations; weights are copied once
-    at load time), edge bytes from the OpGraph. Views get time 0 (they run no kernel)."""
+    at load time), edge bytes from the OpGraph. Views get time 0 (they run no kernel), and so do
+    the ops a CPU build makes views of (:attr:`OpGraph.views_on_cpu
+    <tvm_partition.ir.graph.OpGraph.views_on_cpu>`) on the devices named in ``cpus``: a node's time
+    cannot depend on where its producers go, and a producer elsewhere costs the edge's copy."""
     g = nx.DiGraph()
     names = [d.name for d in devices]
     for op_id in opgraph.topo_order():
@@ -417,7 +421,8 @@ def from_opgraph(opgraph, cost_model, devices: list[Device], bandwidth: dict, la
         times = {}
         for d in names:
             try:
-                times[d] = 0.0 if op.is_view else float(cost_model.op_time(op, d))
+                free = op.is_view or (d in cpus and op_id in opgraph.views_on_cpu)
+                times[d] = 0.0 if free else float(cost_model.op_time(op, d))
             except KeyError:
                 continue
         out_bytes = sum(math.prod(s) * np.dtype(str(t)).itemsize for s, t in zip(op.output_shapes, op.output_dtypes))
