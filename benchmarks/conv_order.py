@@ -1,12 +1,16 @@
 """The direct-convolution template's parallel loop, channel blocks first against output rows first,
 on convolutions of several shapes, each kernel alone on this machine's thread pool.
 
-    python benchmarks/conv_order.py [--rounds 5]
+    python benchmarks/conv_order.py [MODEL ...] [--rounds 5]
 
 How :func:`tvm_partition.build.templates._rows_outer` was decided (BENCHMARKS.md, "The parallel
 loop over the larger operand"): each shape is scheduled both ways and timed in alternating rounds
 (``tuning.time_kernel``: packed weights, the runner's threads); the table gives the medians, their
-ratio and the order the template picks.
+ratio and the order the template picks. With MODELs (zoo names or .onnx paths,
+:func:`conv_kernels.model_graph`), their distinct convolution kernels that ``_rows_outer`` would
+run rows first (input outweighing weights), each on the register tile its plan gives, instead of
+:data:`SHAPES`: how :data:`tvm_partition.build.templates.SUNNY_COVE_TAPS_BLOCKS_FIRST` was decided
+(BENCHMARKS.md, "Convolutions of several taps over channel blocks first on Ice Lake").
 """
 
 from __future__ import annotations
@@ -45,8 +49,24 @@ def conv_kernel(c_in, c_out, size, k, stride):
     return kmod
 
 
+def kernels(models: list[str], target):
+    """``(label, kernel)``: :data:`SHAPES`, or the convolution kernels of ``models`` that
+    :func:`~tvm_partition.build.templates._rows_outer` runs rows first."""
+    if not models:
+        yield from ((str(shape), conv_kernel(*shape)) for shape in SHAPES)
+        return
+    from conv_kernels import convolutions
+    from tvm_partition.build import templates
+
+    for model, kmod, nest in convolutions(models, target):
+        if templates._rows_outer(nest.block):  # noqa: SLF001 - the rule's own question
+            (_, c, h, w), (_, oc, oh, ow, _, ry, rx) = nest.block.reads[0].source.shape, nest.extents
+            yield f"{model}: {int(c)} -> {oc}, {ry}x{rx}, {int(h)}x{int(w)} -> {oh}x{ow}", kmod
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("models", nargs="*", help="zoo names or .onnx paths: their kernels, not SHAPES")
     ap.add_argument("--rounds", type=int, default=5, help="alternating rounds per shape (default 5)")
     args = ap.parse_args(argv)
 
@@ -54,12 +74,15 @@ def main(argv=None) -> int:
     from tvm_partition.build.tuning import time_kernel, tuning_target
     from tvm_partition.devices import parse_devices
 
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
     target = tuning_target(parse_devices("cpu")[0])
-    print("| shape (c_in, c_out, size, k, stride) | channels first us | rows first us | ratio | picked |")
+    what = "kernel (padded input)" if args.models else "shape (c_in, c_out, size, k, stride)"
+    print(f"| {what} | channels first us | rows first us | ratio | picked |")
     print("| --- | ---: | ---: | ---: | --- |")
-    for shape in SHAPES:
-        kmod = conv_kernel(*shape)
+    for label, kmod in kernels(args.models, target):
         plan = templates._plan(kmod, target)  # noqa: SLF001 - the template's own decision, both ways
+        if plan is None:
+            continue
         funcs = [templates._schedule_conv(kmod, target, dataclasses.replace(plan, rows_outer=r))  # noqa: SLF001
                  for r in (False, True)]
         times = [[], []]
@@ -67,7 +90,7 @@ def main(argv=None) -> int:
             for i, func in enumerate(funcs):
                 times[i].append(time_kernel(func, target))
         ratio = statistics.median(b / a for a, b in zip(*times))
-        print(f"| {shape} | {statistics.median(times[0]):.1f} | {statistics.median(times[1]):.1f} | {ratio:.2f} "
+        print(f"| {label} | {statistics.median(times[0]):.1f} | {statistics.median(times[1]):.1f} | {ratio:.2f} "
               f"| {'rows' if plan.rows_outer else 'channels'} |", flush=True)
     return 0
 

@@ -773,6 +773,8 @@ def _plan(kmod: tvm.IRModule, target) -> _Plan | None:
     from .transfer import serial
 
     taps = nest.extents[5] * nest.extents[6]
+    if SUNNY_COVE_TAPS_BLOCKS_FIRST and rows_outer and taps > 1 and _sunny_cove(target) and _column_stride(conv) == 1:
+        rows_outer = False  # the tile stays the one chosen for rows first (SUNNY_COVE_TAPS_BLOCKS_FIRST)
     chunk = _reduction_chunk(group_channels, taps, blocks * lanes) if per_group == oc else 0
     unpadded = not nest.padded or _copied(kmod)
     last = not chunk and per_group == oc and unpadded and _channels_last(nest, lanes, target)
@@ -904,6 +906,19 @@ def _weight(kmod: tvm.IRModule, block) -> int | None:
     if len(block.reads) != 2:
         return None
     return next((n for n, buf in enumerate(kmod["main"].params) if buf.same_as(block.reads[1].source)), None)
+
+
+#: On the :func:`_sunny_cove` CPUs a convolution of several taps at stride 1 runs its channel blocks
+#: first, whatever :func:`_rows_outer` says, on the register tile chosen for rows first (7 pixels x
+#: 2 vectors). Each alone, rows first against blocks first, 3 alternating rounds, 2 threads
+#: (``icelake-server``, 2026-12-04; BENCHMARKS.md, "Convolutions of several taps over channel
+#: blocks first on Ice Lake"): all 8 such kernels of Inception-v1, Inception-v2, ResNet-50 and
+#: SqueezeNet that ran rows first, 0.53-0.74x (Inception-v2's 64 -> 192 3x3 at 56x56 4,546 -> 2,925
+#: us; Inception-v1's 5x5 16 -> 32 at 27x27 165 -> 88). Stride 2 keeps rows first: ResNet-50's
+#: 128-channel 3x3 at 56x56 ran 1.28x slower with blocks first (Inception-v2's 96-channel one 0.92x,
+#: the stems 0.77-1.01x). A Zen 4 had the 64-channel 3x3 at 56x56 within 1% either way
+#: (:func:`_rows_outer`).
+SUNNY_COVE_TAPS_BLOCKS_FIRST = True
 
 
 def _rows_outer(conv) -> bool:

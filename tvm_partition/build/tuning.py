@@ -789,8 +789,9 @@ class Schedules:
 #: 58 their 1x1s of long reductions tiles of 4 channels, channels innermost (:data:`tvm_partition.build.templates.LONG_POINTWISE_REDUCTION`),
 #: 59 compiles x86 kernels without vector gathers (:data:`tvm_partition.devices.NO_GATHER`), 60 gives
 #: Ice Lake's 1x1s of long reductions on the direct template a channels-last copy of their input at any
-#: size (:data:`tvm_partition.build.templates.CHANNELS_LAST_ICE_LAKE_INPUT`).
-TRANSFER_RULES = 60
+#: size (:data:`tvm_partition.build.templates.CHANNELS_LAST_ICE_LAKE_INPUT`), 61 runs Ice Lake's
+#: stride-1 convolutions of several taps over channel blocks first (:data:`tvm_partition.build.templates.SUNNY_COVE_TAPS_BLOCKS_FIRST`).
+TRANSFER_RULES = 61
 
 
 def open_schedules(path: str | None, transfer: bool = True) -> Schedules:
