@@ -9,7 +9,7 @@ loop over the larger operand"): each shape is scheduled both ways and timed in a
 ratio and the order the template picks. With MODELs (zoo names or .onnx paths,
 :func:`conv_kernels.model_graph`), their distinct convolution kernels that ``_rows_outer`` would
 run rows first (input outweighing weights), each on the register tile its plan gives, instead of
-:data:`SHAPES`: how :data:`tvm_partition.build.templates.SUNNY_COVE_TAPS_BLOCKS_FIRST` was decided
+:data:`SHAPES`: how :data:`tvm_partition.build.templates.SUNNY_COVE_BLOCKS_FIRST_TAPS` was decided
 (BENCHMARKS.md, "Convolutions of several taps over channel blocks first on Ice Lake").
 """
 

@@ -295,7 +295,7 @@ def test_ice_lake_runs_stride_1_convolutions_of_several_taps_over_channel_blocks
         c_in, c_out, size, k, stride, ice_lake_rows_first):
     """Convolutions whose input outweighs their weights run rows first (the test above) but on the
     Sunny Cove CPUs, where those of several taps at stride 1 run channel blocks first on the same
-    register tile (:data:`templates.SUNNY_COVE_TAPS_BLOCKS_FIRST`)."""
+    register tile (:data:`templates.SUNNY_COVE_BLOCKS_FIRST_TAPS`)."""
     kmod = conv(c_in, c_out, size, k, stride)
     ice, emerald = (templates._plan(kmod, planned_for(mcpu)) for mcpu in ("icelake-server", "emeraldrapids"))
     assert emerald.rows_outer and ice.rows_outer is ice_lake_rows_first

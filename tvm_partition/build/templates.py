@@ -773,8 +773,8 @@ def _plan(kmod: tvm.IRModule, target) -> _Plan | None:
     from .transfer import serial
 
     taps = nest.extents[5] * nest.extents[6]
-    if SUNNY_COVE_TAPS_BLOCKS_FIRST and rows_outer and taps > 1 and _sunny_cove(target) and _column_stride(conv) == 1:
-        rows_outer = False  # the tile stays the one chosen for rows first (SUNNY_COVE_TAPS_BLOCKS_FIRST)
+    if rows_outer and taps >= SUNNY_COVE_BLOCKS_FIRST_TAPS and _sunny_cove(target) and _column_stride(conv) == 1:
+        rows_outer = False  # the tile stays the one chosen for rows first
     chunk = _reduction_chunk(group_channels, taps, blocks * lanes) if per_group == oc else 0
     unpadded = not nest.padded or _copied(kmod)
     last = not chunk and per_group == oc and unpadded and _channels_last(nest, lanes, target)
@@ -908,17 +908,18 @@ def _weight(kmod: tvm.IRModule, block) -> int | None:
     return next((n for n, buf in enumerate(kmod["main"].params) if buf.same_as(block.reads[1].source)), None)
 
 
-#: On the :func:`_sunny_cove` CPUs a convolution of several taps at stride 1 runs its channel blocks
-#: first, whatever :func:`_rows_outer` says, on the register tile chosen for rows first (7 pixels x
-#: 2 vectors). Each alone, rows first against blocks first, 3 alternating rounds, 2 threads
-#: (``icelake-server``, 2026-12-04; BENCHMARKS.md, "Convolutions of several taps over channel
-#: blocks first on Ice Lake"): all 8 such kernels of Inception-v1, Inception-v2, ResNet-50 and
-#: SqueezeNet that ran rows first, 0.53-0.74x (Inception-v2's 64 -> 192 3x3 at 56x56 4,546 -> 2,925
-#: us; Inception-v1's 5x5 16 -> 32 at 27x27 165 -> 88). Stride 2 keeps rows first: ResNet-50's
-#: 128-channel 3x3 at 56x56 ran 1.28x slower with blocks first (Inception-v2's 96-channel one 0.92x,
-#: the stems 0.77-1.01x). A Zen 4 had the 64-channel 3x3 at 56x56 within 1% either way
-#: (:func:`_rows_outer`).
-SUNNY_COVE_TAPS_BLOCKS_FIRST = True
+#: Taps (window height x width) from which a stride-1 convolution on the :func:`_sunny_cove` CPUs
+#: runs its channel blocks first, whatever :func:`_rows_outer` says, on the register tile chosen
+#: for rows first (7 pixels x 2 vectors). Each alone, both orders, 3 alternating rounds, 2 threads
+#: (``benchmarks/conv_order.py MODEL...``, ``icelake-server``, 2026-12-04; BENCHMARKS.md,
+#: "Convolutions of several taps over channel blocks first on Ice Lake"): of the 11 stride-1
+#: kernels of several taps in six models that ran rows first, rows first took 1.07-1.93x the time
+#: in 10 (Inception-v2's 64 -> 192 3x3 at 56x56 3,483 against 2,710 us; Inception-v1's 5x5 16 ->
+#: 32 at 27x27 167 against 87) and 0.98x in one (DenseNet-121's at 56x56). Stride 2 keeps rows
+#: first: ResNet-50's 128-channel 3x3 at 56x56 ran in 0.68x the time rows first (the stems and
+#: the other strided ones 0.81-1.01x); the 1x1s, 0.74-1.21x (median 0.99), keep it too. A Zen 4
+#: had the 64-channel 3x3 at 56x56 within 1% either way (:func:`_rows_outer`).
+SUNNY_COVE_BLOCKS_FIRST_TAPS = 2
 
 
 def _rows_outer(conv) -> bool:

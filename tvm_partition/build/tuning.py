@@ -790,7 +790,7 @@ class Schedules:
 #: 59 compiles x86 kernels without vector gathers (:data:`tvm_partition.devices.NO_GATHER`), 60 gives
 #: Ice Lake's 1x1s of long reductions on the direct template a channels-last copy of their input at any
 #: size (:data:`tvm_partition.build.templates.CHANNELS_LAST_ICE_LAKE_INPUT`), 61 runs Ice Lake's
-#: stride-1 convolutions of several taps over channel blocks first (:data:`tvm_partition.build.templates.SUNNY_COVE_TAPS_BLOCKS_FIRST`).
+#: stride-1 convolutions of several taps over channel blocks first (:data:`tvm_partition.build.templates.SUNNY_COVE_BLOCKS_FIRST_TAPS`).
 TRANSFER_RULES = 61
 
 

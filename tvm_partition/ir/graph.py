@@ -459,9 +459,9 @@ class OpGraph:
         on CPUs: the model's view ops, :attr:`viewed_slices` and :attr:`joined_in_place`. EOP, which
         prices ops placed whole (its key operators, Eq. 3), prices these at nothing on a CPU, as the
         simulator does (its views cost the VM's ``view_time``, as a kernel's launch is not in an
-        op's time either). Why: EOP ranked
-        SqueezeNet's eight concats, 108-118 us each as kernels, among its key operators on the CPU,
-        where its build writes them in place (icelake-server, 2026-12-04)."""
+        op's time either). Why: EOP ranked SqueezeNet's eight concats, 108-118 us each as kernels,
+        among its key operators on the CPU, where its build writes them in place (icelake-server,
+        2026-12-04)."""
         return frozenset(v for v, op in self.ops.items() if op.is_view) | self.viewed_slices | self.joined_in_place
 
     def _sole_kernel_output(self, x, reader: int) -> bool:
