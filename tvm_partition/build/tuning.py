@@ -979,17 +979,22 @@ def time_kernel(func: tvm.tirx.PrimFunc, target, min_repeat_ms: int = 50, repeat
     script or ``tune`` timing kernels before anything else had sized the pool timed them on one
     thread (ResNet-18's max pool 125 us, on two 64). ``cold``: every run starts with its arguments
     but the first (the weights) out of the CPU caches (TVM's ``cache_flush_cpu_non_first_arg``),
-    ``repeat`` single runs."""
+    ``repeat`` single runs. Compiled as a build compiles for ``target``
+    (:func:`tvm_partition.devices.codegen_target`: on x86 without vector gathers), not as MetaSchedule
+    queries it: with gathers, Inception-v2's 320-channel and Inception-v1's 832-channel strided max
+    pools had timed 3.4x and 2.4x what they run in a build (each alone, 9 rounds, 2 threads,
+    intel-r-xeon-r-processor-2-60ghz-icelake-server-2c, 2026-12-04)."""
     import numpy as np
 
     from ..cost_models.timing import random_tensor
-    from ..devices import use_cpu_threads
+    from ..devices import codegen_target, use_cpu_threads
 
     if "TVM_NUM_THREADS" not in os.environ:
         use_cpu_threads()
 
     mod = templates.without_packing(tvm.IRModule({"main": func.with_attr("global_symbol", "main")}))
     func = mod["main"]  # its weights packed at load, not per call (its parameters in the packed layout)
+    target = tvm.target.Target(codegen_target(dict(tvm.target.Target(target).export())))
     lib = tvm.compile(mod, target=target).jit()
     dev = tvm.cpu()
     rng = np.random.default_rng(0)
