@@ -134,7 +134,9 @@ excepted: the channels in parallel, each output row's padded input rows computed
 stride 1 from :data:`PLANE_PADDING_MIN_WIDTH` columns each channel's padded plane once
 (:func:`_schedule_pool`: TVM gave an unpadded pool no parallel loop, and a padded one's replayed
 record ran its parts up to 3.3x their share; padded row by row, a stride-1 3x3 pads each row
-three times, Inception-v2's average pools 1.4-3x the time).
+three times, Inception-v2's average pools 1.4-3x the time); from :data:`POOL_ROW_MIN_WIDTH`
+output columns (strided: up to a vector's lanes) each output row one vector, its window's taps
+outside it (a scalar a pixel had made each window a chain of dependent instructions: 0.56-0.87x).
 
 Reductions over the innermost axes of one tensor (TOPI's ``sum``, ``max``, ``min``, ``prod`` and
 ``mean``, its division and any element-wise block after it inlined under each row): ONNX's
@@ -320,6 +322,24 @@ MIN_DEPTHWISE_BLOCKS = 4
 #: 13-224 wide 0.35-0.90x, at 7-12 wide 0.37-2.47x (a max pool at 10x10 2.4x slower, an average
 #: pool at 12x12 1.4x). Strided ones (3x3 and 2x2 at stride 2, 19 kernels) 0.74-1.51x: rows kept.
 PLANE_PADDING_MIN_WIDTH = 13
+#: Output width from which a pooling computes each output row as one vector: the row's sums (or
+#: maxima) accumulated tap by tap over the whole row, its epilogue (the average's divisor, a fused
+#: ReLU) in vectors, the accumulator on the stack (:data:`TILE_SCOPE`); a strided one only where the
+#: row fits one vector (it reads a scalar a lane: x86 builds have no gathers); others keep one
+#: scalar a pixel (:func:`_schedule_pool`). Each alone, against the scalar schedule (11-21
+#: alternating rounds of short timings, 2 threads, intel-r-xeon-r-processor-2-60ghz-icelake-server-2c,
+#: 2026-12-04): Inception-v2's stride-1 average pools 28 wide 0.61-0.70x, 14 wide 0.81-0.83x, 7
+#: wide 1.08-1.58x (rows of 7 lanes: kept scalar); strided max and average pools of Inception-v2,
+#: SqueezeNet and DenseNet-121 13-14 wide 0.54-0.73x, 7 wide 0.87-0.91x (kept scalar, as at stride
+#: 1), 27-56 wide 3.0-6.8x.
+POOL_ROW_MIN_WIDTH = 13
+#: Output width under which a pooling keeps its scalar accumulator on the stack
+#: (:data:`TILE_SCOPE`) rather than in a ``local`` buffer, which TVM allocates from the workspace
+#: pool in every channel's task: Inception-v2's and DenseNet-121's pools of 7 output columns (1024
+#: channels at stride 1, 576 and 512 at stride 2) 0.57-0.60x their time with it, 14 columns at
+#: stride 2 0.86x, 27-56 columns 1.04-1.16x (the same runs): there the allocation is a small part of
+#: a channel's work, and the stack slower for a reason not found.
+POOL_STACK_MAX_WIDTH = 13
 
 #: Output elements from which an element-wise kernel runs in parallel (smaller ones are inlined
 #: and stay serial): one that computes gained 1.8-2.6x at 2,048 elements (an LSTM's gates at
@@ -1420,7 +1440,7 @@ def templated(kmod: tvm.IRModule, target) -> tuple[tvm.tirx.PrimFunc, str] | Non
     elif (norm := _layer_norm_plan(kmod, target)) is not None:
         func, name = _schedule_layer_norm(kmod, *norm), LAYER_NORM_LABEL
     elif (pool := _pool_nest(kmod, target)) is not None:
-        func, name = _schedule_pool(kmod, pool), POOL_LABEL
+        func, name = _schedule_pool(kmod, target, pool), POOL_LABEL
     elif (reduce := _reduce_plan(kmod, target)) is not None:
         func, name = _schedule_reduce(kmod, reduce), REDUCE_LABEL
     else:
@@ -1522,12 +1542,15 @@ def _pool_nest(kmod: tvm.IRModule, target) -> _Nest | None:
     return None if nest is None or nest.extents[2] * nest.extents[3] == 1 else nest
 
 
-def _schedule_pool(kmod: tvm.IRModule, nest: _Nest) -> tvm.tirx.PrimFunc:
+def _schedule_pool(kmod: tvm.IRModule, target, nest: _Nest) -> tvm.tirx.PrimFunc:
     """The pooling schedule: ``n c`` one parallel loop; under each output row ``y`` the input rows
     its windows read padded (``pad_temp`` computed there, not as a whole tensor first), or at
     stride 1 from :data:`PLANE_PADDING_MIN_WIDTH` output columns the channel's whole plane padded
-    once under ``n c``; each output pixel accumulated over its window in a ``local`` scalar and
-    written out with its epilogue.
+    once under ``n c``; from :data:`POOL_ROW_MIN_WIDTH` columns (strided: up to a vector's lanes)
+    each output row accumulated as one vector, window tap by tap (``y | ry rx | x``, ``x`` vectorised), and written
+    out with its epilogue in vectors; otherwise each output pixel accumulated over its window in a
+    scalar (on the stack under :data:`POOL_STACK_MAX_WIDTH` columns) and written out with its
+    epilogue.
 
     Why: TVM gives an unpadded pool (AlexNet's, VGG's, SqueezeNet's) no parallel loop, and a padded
     one took a record tuned on ResNet-18's whole max pool, replayed: its parts along the width ran
@@ -1540,10 +1563,19 @@ def _schedule_pool(kmod: tvm.IRModule, nest: _Nest) -> tvm.tirx.PrimFunc:
     n, c, y, x, ry, rx = sch.get_loops(pool)
     channels = sch.fuse(n, c)
     sch.parallel(channels)
+    width, stride_1 = nest.extents[3], _column_stride(nest.block) == 1
     if nest.padded:
-        plane = _column_stride(nest.block) == 1 and nest.extents[3] >= PLANE_PADDING_MIN_WIDTH
+        plane = stride_1 and width >= PLANE_PADDING_MIN_WIDTH
         sch.compute_at(sch.get_sblock("pad_temp"), channels if plane else y)
-    _per_tile(sch, sch.cache_write(pool, 0, "local"), x, nest.epilogue)
+    rows = width >= POOL_ROW_MIN_WIDTH and (stride_1 or width <= vector_lanes(target)[0])
+    acc = sch.cache_write(pool, 0, TILE_SCOPE if rows or width < POOL_STACK_MAX_WIDTH else "local")
+    if rows:  # each output row one vector
+        _per_tile(sch, acc, y, nest.epilogue)
+        sch.reorder(ry, rx, x)
+        for block in [pool, acc] + ([sch.get_sblock(nest.epilogue[-1])] if nest.epilogue else []):
+            sch.vectorize(sch.get_loops(block)[-1])
+    else:
+        _per_tile(sch, acc, x, nest.epilogue)
     sch.decompose_reduction(pool, ry)
     return sch.mod["main"].with_attr("tirx.is_scheduled", True)
 

@@ -790,8 +790,10 @@ class Schedules:
 #: 59 compiles x86 kernels without vector gathers (:data:`tvm_partition.devices.NO_GATHER`), 60 gives
 #: Ice Lake's 1x1s of long reductions on the direct template a channels-last copy of their input at any
 #: size (:data:`tvm_partition.build.templates.CHANNELS_LAST_ICE_LAKE_INPUT`), 61 runs Ice Lake's
-#: stride-1 convolutions of several taps over channel blocks first (:data:`tvm_partition.build.templates.SUNNY_COVE_BLOCKS_FIRST_TAPS`).
-TRANSFER_RULES = 61
+#: stride-1 convolutions of several taps over channel blocks first (:data:`tvm_partition.build.templates.SUNNY_COVE_BLOCKS_FIRST_TAPS`),
+#: 62 computes a pooling's rows of 13 or more output columns as vectors (strided ones up to a vector's
+#: lanes) and keeps narrower ones' accumulators on the stack (:data:`tvm_partition.build.templates.POOL_ROW_MIN_WIDTH`).
+TRANSFER_RULES = 62
 
 
 def open_schedules(path: str | None, transfer: bool = True) -> Schedules:
