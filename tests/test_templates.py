@@ -1018,7 +1018,8 @@ def test_kernels_timed_alone_are_compiled_as_builds_compile_them(monkeypatch):
 
     monkeypatch.setattr(tvm, "compile", compile)
     with pytest.raises(RuntimeError, match="compiled"):
-        tuning.time_kernel(pool(8, 14, "max", 3, 2, 1)["main"], tvm.target.Target({"kind": "llvm", "mcpu": "icelake-server"}))
+        icelake = tvm.target.Target({"kind": "llvm", "mcpu": "icelake-server"})
+        tuning.time_kernel(pool(8, 14, "max", 3, 2, 1)["main"], icelake)
     assert list(seen[0].attrs["mattr"]) == [NO_GATHER]
 
 

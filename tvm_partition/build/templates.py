@@ -333,13 +333,13 @@ PLANE_PADDING_MIN_WIDTH = 13
 #: SqueezeNet and DenseNet-121 13-14 wide 0.54-0.73x, 7 wide 0.87-0.91x (kept scalar, as at stride
 #: 1), 27-56 wide 3.0-6.8x.
 POOL_ROW_MIN_WIDTH = 13
-#: Output width under which a pooling keeps its scalar accumulator on the stack
+#: Output width up to which a pooling keeps its scalar accumulator on the stack
 #: (:data:`TILE_SCOPE`) rather than in a ``local`` buffer, which TVM allocates from the workspace
 #: pool in every channel's task: Inception-v2's and DenseNet-121's pools of 7 output columns (1024
 #: channels at stride 1, 576 and 512 at stride 2) 0.57-0.60x their time with it, 14 columns at
 #: stride 2 0.86x, 27-56 columns 1.04-1.16x (the same runs): there the allocation is a small part of
 #: a channel's work, and the stack slower for a reason not found.
-POOL_STACK_MAX_WIDTH = 13
+POOL_STACK_MAX_WIDTH = 12
 
 #: Output elements from which an element-wise kernel runs in parallel (smaller ones are inlined
 #: and stay serial): one that computes gained 1.8-2.6x at 2,048 elements (an LSTM's gates at
@@ -1547,10 +1547,10 @@ def _schedule_pool(kmod: tvm.IRModule, target, nest: _Nest) -> tvm.tirx.PrimFunc
     its windows read padded (``pad_temp`` computed there, not as a whole tensor first), or at
     stride 1 from :data:`PLANE_PADDING_MIN_WIDTH` output columns the channel's whole plane padded
     once under ``n c``; from :data:`POOL_ROW_MIN_WIDTH` columns (strided: up to a vector's lanes)
-    each output row accumulated as one vector, window tap by tap (``y | ry rx | x``, ``x`` vectorised), and written
-    out with its epilogue in vectors; otherwise each output pixel accumulated over its window in a
-    scalar (on the stack under :data:`POOL_STACK_MAX_WIDTH` columns) and written out with its
-    epilogue.
+    each output row accumulated as one vector, window tap by tap (``y | ry rx | x``, ``x``
+    vectorised), and written out with its epilogue in vectors; otherwise each output pixel
+    accumulated over its window in a scalar (on the stack up to :data:`POOL_STACK_MAX_WIDTH`
+    columns) and written out with its epilogue.
 
     Why: TVM gives an unpadded pool (AlexNet's, VGG's, SqueezeNet's) no parallel loop, and a padded
     one took a record tuned on ResNet-18's whole max pool, replayed: its parts along the width ran
@@ -1568,7 +1568,7 @@ def _schedule_pool(kmod: tvm.IRModule, target, nest: _Nest) -> tvm.tirx.PrimFunc
         plane = stride_1 and width >= PLANE_PADDING_MIN_WIDTH
         sch.compute_at(sch.get_sblock("pad_temp"), channels if plane else y)
     rows = width >= POOL_ROW_MIN_WIDTH and (stride_1 or width <= vector_lanes(target)[0])
-    acc = sch.cache_write(pool, 0, TILE_SCOPE if rows or width < POOL_STACK_MAX_WIDTH else "local")
+    acc = sch.cache_write(pool, 0, TILE_SCOPE if rows or width <= POOL_STACK_MAX_WIDTH else "local")
     if rows:  # each output row one vector
         _per_tile(sch, acc, y, nest.epilogue)
         sch.reorder(ry, rx, x)
