@@ -136,7 +136,8 @@ stride 1 from :data:`PLANE_PADDING_MIN_WIDTH` columns each channel's padded plan
 record ran its parts up to 3.3x their share; padded row by row, a stride-1 3x3 pads each row
 three times, Inception-v2's average pools 1.4-3x the time); from :data:`POOL_ROW_MIN_WIDTH`
 output columns (strided: up to a vector's lanes) each output row one vector, its window's taps
-outside it (a scalar a pixel had made each window a chain of dependent instructions: 0.56-0.87x).
+outside it (a scalar a pixel had made each window a chain of dependent instructions; stride-1
+rows 0.63-0.87x their time each alone).
 
 Reductions over the innermost axes of one tensor (TOPI's ``sum``, ``max``, ``min``, ``prod`` and
 ``mean``, its division and any element-wise block after it inlined under each row): ONNX's
@@ -335,10 +336,12 @@ PLANE_PADDING_MIN_WIDTH = 13
 POOL_ROW_MIN_WIDTH = 13
 #: Output width up to which a pooling keeps its scalar accumulator on the stack
 #: (:data:`TILE_SCOPE`) rather than in a ``local`` buffer, which TVM allocates from the workspace
-#: pool in every channel's task: Inception-v2's and DenseNet-121's pools of 7 output columns (1024
-#: channels at stride 1, 576 and 512 at stride 2) 0.57-0.60x their time with it, 14 columns at
-#: stride 2 0.86x, 27-56 columns 1.04-1.16x (the same runs): there the allocation is a small part of
-#: a channel's work, and the stack slower for a reason not found.
+#: pool in every channel's task. Each alone against the ``local`` buffer (7 alternating rounds, 2
+#: threads, intel-r-xeon-r-processor-2-60ghz-icelake-server-2c, 2026-12-04;
+#: ``benchmarks/template_ab.py pool``): the 11 pools of 6-12 output columns of seven onnx light
+#: models 0.41-0.88x. Strided pools of 27-56 columns ran 1.04-1.16x with it (a scratch run of 7
+#: rounds, compiled with gathers as ``tuning.time_kernel`` then was; LLVM gathers in none of them):
+#: they keep the ``local`` buffer, for a reason not found.
 POOL_STACK_MAX_WIDTH = 12
 
 #: Output elements from which an element-wise kernel runs in parallel (smaller ones are inlined
