@@ -35,7 +35,7 @@ from ..cost_models.logs import skipped_lines
 from ..devices import DEFAULT_LOGS, DeviceSpec, database_dir, usable_cpus
 from ..errors import TvmPartitionError
 from ..ir.relax_utils import ByStructure, copy_module
-from . import templates
+from . import templates, unit_reductions
 from .transfer import same_device
 
 
@@ -488,7 +488,20 @@ def schedule_gpu(mod: tvm.IRModule, kernel_devices: dict[str, str], devices: lis
 
 def gpu_rule(gv, func, rules: tuple[str, ...] = GPU_RULES) -> tuple[str, object]:
     """``(rule, scheduled)``: the rule of ``rules`` :func:`schedule_gpu` schedules kernel ``func``
-    (named ``gv``) with, and the scheduled PrimFunc."""
+    (named ``gv``) with, and the scheduled PrimFunc. Reductions over one element are written as
+    maps first, and a schedule whose reduction init reads a buffer where the kernel's inits read
+    none is refused: dlight's ``Fallback`` miscompiles them so
+    (:mod:`tvm_partition.build.unit_reductions`)."""
+    func = unit_reductions.as_maps(func)
+    name, scheduled = _first_rule(gv, func, rules)
+    bad = unit_reductions.init_reads_buffers(scheduled)
+    if bad and not unit_reductions.init_reads_buffers(func):
+        raise TuningError(f"dlight's {name} inlined an epilogue into the reduction init of kernel "
+                          f"{gv.name_hint} (blocks {', '.join(bad)}): it would compute wrong values")
+    return name, scheduled
+
+
+def _first_rule(gv, func, rules: tuple[str, ...]) -> tuple[str, object]:
     for name in rules:
         scheduled = _dlight(gv, func, name)
         if scheduled is not None:
