@@ -9,6 +9,8 @@ devices takes now (:func:`tvm_partition.cost_models.default_cost_model`: the shi
 the machine the devices name), and printed beside the prediction it was built with and, given a
 ``bench`` results file, its measured median. Why: a cost-model change is checked against runs
 made on a machine that is gone (the H100 machine's rows, 2026-11-27) without measuring again.
+A ``bench --split-ops`` row's artifact (model ``MODEL/KERNEL``: one op cut out of a model) has no
+model to load again: it is listed as skipped (a bundle's ``artifacts/*`` holds both kinds).
 """
 
 from __future__ import annotations
@@ -58,7 +60,9 @@ def main(argv=None) -> int:
     graphs, models = {}, {}
     print(f"{'artifact':58s} {'built':>9s} {'now':>9s} {'measured':>9s} {'now err':>8s}")
     for art, m in zip(args.artifacts, manifests):
-        if m["strategy"] not in {"tvm-cpu"} and os.path.exists(os.path.join(art, "plan.json")):
+        if "/" in m["model"] and "source" not in m["config"]:  # a split-op row's one op
+            print(f"{os.path.basename(os.path.normpath(art))[:58]:58s} skipped: one op of a model")
+        elif m["strategy"] not in {"tvm-cpu"} and os.path.exists(os.path.join(art, "plan.json")):
             source = m["config"].get("source", m["model"])  # an ONNX file's path; a zoo model's name
             opts = {k: v for k, v in m["config"].items() if k in model_options(source)}
             key = (source, json.dumps(opts, sort_keys=True))
