@@ -538,15 +538,7 @@ def _few_long(func, by_matmul) -> bool:
 
 def _sblocks(func):
     sch = tvm.s_tir.Schedule(tvm.IRModule({"main": func}))
-    found = []
-
-    def walk(block):
-        found.append(block)
-        for child in sch.get_child_blocks(block):
-            walk(child)
-
-    walk(sch.get_sblock("root"))
-    return sch, found[1:]
+    return sch, unit_reductions.sblocks(sch)
 
 
 def reduction_extent(func) -> int:

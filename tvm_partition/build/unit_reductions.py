@@ -34,7 +34,7 @@ def as_maps(func: tirx.PrimFunc) -> tirx.PrimFunc:
     blocks, and ``func`` where it has none, unchanged."""
     sch = s_tir.Schedule(tvm.IRModule({"main": func}))
     changed = False
-    for rv in _blocks(sch):
+    for rv in sblocks(sch):
         block = sch.get(rv)
         new = _as_map(block)
         if new is not None:
@@ -49,10 +49,16 @@ def init_reads_buffers(func: tirx.PrimFunc) -> list[str]:
     into the init). The build refuses a scheduled GPU kernel where this names a block and the
     kernel before scheduling had none (``tuning.gpu_rule``)."""
     sch = s_tir.Schedule(tvm.IRModule({"main": func}))
-    return [sch.get(rv).name_hint for rv in _blocks(sch) if _reads(sch.get(rv).init)]
+    return [sch.get(rv).name_hint for rv in sblocks(sch) if _reads(sch.get(rv).init)]
 
 
-def _blocks(sch) -> list:
+def sblocks(sch) -> list:
+    """Every block of ``sch``'s function below its root, parents before children (none where it
+    has no root block)."""
+    try:
+        root = sch.get_sblock("root")
+    except Exception:  # noqa: BLE001 - a function without a root block: nothing to walk
+        return []
     found = []
 
     def walk(rv):
@@ -60,16 +66,8 @@ def _blocks(sch) -> list:
             found.append(child)
             walk(child)
 
-    walk(sch.get_sblock("root") if _has_root(sch) else None)
+    walk(root)
     return found
-
-
-def _has_root(sch) -> bool:
-    try:
-        sch.get_sblock("root")
-    except Exception:  # noqa: BLE001 - a function without a root block: nothing to walk
-        return False
-    return True
 
 
 def _as_map(block):
