@@ -51,7 +51,8 @@ def _on(func, target):
     return func.with_attr("target", target)
 
 
-def _run_on_cpu(func) -> np.ndarray:
+def _run_on_cpu(func) -> tuple[np.ndarray, np.ndarray]:
+    """``func``'s output built for the CPU, and the one-tap convolution's by numpy."""
     rng = np.random.default_rng(0)
     x, w = (rng.standard_normal(s).astype("float32") for s in ((1, 8, 1, 1), (8, 1, 1, 1)))
     bias = np.full((1, 8, 1, 1), 2.0, "float32")  # clip(bias) = bias: the miscompiled form adds it twice

@@ -2015,7 +2015,7 @@ def _reduce_plan(kmod: tvm.IRModule, target) -> _ReducePlan | None:
     # a row is contiguous where the reduced axes are the read tensor's innermost, in order
     region = red.reads[0].region
     axes = [v.var for v in red.iter_vars[-reduced:]]
-    if len(region) < reduced or not all(r.min.same_as(v) and _is_one(r.extent) for r, v in zip(region[-reduced:], axes)):
+    if len(region) < reduced or not all(r.min.same_as(v) and is_one(r.extent) for r, v in zip(region[-reduced:], axes)):
         return None
     extents = [v.dom.extent for v in red.iter_vars]
     if not all(isinstance(e, tvm.tirx.IntImm) for e in extents):
@@ -2051,7 +2051,8 @@ def _divisor_lanes(row: int, widest: int) -> int | None:
     return lanes if lanes > 1 else None
 
 
-def _is_one(expr) -> bool:
+def is_one(expr) -> bool:
+    """Whether ``expr`` is the integer constant 1 (a unit extent)."""
     return isinstance(expr, tvm.tirx.IntImm) and int(expr) == 1
 
 

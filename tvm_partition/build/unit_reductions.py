@@ -23,6 +23,8 @@ import tvm
 import tvm_ffi
 from tvm import s_tir, tirx
 
+from .templates import is_one
+
 # TVM 0.27's classes of a buffer element's load (``tirx.BufferLoad`` is a constructor function
 # returning one) and of an expression
 _Load, _Expr = tvm.ir.TensorLoad, tvm.ir.expr.Expr
@@ -73,7 +75,7 @@ def sblocks(sch) -> list:
 def _as_map(block):
     """The one-element reduction ``block`` as a map, or None where it is not one."""
     reduce_axes = [iv for iv in block.iter_vars if iv.iter_type == tirx.IterVar.CommReduce]
-    if block.init is None or not reduce_axes or not all(_is_one(iv.dom.extent) for iv in reduce_axes):
+    if block.init is None or not reduce_axes or not all(is_one(iv.dom.extent) for iv in reduce_axes):
         return None
     body, init = block.body, block.init
     if not (isinstance(body, tirx.BufferStore) and isinstance(init, tirx.BufferStore)):
@@ -98,10 +100,6 @@ def _loads(expr, store) -> bool:
     return (isinstance(expr, _Load) and expr.source.same_as(store.buffer)
             and len(expr.indices) == len(store.indices)
             and all(tvm_ffi.structural_equal(x, y) for x, y in zip(expr.indices, store.indices)))
-
-
-def _is_one(extent) -> bool:
-    return isinstance(extent, tirx.IntImm) and extent.value == 1
 
 
 def _reads(stmt) -> bool:
