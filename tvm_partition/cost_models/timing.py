@@ -200,16 +200,34 @@ def context_launch(rec: dict) -> tuple[float, float] | None:
     the VM where its parts alone summed 493 us less, solved as 23 us a launch and a factor of 0.87
     (the profile's chain: 0.11 us; amd-epyc-znver5-2c, 2026-12-02). Kept: priced without it (its
     factor alone, the chain's launch) its ``equal`` and ``fixed`` rows read -19% and -21%, with it
-    -8% and -10% (``bench --quick``'s rows of 2026-12-03 predicted again)."""
+    -8% and -10% (``bench --quick``'s rows of 2026-12-03 predicted again).
+
+    Where the pair solves to a launch of negative cost (the split build ran no slower in the VM for
+    its extra launches than its kernels alone), a launch costs nothing and the factor is the one
+    that prices both builds closest (:func:`_factor_of_both`): the LSTM (sequence 10) ran its
+    one-CPU build in 242.6 us (kernels alone 165.4, 86 launches) and its split build in 237.1
+    (alone 182.0, 174 launches), a pair of -0.38 us a launch; priced at the one-CPU build's factor
+    alone (1.41) and the chain's launch, its ``equal`` and ``fixed`` rows read +22% and +23%
+    (intel-r-xeon-r-processor-rocketlake-2c, 2026-12-04). None where the record has no split build
+    or no such pair (no more launches, or a factor of none)."""
     keys = ("vm_us", "warm_us", "kernels", "split_vm_us", "split_warm_us", "split_kernels")
     if not all(k in rec for k in keys):
         return None
     v1, a1, n1, v2, a2, n2 = (float(rec[k]) for k in keys)
     det = a1 * n2 - a2 * n1
-    if n2 <= n1 or det <= 0:
+    if n2 <= n1 or det <= 0 or min(v1, a1, v2, a2) <= 0:
         return None
     factor, launch = (v1 * n2 - v2 * n1) / det, (a1 * v2 - a2 * v1) / det
-    return (factor, launch) if factor > 0 and launch >= 0 else None
+    if launch < 0:
+        return _factor_of_both((v1, a1), (v2, a2)), 0.0
+    return (factor, launch) if factor > 0 else None
+
+
+def _factor_of_both(*builds: tuple[float, float]) -> float:
+    """The factor ``f`` of least squared relative error over ``(vm_us, alone_us)`` builds, each
+    priced ``f x alone``: ``sum(r) / sum(r^2)``, ``r = alone / vm``."""
+    r = [a / v for v, a in builds]
+    return sum(r) / sum(x * x for x in r)
 
 
 def time_copy(nbytes: int, src, dst, repeat: int = COPY_REPEAT):
