@@ -141,6 +141,10 @@ def test_update_benchmarks_writes_the_table_between_markers(measured, tmp_path):
             in generated
     assert "python -m tvm_partition bench --models lstm" in generated
     assert (out / "bench-cpu_cpu.png").exists() and "bench-cpu_cpu.png)" in generated
+    from tvm_partition.bench.suite import results_folders
+
+    for folder in results_folders():  # the machines' tables in the repository stay beside --out's
+        assert f"`{os.path.relpath(os.path.join(folder, 'results.json'), tmp_path)}`" in generated, folder
     rc, _, _ = run_bench("--update-benchmarks", "--benchmarks", md, "--out", out)
     assert rc == 0 and md.read_text() == text  # regenerating changes nothing
 

@@ -558,7 +558,16 @@ def import_bundle(bundle: str, out: str | None) -> dict[str, list[tuple]]:
 
 
 def report_folders(args) -> list[str]:
-    return [args.out] if args.out else results_folders()
+    """The results ``--update-benchmarks`` writes the end-to-end section from: every machine's in the
+    repository, and ``--out`` too where it is elsewhere. ``--out`` alone regenerated the section
+    from that one folder: ``bench --quick --out benchmarks/results/intel-r-xeon-r-processor-2c/bench
+    --update-benchmarks`` (the command of that machine's section) dropped the nine other machines'
+    tables from BENCHMARKS.md (2026-12-04)."""
+    folders = results_folders()
+    known = {os.path.abspath(f) for f in folders}
+    if args.out and os.path.abspath(args.out) not in known:
+        folders.append(args.out)
+    return folders
 
 
 def results_folders(repo: str = REPO) -> list[str]:
