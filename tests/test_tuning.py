@@ -177,10 +177,41 @@ def test_build_uses_the_tuned_schedules_and_stays_correct(tuned_only):
     assert tuned_kernels(untuned.build.module) == []
 
 
+def test_a_record_tuned_for_a_small_kernel_is_replayed_without_its_parallel_loop():
+    """Records MetaSchedule found on the rocketlake VM (shipped): each for a kernel under
+    ``transfer.SERIAL_FLOPS`` whose parallel loop a build's ``target`` takes off, computing the same
+    values as the record as tuned; a kernel above it keeps its loop."""
+    import numpy as np
+    import tvm
+
+    from tvm_partition.build.transfer import SERIAL_FLOPS, provenance, serial
+    from tvm_partition.build.tuning import open_best, scheduled
+
+    db = open_best(os.path.join(REPO, "tuning_logs", "intel-r-xeon-r-processor-rocketlake-2c"))
+    own = [r for r in db.get_all_tuning_records() if not is_default(r) and provenance(r.trace) is None]
+    small = [r for r in own if serial(r.workload.mod, r.target) and "T.parallel" in scheduled(None, r).script()]
+    large = [r for r in own if not serial(r.workload.mod, r.target) and "T.parallel" in scheduled(None, r).script()]
+    assert small and large, "the shipped database has records of both kinds"
+    assert all("T.parallel" in scheduled(None, r, r.target).script() for r in large)
+    for r in small[:2]:
+        assert float(tvm.s_tir.analysis.estimate_tir_flops(r.workload.mod)) < SERIAL_FLOPS
+        as_tuned, serial_replay = scheduled(None, r), scheduled(None, r, r.target)
+        assert "T.parallel" not in serial_replay.script()
+        outs = []
+        for func in (as_tuned, serial_replay):
+            lib = tvm.compile(tvm.IRModule({"main": func.with_attr("global_symbol", "main")}), target=r.target)
+            data = np.random.default_rng(1)  # the same arguments for both
+            arrays = [tvm.runtime.tensor(data.standard_normal([int(x) for x in b.shape]).astype(str(b.dtype)))
+                      for b in func.params]
+            lib["main"](*arrays)
+            outs.append(arrays[-1].numpy())
+        np.testing.assert_allclose(outs[0], outs[1], rtol=1e-5, atol=1e-5)
+
+
 def test_the_matmul_template_races_a_record_tuned_here_and_the_faster_keeps_the_kernel(tuned_only, tmp_path):
     import shutil
 
-    from tvm_partition.build.tuning import RACES_FILE, load_races, race_templates
+    from tvm_partition.build.tuning import RACES_FILE, TRANSFER_RULES, load_races, race_templates
 
     path = str(tmp_path / "db")
     shutil.copytree(tuned_only, path)  # the module's copy stays without races
@@ -206,6 +237,13 @@ def test_the_matmul_template_races_a_record_tuned_here_and_the_faster_keeps_the_
     assert chosen_when(template_us=2.0 * race["record_us"]) == "tuned"
     # a race run against another record (tuning went on since) leaves the kernel to its record
     assert chosen_when(template_us=0.5 * race["record_us"], record_secs=2 * race["record_secs"]) == "tuned"
+    # one run under older transfer rules: builds keep its verdict, and the next tune races again
+    assert race["rules"] == TRANSFER_RULES
+    assert chosen_when(template_us=0.5 * race["record_us"], record_secs=race["record_secs"],
+                       rules=TRANSFER_RULES - 1) == templates.MATMUL_LABEL
+    assert race_templates(open_database(path), path, [kernel], rounds=1) == 1
+    [again] = load_races(path).values()
+    assert again["rules"] == TRANSFER_RULES
 
 
 def test_tune_with_no_trials_tunes_nothing_and_times_what_builds_choose_between(tuned, tmp_path):

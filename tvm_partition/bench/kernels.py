@@ -110,7 +110,7 @@ def bench_kernels(model, db, device, schedules=None) -> list[dict]:
             continue
         record = best_record(db, k.mod, tuning_target(device))
         default_us = time_kernel(k.mod["main"], target)
-        tuned_us = time_kernel(scheduled(k.mod, record), target) if record is not None else None
+        tuned_us = time_kernel(scheduled(k.mod, record, tuning_target(device)), target) if record is not None else None
         moved_us = None
         if record is None and schedules is not None:
             func, label = schedules.schedule(k.mod, tuning_target(device))

@@ -326,16 +326,22 @@ def serial(kmod: tvm.IRModule, target) -> bool:
 
 
 def _postprocess(sch, target) -> None:
-    import tvm.s_tir.meta_schedule as ms
-
     root = sch.get_sblock("root", func_name="main")
     if serial(sch.mod, target):
         if "meta_schedule.parallel" in sch.get(root).annotations:
             sch.unannotate(root, "meta_schedule.parallel")
     if target.kind.name == "llvm":
         _vector_within_rows(sch, root)
-    target = _with_limits(target)
+    run_postprocs(sch, target)
 
+
+def run_postprocs(sch, target) -> None:
+    """MetaSchedule's postprocessors of ``target``'s kind on ``sch`` (a design: its loops
+    annotated, not yet rewritten), as a tuning run ends a candidate; raises :class:`TransferError`
+    where one rejects it."""
+    import tvm.s_tir.meta_schedule as ms
+
+    target = _with_limits(target)
     # MetaSchedule's TuneContext constructor imports every tensor intrinsic first (20 s on the
     # build machine); the postprocessors need only the module and target, so build it directly
     ctx = ms._ffi_api.TuneContext(sch.mod, target, None, None, "transfer", 1, -1, None)  # noqa: SLF001

@@ -406,16 +406,40 @@ def is_tuned(db, kernel: Kernel) -> bool:
     return record is not None and provenance(record.trace) is None
 
 
-def scheduled(kmod: tvm.IRModule, record) -> tvm.tirx.PrimFunc:
+def scheduled(kmod: tvm.IRModule, record, target=None) -> tvm.tirx.PrimFunc:
     """The kernel ``kmod`` (see :func:`kernel_module`) with the schedule of a tuning ``record``.
 
     The trace is applied to the record's own workload, as MetaSchedule's ``query_schedule`` does:
     it is structurally equal to ``kmod`` (that is how the record was found) but its block names are
     the ones the trace refers to, while ``kmod``'s depend on the variable names of the module it
-    came from (a profiling sample names its operands differently from a model build)."""
+    came from (a profiling sample names its operands differently from a model build).
+
+    ``target`` (the one builds query with): a record MetaSchedule found for a kernel under
+    :data:`tvm_partition.build.transfer.SERIAL_FLOPS` on a CPU is replayed without its parallel loop,
+    as transferred schedules are (its design, the root's ``meta_schedule.parallel`` taken off,
+    MetaSchedule's postprocessors again). Why: a parallel call costs the VM more than the kernel
+    timed alone back to back: the rocketlake VM's LSTM (sequence 10, batch 16) ran its two kernels on
+    such records (16 x 80 x 256 and 16 x 64 x 256, 10 calls a run) with the thread pool, the build
+    234.4 us in the VM at two threads against 219.3 at one (its kernels alone 171.8 and 181.7), and
+    with those records serial 0.941x (0.938-0.955), the README's LSTM (sequence 100) 0.917x
+    (``benchmarks/paired.py --in-process`` against the build before, 2026-12-04)."""
+    from .transfer import TransferError, provenance, run_postprocs, serial
+
     del kmod  # found by structure; scheduled from the record's own copy
     sch = tvm.s_tir.Schedule(record.workload.mod)
-    record.trace.apply_to_schedule(sch, remove_postproc=False)
+    if target is None or provenance(record.trace) is not None or not serial(record.workload.mod, target):
+        record.trace.apply_to_schedule(sch, remove_postproc=False)
+        return sch.mod["main"].with_attr("tirx.is_scheduled", True)
+    record.trace.apply_to_schedule(sch, remove_postproc=True)
+    root = sch.get_sblock("root", func_name="main")
+    if "meta_schedule.parallel" not in sch.get(root).annotations:
+        return scheduled(None, record)  # nothing to take off: the record as tuned
+    sch.unannotate(root, "meta_schedule.parallel")
+    sch.enter_postproc()
+    try:
+        run_postprocs(sch, target)
+    except TransferError:  # a postprocessor refused the design without its loop: the record as tuned
+        return scheduled(None, record)
     return sch.mod["main"].with_attr("tirx.is_scheduled", True)
 
 
@@ -677,7 +701,7 @@ class Schedules:
             origin = provenance(record.trace)
             source = source_of(record, os.path.basename(os.path.normpath(self.path or "")), 0.0)
             self.chosen.setdefault(sig, []).append((extents, source))
-            return (scheduled(kmod, record), "tuned" if origin is None else f"transferred from {origin} (measured)",
+            return (scheduled(kmod, record, target), "tuned" if origin is None else f"transferred from {origin} (measured)",
                     source)
         moved = self._from_sibling(kmod, target, sig, extents)
         if moved is None and self.index is not None:
@@ -797,8 +821,10 @@ class Schedules:
 #: size (:data:`tvm_partition.build.templates.CHANNELS_LAST_ICE_LAKE_INPUT`), 61 runs Ice Lake's
 #: stride-1 convolutions of several taps over channel blocks first (:data:`tvm_partition.build.templates.SUNNY_COVE_BLOCKS_FIRST_TAPS`),
 #: 62 computes a pooling's rows of 13 or more output columns as vectors (strided ones up to a vector's
-#: lanes) and keeps narrower ones' accumulators on the stack (:data:`tvm_partition.build.templates.POOL_ROW_MIN_WIDTH`).
-TRANSFER_RULES = 62
+#: lanes) and keeps narrower ones' accumulators on the stack (:data:`tvm_partition.build.templates.POOL_ROW_MIN_WIDTH`),
+#: 63 replays records tuned here for kernels under :data:`tvm_partition.build.transfer.SERIAL_FLOPS` without their
+#: parallel loop (:func:`scheduled`).
+TRANSFER_RULES = 63
 
 
 def open_schedules(path: str | None, transfer: bool = True) -> Schedules:
@@ -1026,14 +1052,16 @@ def load_races(path: str | None) -> dict:
         return json.load(fh)
 
 
-def _race_of(races: dict, kmod: tvm.IRModule, target, record) -> dict | None:
+def _race_of(races: dict, kmod: tvm.IRModule, target, record, rules: int | None = None) -> dict | None:
     """The race of ``kmod``'s template against ``record`` on ``target``, if one was run. A race run
-    against another record (tuning went on since) is none."""
+    against another record (tuning went on since) is none; with ``rules``, so is one run under
+    other transfer rules (:data:`TRANSFER_RULES`: another template or another replay of the record,
+    or one from before races kept their rules)."""
     race = races.get(_race_key(kmod))
     if race is None or race["target"] != str(target) or not math.isclose(race["record_secs"], _mean_secs(record),
                                                                           rel_tol=1e-9):
         return None
-    return race
+    return race if rules is None or race.get("rules") == rules else None
 
 
 def template_won(races: dict, kmod: tvm.IRModule, target, record) -> bool:
@@ -1057,7 +1085,12 @@ def race_templates(db, db_path: str, kernels: list[Kernel], rounds: int = 3) -> 
     (by 1-23%), and that build ran 0.88x (GRU) and 0.90x (LSTM) of the records' build where the
     template on all of them ran 0.80x and 0.84x (``benchmarks/paired.py``, 9 rounds; BERT-tiny
     with the template on all its matmuls 1.045x). Kernels raced against the record they have now
-    are not raced again. Returns how many kernels were raced."""
+    under these transfer rules are not raced again; a race of older rules is run again, builds
+    keeping its verdict until then (:func:`template_won`). Why: rules 63 replays small kernels'
+    records without their parallel loop (:func:`scheduled`), and the LSTM's 16 x 64 x 256 gate
+    matmul on its serial record ran 15.5 us alone in the VM where its race of rules 36 had timed the
+    record 9.5 us cold against the template's 12.1 (rocketlake VM, 2026-12-04). Returns how many
+    kernels were raced."""
     from .transfer import provenance
 
     races = load_races(db_path)
@@ -1069,15 +1102,15 @@ def race_templates(db, db_path: str, kernels: list[Kernel], rounds: int = 3) -> 
         record = best_record(db, k.mod, target)
         if record is None or is_default(record) or provenance(record.trace) is not None:
             continue
-        if _race_of(races, k.mod, target, record) is not None:
+        if _race_of(races, k.mod, target, record, TRANSFER_RULES) is not None:
             continue
-        tuned, template = scheduled(k.mod, record), templates.schedule(k.mod, target)
+        tuned, template = scheduled(k.mod, record, target), templates.schedule(k.mod, target)
         times = {"record": [], "template": []}
         for _ in range(rounds):
             times["record"].append(time_kernel(tuned, target, repeat=50, cold=True))
             times["template"].append(time_kernel(template, target, repeat=50, cold=True))
         races[_race_key(k.mod)] = {
-            "target": str(target), "kernel": k.name, "record_secs": _mean_secs(record),
+            "target": str(target), "kernel": k.name, "record_secs": _mean_secs(record), "rules": TRANSFER_RULES,
             "record_us": round(sorted(times["record"])[rounds // 2], 3),
             "template_us": round(sorted(times["template"])[rounds // 2], 3),
         }
