@@ -583,6 +583,9 @@ def test_a_model_timed_in_two_builds_is_priced_with_its_own_launch_cost(tmp_path
     grid = np.linspace(1.0, 1.2, 20001)
     best = grid[np.argmin(((115 - grid * 100) / 115) ** 2 + ((110 - grid * 100) / 110) ** 2)]
     assert launch == 0.0 and factor == pytest.approx(best, abs=2e-5) and 1.10 < factor < 1.15
+    # each build's VM time less its entry (a run and its arguments, timed as the chains are)
+    assert context_launch(dict(two, vm_us=117.0, entry_us=2.0, split_vm_us=123.0, split_entry_us=3.0)) == \
+        pytest.approx((1.1, 0.5))
     assert context_launch(dict(two, split_kernels=10)) is None  # no more launches: no pair
     assert context_launch({k: v for k, v in two.items() if not k.startswith("split")}) is None
     log = ProfileLog(str(tmp_path))
@@ -727,9 +730,15 @@ def test_a_model_is_measured_in_the_vm_against_its_kernels_alone(profiled, tmp_p
     quickest_vm, quickest_alone = (min(r[i] for r in rec["rounds"]) for i in (0, 1))
     # the quickest reading of each, not one slowed by a neighbour
     assert (rec["vm_us"], rec["warm_us"]) == (quickest_vm, quickest_alone)
-    assert rec["mean_us"] == pytest.approx((quickest_vm - rec["kernels"] * launch) / quickest_alone, rel=1e-6)
+    # less the VM's launches and its entry as the simulator prices them (its run and arguments:
+    # the model's input and its weights)
+    cm = ProfiledCostModel(copy, devices)
+    entry = cm.run_time("cpu") + (len(mlp_model().input_info()) + len(mlp_model().params) - 1) * cm.arg_time("cpu")
+    assert cm.run_time("cpu") > 0 and cm.arg_time("cpu") > 0 and rec["entry_us"] == pytest.approx(entry)
+    left = quickest_vm - rec["kernels"] * launch - entry  # this model's kernels are a fraction of a microsecond
+    assert rec["mean_us"] == pytest.approx(left / quickest_alone if left > 0 else 1.0, rel=1e-6)
     assert set(rec["sigs"]) == {op_signature(op) for op in graph.ops.values() if not op.is_view}
-    assert rec["graph"] == graph_signature(graph)
+    assert rec["graph"] == graph_signature(graph) and rec["ops"] == kernels
     # its equal build over two CPUs in the same rounds: twice the launches, the same work
     assert rec["split_kernels"] > rec["kernels"] and len(rec["split_rounds"]) == 5
     assert (rec["split_vm_us"], rec["split_warm_us"]) == tuple(min(r[i] for r in rec["split_rounds"]) for i in (0, 1))
@@ -753,6 +762,75 @@ def test_a_model_that_does_not_build_keeps_its_samples_and_the_median_factor(tmp
     assert profiler.measure_contexts([mlp_model()], parse_devices("cpu"), str(tmp_path), say=said.append) == []
     assert said == ["warning: " + mlp_model().name + " not run in the VM: TVM could not compile the partitioned module: no"]
     assert not os.path.exists(os.path.join(str(tmp_path), "profile.jsonl"))
+
+
+def test_the_vm_entry_a_context_takes_off_is_the_chains_the_simulator_prices():
+    """A context's VM time less its launches and its entry: a launch from the launch chain, a run
+    beyond its launch from the run chain, each argument beyond the first from the argument chain,
+    as :class:`ProfiledCostModel` reads the same records."""
+    from tvm_partition.cost_models.timing import chain_costs, context_factor, entry_us
+
+    chains = [{"comm": "launch", "kernels": 256, "device": "cpu"}, {"comm": "run", "kernels": 1, "device": "cpu"},
+              {"comm": "arg", "kernels": 64, "device": "cpu"}, {"comm": "launch", "kernels": 8, "device": "gpu"}]
+    launch, entry = chain_costs({"launch": 256 * 0.1, "run": 0.7, "arg": 0.7 + 64 * 0.11}, chains)
+    assert launch == pytest.approx(0.1) and entry == pytest.approx((0.6, 0.11))
+    assert entry_us(entry, 4) == pytest.approx(0.6 + 3 * 0.11) and entry_us(entry, 1) == pytest.approx(0.6)
+    assert chain_costs({"launch": 25.6}, chains) == (pytest.approx(0.1), (0.0, 0.0))  # a resumed run: none timed
+    assert chain_costs({}, []) == (0.0, (0.0, 0.0))
+    assert context_factor(12.0, 8.0, 2.0) == pytest.approx(1.25)
+    assert context_factor(1.5, 0.1, 1.6) == 1.0  # the VM's own work took all its time: no factor to tell
+
+
+def test_a_model_of_one_kernel_prices_its_own_graph_alone():
+    """A context of a model of one op (an op row's model) gives its graph its factor, from its
+    one-CPU build alone (no launch solved from its split build: slices, not launches), and nothing
+    to the ops of models or the median factor."""
+    from tvm_partition.cost_models.profiled import Context
+
+    def rec(graph, kernels, factor, split=None):
+        r = {"comm": "context", "src": "cpu", "graph": graph, "sigs": ["matmul-1"], "kernels": kernels,
+             "ops": 1 if kernels == 1 else 3, "mean_us": factor, "vm_us": factor * 100.0, "warm_us": 100.0}
+        return dict(r, split_vm_us=split, split_warm_us=100.0, split_kernels=2 * kernels) if split else r
+
+    ctx = Context.of([rec("model", 10, 1.3, split=140.0), rec("op", 1, 1.05, split=115.0)])
+    assert ctx.factor("matmul-1") == pytest.approx(1.3) and ctx.default == pytest.approx(1.3)
+    assert ctx.by_graph["op"] == pytest.approx(1.05) and "op" not in ctx.launch_by_graph
+    assert "model" in ctx.launch_by_graph
+    alone = Context.of([rec("op", 1, 1.05)])  # nothing but op models: samples keep their time alone
+    assert alone.by_sig == {} and alone.default == 1.0 and alone.by_graph == {"op": pytest.approx(1.05)}
+
+
+def test_a_model_whose_key_ops_cannot_be_cut_out_keeps_its_profile(tmp_path, monkeypatch, capsys):
+    from tvm_partition.bench import ops as bench_ops
+    from tvm_partition.build.tuning import open_schedules
+    from tvm_partition.cli.profile import _op_contexts
+
+    def fail(model, *_args):
+        raise ValueError("op 003 has a scalar output: nothing to benchmark")
+
+    monkeypatch.setattr(bench_ops, "op_rows", fail)
+    assert _op_contexts([mlp_model()], parse_devices("cpu,cpu"), str(tmp_path), open_schedules(None)) == []
+    assert capsys.readouterr().err == (f"warning: {mlp_model().name}'s key ops not run alone in the VM: "
+                                       "op 003 has a scalar output: nothing to benchmark\n")
+
+
+def test_a_profile_runs_its_models_key_ops_alone_in_the_vm(tmp_path):
+    """After a profile over two devices, each model's heaviest key ops (``bench --split-ops``' op
+    rows) are run alone in the VM, and an op row's cost model prices its op at that factor."""
+    from tvm_partition.bench import ops as bench_ops
+    from tvm_partition.build.tuning import open_schedules
+    from tvm_partition.cli.profile import OP_CONTEXTS, _op_contexts
+    from tvm_partition.cost_models import default_cost_model
+
+    model, devices, folder = mlp_model(), parse_devices("cpu,cpu"), str(tmp_path / "machine")
+    assert _op_contexts([model], devices[:1], folder, open_schedules(None)) == []  # one device: no split
+    recs = _op_contexts([model], devices, folder, open_schedules(None))
+    rows = list(bench_ops.op_rows(model, devices, default_cost_model(devices, folder)[0], OP_CONTEXTS))
+    assert 1 <= len(recs) == len(rows) and all(r["ops"] == 1 for r in recs)
+    assert [r["model"].split()[0] for r in recs] == [om.name for om, *_ in rows]
+    for (om, _, _, cost), r in zip(rows, recs):
+        priced = cost.for_graph(OpGraph(om.mod)).inner
+        assert priced.graph_factor_from == "measured" and priced.graph_factor == pytest.approx(r["mean_us"])
 
 
 def test_a_model_whose_split_build_fails_keeps_its_one_cpu_context(tmp_path, monkeypatch):

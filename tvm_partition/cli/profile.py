@@ -8,8 +8,9 @@ computation replays (:mod:`tvm_partition.build.transfer`), part sizes cut where 
 are timed over tensor sizes. Samples go to ``<tuning logs>/<hardware fingerprint>/profile.jsonl``
 (append-only JSON Lines; a rerun skips what is there). Then each model, built for the CPU, runs in
 the VM against its kernels timed alone (a few seconds a model; kernels run slower in a model than
-alone, :mod:`tvm_partition.profiling.context`), and the XGBoost regressors are trained and saved
-beside the log. ``--budget-s`` caps the time: every op is first timed at its full size, finer
+alone, :mod:`tvm_partition.profiling.context`), with ``--devices`` of two or more the models'
+heaviest key ops alone too (the op rows of ``bench --split-ops``, :func:`_op_contexts`), and the
+XGBoost regressors are trained and saved beside the log. ``--budget-s`` caps the time: every op is first timed at its full size, finer
 sizes follow while time is left.
 
 ``--rpc`` / ``--tracker --key`` profile a remote edge server over TVM RPC: the samples are built
@@ -110,6 +111,34 @@ def main(argv=None) -> int:
         return 2
 
 
+#: Key ops of each model run alone in the VM after its profile: the op rows ``bench --split-ops N``
+#: measures (its ``--quick`` runs 2), heaviest first.
+OP_CONTEXTS = 2
+
+
+def _op_contexts(models: list, devices: list, folder: str, schedules) -> list[dict]:
+    """Each of ``models``' :data:`OP_CONTEXTS` heaviest key ops (:func:`tvm_partition.bench.ops.op_rows`,
+    chosen by the profile just taken) run in the VM against its kernel alone, as the models are
+    (:func:`tvm_partition.profiling.profiler.measure_contexts`); none with fewer than two devices
+    (no split to choose). Why: a model of one kernel was priced at its kernel's time alone, and
+    the RNNs' gate matmuls alone in the VM (4-8 us, whole and split) read 9% to 17% over their
+    predictions (intel-r-xeon-r-processor-rocketlake-2c, 2026-12-04)."""
+    from ..bench import ops as bench_ops
+    from ..cost_models import default_cost_model
+    from ..profiling.profiler import measure_contexts
+
+    if len(devices) < 2:
+        return []
+    cost_model, _ = default_cost_model(devices, folder)
+    ops = []
+    for m in models:
+        try:
+            ops += [om for om, *_ in bench_ops.op_rows(m, devices, cost_model, OP_CONTEXTS)]
+        except Exception as e:  # noqa: BLE001 - an op row refines its own pricing only: the profile is done
+            print(f"warning: {m.name}'s key ops not run alone in the VM: {e}", file=sys.stderr)
+    return measure_contexts(ops, devices, folder, schedules, say=lambda line: print(line, file=sys.stderr))
+
+
 def _profile(args, devices, folder) -> int:
     from ..profiling import profiler
     from ..devices import DeviceError, check_local
@@ -147,6 +176,8 @@ def _profile(args, devices, folder) -> int:
     where = "" if session is None else f" of {fingerprint['rpc']}"
     stats = profiler.profile_with_progress(graphs, devices, folder, schedules, args.budget_s, session, fingerprint, where,
                                            models=models)
+    if session is None:
+        stats["contexts"] += _op_contexts(models, devices, folder, schedules)
     print(f"measured {stats['measured']} samples ({stats['retimed']} timed again, the quicker kept: "
           f"{stats['quicker']} over {1 - profiler.QUICKER:.0%} quicker; {stats['in_order']} of "
           f"{stats['out_of_order']} slower than a larger size of their series in order after timing "

@@ -158,7 +158,14 @@ class Context:
     (:meth:`ProfiledCostModel.for_graph`), and ``launch_by_graph`` what a kernel launch costs in
     it, where the record was timed with the model's split build too (both solved from the two
     builds: :func:`tvm_partition.cost_models.timing.context_launch`; its factor is then the solved
-    one)."""
+    one). A model of one op (``bench --split-ops``' op rows, profiled as such) prices its
+    own graph alone: its factor is that of a kernel with nothing else in the model to evict its
+    data, which says nothing of the models having its op (ResNet-18's last convolutions alone in
+    the VM 0.9x their samples, in the model 1.49x; znver4, 2026-11-27). Nor is its launch solved
+    from its split build: that build's extra work is its slices of the model's inputs, not its
+    parts' launches; solved as 0.35-0.38 us a launch (the chain's 0.11), the RNNs' split op rows
+    were priced +4% to +8% over in a phase of the machine that put every other row at -7% to -10%
+    (intel-r-xeon-r-processor-rocketlake-2c, 2026-12-04)."""
 
     by_sig: dict
     default: float = 1.0
@@ -169,15 +176,17 @@ class Context:
     def of(cls, comms: list[dict]) -> "Context":
         recs = [r for r in comms if r["comm"] == "context" and r["src"] == "cpu" and float(r["mean_us"]) > 0]
         by_sig, by_graph, solved = defaultdict(list), defaultdict(list), defaultdict(list)
-        for r in recs:
+        models = [r for r in recs if not one_op(r)]
+        for r in models:
             for sig in r.get("sigs", ()):
                 by_sig[sig].append(float(r["mean_us"]))
+        for r in recs:
             if r.get("graph"):
                 by_graph[r["graph"]].append(float(r["mean_us"]))
-                pair = context_launch(r)
+                pair = None if one_op(r) else context_launch(r)
                 if pair is not None:
                     solved[r["graph"]].append(pair)
-        default = statistics.median(float(r["mean_us"]) for r in recs) if recs else 1.0
+        default = statistics.median(float(r["mean_us"]) for r in models) if models else 1.0
         graphs = {k: statistics.median(v) for k, v in by_graph.items()}
         graphs.update({k: statistics.median(f for f, _ in v) for k, v in solved.items()})
         return cls({k: statistics.median(v) for k, v in by_sig.items()}, default, graphs,
@@ -195,6 +204,12 @@ class Context:
             return ""
         text = json.dumps([sorted((k, round(v, 6)) for k, v in self.by_sig.items()), round(self.default, 6)])
         return hashlib.sha1(text.encode()).hexdigest()[:12]
+
+
+def one_op(rec: dict) -> bool:
+    """Whether a ``context`` record timed a model of one op (:class:`Context`; records from before
+    the count: models)."""
+    return int(rec.get("ops", 0)) == 1
 
 
 class CostModelError(TvmPartitionError, LookupError):

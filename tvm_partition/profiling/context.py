@@ -33,6 +33,15 @@ alone scales kernel time, and a plan of more launches was priced short: the LSTM
 ran its ``equal`` build 272 us over its one-CPU build where 131 were predicted (znver4,
 2026-11-30); its launches cost 0.31 us there, the GRU's 0.16, against the profile's chain of
 one-element kernels' 0.11.
+
+The VM is timed from Python, run by run, and what the simulator prices beside the kernels taken
+off (the launches, the run's entry: :func:`tvm_partition.cost_models.timing.entry_us`), so that
+a model of one 4 us kernel measures the factor its kernel runs at: the RNNs' gate matmuls alone in
+the VM (``bench --split-ops``' op rows, run here after a profile over two devices:
+``cli/profile.py``) ran 1.03-1.06x their kernels alone, and priced at 1.0 read 9% to 17% low
+(intel-r-xeon-r-processor-rocketlake-2c, 2026-12-04). A record keeps how many ops its model has
+(``ops``): a model of one op prices its own graph only
+(:class:`tvm_partition.cost_models.profiled.Context`).
 """
 
 from __future__ import annotations
@@ -81,7 +90,8 @@ def build_context(model, device, schedules, path: str, split_path: str | None = 
     stamp = schedules.stamp if schedules is not None else ""
     record = {"type": "comm", "comm": "context", "src": "cpu", "dst": "cpu", "bytes": 0, "model": model_key(model),
               "graph": graph_signature(graph), "schedules": schedules_digest(spec["kernels"], stamp),
-              "sigs": sorted({op_signature(op) for op in graph.ops.values() if not op.is_view})}
+              "sigs": sorted({op_signature(op) for op in graph.ops.values() if not op.is_view}),
+              "ops": sum(1 for op in graph.ops.values() if not op.is_view)}
     return spec, record
 
 
@@ -119,12 +129,13 @@ def _exported(model, graph, plan, schedules, path: str) -> list[dict]:
             if calls.get(gv.name_hint) and isinstance(func, tvm.tirx.PrimFunc)]
 
 
-def measure(model, device, schedules, launch_us: float = 0.0) -> dict:
+def measure(model, device, schedules, launch_us: float = 0.0, entry: tuple[float, float] = (0.0, 0.0)) -> dict:
     """The ``context`` record of ``model`` built for the CPU ``device`` with ``schedules``
     (:func:`build_context`) and timed here on the model's own weights
     (:func:`tvm_partition.cost_models.timing.time_context`: ``vm_us``, ``warm_us``, ``rounds``,
     the factor ``mean_us``). ``launch_us``: the VM's time per kernel launch (the profile's
-    ``launch`` record). A profile bundle times the same on another machine, on drawn weights
+    ``launch`` record); ``entry``: its run beyond a launch and its time per argument
+    (:func:`tvm_partition.cost_models.timing.entry_us`). A profile bundle times the same on another machine, on drawn weights
     (:func:`tvm_partition.profiling.profiler.export_bundle`)."""
     import tvm
 
@@ -136,5 +147,5 @@ def measure(model, device, schedules, launch_us: float = 0.0) -> dict:
         path = os.path.join(tmp, "model.so")
         spec, record = build_context(model, device, schedules, path, os.path.join(tmp, "split.so"))
         timed = time_context(path, spec["inputs"], [np.asarray(p) for p in model.params], spec["kernels"],
-                             tvm.cpu(), launch_us, spec.get("split"))
+                             tvm.cpu(), launch_us, spec.get("split"), entry)
     return {**record, **timed, "threads": threads}

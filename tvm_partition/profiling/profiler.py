@@ -302,8 +302,8 @@ def result_record(records: dict, res: dict) -> dict:
     for key in ("fingerprint", "threads"):  # threads: the CPU pool it was timed with
         if res.get(key):
             rec[key] = res[key]
-    for key in ("kernels", "vm_us", "warm_us", "rounds",  # a model's context (timing.time_context)
-                "split_kernels", "split_vm_us", "split_warm_us", "split_rounds"):
+    for key in ("kernels", "vm_us", "warm_us", "rounds", "entry_us",  # a model's context (timing.time_context)
+                "split_kernels", "split_vm_us", "split_warm_us", "split_rounds", "split_entry_us"):
         if key in res:
             rec[key] = res[key]
     return rec
@@ -557,12 +557,16 @@ def measure_contexts(models: list, devices: list, folder: str, schedules=None, s
     cpu = next((d for d in devices if d.kind == "cpu"), None)
     if cpu is None:
         return []
+    from ..cost_models.timing import chain_costs
+
     log = ProfileLog(folder)
-    launch = next((float(r["mean_us"]) for r in reversed(log.comms()) if r["comm"] == "launch" and r["src"] == "cpu"), 0.0)
+    chains = {r["comm"]: r for r in log.comms() if r["comm"] in ("launch", "run", "arg") and r["src"] == "cpu"}  # the latest
+    launch, entry = chain_costs({c: float(r["mean_us"]) * int(r["kernels"]) for c, r in chains.items()},
+                                [{"comm": c, "kernels": r["kernels"], "device": "cpu"} for c, r in chains.items()])
     out = []
     for model in models:
         try:
-            rec = measure(model, cpu, schedules, launch)
+            rec = measure(model, cpu, schedules, launch, entry)
         except BuildError as e:  # its samples are logged; the model keeps the median factor
             if say:
                 say(f"warning: {model.name} not run in the VM: {e}")
