@@ -162,9 +162,12 @@ def test_import_merges_every_result_and_regenerates_benchmarks(packed, ran, tmp_
     assert len(rows) == len(expected) and all(r["measured_median_us"] > 0 and r["predicted_us"] for r in rows)
     assert len(open(tmp_path / "tuning_logs" / machine / "profile.jsonl").readlines()) == \
         kit["parts"]["profile"]["samples"]
-    # the profiled model ran in the VM against its kernels alone there, keyed by its graph
-    [ctx] = [r for r in ProfileLog(str(tmp_path / "tuning_logs" / machine)).comms() if r["comm"] == "context"]
+    # the profiled model ran in the VM against its kernels alone there, keyed by its graph, and so
+    # did the model of its split-op row's op (one op: it prices that row)
+    ctx, op = [r for r in ProfileLog(str(tmp_path / "tuning_logs" / machine)).comms() if r["comm"] == "context"]
     assert ctx["model"].startswith("lstm batch=2") and ctx["graph"].startswith("graph-") and ctx["vm_us"] > 0
+    [split_op] = {r["model"] for r in rows if "/" in r["model"]}
+    assert op["model"].split()[0] == split_op and op["ops"] == 1 and op["vm_us"] > 0
     assert sorted(os.listdir(folder / "gpu_proof")) == sorted(
         ["checks.json", "variants.json"] + [f"{k}-{s}.{e}" for s in STEPS for k, e in (("facts", "json"), ("facts", "txt"), ("log", "txt"))])
     md = (tmp_path / "BENCHMARKS.md").read_text()

@@ -132,6 +132,9 @@ class Config:
     variants: tuple = ()  # ((model, settings), ...): their ops timed whole under every dlight rule
     variant_kinds: tuple = ("conv2d", "matmul")  # the op kinds of those
     contexts: tuple = ()  # ((model, settings), ...) run in the VM against their kernels beside the profile's
+    #: each profiled model's heaviest key ops run alone in the VM too (the op rows of --split-ops N;
+    #: profile's _op_contexts): an op row is priced at its own model's factor there
+    op_contexts: int = 0
     after: tuple = ()  # ((step, command, seconds), ...): run in that step's call after it (the repository's scripts)
 
 
@@ -188,6 +191,9 @@ GPU = Config(
     # the README's LSTM (sequence 100) ran its kernels 1.49-1.81x their time alone on the build
     # machine, the sequence-10 one 1.06x (2026-11-27): its own factor, not its ops' median
     contexts=(("lstm", {}),),
+    # the quick rows' two split ops (--split-ops 2) a model: one-op models ran 1.02-1.08x their
+    # kernel alone in the VM on the rocketlake VM, priced at 1.0 (2026-12-04); 8 contexts, ~15 s
+    op_contexts=2,
     # Since 2026-11-30 that minute is shared: gpu_calls.py first (the RNNs' gpu and equal rows call
     # by call: the sixth run's ran 17-38% over their predictions, its cpu rows within 1%), then
     # cpu_threads.py (whether 16 threads now scale BERT-tiny's attention, transfer rules 25)
@@ -210,6 +216,7 @@ DRY = Config(
            (60, (("variants", 20), ("crossover", 40)))),
     python=None,
     variants=(("lstm", {"seq_len": 4, "batch": 2}),),
+    op_contexts=1,
 )
 CONFIGS = {"gpu": GPU, "dry": DRY}
 
@@ -644,6 +651,13 @@ def profile_bundle(folder: str, cfg: Config, devices: list, args) -> dict:
 
         models = [frontend.load(name, seed=0, **opts) for name, opts in cfg.profile + cfg.contexts]
         graphs = [OpGraph(m.mod) for m in models[:len(cfg.profile)]]
+        if cfg.op_contexts:  # the op rows the bench part chooses with the same cost model
+            from tvm_partition.bench import ops as bench_ops
+            from tvm_partition.cost_models import default_cost_model
+
+            cost_model = default_cost_model(devices, args.tuning_logs)[0]
+            models += [om for m in models[:len(cfg.profile)]
+                       for om, *_ in bench_ops.op_rows(m, devices, cost_model, cfg.op_contexts)]
         schedules = open_schedules(database_dir(args.tuning_logs))
         for g in graphs:  # the part sizes builds cut, as profile does
             align_splits(g, devices, schedules)
