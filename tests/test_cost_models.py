@@ -800,6 +800,19 @@ def test_a_model_of_one_kernel_prices_its_own_graph_alone():
     assert alone.by_sig == {} and alone.default == 1.0 and alone.by_graph == {"op": pytest.approx(1.05)}
 
 
+def test_an_exported_bundle_runs_its_models_key_ops_in_the_vm_there(tmp_path, capsys):
+    from tvm_partition.cli.profile import OP_CONTEXTS, main
+
+    bundle = tmp_path / "bundle"
+    assert main([LINEAR_ONNX, "--devices", "cpu,cpu", "--export-bundle", str(bundle),
+                 "--tuning-logs", str(tmp_path / "logs")]) == 0
+    spec = json.loads((bundle / "bundle.json").read_text())
+    models = [spec["records"][c["id"]]["model"].split()[0] for c in spec["contexts"]]
+    # the model, then its one key op (a model of one matmul + add), as bench --split-ops cuts it out
+    assert models == ["test_Linear", "test_Linear/fused_matmul_add"] and OP_CONTEXTS >= 1
+    assert "2 models run in the VM" in capsys.readouterr().out
+
+
 def test_a_model_whose_key_ops_cannot_be_cut_out_keeps_its_profile(tmp_path, monkeypatch, capsys):
     from tvm_partition.bench import ops as bench_ops
     from tvm_partition.build.tuning import open_schedules

@@ -9,7 +9,8 @@ are timed over tensor sizes. Samples go to ``<tuning logs>/<hardware fingerprint
 (append-only JSON Lines; a rerun skips what is there). Then each model, built for the CPU, runs in
 the VM against its kernels timed alone (a few seconds a model; kernels run slower in a model than
 alone, :mod:`tvm_partition.profiling.context`), with ``--devices`` of two or more the models'
-heaviest key ops alone too (the op rows of ``bench --split-ops``, :func:`_op_contexts`), and the
+heaviest key ops alone too (the op rows of ``bench --split-ops``, :func:`_op_contexts`; an exported
+bundle's too), and the
 XGBoost regressors are trained and saved beside the log. ``--budget-s`` caps the time: every op is first timed at its full size, finer
 sizes follow while time is left.
 
@@ -116,27 +117,35 @@ def main(argv=None) -> int:
 OP_CONTEXTS = 2
 
 
-def _op_contexts(models: list, devices: list, folder: str, schedules) -> list[dict]:
-    """Each of ``models``' :data:`OP_CONTEXTS` heaviest key ops (:func:`tvm_partition.bench.ops.op_rows`,
-    chosen by the profile just taken) run in the VM against its kernel alone, as the models are
-    (:func:`tvm_partition.profiling.profiler.measure_contexts`); none with fewer than two devices
-    (no split to choose). Why: a model of one kernel was priced at its kernel's time alone, and
-    the RNNs' gate matmuls alone in the VM (4-8 us, whole and split) read 9% to 17% over their
-    predictions (intel-r-xeon-r-processor-rocketlake-2c, 2026-12-04)."""
+def _op_models(models: list, devices: list, cost_model) -> list:
+    """The op models of each of ``models``' :data:`OP_CONTEXTS` heaviest key ops
+    (:func:`tvm_partition.bench.ops.op_rows`, chosen with ``cost_model`` as ``bench`` chooses them);
+    none with fewer than two devices (no split to choose); a model whose ops cannot be cut out is
+    said and left out."""
     from ..bench import ops as bench_ops
-    from ..cost_models import default_cost_model
-    from ..profiling.profiler import measure_contexts
 
     if len(devices) < 2:
         return []
-    cost_model, _ = default_cost_model(devices, folder)
     ops = []
     for m in models:
         try:
             ops += [om for om, *_ in bench_ops.op_rows(m, devices, cost_model, OP_CONTEXTS)]
         except Exception as e:  # noqa: BLE001 - an op row refines its own pricing only: the profile is done
             print(f"warning: {m.name}'s key ops not run alone in the VM: {e}", file=sys.stderr)
-    return measure_contexts(ops, devices, folder, schedules, say=lambda line: print(line, file=sys.stderr))
+    return ops
+
+
+def _op_contexts(models: list, devices: list, folder: str, schedules) -> list[dict]:
+    """:func:`_op_models` (chosen by the profile just taken in ``folder``) each run in the VM
+    against its kernel alone, as the models are (:func:`tvm_partition.profiling.profiler.measure_contexts`).
+    Why: a model of one kernel was priced at its kernel's time alone, and the RNNs' gate matmuls
+    alone in the VM (4-8 us, whole and split) read 9% to 17% over their predictions
+    (intel-r-xeon-r-processor-rocketlake-2c, 2026-12-04)."""
+    from ..cost_models import default_cost_model
+    from ..profiling.profiler import measure_contexts
+
+    ops = _op_models(models, devices, default_cost_model(devices, folder)[0])
+    return measure_contexts(ops, devices, folder, schedules, say=lambda line: print(line, file=sys.stderr)) if ops else []
 
 
 def _profile(args, devices, folder) -> int:
@@ -158,8 +167,12 @@ def _profile(args, devices, folder) -> int:
         fingerprint = {"cpu": os.path.basename(folder), "cores": None, "gpu": None, "driver": None,
                        "rpc": args.rpc or f"{args.tracker} key {args.key}"}
     if args.export_bundle:
+        from ..cost_models import default_cost_model
+
+        # the op rows bench chooses for these devices here (a GPU machine's shipped profile for a GPU)
+        ops = _op_models(models, devices, default_cost_model(devices, args.tuning_logs)[0])
         spec = profiler.export_bundle(args.export_bundle, graphs, devices, schedules,
-                                      progress=lambda m: print(m, file=sys.stderr), models=models)
+                                      progress=lambda m: print(m, file=sys.stderr), models=models + ops)
         n = sum(len(lib["samples"]) for lib in spec["libraries"]) + len(spec["copies"])
         print(f"bundle {args.export_bundle}: {n} samples ({spec['skipped']} sizes that cannot be built left out), "
               f"{len(spec.get('contexts', []))} models run in the VM against their kernels; "
