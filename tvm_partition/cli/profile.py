@@ -8,11 +8,11 @@ computation replays (:mod:`tvm_partition.build.transfer`), part sizes cut where 
 are timed over tensor sizes. Samples go to ``<tuning logs>/<hardware fingerprint>/profile.jsonl``
 (append-only JSON Lines; a rerun skips what is there). Then each model, built for the CPU, runs in
 the VM against its kernels timed alone (a few seconds a model; kernels run slower in a model than
-alone, :mod:`tvm_partition.profiling.context`), with ``--devices`` of two or more the models'
-heaviest key ops alone too (the op rows of ``bench --split-ops``, :func:`_op_contexts`; an exported
-bundle's too), and the
-XGBoost regressors are trained and saved beside the log. ``--budget-s`` caps the time: every op is first timed at its full size, finer
-sizes follow while time is left.
+alone, :mod:`tvm_partition.profiling.context`), with ``--devices`` of two or more its heaviest key
+ops alone too (the op rows of ``bench --split-ops``, :func:`_op_contexts`; an exported bundle's
+too), and the XGBoost regressors are trained and saved beside the log. ``--budget-s`` caps the
+time of the samples: every op is first timed at its full size, finer sizes follow while time is
+left.
 
 ``--rpc`` / ``--tracker --key`` profile a remote edge server over TVM RPC: the samples are built
 here, uploaded and timed there with TVM's time evaluator (RPC latency is not in the figures;
