@@ -133,7 +133,7 @@ class Config:
     variant_kinds: tuple = ("conv2d", "matmul")  # the op kinds of those
     contexts: tuple = ()  # ((model, settings), ...) run in the VM against their kernels beside the profile's
     #: each profiled model's heaviest key ops run alone in the VM too (the op rows of --split-ops N;
-    #: profile's _op_contexts): an op row is priced at its own model's factor there
+    #: profile's op_models): an op row is priced at its own model's factor there
     op_contexts: int = 0
     after: tuple = ()  # ((step, command, seconds), ...): run in that step's call after it (the repository's scripts)
 
@@ -652,12 +652,9 @@ def profile_bundle(folder: str, cfg: Config, devices: list, args) -> dict:
         models = [frontend.load(name, seed=0, **opts) for name, opts in cfg.profile + cfg.contexts]
         graphs = [OpGraph(m.mod) for m in models[:len(cfg.profile)]]
         if cfg.op_contexts:  # the op rows the bench part chooses with the same cost model
-            from tvm_partition.bench import ops as bench_ops
-            from tvm_partition.cost_models import default_cost_model
+            from tvm_partition.cli.profile import op_models
 
-            cost_model = default_cost_model(devices, args.tuning_logs)[0]
-            models += [om for m in models[:len(cfg.profile)]
-                       for om, *_ in bench_ops.op_rows(m, devices, cost_model, cfg.op_contexts)]
+            models += op_models(models[:len(cfg.profile)], devices, args.tuning_logs, cfg.op_contexts)
         schedules = open_schedules(database_dir(args.tuning_logs))
         for g in graphs:  # the part sizes builds cut, as profile does
             align_splits(g, devices, schedules)

@@ -117,34 +117,37 @@ def main(argv=None) -> int:
 OP_CONTEXTS = 2
 
 
-def _op_models(models: list, devices: list, cost_model) -> list:
-    """The op models of each of ``models``' :data:`OP_CONTEXTS` heaviest key ops
-    (:func:`tvm_partition.bench.ops.op_rows`, chosen with ``cost_model`` as ``bench`` chooses them);
-    none with fewer than two devices (no split to choose); a model whose ops cannot be cut out is
-    said and left out."""
+def op_models(models: list, devices: list, logs: str | None, n: int = OP_CONTEXTS) -> list:
+    """The op models of each of ``models``' ``n`` heaviest key ops
+    (:func:`tvm_partition.bench.ops.op_rows`, chosen with the cost model ``bench`` plans ``devices``
+    with from ``logs``: :func:`tvm_partition.cost_models.default_cost_model`); none with fewer than
+    two devices (no split to choose); a model whose ops cannot be cut out is said and left out.
+    ``profile`` runs them in the VM here (:func:`_op_contexts`) or in its exported bundle, as does
+    the GPU kit's (``benchmarks/gpu_proof/kit.py``)."""
     from ..bench import ops as bench_ops
+    from ..cost_models import default_cost_model
 
     if len(devices) < 2:
         return []
+    cost_model = default_cost_model(devices, logs)[0]
     ops = []
     for m in models:
         try:
-            ops += [om for om, *_ in bench_ops.op_rows(m, devices, cost_model, OP_CONTEXTS)]
+            ops += [om for om, *_ in bench_ops.op_rows(m, devices, cost_model, n)]
         except Exception as e:  # noqa: BLE001 - an op row refines its own pricing only: the profile is done
             print(f"warning: {m.name}'s key ops not run alone in the VM: {e}", file=sys.stderr)
     return ops
 
 
 def _op_contexts(models: list, devices: list, folder: str, schedules) -> list[dict]:
-    """:func:`_op_models` (chosen by the profile just taken in ``folder``) each run in the VM
+    """:func:`op_models` (chosen by the profile just taken in ``folder``) each run in the VM
     against its kernel alone, as the models are (:func:`tvm_partition.profiling.profiler.measure_contexts`).
     Why: a model of one kernel was priced at its kernel's time alone, and the RNNs' gate matmuls
     alone in the VM (4-8 us, whole and split) read 9% to 17% over their predictions
     (intel-r-xeon-r-processor-rocketlake-2c, 2026-12-04)."""
-    from ..cost_models import default_cost_model
     from ..profiling.profiler import measure_contexts
 
-    ops = _op_models(models, devices, default_cost_model(devices, folder)[0])
+    ops = op_models(models, devices, folder)
     return measure_contexts(ops, devices, folder, schedules, say=lambda line: print(line, file=sys.stderr)) if ops else []
 
 
@@ -167,10 +170,8 @@ def _profile(args, devices, folder) -> int:
         fingerprint = {"cpu": os.path.basename(folder), "cores": None, "gpu": None, "driver": None,
                        "rpc": args.rpc or f"{args.tracker} key {args.key}"}
     if args.export_bundle:
-        from ..cost_models import default_cost_model
-
         # the op rows bench chooses for these devices here (a GPU machine's shipped profile for a GPU)
-        ops = _op_models(models, devices, default_cost_model(devices, args.tuning_logs)[0])
+        ops = op_models(models, devices, args.tuning_logs)
         spec = profiler.export_bundle(args.export_bundle, graphs, devices, schedules,
                                       progress=lambda m: print(m, file=sys.stderr), models=models + ops)
         n = sum(len(lib["samples"]) for lib in spec["libraries"]) + len(spec["copies"])

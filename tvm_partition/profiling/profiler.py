@@ -557,12 +557,11 @@ def measure_contexts(models: list, devices: list, folder: str, schedules=None, s
     cpu = next((d for d in devices if d.kind == "cpu"), None)
     if cpu is None:
         return []
-    from ..cost_models.timing import chain_costs
+    from ..cost_models.profiled import ProfiledCostModel
 
     log = ProfileLog(folder)
-    chains = {r["comm"]: r for r in log.comms() if r["comm"] in ("launch", "run", "arg") and r["src"] == "cpu"}  # the latest
-    launch, entry = chain_costs({c: float(r["mean_us"]) * int(r["kernels"]) for c, r in chains.items()},
-                                [{"comm": c, "kernels": r["kernels"], "device": "cpu"} for c, r in chains.items()])
+    chains = ProfiledCostModel(folder, log=log)  # the VM's launch and entry, as the simulator prices them
+    launch, entry = chains.launch_time("cpu"), (chains.run_time("cpu"), chains.arg_time("cpu"))
     out = []
     for model in models:
         try:
