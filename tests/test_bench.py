@@ -705,3 +705,36 @@ def test_rows_recorded_before_the_commands_moved_show_the_command_that_runs_toda
     old = "python -m tvm_partition.bench --quick --split-ops 2 --force"
     assert _command(old) == "python -m tvm_partition bench --quick --split-ops 2 --force"
     assert _command(_command(old)) == _command(old)
+
+
+def test_drift_reads_each_thread_count_in_turn_and_sets_the_median_beside_the_profile(monkeypatch, tmp_path, capsys):
+    """benchmarks/drift.py: every round reads each thread count once, in order; a build's summary
+    is the spread of its readings on one thread count, the default's beside its profile's reading."""
+    sys.path.insert(0, os.path.join(REPO, "benchmarks"))
+    import drift
+
+    specs = [{"name": "a", "profile_vm_us": 10.0, "profile_time": "t"}, {"name": "b", "profile_vm_us": None,
+                                                                        "profile_time": None}]
+    monkeypatch.setattr(drift, "build_all", lambda tmp: specs)
+    calls = []
+
+    def read(spec_file, threads):
+        calls.append(threads)
+        k = len(calls)
+        return [{"vm_us": 10.0 + k + (100 if threads == "1" else 0), "alone_us": 9.0}, {"vm_us": 5.0, "alone_us": 4.0}]
+
+    monkeypatch.setattr(drift, "read", read)
+    clock = iter(range(0, 1000, 25))  # each look at the clock 25 s on: two rounds in two minutes
+    monkeypatch.setattr(drift, "clock", lambda: next(clock))
+    monkeypatch.setattr(drift, "pause", lambda s: None)
+    out = tmp_path / "drift.json"
+    assert drift.main(["--minutes", "2", "--threads", "2,1", "--out", str(out)]) == 0
+    got = json.loads(out.read_text())
+    assert calls == ["2", "1", "2", "1"] and [r["threads"] for r in got["readings"]] == calls
+    two = [r for r in got["summary"] if r["threads"] == "2"]
+    assert two[0]["vm_us"] == {"min": 11.0, "median": 12.0, "max": 13.0}
+    assert [r for r in got["summary"] if r["threads"] == "1"][0]["vm_us"]["min"] == 112.0
+    calls.clear()
+    assert drift.main(["--minutes", "0.5"]) == 0 and calls == [None]
+    printed = capsys.readouterr().out
+    assert "a: in the VM 11.00 / 11.00 / 11.00 us" in printed and "the median +10.0% over it" in printed
