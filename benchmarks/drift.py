@@ -77,24 +77,23 @@ def build_all(tmp: str) -> list[dict]:
     from tvm_partition.build.tuning import open_schedules
     from tvm_partition.cli.profile import op_models
     from tvm_partition.devices import DEFAULT_LOGS, database_dir, parse_devices
-    from tvm_partition.profiling.context import build_context, model_key
-    from tvm_partition.cost_models.logs import ProfileLog
+    from tvm_partition.cost_models.logs import ProfileLog, sample_key
+    from tvm_partition.profiling.context import build_context
 
     devices = parse_devices("cpu,cpu")
     folder = database_dir(DEFAULT_LOGS)
     schedules = open_schedules(folder)
-    logged = {r.get("model"): r for r in ProfileLog(folder).records if r.get("comm") == "context"}
+    log = ProfileLog(folder)
     specs = []
     for name, settings, op in BUILDS:
         model = frontend.load(name, **settings)
         if op is not None:
             model = next(m for m in op_models([model], devices, DEFAULT_LOGS) if m.name.endswith("/" + op))
         path = os.path.join(tmp, f"{len(specs)}.so")
-        spec, _ = build_context(model, devices[0], schedules, path)
-        old = logged.get(model_key(model), {})
+        spec, record = build_context(model, devices[0], schedules, path)
+        old = log.get(sample_key(record)) or {}  # the context the profile keeps for this model
         specs.append({"name": model.name, "path": path, "inputs": spec["inputs"], "params": spec["params"],
-                      "kernels": spec["kernels"], "profile_vm_us": old.get("vm_us"),
-                      "profile_alone_us": old.get("warm_us"), "profile_time": old.get("time")})
+                      "kernels": spec["kernels"], "profile_vm_us": old.get("vm_us"), "profile_time": old.get("time")})
     return specs
 
 
@@ -124,9 +123,9 @@ def summarise(specs: list[dict], readings: list[dict], threads: str | None) -> l
                "profile_vm_us": s["profile_vm_us"], "profile_time": s["profile_time"]}
         out.append(row)
         v = row["vm_us"]
-        line = (f"{s['name']}{'' if threads is None else f' on {threads} thread' + ('' if threads == '1' else 's')}: in the VM {v['min']:.2f} / "
-                f"{v['median']:.2f} / {v['max']:.2f} us (min / median / max of {len(vm)}; max "
-                f"{v['max'] / v['min'] - 1:+.0%} over min)")
+        on = "" if threads is None else f" on {threads} thread{'' if threads == '1' else 's'}"
+        line = (f"{s['name']}{on}: in the VM {v['min']:.2f} / {v['median']:.2f} / {v['max']:.2f} us "
+                f"(min / median / max of {len(vm)}; max {v['max'] / v['min'] - 1:+.0%} over min)")
         if s["profile_vm_us"] and threads is None:
             line += (f"; the profile's reading {s['profile_vm_us']:.2f} ({s['profile_time']}): the median "
                      f"{v['median'] / s['profile_vm_us'] - 1:+.1%} over it")
@@ -134,22 +133,33 @@ def summarise(specs: list[dict], readings: list[dict], threads: str | None) -> l
     return out
 
 
+def series(data: dict) -> list[tuple[str, list[str], list[float]]]:
+    """``(label, times, reading / profile's reading)`` per build, of the first thread count an
+    ``--out`` file read (a build the profile has no context of: over its quickest reading)."""
+    threads = data["readings"][0].get("threads") if data["readings"] else None
+    readings = [r for r in data["readings"] if r.get("threads") == threads]
+    out = []
+    for i, s in enumerate(r for r in data["summary"] if r.get("threads") == threads):
+        base = s["profile_vm_us"] or s["vm_us"]["min"]
+        out.append((f"{s['name']} ({'profile' if s['profile_vm_us'] else 'min'} {base:.1f} us)",
+                    [r["time"][:5] for r in readings], [r["builds"][i]["vm_us"] / base for r in readings]))
+    return out
+
+
 def chart(data: dict, path: str) -> None:
-    """Each build's in-VM readings (default thread count) over its profile's reading, in time."""
+    """:func:`series` drawn over time, with the 10% line."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    readings = [r for r in data["readings"] if r.get("threads") is None]
+    lines = series(data)
     fig, ax = plt.subplots(figsize=(8, 3.6))
-    for i, s in enumerate(data["summary"][:len(readings[0]["builds"]) if readings else 0]):
-        base = s["profile_vm_us"] or s["vm_us"]["min"]
-        ax.plot([r["time"][:5] for r in readings], [r["builds"][i]["vm_us"] / base for r in readings], marker=".",
-                label=f"{s['name']} ({'profile' if s['profile_vm_us'] else 'min'} {base:.1f} us)")
+    for label, times, ratios in lines:
+        ax.plot(times, ratios, marker=".", label=label)
     ax.axhline(1.1, color="grey", linestyle=":", linewidth=1)
     ax.set_ylabel("in the VM / profile's reading")
-    ax.set_xticks(ax.get_xticks()[::max(1, len(readings) // 9)])
+    ax.set_xticks(ax.get_xticks()[::max(1, len(lines[0][1]) // 9 if lines else 1)])
     ax.legend(fontsize=7)
     ax.set_title(textwrap.fill(data.get("command", ""), 130), fontsize=7)
     fig.tight_layout()

@@ -738,3 +738,10 @@ def test_drift_reads_each_thread_count_in_turn_and_sets_the_median_beside_the_pr
     assert drift.main(["--minutes", "0.5"]) == 0 and calls == [None]
     printed = capsys.readouterr().out
     assert "a: in the VM 11.00 / 11.00 / 11.00 us" in printed and "the median +10.0% over it" in printed
+    assert drift.series(got) == [("a (profile 10.0 us)", [r["time"][:5] for r in got["readings"][::2]], [1.1, 1.3]),
+                                 ("b (min 5.0 us)", [r["time"][:5] for r in got["readings"][::2]], [1.0, 1.0])]
+    png = tmp_path / "drift.png"  # a chart of an earlier run's file, of the first thread count it read
+    assert drift.main(["--from-json", str(out), "--chart", str(png)]) == 0 and png.stat().st_size > 0
+    assert drift.main(["--from-json", str(out)]) == 2
+    assert drift.main(["--from-json", str(tmp_path / "nope.json"), "--chart", str(png)]) == 2
+    assert capsys.readouterr().err.strip().splitlines()[-1] == f"error: {tmp_path / 'nope.json'}: No such file or directory"
