@@ -285,6 +285,42 @@ def test_an_op_model_split_matches_the_op_whole():
     assert max_err <= tol
 
 
+def test_an_op_model_measured_in_the_vm_is_priced_at_its_reading_through_its_parents_samples(tmp_path):
+    """An op row's op model was run in the VM by profile (a context of its own graph: 1.1x its
+    time alone, 50 us); its op's samples are keyed by the model's op (TVM names the kernel by
+    module, and the name alone is another kernel's: sampled at 200 us). Priced as its parent, it
+    is priced at what its context read: 1.1 x 50 us."""
+    from tvm_partition.bench import ops as bench_ops
+    from tvm_partition import frontend
+    from tvm_partition.cost_models import ROOFLINE, AnalyticCostModel
+    from tvm_partition.cost_models.logs import ProfileLog
+    from tvm_partition.cost_models.profiled import ProfiledCostModel
+    from tvm_partition.devices import parse_devices
+    from tvm_partition.ir.graph import OpGraph, graph_signature, op_signature
+
+    model = frontend.load("bert-tiny", batch=2, seq_len=8, layers=1)
+    graph = OpGraph(model.mod)
+    op_id = max((v for v, o in graph.ops.items() if o.kind == "matmul"), key=lambda v: graph.ops[v].flops)
+    op = graph.ops[op_id]
+    og = OpGraph(bench_ops.op_model(model, graph, op_id).mod)
+    alone = og.ops[bench_ops.main_op(og)]
+    assert op_signature(alone) != op_signature(op) and sum(1 for o in og.ops.values() if not o.is_view) == 1
+    full = list(op.output_shapes[-1])
+    log = ProfileLog(str(tmp_path))
+    for sig, us in ((op_signature(op), 20.0), (op_signature(alone), 200.0)):
+        log.append({"type": "op", "sig": sig, "kind": op.kind, "fused": op.fused_name, "dim": 0,
+                    "dim_name": "batch", "size": full[0], "full": full[0], "shape": full, "full_shape": full,
+                    "op_flops": op.flops, "op_bytes": op.bytes, "n_inputs": len(op.inputs), "device": "cpu",
+                    "mean_us": us, "std_us": 0.1, "repeats": 5, "tuned": True})
+    log.append({"type": "comm", "comm": "context", "src": "cpu", "dst": "cpu", "bytes": 0, "model": "bert-tiny/op",
+                "mean_us": 1.1, "std_us": 0.0, "repeats": 1, "sigs": [op_signature(alone)], "ops": 1,
+                "graph": graph_signature(og), "vm_us": 55.0, "warm_us": 50.0, "kernels": 1})
+    cm = ProfiledCostModel(str(tmp_path), parse_devices("cpu,cpu"), fallback=AnalyticCostModel({"cpu": ROOFLINE["cpu"]}))
+    priced = bench_ops.as_parent(cm, graph, op_id, og).for_graph(og)
+    assert cm.op_time(op, "cpu") == pytest.approx(20.0)
+    assert priced.op_time(alone, "cpu") == pytest.approx(55.0)
+
+
 def test_gpu_device_set_without_a_gpu_needs_a_bundle(tmp_path):
     from tvm_partition.devices import gpu_available
 

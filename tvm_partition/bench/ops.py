@@ -126,7 +126,7 @@ class AsParent:
 
     def for_graph(self, graph):
         """Pricing the op model ``graph`` as ``inner`` prices it (one compute op: its time alone)."""
-        return AsParent(self.inner.for_graph(graph), self.parent_op, self.child)
+        return AsParent(self.inner.for_graph(graph, {self.child: self.parent_op}), self.parent_op, self.child)
 
     def __getattr__(self, name):
         return getattr(self.inner, name)

@@ -40,9 +40,10 @@ class CostModel(abc.ABC):
     def comm_estimate(self, nbytes: float, src: str, dst: str) -> Estimate:
         """Predicted time to move ``nbytes`` from ``src`` to ``dst``, and its source."""
 
-    def for_graph(self, graph) -> "CostModel":
+    def for_graph(self, graph, same_as: dict | None = None) -> "CostModel":
         """This cost model as it prices ``graph`` (planners and the simulator get it from
-        :func:`tvm_partition.planners.plan_and_simulate`); itself unless it knows the graph."""
+        :func:`tvm_partition.planners.plan_and_simulate`); itself unless it knows the graph.
+        ``same_as``: ``{op signature: op}``, the graph's ops to price as another op."""
         return self
 
     def op_time(self, op, device: str, shape: tuple[int, ...] | None = None) -> float:
@@ -179,8 +180,8 @@ class ServersCostModel(CostModel):
             raise KeyError(f"no measured server for device {device!r} (have {sorted(self.factors)})")
         return self.factors[device]
 
-    def for_graph(self, graph) -> "ServersCostModel":
-        return ServersCostModel(self.base.for_graph(graph), self.factors, self.bandwidth_Bps, self.latency_us,
+    def for_graph(self, graph, same_as: dict | None = None) -> "ServersCostModel":
+        return ServersCostModel(self.base.for_graph(graph, same_as), self.factors, self.bandwidth_Bps, self.latency_us,
                                 self.local)
 
     def estimate(self, op, device: str, shape=None) -> Estimate:
