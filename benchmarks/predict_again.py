@@ -1,6 +1,7 @@
 """Predict measured plans again with today's cost model, beside what they measured.
 
     python benchmarks/predict_again.py ARTIFACT... [--results results.json]
+    python benchmarks/predict_again.py --bench FOLDER... [--band 10]
 
 Each artifact (``compile ... --out DIR``, or a bench bundle's ``artifacts/*``) holds the plan that
 ran and, in its manifest, the model, settings and devices it was built for. Its plan is simulated
@@ -11,6 +12,13 @@ the machine the devices name), and printed beside the prediction it was built wi
 made on a machine that is gone (the H100 machine's rows, 2026-11-27) without measuring again.
 A ``bench --split-ops`` row's artifact (model ``MODEL/KERNEL``: one op cut out of a model) has no
 model to load again: it is listed as skipped (a bundle's ``artifacts/*`` holds both kinds).
+
+``--bench``: ``bench`` results folders instead (``results.json`` and the ``plans/`` it writes
+beside it), their op rows too (the op cut out of its model again, priced as its model's op, as
+``bench --split-ops`` prices it): each row's error as built and now, run by run, and how many rows
+of each run fall within ``--band`` percent. Why: this VM moves one build 1.27-1.5x within an hour,
+so a change to the cost model is judged on the same measurements, not on a new run in another
+phase of the machine.
 """
 
 from __future__ import annotations
@@ -41,6 +49,67 @@ def measured(path: str | None) -> dict:
             if "op" not in r and r.get("measured_median_us")}
 
 
+def bench_predictions(folder: str) -> dict:
+    """``{(model, strategy): (row, now us)}`` of a bench results folder's rows with a saved plan,
+    each plan simulated again with today's cost model for its devices."""
+    from tvm_partition import frontend
+    from tvm_partition.bench import ops as bench_ops
+    from tvm_partition.bench import results
+    from tvm_partition.cost_models import default_cost_model
+    from tvm_partition.devices import parse_devices
+    from tvm_partition.frontend import model_options
+    from tvm_partition.ir.graph import OpGraph
+    from tvm_partition.plan import Plan
+    from tvm_partition.planners.simulate import simulate
+
+    models, costs, out = {}, {}, {}
+    for row in results.load(folder):
+        path = os.path.join(folder, "plans", results.row_id(row) + ".json")
+        if not os.path.exists(path) or not results.measured(row) or row.get("predicted_us") is None:
+            continue
+        source = row["config"].get("source", row["model"].split("/")[0])
+        opts = {k: v for k, v in row["config"].items() if k in model_options(source)}
+        key = (source, json.dumps(opts, sort_keys=True))
+        if key not in models:
+            model = frontend.load(source, seed=0, **opts)
+            models[key] = (model, OpGraph(model.mod))
+        model, graph = models[key]
+        if row["devices"] not in costs:
+            costs[row["devices"]] = default_cost_model(parse_devices(row["devices"]))[0]
+        cost = costs[row["devices"]]
+        if "op" in row:  # bench --split-ops: the op alone, priced as its model's op
+            op_id = row["op"]["op"]
+            op_graph = OpGraph(bench_ops.op_model(model, graph, op_id).mod)
+            graph, cost = op_graph, bench_ops.as_parent(cost, graph, op_id, op_graph)
+        now = simulate(graph, Plan.load(path), cost.for_graph(graph)).latency_us
+        out[(row["model"], row["strategy"], row["devices"])] = (row, now)
+    return out
+
+
+def compare_bench(folders: list[str], band: float) -> int:
+    """Print each row's error as built and now in every folder, and the rows within ``band`` %."""
+    runs = [bench_predictions(f) for f in folders]
+    keys = sorted(set().union(*runs))
+    print(f"{'row':48s} " + " ".join(f"{os.path.basename(os.path.normpath(f))[:15]:>15s}" for f in folders))
+    inside = [[0, 0, 0] for _ in folders]  # built, now, rows
+    for key in keys:
+        cells = []
+        for n, run in enumerate(runs):
+            if key not in run:
+                cells.append(f"{'-':>15s}")
+                continue
+            row, now = run[key]
+            built, now = ((us / row["measured_median_us"] - 1) * 100 for us in (row["predicted_us"], now))
+            inside[n][0] += abs(built) <= band
+            inside[n][1] += abs(now) <= band
+            inside[n][2] += 1
+            cells.append(f"{built:+6.1f} ->{now:+6.1f}")
+        print(f"{' '.join(key)[:48]:48s} " + " ".join(cells))
+    for f, (built, now, rows) in zip(folders, inside):
+        print(f"{f}: {built} of {rows} rows within {band:g}% as built, {now} now")
+    return 0
+
+
 def main(argv=None) -> int:
     from tvm_partition import frontend
     from tvm_partition.frontend import model_options
@@ -52,9 +121,15 @@ def main(argv=None) -> int:
     from tvm_partition.runtime.artifact import read_manifest
 
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("artifacts", nargs="+", help="artifact folders (manifest.json, plan.json)")
+    ap.add_argument("artifacts", nargs="*", help="artifact folders (manifest.json, plan.json)")
     ap.add_argument("--results", help="a bench results.json holding these rows' measurements")
+    ap.add_argument("--bench", nargs="+", metavar="FOLDER", help="bench results folders (results.json, plans/) instead")
+    ap.add_argument("--band", type=float, default=10.0, help="the error, in percent, a row counts within (--bench)")
     args = ap.parse_args(argv)
+    if args.bench:
+        return compare_bench(args.bench, args.band)
+    if not args.artifacts:
+        ap.error("give artifact folders, or --bench FOLDER...")
     runs = measured(args.results)
     manifests = [read_manifest(art) for art in args.artifacts]  # every one there before a line is printed
     graphs, models = {}, {}

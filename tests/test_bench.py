@@ -781,3 +781,47 @@ def test_drift_reads_each_thread_count_in_turn_and_sets_the_median_beside_the_pr
     assert drift.main(["--from-json", str(out)]) == 2
     assert drift.main(["--from-json", str(tmp_path / "nope.json"), "--chart", str(png)]) == 2
     assert capsys.readouterr().err.strip().splitlines()[-1] == f"error: {tmp_path / 'nope.json'}: No such file or directory"
+
+
+def test_predict_again_prices_a_bench_folders_rows_again_its_op_rows_too(tmp_path, capsys, monkeypatch):
+    """benchmarks/predict_again.py --bench: each row of a bench folder with a saved plan is
+    simulated again with today's cost model (an op row as its model's op: BERT-tiny's kernels are
+    named apart alone, and the Zen 3's profile has samples of the model's, no op model run in the
+    VM), and each run's rows within the band are counted as built and now."""
+    sys.path.insert(0, os.path.join(REPO, "benchmarks"))
+    import predict_again
+    from tvm_partition import cost_models, frontend
+    from tvm_partition.bench import ops as bench_ops
+    from tvm_partition.bench import results
+    from tvm_partition.build.tuning import DEFAULT_LOGS
+    from tvm_partition.devices import parse_devices
+    from tvm_partition.ir.graph import OpGraph
+    from tvm_partition.planners import plan_and_simulate
+    from tvm_partition.planners.simulate import simulate
+
+    profile = os.path.join(DEFAULT_LOGS, "amd-epyc-znver3-2c")
+    shipped = cost_models.default_cost_model
+    monkeypatch.setattr(cost_models, "default_cost_model", lambda devices: shipped(devices, profile))
+    config = {}
+    model, devices = frontend.load("bert-tiny"), parse_devices("cpu,cpu")
+    cm = cost_models.default_cost_model(devices)[0]
+    plan, sim = plan_and_simulate(OpGraph(model.mod), devices, "cpu", cost_model=cm)
+    om, split, extra, op_cost = next(bench_ops.op_rows(model, devices, cm, 1))
+    og = OpGraph(om.mod)
+    op_us = simulate(og, split, op_cost.for_graph(og)).latency_us
+    rows = [{"model": "bert-tiny", "config": config, "devices": "cpu,cpu", "strategy": "cpu",
+             "predicted_us": sim.latency_us / 2, "measured_median_us": sim.latency_us * 1.05},
+            {"model": om.name, "config": config, "devices": "cpu,cpu", "strategy": "split", **extra,
+             "predicted_us": op_us, "measured_median_us": op_us * 1.25}]
+    folder = tmp_path / "bench"
+    results.save(str(folder), rows)
+    (folder / "plans").mkdir()
+    plan.save(str(folder / "plans" / f"{results.row_id(rows[0])}.json"))
+    split.save(str(folder / "plans" / f"{results.row_id(rows[1])}.json"))
+    got = predict_again.bench_predictions(str(folder))
+    assert got[("bert-tiny", "cpu", "cpu,cpu")][1] == pytest.approx(sim.latency_us)
+    assert got[(om.name, "split", "cpu,cpu")][1] == pytest.approx(op_us)
+    assert predict_again.main(["--bench", str(folder)]) == 0
+    assert capsys.readouterr().out.splitlines()[-1] == f"{folder}: 0 of 2 rows within 10% as built, 1 now"
+    assert predict_again.main(["--bench", str(folder), "--band", "25"]) == 0
+    assert capsys.readouterr().out.splitlines()[-1] == f"{folder}: 1 of 2 rows within 25% as built, 2 now"
