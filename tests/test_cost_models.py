@@ -556,7 +556,7 @@ def test_a_model_measured_in_the_vm_is_priced_with_its_own_factor(tmp_path):
     from tvm_partition.cli.compile import explain_plan
 
     assert plan.meta["predicted"]["in_model_factor"] == pytest.approx(1.2)
-    assert any("1.20x their time alone: this model's own factor" in line for line in explain_plan(plan))
+    assert any("1.20x their samples: this model's own factor" in line for line in explain_plan(plan))
     assert "in_model_factor" not in plan_and_simulate(unseen, devices, "cpu", cost_model=cm)[0].meta["predicted"]
 
 
@@ -676,7 +676,7 @@ def test_a_graph_of_one_kernel_is_priced_at_its_time_alone(tmp_path):
     from tvm_partition.cli.compile import explain_plan
 
     assert plan.meta["predicted"]["in_model_factor_from"] == "one kernel"
-    assert any("1.00x their time alone: one compute op" in line for line in explain_plan(plan))
+    assert any("1.00x their samples: one compute op" in line for line in explain_plan(plan))
 
 
 def test_a_run_costs_the_call_into_the_vm_once(tmp_path):

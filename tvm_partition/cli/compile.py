@@ -287,7 +287,7 @@ def explain_plan(plan: Plan) -> list[str]:
         if pred.get("in_model_factor"):
             why = ("one compute op, which runs as it ran alone" if pred.get("in_model_factor_from") == "one kernel"
                    else "this model's own factor, measured in the VM by profile")
-            lines.append(f"CPU kernels priced {pred['in_model_factor']:.2f}x their time alone: {why}")
+            lines.append(f"CPU kernels priced {pred['in_model_factor']:.2f}x their samples: {why}")
     auto = plan.meta.get("auto")
     if auto:
         lines.append("auto: " + ", ".join(f"{k} {v / 1e3:.3f} ms" for k, v in sorted(auto["predicted_us"].items(),
