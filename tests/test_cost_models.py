@@ -564,8 +564,8 @@ def test_a_model_measured_in_the_vm_is_priced_at_what_the_vm_read_whatever_its_s
     """A model's context times it in the VM and its kernels alone in the same rounds (1.2x: 72 us
     against 60); its samples were timed at another hour and read its op at 20 us. Its one-CPU plan
     is priced at the 72 us the VM read (the factor taken relative to the samples), a part of the op
-    at the same share of it, a model measured by a record of no time alone at the factor as read,
-    and a model never measured at its samples."""
+    at the same share of it; planned for a CPU and a GPU (a context is a build of CPUs alone), a
+    model measured by a record of no time alone and a model never measured, as before."""
     from tvm_partition.cost_models import ROOFLINE
     from tvm_partition.ir.graph import graph_signature, op_signature
     from tvm_partition.planners import plan_and_simulate
@@ -575,12 +575,14 @@ def test_a_model_measured_in_the_vm_is_priced_at_what_the_vm_read_whatever_its_s
     op = next(o for o in small.ops.values() if not o.is_view and 0 in o.split_dims)
     full = tuple(op.output_shapes[-1])
 
-    def profile(folder, record):
+    def profile(folder, record, devices=None):
         log = ProfileLog(str(folder))
-        log.append(dict(_op_rec(full[0], 20.0, sig=op_signature(op)), shape=list(full), full=full[0],
-                        full_shape=list(full), tuned=True))
-        log.append(dict(_context_rec("mlp out=4", 1.2, [op_signature(op)]), graph=graph_signature(small), **record))
-        return ProfiledCostModel(str(folder), fallback=AnalyticCostModel({"cpu": ROOFLINE["cpu"]}))
+        if not os.path.exists(log.path):
+            log.append(dict(_op_rec(full[0], 20.0, sig=op_signature(op)), shape=list(full), full=full[0],
+                            full_shape=list(full), tuned=True))
+            log.append(dict(_context_rec("mlp out=4", 1.2, [op_signature(op)]), graph=graph_signature(small),
+                            **record))
+        return ProfiledCostModel(str(folder), devices, fallback=AnalyticCostModel(ROOFLINE))
 
     cm = profile(tmp_path / "a", {"vm_us": 72.0, "warm_us": 60.0, "kernels": 1})
     devices = parse_devices("cpu")
@@ -590,6 +592,8 @@ def test_a_model_measured_in_the_vm_is_priced_at_what_the_vm_read_whatever_its_s
     whole = priced.op_time(op, "cpu")
     half = tuple(n // 2 if i == 0 else n for i, n in enumerate(full))
     assert priced.op_time(op, "cpu", half) == pytest.approx(whole * cm.op_time(op, "cpu", half) / cm.op_time(op, "cpu"))
+    both = profile(tmp_path / "a", {}, parse_devices("cpu,gpu"))  # the same profile, a GPU planned for
+    assert both.for_graph(small).graph_factor == pytest.approx(1.2)
     before = profile(tmp_path / "b", {})  # a record from before it kept its time alone
     assert before.for_graph(small).graph_factor == pytest.approx(1.2)
     assert plan_and_simulate(small, devices, "cpu", cost_model=before)[1].latency_us < 72.0 - 10.0

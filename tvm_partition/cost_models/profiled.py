@@ -450,7 +450,13 @@ class ProfiledCostModel(CostModel):
         the sequence-10 LSTM's kernels (timed 15:00-16:59) summed 162.6 us where its context (17:19)
         timed them alone at 179.8: its one-CPU build was priced 188.7 us against the 206.5 its
         context read (-8.6%), the GRU's 148.7 against 156.8 (samples 5.5% under), BERT-tiny's and
-        ResNet-18's within 1.2% (intel-r-xeon-r-processor-rocketlake-2c, 2026-12-04). ``same_as``:
+        ResNet-18's within 1.2% (intel-r-xeon-r-processor-rocketlake-2c, 2026-12-04). Only where
+        every device is a CPU: a context is a one-CPU build in a VM of CPUs, and on the H200 host
+        the same models' ``cpu`` plans in a ``cpu,gpu`` build ran up to 44% over their contexts'
+        median rounds (the sequence-10 LSTM 319 us against 221; 2026-12-04, 12:30-12:49), which
+        its samples (1.5-1.65x the contexts' kernels alone for the RNNs) happened to price:
+        anchored, that host's ``bench --quick`` model rows within 10% went from 13 of 27 to 4
+        (``benchmarks/predict_again.py`` on the kit's artifacts). ``same_as``:
         ``{op signature: op}``, the graph's ops whose samples are another op's (an op model's op is
         its model's: :class:`tvm_partition.bench.ops.AsParent`).
 
@@ -470,7 +476,9 @@ class ProfiledCostModel(CostModel):
         measured = self.context.by_graph.get(sig)
         factor, why = None, None
         if measured is not None:
-            factor, why = measured * self._anchor(graph, sig, same_as or {}), "measured"
+            cpus_only = not any(d.kind == "gpu" for d in self.devices or ())
+            anchor = self._anchor(graph, sig, same_as or {}) if cpus_only else 1.0
+            factor, why = measured * anchor, "measured"
         elif sum(1 for op in graph.ops.values() if not op.is_view) == 1:
             factor, why = 1.0, "one kernel"
         run_bytes = float(getattr(graph, "weight_bytes", 0))
