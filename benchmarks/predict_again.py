@@ -49,38 +49,56 @@ def measured(path: str | None) -> dict:
             if "op" not in r and r.get("measured_median_us")}
 
 
-def bench_predictions(folder: str) -> dict:
-    """``{(model, strategy): (row, now us)}`` of a bench results folder's rows with a saved plan,
-    each plan simulated again with today's cost model for its devices."""
+def load_model(cache: dict, source: str, config: dict, op_id: str | None = None) -> tuple:
+    """``(model, OpGraph)`` of ``source`` (an ONNX file's path; a zoo model's name) at the settings
+    of ``config`` it takes, loaded once per ``cache``; with ``op_id``, that op of it alone
+    (``bench --split-ops``' op model) and the model's own pair, ``(op model, its OpGraph, model,
+    model's OpGraph)``."""
     from tvm_partition import frontend
+    from tvm_partition.bench import ops as bench_ops
+    from tvm_partition.frontend import model_options
+    from tvm_partition.ir.graph import OpGraph
+
+    opts = {k: v for k, v in config.items() if k in model_options(source)}
+    key = (source, json.dumps(opts, sort_keys=True), op_id)
+    if key not in cache:
+        if op_id is None:
+            model = frontend.load(source, seed=0, **opts)
+            cache[key] = (model, OpGraph(model.mod))
+        else:
+            model, graph = load_model(cache, source, config)
+            op_model = bench_ops.op_model(model, graph, op_id)
+            cache[key] = (op_model, OpGraph(op_model.mod), model, graph)
+    return cache[key]
+
+
+def bench_predictions(folder: str) -> dict:
+    """``{(model, strategy, devices): (row, now us)}`` of a bench results folder's rows with a saved
+    plan, each plan simulated again with today's cost model for its devices."""
     from tvm_partition.bench import ops as bench_ops
     from tvm_partition.bench import results
     from tvm_partition.cost_models import default_cost_model
     from tvm_partition.devices import parse_devices
-    from tvm_partition.frontend import model_options
-    from tvm_partition.ir.graph import OpGraph
     from tvm_partition.plan import Plan
     from tvm_partition.planners.simulate import simulate
 
+    if not os.path.exists(os.path.join(folder, results.RESULTS_JSON)):
+        raise FileNotFoundError(f"{folder}: no {results.RESULTS_JSON} (a bench --out folder)")
     models, costs, out = {}, {}, {}
     for row in results.load(folder):
         path = os.path.join(folder, "plans", results.row_id(row) + ".json")
         if not os.path.exists(path) or not results.measured(row) or row.get("predicted_us") is None:
             continue
-        source = row["config"].get("source", row["model"].split("/")[0])
-        opts = {k: v for k, v in row["config"].items() if k in model_options(source)}
-        key = (source, json.dumps(opts, sort_keys=True))
-        if key not in models:
-            model = frontend.load(source, seed=0, **opts)
-            models[key] = (model, OpGraph(model.mod))
-        model, graph = models[key]
         if row["devices"] not in costs:
             costs[row["devices"]] = default_cost_model(parse_devices(row["devices"]))[0]
         cost = costs[row["devices"]]
+        source = row["config"].get("source", row["model"].split("/")[0])
         if "op" in row:  # bench --split-ops: the op alone, priced as its model's op
             op_id = row["op"]["op"]
-            op_graph = OpGraph(bench_ops.op_model(model, graph, op_id).mod)
-            graph, cost = op_graph, bench_ops.as_parent(cost, graph, op_id, op_graph)
+            _, graph, _, parent = load_model(models, source, row["config"], op_id)
+            cost = bench_ops.as_parent(cost, parent, op_id, graph)
+        else:
+            graph = load_model(models, source, row["config"])[1]
         now = simulate(graph, Plan.load(path), cost.for_graph(graph)).latency_us
         out[(row["model"], row["strategy"], row["devices"])] = (row, now)
     return out
@@ -111,11 +129,8 @@ def compare_bench(folders: list[str], band: float) -> int:
 
 
 def main(argv=None) -> int:
-    from tvm_partition import frontend
-    from tvm_partition.frontend import model_options
     from tvm_partition.cost_models import default_cost_model
     from tvm_partition.devices import DeviceSpec
-    from tvm_partition.ir.graph import OpGraph
     from tvm_partition.plan import Plan
     from tvm_partition.planners.simulate import simulate
     from tvm_partition.runtime.artifact import read_manifest
@@ -138,16 +153,12 @@ def main(argv=None) -> int:
         if "/" in m["model"] and "source" not in m["config"]:  # a split-op row's one op
             print(f"{os.path.basename(os.path.normpath(art))[:58]:58s} skipped: one op of a model")
         elif m["strategy"] not in {"tvm-cpu"} and os.path.exists(os.path.join(art, "plan.json")):
-            source = m["config"].get("source", m["model"])  # an ONNX file's path; a zoo model's name
-            opts = {k: v for k, v in m["config"].items() if k in model_options(source)}
-            key = (source, json.dumps(opts, sort_keys=True))
-            if key not in graphs:
-                graphs[key] = OpGraph(frontend.load(source, seed=0, **opts).mod)
+            graph = load_model(graphs, m["config"].get("source", m["model"]), m["config"])[1]
             plan = Plan.load(os.path.join(art, "plan.json"))
             where = json.dumps(m["devices"], sort_keys=True)
             if where not in models:
                 models[where] = default_cost_model([DeviceSpec.from_json(d) for d in m["devices"]])[0]
-            now = simulate(graphs[key], plan, models[where].for_graph(graphs[key])).latency_us
+            now = simulate(graph, plan, models[where].for_graph(graph)).latency_us
             run = runs.get(_key(m["model"], m["config"], m["strategy"]))
             err = f"{now / run - 1:+8.0%}" if run else f"{'-':>8s}"
             print(f"{os.path.basename(os.path.normpath(art))[:58]:58s} {plan.predicted_latency_us / 1e3:9.3f} "

@@ -825,3 +825,6 @@ def test_predict_again_prices_a_bench_folders_rows_again_its_op_rows_too(tmp_pat
     assert capsys.readouterr().out.splitlines()[-1] == f"{folder}: 0 of 2 rows within 10% as built, 1 now"
     assert predict_again.main(["--bench", str(folder), "--band", "25"]) == 0
     assert capsys.readouterr().out.splitlines()[-1] == f"{folder}: 1 of 2 rows within 25% as built, 2 now"
+    proc = subprocess.run([sys.executable, os.path.join(REPO, "benchmarks", "predict_again.py"), "--bench",
+                           str(tmp_path / "nope")], capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 2 and proc.stderr == f"error: {tmp_path / 'nope'}: no results.json (a bench --out folder)\n"
