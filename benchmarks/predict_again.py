@@ -105,26 +105,29 @@ def bench_predictions(folder: str) -> dict:
 
 
 def compare_bench(folders: list[str], band: float) -> int:
-    """Print each row's error as built and now in every folder, and the rows within ``band`` %."""
+    """Print each row's error as built and now in every folder, and the rows within ``band`` % of
+    their measured median and of their ``cpu`` row's ratio (``bench.results.within``), as built and
+    now."""
+    from tvm_partition.bench import results
+
     runs = [bench_predictions(f) for f in folders]
     keys = sorted(set().union(*runs))
     print(f"{'row':48s} " + " ".join(f"{os.path.basename(os.path.normpath(f))[:15]:>15s}" for f in folders))
-    inside = [[0, 0, 0] for _ in folders]  # built, now, rows
     for key in keys:
         cells = []
-        for n, run in enumerate(runs):
+        for run in runs:
             if key not in run:
                 cells.append(f"{'-':>15s}")
                 continue
             row, now = run[key]
             built, now = ((us / row["measured_median_us"] - 1) * 100 for us in (row["predicted_us"], now))
-            inside[n][0] += abs(built) <= band
-            inside[n][1] += abs(now) <= band
-            inside[n][2] += 1
             cells.append(f"{built:+6.1f} ->{now:+6.1f}")
         print(f"{' '.join(key)[:48]:48s} " + " ".join(cells))
-    for f, (built, now, rows) in zip(folders, inside):
-        print(f"{f}: {built} of {rows} rows within {band:g}% as built, {now} now")
+    for f, run in zip(folders, runs):
+        built = results.within([row for row, _ in run.values()], band)
+        now = results.within([{**row, "predicted_us": us} for row, us in run.values()], band)
+        print(f"{f}: {built['pred'][0]} of {built['pred'][1]} rows within {band:g}% as built, {now['pred'][0]} now; "
+              f"of their cpu row's ratio {built['vs_cpu'][0]} of {built['vs_cpu'][1]} as built, {now['vs_cpu'][0]} now")
     return 0
 
 

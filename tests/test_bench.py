@@ -19,7 +19,7 @@ import pytest
 
 from rpc_servers import REPO
 from tvm_partition.bench import suite as bench
-from tvm_partition.bench.results import FIELDS
+from tvm_partition.bench.results import FIELDS, ms_cell
 
 LSTM = ["--models", "lstm", "--seq-len", "4", "--batch", "2", "--repeat", "3"]
 SCHEMA = {"model", "config", "devices", "strategy", "measured_median_us", "measured_p90_us", "predicted_us",
@@ -137,7 +137,7 @@ def test_update_benchmarks_writes_the_table_between_markers(measured, tmp_path):
     generated = text[text.index(BEGIN):text.index(END)]
     assert text.index(END) < text.index(BEFORE)
     for r in rows_of(out):
-        assert f"| lstm | batch=2 layers=2 seq_len=4 | {r['strategy']} | {r['measured_median_us'] / 1e3:.3f} |" \
+        assert f"| lstm | batch=2 layers=2 seq_len=4 | {r['strategy']} | {ms_cell(r['measured_median_us'])} |" \
             in generated
     assert "python -m tvm_partition bench --models lstm" in generated
     assert (out / "bench-cpu_cpu.png").exists() and "bench-cpu_cpu.png)" in generated
@@ -319,6 +319,30 @@ def test_an_op_model_measured_in_the_vm_is_priced_at_its_reading_through_its_par
     priced = bench_ops.as_parent(cm, graph, op_id, og).for_graph(og)
     assert cm.op_time(op, "cpu") == pytest.approx(20.0)
     assert priced.op_time(alone, "cpu") == pytest.approx(55.0)
+
+
+def test_a_rows_error_against_its_cpu_row_tells_the_model_from_the_machines_phase():
+    """``err vs cpu``: a run measured 25% over its cpu row's prediction has none of its rows
+    predicted within 10%, and its predicted ratios to the cpu row held: both other rows within 10%
+    of theirs (an 8% and a -5% error of the ratio); a group without a measured cpu row has none,
+    nor has the cpu row."""
+    from tvm_partition.bench import results
+
+    def row(model, strategy, predicted, measured):
+        return {"model": model, "config": {}, "devices": "cpu,cpu", "strategy": strategy,
+                "predicted_us": predicted, "measured_median_us": measured}
+
+    rows = [row("m", "cpu", 100.0, 125.0), row("m", "equal", 108.0, 125.0), row("m", "eop", 95.0, 125.0),
+            row("op", "split", 4.0, 4.5)]
+    cpu = results.cpu_row(rows[:3])
+    errs = [results.derived(r, None, None, cpu)["vs_cpu_err_pct"] for r in rows[:3]]
+    assert errs[0] is None and errs[1] == pytest.approx(8.0) and errs[2] == pytest.approx(-5.0)
+    assert results.within(rows) == {"pred": (0, 4), "vs_cpu": (2, 2)}
+    assert results.within(rows, 6.0) == {"pred": (0, 4), "vs_cpu": (1, 2)}
+    assert results.cpu_row(rows[3:]) is None
+    cells = results.table_rows(rows[:3])
+    assert [c[results.HEAD.index("err vs cpu")] for c in cells] == ["-", "+8%", "-5%"]
+    assert [ms_cell(us) for us in (4.5, 45.67, 523.4, 2345.0)] == ["0.0045", "0.0457", "0.523", "2.345"]
 
 
 def test_gpu_device_set_without_a_gpu_needs_a_bundle(tmp_path):
@@ -652,10 +676,10 @@ def test_onnxruntime_row_runs_the_same_model_as_our_build(tmp_path):
     np.testing.assert_allclose(ours, theirs, rtol=1e-5, atol=1e-5)
     # shown like tvm-cpu: no prediction, no tuned kernels, a speedup over the cpu row
     line = next(x for x in summary(rows_of(out)).splitlines() if x.strip().startswith("onnxruntime"))
-    assert line.split()[1] == f"{ort['measured_median_us'] / 1e3:.3f}" and line.split()[3:5] == ["-", "-"]
+    assert line.split()[1] == ms_cell(ort["measured_median_us"]) and line.split()[3:6] == ["-", "-", "-"]
     assert line.split()[-1] == "-" and line in text
     md = "\n".join(render_folder(str(out), str(tmp_path)))
-    assert f"| tiny | batch=2 | onnxruntime | {ort['measured_median_us'] / 1e3:.3f} |" in md
+    assert f"| tiny | batch=2 | onnxruntime | {ms_cell(ort['measured_median_us'])} |" in md
 
 
 def test_onnxruntime_row_is_for_onnx_models_only(tmp_path):
@@ -822,9 +846,11 @@ def test_predict_again_prices_a_bench_folders_rows_again_its_op_rows_too(tmp_pat
     assert got[("bert-tiny", "cpu", "cpu,cpu")][1] == pytest.approx(sim.latency_us)
     assert got[(om.name, "split", "cpu,cpu")][1] == pytest.approx(op_us)
     assert predict_again.main(["--bench", str(folder)]) == 0
-    assert capsys.readouterr().out.splitlines()[-1] == f"{folder}: 0 of 2 rows within 10% as built, 1 now"
+    assert capsys.readouterr().out.splitlines()[-1] == (f"{folder}: 0 of 2 rows within 10% as built, 1 now; "
+                                                        "of their cpu row's ratio 0 of 0 as built, 0 now")
     assert predict_again.main(["--bench", str(folder), "--band", "25"]) == 0
-    assert capsys.readouterr().out.splitlines()[-1] == f"{folder}: 1 of 2 rows within 25% as built, 2 now"
+    assert capsys.readouterr().out.splitlines()[-1] == (f"{folder}: 1 of 2 rows within 25% as built, 2 now; "
+                                                        "of their cpu row's ratio 0 of 0 as built, 0 now")
     proc = subprocess.run([sys.executable, os.path.join(REPO, "benchmarks", "predict_again.py"), "--bench",
                            str(tmp_path / "nope")], capture_output=True, text=True, timeout=300)
     assert proc.returncode == 2 and proc.stderr == f"error: {tmp_path / 'nope'}: no results.json (a bench --out folder)\n"

@@ -27,6 +27,7 @@ from rpc_servers import REPO
 sys.path.insert(0, os.path.join(REPO, "benchmarks", "gpu_proof"))
 import kit as gpu_kit  # noqa: E402
 import there  # noqa: E402
+from tvm_partition.bench.results import ms_cell  # noqa: E402
 from tvm_partition.cost_models.logs import ProfileLog  # noqa: E402
 
 STEPS = (1, 2, 3)
@@ -171,7 +172,7 @@ def test_import_merges_every_result_and_regenerates_benchmarks(packed, ran, tmp_
     assert sorted(os.listdir(folder / "gpu_proof")) == sorted(
         ["checks.json", "variants.json"] + [f"{k}-{s}.{e}" for s in STEPS for k, e in (("facts", "json"), ("facts", "txt"), ("log", "txt"))])
     md = (tmp_path / "BENCHMARKS.md").read_text()
-    assert f"| lstm | batch=2 layers=2 seq_len=4 | equal | {rows[1]['measured_median_us'] / 1e3:.3f} |" in md
+    assert f"| lstm | batch=2 layers=2 seq_len=4 | equal | {ms_cell(rows[1]['measured_median_us'])} |" in md
     assert "checks: 1 of 1 passed" in text
     variants = json.loads((folder / "gpu_proof" / "variants.json").read_text())
     assert {(v["kind"], v["rule"]) for v in variants} == {("matmul", "build")} and "variants lstm/" in text

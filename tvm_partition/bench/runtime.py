@@ -93,10 +93,11 @@ def _result(times: list[float], kinds: list[str]) -> dict:
     """The result of a row timed ``times`` (us) on devices of ``kinds``."""
     from ..devices import fingerprint_id
     from ..runtime.runner import latency_stats
+    from .results import US_DIGITS
 
     stats = latency_stats(times)
-    return {"measured_median_us": round(stats["median_us"], 1), "measured_p90_us": round(stats["p90_us"], 1),
-            "measured_p99_us": round(stats["p99_us"], 1), "repeat": len(times),
+    return {"measured_median_us": round(stats["median_us"], US_DIGITS), "measured_p90_us": round(stats["p90_us"], US_DIGITS),
+            "measured_p99_us": round(stats["p99_us"], US_DIGITS), "repeat": len(times),
             "device_names": device_names(kinds), "machine": fingerprint_id(),
             "date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
 

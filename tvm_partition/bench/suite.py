@@ -395,7 +395,7 @@ def _error_line(e: Exception) -> str:
 
 
 def _round(us):
-    return None if us is None else round(float(us), 1)
+    return None if us is None else round(float(us), results.US_DIGITS)
 
 
 def _bundle_rows(export: str) -> list[dict]:
@@ -581,8 +581,11 @@ def _print_summary(folder: str, keys: list[tuple]) -> None:
     wanted = set(keys)
     rows = [r for r in results.load(folder) if results.row_key(r) in wanted]
     if rows:
+        counts = results.within(rows)
         print(f"\n{results.summary(rows)}\n\n(speedup: over the faster of the cpu and gpu rows; "
-              f"pred err: (predicted - measured) / measured; results in {folder})")
+              f"pred err: (predicted - measured) / measured; err vs cpu: the same, of the time over "
+              f"the cpu row's; results in {folder})\npredicted within 10%: {'%d of %d rows' % counts['pred']}; "
+              f"within 10% of their cpu row's ratio: {'%d of %d' % counts['vs_cpu']}")
 
 
 @flags.command
