@@ -342,7 +342,7 @@ def test_a_rows_error_against_its_cpu_row_tells_the_model_from_the_machines_phas
     assert results.cpu_row(rows[3:]) is None
     cells = results.table_rows(rows[:3])
     assert [c[results.HEAD.index("err vs cpu")] for c in cells] == ["-", "+8%", "-5%"]
-    assert [ms_cell(us) for us in (4.5, 45.67, 523.4, 2345.0)] == ["0.0045", "0.0457", "0.523", "2.345"]
+    assert [ms_cell(us) for us in (4.5, 45.67, 523.4, 2345.0)] == ["0.00450", "0.0457", "0.523", "2.345"]
 
 
 def test_gpu_device_set_without_a_gpu_needs_a_bundle(tmp_path):

@@ -219,11 +219,11 @@ def within(rows: list[dict], band: float = 10.0) -> dict:
 
 
 def ms_cell(us) -> str:
-    """A time in ms, three decimals, or three digits below 0.1 ms (a 4.5 us op row read 0.005)."""
+    """A time in ms, three decimals, or three digits below 0.1 ms (a 4.5 us op row read 0.005), trailing zeros kept."""
     if us is None:
         return "-"
     ms = us / 1e3
-    return f"{ms:.3f}" if ms >= 0.1 else f"{ms:.3g}"
+    return f"{ms:.3f}" if ms >= 0.1 else f"{ms:#.3g}"
 
 
 def _pct(value) -> str:
