@@ -1,7 +1,7 @@
 """Predict measured plans again with today's cost model, beside what they measured.
 
     python benchmarks/predict_again.py ARTIFACT... [--results results.json]
-    python benchmarks/predict_again.py --bench FOLDER... [--band 10]
+    python benchmarks/predict_again.py --bench FOLDER... [--band 10] [--onnx-dir DIR]
 
 Each artifact (``compile ... --out DIR``, or a bench bundle's ``artifacts/*``) holds the plan that
 ran and, in its manifest, the model, settings and devices it was built for. Its plan is simulated
@@ -18,7 +18,8 @@ beside it), their op rows too (the op cut out of its model again, priced as its 
 ``bench --split-ops`` prices it): each row's error as built and now, run by run, and how many rows
 of each run fall within ``--band`` percent. Why: this VM moves one build 1.27-1.5x within an hour,
 so a change to the cost model is judged on the same measurements, not on a new run in another
-phase of the machine.
+phase of the machine. Rows of ``.onnx`` models whose settings name no file (measured before they
+kept it) load ``--onnx-dir``'s ``<model>.onnx``, or are left out.
 """
 
 from __future__ import annotations
@@ -72,13 +73,24 @@ def load_model(cache: dict, source: str, config: dict, op_id: str | None = None)
     return cache[key]
 
 
-def bench_predictions(folder: str) -> dict:
+def row_source(row: dict, onnx_dir: str | None) -> str:
+    """What a bench row's model loads from: its settings' ``source`` (an ``.onnx`` file), else
+    ``onnx_dir/<model>.onnx`` where that exists (rows of ``.onnx`` models measured before the
+    settings kept the file: the light models of 2026-12-01), else its name (a zoo model)."""
+    name = row["model"].split("/")[0]
+    path = os.path.join(onnx_dir, name + ".onnx") if onnx_dir else ""
+    return row["config"].get("source") or (path if path and os.path.exists(path) else name)
+
+
+def bench_predictions(folder: str, onnx_dir: str | None = None) -> dict:
     """``{(model, strategy, devices): (row, now us)}`` of a bench results folder's rows with a saved
-    plan, each plan simulated again with today's cost model for its devices."""
+    plan, each plan simulated again with today's cost model for its devices (the models of
+    :func:`row_source`; a row whose model is neither a file nor in the zoo is said and left out)."""
     from tvm_partition.bench import ops as bench_ops
     from tvm_partition.bench import results
     from tvm_partition.cost_models import default_cost_model
     from tvm_partition.devices import parse_devices
+    from tvm_partition.flags import ZOO_MODELS
     from tvm_partition.plan import Plan
     from tvm_partition.planners.simulate import simulate
 
@@ -92,7 +104,10 @@ def bench_predictions(folder: str) -> dict:
         if row["devices"] not in costs:
             costs[row["devices"]] = default_cost_model(parse_devices(row["devices"]))[0]
         cost = costs[row["devices"]]
-        source = row["config"].get("source", row["model"].split("/")[0])
+        source = row_source(row, onnx_dir)
+        if not source.endswith(".onnx") and source not in ZOO_MODELS:
+            print(f"{folder}: {row['model']} {row['strategy']} left out: no {source}.onnx (--onnx-dir)", file=sys.stderr)
+            continue
         if "op" in row:  # bench --split-ops: the op alone, priced as its model's op
             op_id = row["op"]["op"]
             _, graph, _, parent = load_model(models, source, row["config"], op_id)
@@ -104,13 +119,13 @@ def bench_predictions(folder: str) -> dict:
     return out
 
 
-def compare_bench(folders: list[str], band: float) -> int:
+def compare_bench(folders: list[str], band: float, onnx_dir: str | None = None) -> int:
     """Print each row's error as built and now in every folder, and the rows within ``band`` % of
     their measured median and of their ``cpu`` row's ratio (``bench.results.within``), as built and
     now."""
     from tvm_partition.bench import results
 
-    runs = [bench_predictions(f) for f in folders]
+    runs = [bench_predictions(f, onnx_dir) for f in folders]
     keys = sorted(set().union(*runs))
     print(f"{'row':48s} " + " ".join(f"{os.path.basename(os.path.normpath(f))[:15]:>15s}" for f in folders))
     for key in keys:
@@ -143,9 +158,11 @@ def main(argv=None) -> int:
     ap.add_argument("--results", help="a bench results.json holding these rows' measurements")
     ap.add_argument("--bench", nargs="+", metavar="FOLDER", help="bench results folders (results.json, plans/) instead")
     ap.add_argument("--band", type=float, default=10.0, help="the error, in percent, a row counts within (--bench)")
+    ap.add_argument("--onnx-dir", metavar="DIR", help="--bench: rows of .onnx models whose settings name no file "
+                    "load DIR/<model>.onnx (benchmarks/onnx_light.py --out DIR writes the light ones)")
     args = ap.parse_args(argv)
     if args.bench:
-        return compare_bench(args.bench, args.band)
+        return compare_bench(args.bench, args.band, args.onnx_dir)
     if not args.artifacts:
         ap.error("give artifact folders, or --bench FOLDER...")
     runs = measured(args.results)

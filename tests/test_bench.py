@@ -854,3 +854,35 @@ def test_predict_again_prices_a_bench_folders_rows_again_its_op_rows_too(tmp_pat
     proc = subprocess.run([sys.executable, os.path.join(REPO, "benchmarks", "predict_again.py"), "--bench",
                            str(tmp_path / "nope")], capture_output=True, text=True, timeout=300)
     assert proc.returncode == 2 and proc.stderr == f"error: {tmp_path / 'nope'}: no results.json (a bench --out folder)\n"
+
+
+def test_predict_again_finds_an_onnx_rows_file_in_onnx_dir_or_leaves_the_row_out(tmp_path, capsys):
+    """Rows of .onnx models measured before their settings kept the file (the light models of
+    2026-12-01) load ``--onnx-dir``'s ``<model>.onnx``; without it they are said and left out, not
+    a crash."""
+    sys.path.insert(0, os.path.join(REPO, "benchmarks"))
+    import predict_again
+    from tvm_partition import frontend
+    from tvm_partition.bench import results
+    from tvm_partition.cost_models import default_cost_model
+    from tvm_partition.devices import parse_devices
+    from tvm_partition.ir.graph import OpGraph
+    from tvm_partition.planners import plan_and_simulate
+
+    onnx_dir = tmp_path / "onnx"
+    onnx_dir.mkdir()
+    path = tiny_onnx(onnx_dir / "tiny.onnx")
+    devices = parse_devices("cpu,cpu")
+    graph = OpGraph(frontend.load(path, seed=0).mod)
+    plan, sim = plan_and_simulate(graph, devices, "cpu", cost_model=default_cost_model(devices)[0])
+    row = {"model": "tiny", "config": {"batch": 2}, "devices": "cpu,cpu", "strategy": "cpu",
+           "predicted_us": sim.latency_us, "measured_median_us": sim.latency_us}
+    folder = tmp_path / "bench"
+    results.save(str(folder), [row])
+    (folder / "plans").mkdir()
+    plan.save(str(folder / "plans" / f"{results.row_id(row)}.json"))
+    assert predict_again.row_source({**row, "config": {"source": "/x.onnx"}}, str(onnx_dir)) == "/x.onnx"
+    assert predict_again.bench_predictions(str(folder)) == {}
+    assert "tiny cpu left out: no tiny.onnx (--onnx-dir)" in capsys.readouterr().err
+    [(got, now)] = predict_again.bench_predictions(str(folder), str(onnx_dir)).values()
+    assert got["model"] == "tiny" and now == pytest.approx(sim.latency_us)
