@@ -1267,7 +1267,8 @@ def test_copies_measured_only_small_take_the_fallbacks_bandwidth_past_them(tmp_p
 
 def test_an_op_never_profiled_costs_at_least_streaming_its_bytes(tmp_path, monkeypatch):
     """XGBoost's answer for an op nobody profiled is floored at half a measured copy of the op's
-    bytes (interpolated: cache-resident sizes at cache speed, larger ones at the memory's)."""
+    bytes, or a measured slice kernel's where that is quicker (interpolated: cache-resident sizes at
+    cache speed, larger ones at the memory's)."""
     from tvm_partition.cost_models import profiled
 
     log = ProfileLog(str(tmp_path))
@@ -1279,6 +1280,17 @@ def test_an_op_never_profiled_costs_at_least_streaming_its_bytes(tmp_path, monke
     assert cm.stream_floor(64 << 20, "cpu") == 3999.0 and cm.stream_floor(1 << 20, "cpu") == 24.0
     assert cm.stream_floor(64, "cpu") == 0.0
     assert cm.stream_floor(64 << 20, "gpu") == 0.0  # no GPU bandwidth measured this way
+    # a slice kernel moves its bytes in all (half read, half written), with the build's threads:
+    # quicker than half the one-thread copy, it is the floor; slower, the copy stays
+    for nbytes, us in [(64, 1.0), (1 << 20, 30.0), (64 << 20, 3001.0)]:
+        log.append({"type": "comm", "comm": "slice", "src": "cpu", "dst": "cpu", "bytes": nbytes, "mean_us": us,
+                    "std_us": 0.0, "repeats": 1})
+    assert ProfiledCostModel(str(tmp_path)).stream_floor(64 << 20, "cpu") == 3000.0
+    assert ProfiledCostModel(str(tmp_path)).stream_floor(1 << 20, "cpu") == 24.0  # the copy's, quicker there
+    for nbytes, us in [(64, 1.0), (1 << 20, 30.0), (64 << 20, 9001.0)]:
+        log.append({"type": "comm", "comm": "slice", "src": "cpu", "dst": "cpu", "bytes": nbytes, "mean_us": us,
+                    "std_us": 0.0, "repeats": 1})
+    assert ProfiledCostModel(str(tmp_path)).stream_floor(64 << 20, "cpu") == 3999.0
     op = next(o for o in OpGraph(mlp_model(batch=16).mod).ops.values() if o.kind == "matmul")
     floor = cm.stream_floor(op.bytes, "cpu")
     monkeypatch.setattr(cm, "regressor", lambda kind: "a regressor")

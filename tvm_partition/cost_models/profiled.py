@@ -579,14 +579,24 @@ class ProfiledCostModel(CostModel):
         return flops / self._peak[kind] if self._peak[kind] > 0 and flops > 0 else 0.0
 
     def stream_floor(self, nbytes: float, kind: str) -> float:
-        """The least time a CPU kernel reading and writing ``nbytes`` in all can take: half of this
-        machine's measured copy of as many bytes (a copy reads and writes each byte), interpolated,
-        so cache-resident sizes cost cache bandwidth and larger ones the memory's (the copy
-        series' last slope), less the copy's own fixed cost (its smallest size's time: a bound on
-        bandwidth, not on a call; with it, a 5 KB matmul's floor beat XGBoost's answer). XGBoost
-        learned from kernels whose operands fit in cache, and put ZFNet-512's fully connected layer
-        (1x9216 by 9216x4096: 302 MB of weights read once per run, 21.6 ms measured) at a tenth of
-        its time; 0 where no copies were measured.
+        """The least time a CPU kernel reading and writing ``nbytes`` in all can take: the quicker
+        of two measured streams of as many bytes, interpolated, so cache-resident sizes cost cache
+        bandwidth and larger ones the memory's (each series' last slope), less each one's own fixed
+        cost (its smallest size's time: a bound on bandwidth, not on a call; with it, a 5 KB
+        matmul's floor beat XGBoost's answer): half this machine's copy of as many bytes (the
+        runtime's copy reads and writes each byte), and its ``slice`` kernel's (built as builds
+        build kernels, threads and all, reading half its bytes and writing them: as many bytes in
+        all). XGBoost learned from kernels whose operands fit in cache, and put ZFNet-512's fully
+        connected layer (1x9216 by 9216x4096: 302 MB of weights read once per run, 21.6 ms
+        measured) at a tenth of its time; 0 where no copies were measured.
+
+        The slice, because a copy is one thread: on the Rocket Lake VM the 64 MB copy streams 14.7
+        GB/s read and written, the 64 MB slice 29.0, and AlexNet's first fully connected layer (151
+        MB of weights) ran 4.5 ms, 33.5 GB/s, where half a copy priced it at 10.0 ms: AlexNet and
+        ZFNet-512 (the onnx package's light models) were predicted +64.5% and +65.9% on builds
+        measured there that hour, at the slice's +2.1% and +11.8% (``predict_again.py --bench
+        --onnx-dir``, 2026-12-04, 23:35). Where the copy is the quicker (the Ice Lake VM's, 25.6
+        GB/s against its slice's 20.6) it stays the floor.
 
         Each byte is priced as a copy of the priced graph's weights prices it where those outgrow
         ``nbytes`` (:attr:`run_bytes`, :meth:`for_graph`): a copy timed alone again and again keeps
@@ -596,11 +606,12 @@ class ProfiledCostModel(CostModel):
         the 4-16 MB copies' bandwidth, 78 GB/s, 4.8 ms for a run measured at 11.8; its 9.4 MB products
         ran 236 us, as a 9.4 MB copy's half at the 64 MB copies' slope, 238 (amd-epyc-znver5-2c,
         2026-12-02)."""
-        pts = self.comm.get(("copy", kind, kind)) if kind == "cpu" else None
-        if not pts or nbytes <= 0:
+        if kind != "cpu" or nbytes <= 0:
             return 0.0
         span = max(nbytes, self.run_bytes)
-        return max(0.0, interpolate(pts, span) - interpolate(pts, 0)) * nbytes / span / 2
+        floors = [(interpolate(pts, span) - interpolate(pts, 0)) * nbytes / span / moved
+                  for comm, moved in (("copy", 2), ("slice", 1)) if (pts := self.comm.get((comm, kind, kind)))]
+        return min((t for t in floors if t > 0), default=0.0)
 
     def comm_estimate(self, nbytes: float, src: str, dst: str) -> Estimate:
         """A copy between two devices of the profile's copy series; none between two CPUs: builds
