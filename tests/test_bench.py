@@ -81,6 +81,13 @@ def test_rows_have_the_schema_and_measured_times(measured):
     assert "lstm (batch=2 layers=2 seq_len=4) on cpu,cpu" in text and "speedup" in text
     speedup = cpu["measured_median_us"] / equal["measured_median_us"]
     assert f"{speedup:.2f}x" in text and "1.00x" in text
+    # and how many rows held their predictions, against their medians and their cpu row's ratio
+    def held(r):
+        return abs(r["predicted_us"] / r["measured_median_us"] - 1) <= 0.1
+
+    ratio = (equal["predicted_us"] / cpu["predicted_us"]) / (equal["measured_median_us"] / cpu["measured_median_us"])
+    assert (f"predicted within 10%: {held(cpu) + held(equal)} of 2 rows; within "
+            f"10% of their cpu row's ratio: {int(abs(ratio - 1) <= 0.1)} of 1\n") in text
 
 
 def test_rerun_skips_measured_rows_and_force_measures_again(measured, tmp_path):
@@ -678,6 +685,7 @@ def test_onnxruntime_row_runs_the_same_model_as_our_build(tmp_path):
     line = next(x for x in summary(rows_of(out)).splitlines() if x.strip().startswith("onnxruntime"))
     assert line.split()[1] == ms_cell(ort["measured_median_us"]) and line.split()[3:6] == ["-", "-", "-"]
     assert line.split()[-1] == "-" and line in text
+    assert "predicted within 10%: " in text and "cpu row's ratio" not in text  # no row predicted beside a cpu row
     md = "\n".join(render_folder(str(out), str(tmp_path)))
     assert f"| tiny | batch=2 | onnxruntime | {ms_cell(ort['measured_median_us'])} |" in md
 

@@ -582,10 +582,10 @@ def _print_summary(folder: str, keys: list[tuple]) -> None:
     rows = [r for r in results.load(folder) if results.row_key(r) in wanted]
     if rows:
         counts = results.within(rows)
+        ratios = f"; within 10% of their cpu row's ratio: {'%d of %d' % counts['vs_cpu']}" if counts["vs_cpu"][1] else ""
         print(f"\n{results.summary(rows)}\n\n(speedup: over the faster of the cpu and gpu rows; "
               f"pred err: (predicted - measured) / measured; err vs cpu: the same, of the time over "
-              f"the cpu row's; results in {folder})\npredicted within 10%: {'%d of %d rows' % counts['pred']}; "
-              f"within 10% of their cpu row's ratio: {'%d of %d' % counts['vs_cpu']}")
+              f"the cpu row's; results in {folder})\npredicted within 10%: {'%d of %d rows' % counts['pred']}{ratios}")
 
 
 @flags.command
