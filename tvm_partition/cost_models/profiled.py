@@ -588,7 +588,7 @@ class ProfiledCostModel(CostModel):
         build kernels, threads and all, reading half its bytes and writing them: as many bytes in
         all). XGBoost learned from kernels whose operands fit in cache, and put ZFNet-512's fully
         connected layer (1x9216 by 9216x4096: 302 MB of weights read once per run, 21.6 ms
-        measured) at a tenth of its time; 0 where no copies were measured.
+        measured) at a tenth of its time; 0 where neither stream was measured.
 
         The slice, because a copy is one thread: on the Rocket Lake VM the 64 MB copy streams 14.7
         GB/s read and written, the 64 MB slice 29.0, and AlexNet's first fully connected layer (151
