@@ -134,8 +134,8 @@ def compare_bench(folders: list[str], band: float, onnx_dir: str | None = None) 
             if key not in run:
                 cells.append(f"{'-':>15s}")
                 continue
-            row, now = run[key]
-            built, now = ((us / row["measured_median_us"] - 1) * 100 for us in (row["predicted_us"], now))
+            row, now_us = run[key]
+            built, now = ((us / row["measured_median_us"] - 1) * 100 for us in (row["predicted_us"], now_us))
             cells.append(f"{built:+6.1f} ->{now:+6.1f}")
         print(f"{' '.join(key)[:48]:48s} " + " ".join(cells))
     for f, run in zip(folders, runs):
