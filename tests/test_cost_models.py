@@ -1194,6 +1194,56 @@ def test_bundle_runs_with_the_runtime_only_and_imports_back(tmp_path):
     assert os.path.basename(folder) == fingerprint_id(), folder
 
 
+def test_a_bundle_for_a_gpu_builds_each_models_gpu_context_and_a_machine_without_one_times_the_rest(tmp_path):
+    """A profile bundle for ``cpu,gpu`` holds each model's ``gpu`` plan too (cross-compiled here: a
+    GPU build's kernels, its inputs and weights given on the host, its copies' bytes); a machine
+    with no GPU times the CPU context and the samples and leaves the GPU one out, and the cost
+    model reads no GPU context as a CPU factor."""
+    from tvm_partition.cost_models.timing import run_bundle
+    from tvm_partition.profiling import profiler
+
+    model = mlp_model()
+    cpu, gpu = parse_devices("cpu,gpu")
+    bundle = tmp_path / "bundle"
+    pending = [p for p in profiler.pending_samples([OpGraph(model.mod)], [cpu]) if p.level == 0][:2]
+    spec = profiler.write_bundle(str(bundle), pending)
+    profiler.add_contexts(str(bundle), spec, [model], cpu, gpu=gpu)
+    assert [c["id"] for c in spec["contexts"]] == ["c0", "g0"] and (bundle / "context-gpu-0.so").exists()
+    on_gpu = spec["contexts"][1]
+    assert on_gpu["device"] == "gpu" and "split" not in on_gpu and on_gpu["kernels"]
+    assert sum(k["calls"] for k in on_gpu["kernels"]) == sum(k["calls"] for k in spec["contexts"][0]["kernels"])
+    rec = spec["records"]["g0"]
+    assert (rec["src"], rec["dst"]) == ("gpu", "gpu") and rec["graph"] == spec["records"]["c0"]["graph"]
+    x, = model.inputs.values()
+    assert rec["in_bytes"] == x.nbytes and rec["out_bytes"] == 4 * math.prod(model.output_info()[0]["shape"])
+    out = tmp_path / "results.jsonl"
+    run_bundle(str(bundle), str(out))
+    timed = {json.loads(line)["id"] for line in open(out)}
+    assert timed == set(spec["records"]) - {"g0"}
+    from tvm_partition.cost_models.profiled import Context
+
+    cpu_rec = dict(spec["records"]["c0"], mean_us=1.3)
+    assert Context.of([cpu_rec, dict(rec, mean_us=1.9)]) == Context.of([cpu_rec])
+
+
+@pytest.mark.gpu
+def test_a_models_gpu_plan_runs_in_the_vm_against_its_kernels_alone_on_the_gpu(tmp_path):
+    """The GPU context timed on a GPU: the model run from the host in the VM, its GPU kernels
+    timed alone, every launch counted."""
+    import tvm
+
+    from tvm_partition.cost_models.timing import time_context
+    from tvm_partition.profiling.context import build_context
+
+    model = mlp_model()
+    cpu, gpu = parse_devices("cpu,gpu")
+    spec, _ = build_context(model, gpu, None, str(tmp_path / "g.so"), host=cpu)
+    timed = time_context(str(tmp_path / "g.so"), spec["inputs"], [np.asarray(p) for p in model.params],
+                         spec["kernels"], tvm.cuda(), host=tvm.cpu())
+    assert timed["vm_us"] > 0 and timed["warm_us"] > 0
+    assert timed["kernels"] == sum(k["calls"] for k in spec["kernels"])
+
+
 def test_the_fingerprint_tells_microarchitectures_of_one_model_name_apart():
     """Cloud VMs call Zen 3 and Zen 5 both "AMD EPYC": a profile of one must not price the other."""
     fp = {"cpu": "AMD EPYC", "cores": 2, "gpu": None, "driver": None}

@@ -385,3 +385,24 @@ def test_checks_run_several_at_once_and_keep_the_kits_order(tmp_path, monkeypatc
     assert peak[0] == there.CHECK_WORKERS > 1
     assert set(envs) == {str(16 // there.CHECK_WORKERS)}
     assert any("1 of 6 left" in line for line in lines)
+
+
+def test_import_says_what_a_gpu_context_leaves_over_its_entry_copies_and_kernels(tmp_path):
+    """A model timed on the GPU (:func:`kit.gpu_context_lines`): its run in the VM less its entry,
+    its copies priced by the profile's series, and its kernels alone, over its launches."""
+    log = ProfileLog(str(tmp_path))
+
+    def comm(kind, src, dst, nbytes, us, **extra):
+        log.append({"type": "comm", "comm": kind, "src": src, "dst": dst, "bytes": nbytes, "mean_us": us, **extra})
+
+    for src, dst in (("cpu", "gpu"), ("gpu", "cpu")):
+        comm("copy", src, dst, 1000, 10.0)
+        comm("copy", src, dst, 3000, 14.0)
+    comm("launch", "gpu", "gpu", 0, 4.0, kernels=256)
+    comm("context", "gpu", "gpu", 0, 2.0, model="lstm seq_len=10", vm_us=300.0, warm_us=100.0, kernels=40,
+         entry_us=2.0, in_bytes=2000, out_bytes=1000)
+    comm("context", "cpu", "cpu", 0, 1.2, model="lstm seq_len=10", vm_us=150.0, warm_us=125.0, kernels=40)
+    # 300 - 2 - (12 + 10) - 100 = 176 us left, 4.40 a launch
+    assert gpu_kit.gpu_context_lines(str(tmp_path)) == [
+        "GPU context of lstm seq_len=10: 300.0 us in the VM from the host; entry 2.0, copies 22.0 (priced), "
+        "its 40 launches 100.0 alone: 176.0 us left, 4.40 a launch (the profile's launch chain: 4.00)"]

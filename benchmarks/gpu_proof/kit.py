@@ -21,7 +21,10 @@ own product on a lent machine (the device tool's limits, this checkout's ``bench
 * ``export/quick``: ``bench --quick --split-ops 2`` (parts ``quick`` and ``split-ops``);
 * ``export/crossover``: ``bench --sweep`` over batch and sequence length (``cpu``, ``gpu``, ``eop``);
 * ``parts/profile``: ``profile --export-bundle`` of the ``bench --quick`` models (whole ops and halves;
-  what the profiles of the GPU machines earlier kits ran on hold goes last: :func:`gpu_proof_logs`);
+  what the profiles of the GPU machines earlier kits ran on hold goes last: :func:`gpu_proof_logs`),
+  and those models, ``Config.contexts`` and the op models run in the VM against their kernels
+  alone, on the CPU and on the GPU (their ``gpu`` plans: ``import`` prints what each leaves over
+  its entry, copies and kernels, :func:`gpu_context_lines`);
 * ``parts/variants``: a bundle in the profile's format of every convolution and matmul of
   ``Config.variants``, whole, under each dlight rule that schedules it (:func:`variants_bundle`;
   only where the plan's steps name the part: the GPU kit's have not since the sixth run, the rule
@@ -397,8 +400,9 @@ def bench_estimate(rows: list[dict], repeat: int) -> float:
 
 
 def profile_estimate(spec: dict) -> float:
-    gpu_kernels = sum(len(lib["kernels"]) for lib in spec["libraries"] if lib["device"] == "gpu")
     contexts = spec.get("contexts", [])
+    gpu_kernels = sum(len(lib["kernels"]) for lib in spec["libraries"] if lib["device"] == "gpu") \
+        + sum(len(c["kernels"]) for c in contexts if c.get("device") == "gpu")
     return (len(spec["records"]) - len(contexts)) * SAMPLE_S + gpu_kernels * NVRTC_KERNEL_S + START_S["gpu"] \
         + sum(CONTEXT_S + len(b["kernels"]) * CONTEXT_KERNEL_S for c in contexts for b in (c, c.get("split")) if b)
 
@@ -946,9 +950,35 @@ def import_profile(stage: str, name: str, part: dict, files: dict, dest: Dest) -
         f.writelines(lines.values())
     rc, text = _quiet(profile_cmd.main, "--import", folder, "--tuning-logs", os.path.join(dest.root, "tuning_logs"))
     print(text.strip() or f"{name}: profile --import said nothing")
+    logs = os.path.join(dest.root, "tuning_logs", dest.machine)
+    for line in gpu_context_lines(logs) if os.path.isdir(logs) else ():
+        print(line)
     missing = part["samples"] - len(lines)
     return ([f"{name}: profile --import failed"] if rc else []) + \
         ([f"{name}: {missing} of {part['samples']} samples not timed"] if missing else [])
+
+
+def gpu_context_lines(folder: str) -> list[str]:
+    """A line per model the profile in ``folder`` ran on its GPU
+    (:func:`tvm_partition.profiling.context.gpu_context`): its run in the VM from the host against
+    what the simulator adds up for it (the entry, the copies of its inputs and outputs as the
+    profile prices them, its kernels alone), and what is left over a launch beside the profile's
+    launch chain: what the GPU's rows miss (never measured before this kit)."""
+    from tvm_partition.cost_models.profiled import ProfiledCostModel
+    from tvm_partition.devices import parse_devices
+
+    cm = ProfiledCostModel(folder, parse_devices("cpu,gpu"))
+    latest = {r["model"]: r for r in cm.log.comms() if r["comm"] == "context" and r["src"] == "gpu"}
+    lines = []
+    for model, r in sorted(latest.items()):
+        copies = cm.comm_time(float(r.get("in_bytes", 0)), "cpu", "gpu") + cm.comm_time(float(r.get("out_bytes", 0)),
+                                                                                      "gpu", "cpu")
+        vm, alone, entry, n = float(r["vm_us"]), float(r["warm_us"]), float(r.get("entry_us", 0.0)), int(r["kernels"])
+        left = vm - entry - copies - alone
+        lines.append(f"GPU context of {model}: {vm:.1f} us in the VM from the host; entry {entry:.1f}, copies "
+                     f"{copies:.1f} (priced), its {n} launches {alone:.1f} alone: {left:.1f} us left, "
+                     f"{left / max(n, 1):.2f} a launch (the profile's launch chain: {cm.launch_time('gpu'):.2f})")
+    return lines
 
 
 def import_variants(stage: str, name: str, part: dict, files: dict, dest: Dest) -> list[str]:

@@ -152,7 +152,7 @@ def time_runs(main, args: list, min_ms: float) -> float:
 
 
 def time_context(path: str, inputs: list, params: list, kernels: list, dev, launch_us: float = 0.0,
-                 split: dict | None = None, entry: tuple[float, float] = (0.0, 0.0)) -> dict:
+                 split: dict | None = None, entry: tuple[float, float] = (0.0, 0.0), host=None) -> dict:
     """A model's kernels in the VM against the same kernels timed alone, in this process: the
     exported one-CPU build at ``path`` run on ``inputs`` and ``params`` (arrays, or ``[shape,
     dtype]`` pairs drawn as :func:`random_tensor`), then each of ``kernels`` (``{"name", "calls",
@@ -165,7 +165,10 @@ def time_context(path: str, inputs: list, params: list, kernels: list, dev, laun
     "kernels": [...], "devices": n}``, every op split over ``n`` CPU devices, all ``dev`` here),
     timed in the same rounds: ``split_vm_us``, ``split_warm_us``, ``split_kernels``,
     ``split_entry_us`` and ``split_rounds`` (what :func:`context_launch` separates a launch's cost
-    from the factor by).
+    from the factor by). ``host``: the CPU of a GPU ``dev``'s build
+    (:func:`tvm_partition.profiling.context.gpu_context`): the VM runs on both, its inputs and
+    weights given on the host as ``bench`` gives them, its kernels timed alone on ``dev`` (TVM's
+    time evaluator waits for the GPU); its run returns when its outputs are back on the host.
 
     The VM is timed from Python, run by run (:func:`time_runs`), and its entry taken off: the
     simulator prices a model as its entry + its launches + its kernels x the factor, and the
@@ -178,13 +181,15 @@ def time_context(path: str, inputs: list, params: list, kernels: list, dev, laun
 
     rng = np.random.default_rng(0)
 
+    given = dev if host is None else host  # where the model's inputs and weights are given
+
     def tensor(x):
-        return tvm.runtime.tensor(x, device=dev) if isinstance(x, np.ndarray) else random_tensor(x[0], x[1], dev, rng)
+        return tvm.runtime.tensor(x, device=given) if isinstance(x, np.ndarray) else random_tensor(x[0], x[1], given, rng)
 
     def runner(file: str, launched: list, devices: int = 1):
         """``(time the VM's main, time each kernel alone, launches)`` of the build in ``file``."""
         loaded = tvm.runtime.load_module(file)
-        vm = rvm.VirtualMachine(loaded, [dev] * devices)
+        vm = rvm.VirtualMachine(loaded, [dev] * devices if host is None else [host, dev])
         weights = [tensor(p) for p in params]
         if vm.module.implements_function("main_transform_params"):  # weights laid out as builds lay them
             weights = list(vm["main_transform_params"](weights))
@@ -327,7 +332,7 @@ def run_bundle(bundle: str, out: str | None, done: set | None = None, progress=N
     pool = {"threads": threads} if session is None else {}  # what the times were priced with (remote: its own)
     with open(os.path.join(bundle, "bundle.json"), encoding="utf-8") as f:
         spec = json.load(f)
-    kinds = [x["device"] for x in spec["libraries"] + spec.get("launches", [])]
+    kinds = [x.get("device", "cpu") for x in spec["libraries"] + spec.get("launches", []) + spec.get("contexts", [])]
     if session is None and "gpu" in kinds + [k for c in spec.get("copies", []) for k in (c["src"], c["dst"])]:
         load_cuda_runtime()  # a runtime-only TVM sees no GPU without it
     done = done or set()
@@ -377,11 +382,21 @@ def run_bundle(bundle: str, out: str | None, done: set | None = None, progress=N
     for ctx in spec.get("contexts", []) if session is None else []:
         if ctx["id"] in done:
             continue
+        on_gpu = ctx.get("device") == "gpu"  # a model's gpu plan (profiling.context.gpu_context)
+        if on_gpu and not device("gpu").exist:
+            continue
         if progress:
             progress(ctx["id"])
         split = dict(ctx["split"], file=os.path.join(bundle, ctx["split"]["file"])) if "split" in ctx else None
-        timed = time_context(os.path.join(bundle, ctx["file"]), ctx["inputs"], ctx["params"], ctx["kernels"],
-                             device("cpu"), launch_us, split, entry)
+        try:
+            timed = time_context(os.path.join(bundle, ctx["file"]), ctx["inputs"], ctx["params"], ctx["kernels"],
+                                 device("gpu") if on_gpu else device("cpu"), 0.0 if on_gpu else launch_us, split,
+                                 entry, host=device("cpu") if on_gpu else None)
+        except Exception as e:  # noqa: BLE001  (a GPU context never ran before: the samples after it must)
+            if not on_gpu:
+                raise
+            print(f"warning: context {ctx['id']} not timed: {type(e).__name__}: {e}", file=sys.stderr)
+            continue
         emit({"id": ctx["id"], "fingerprint": fp, **timed, **pool})
         count += 1
     owner = {sid: lib_spec for lib_spec in spec["libraries"] for sid in lib_spec["samples"]}

@@ -262,36 +262,40 @@ def export_bundle(folder: str, graphs: list, devices: list, schedules=None, max_
     spec = write_bundle(folder, [p for p in pending if max_level is None or p.level <= max_level], schedules, progress)
     cpu = next((d for d in devices if d.kind == "cpu"), None)
     if models and cpu is not None:
-        add_contexts(folder, spec, list(models), cpu, schedules, progress)
+        gpu = next((d for d in devices if d.kind == "gpu"), None)
+        add_contexts(folder, spec, list(models), cpu, schedules, progress, gpu)
     return spec
 
 
-def add_contexts(folder: str, spec: dict, models: list, device, schedules=None, progress=None) -> None:
+def add_contexts(folder: str, spec: dict, models: list, device, schedules=None, progress=None, gpu=None) -> None:
     """Add ``models``' context measurements to the bundle in ``folder`` (``spec``, its
     ``bundle.json``, rewritten): each model's one-CPU build (``context-N.so``, its weights drawn
     there: BERT-tiny's are 17 MB) and its kernels (:func:`tvm_partition.profiling.context.build_context`),
     which the timing script runs (:func:`tvm_partition.cost_models.timing.time_context`). Why: the
     GPU machines' profiles had no in-model factor at all, and the README's LSTM ran 9.03 ms on the
-    H200's host, priced 3.93 (2026-11-27)."""
+    H200's host, priced 3.93 (2026-11-27). ``gpu``: each model's ``gpu`` plan too, in a build of
+    ``device`` and the GPU (``context-gpu-N.so``, :func:`tvm_partition.profiling.context.gpu_context`)."""
     from ..build.executable import BuildError
     from .context import build_context
 
     spec["mcpu"] = spec.get("mcpu") or device.target.get("mcpu")  # the machine's name there (write_bundle)
     for i, model in enumerate(models):
-        cid, file, split = f"c{i}", f"context-{i}.so", f"context-{i}-split.so"
-        if progress:
-            progress(f"building {model.name} for its context")
-        try:
-            entry, record = build_context(model, device, schedules, os.path.join(folder, file),
-                                          os.path.join(folder, split))
-            if "split" in entry:
-                entry["split"]["file"] = split  # in the bundle's folder, wherever it is timed
-        except BuildError as e:  # its samples are in the bundle; the model keeps the median factor
+        builds = [(f"c{i}", f"context-{i}.so", device)] + ([(f"g{i}", f"context-gpu-{i}.so", gpu)] if gpu else [])
+        for cid, file, on in builds:
             if progress:
-                progress(f"warning: {model.name} left out of the contexts: {e}")
-            continue
-        spec.setdefault("contexts", []).append({"id": cid, "file": file, **entry})
-        spec["records"][cid] = record
+                progress(f"building {model.name} for its context" + (" on the GPU" if on.kind == "gpu" else ""))
+            split = f"context-{i}-split.so" if on.kind == "cpu" else None
+            try:
+                entry, record = build_context(model, on, schedules, os.path.join(folder, file),
+                                              split and os.path.join(folder, split), host=device)
+                if "split" in entry:
+                    entry["split"]["file"] = split  # in the bundle's folder, wherever it is timed
+            except BuildError as e:  # its samples are in the bundle; the model keeps the median factor
+                if progress:
+                    progress(f"warning: {model.name} left out of the contexts: {e}")
+                continue
+            spec.setdefault("contexts", []).append({"id": cid, "file": file, **entry})
+            spec["records"][cid] = record
     write_spec(folder, spec)
 
 
