@@ -202,6 +202,8 @@ def time_context(path: str, inputs: list, params: list, kernels: list, dev, laun
         timed = [(k["calls"], lib.time_evaluator(k["name"], dev, number=1, repeat=1, min_repeat_ms=MIN_REPEAT_MS),
                   [random_tensor(shape, dtype, dev, rng) for shape, dtype in k["args"]])
                  for k in launched if lib.implements_function(k["name"])]
+        if host is not None and launched and not timed:  # a GPU build's library (never timed so before) holds none
+            raise RuntimeError(f"{os.path.basename(file)}: none of its {len(launched)} kernels is in its library")
         return (lambda: time_runs(main, args, CONTEXT_MIN_MS),
                 lambda: sum(n * float(kev(*kargs).results[0]) * 1e6 for n, kev, kargs in timed),
                 sum(n for n, _, _ in timed), entry_us(entry, len(args)))
