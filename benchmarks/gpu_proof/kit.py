@@ -964,19 +964,23 @@ def gpu_context_lines(folder: str) -> list[str]:
     what the simulator adds up for it (the entry, the copies of its inputs and outputs as the
     profile prices them, its kernels alone), and what is left over a launch beside the profile's
     launch chain: what the GPU's rows miss (never measured before this kit)."""
-    from tvm_partition.cost_models.profiled import ProfiledCostModel
+    from tvm_partition.cost_models.profiled import CostModelError, ProfiledCostModel
     from tvm_partition.devices import parse_devices
 
     cm = ProfiledCostModel(folder, parse_devices("cpu,gpu"))
     latest = {r["model"]: r for r in cm.log.comms() if r["comm"] == "context" and r["src"] == "gpu"}
     lines = []
     for model, r in sorted(latest.items()):
-        copies = cm.comm_time(float(r.get("in_bytes", 0)), "cpu", "gpu") + cm.comm_time(float(r.get("out_bytes", 0)),
-                                                                                      "gpu", "cpu")
+        try:
+            copies = cm.comm_time(float(r.get("in_bytes", 0)), "cpu", "gpu") \
+                + cm.comm_time(float(r.get("out_bytes", 0)), "gpu", "cpu")
+            priced = f"{copies:.1f} (priced)"
+        except CostModelError:  # no copy series timed (a step cut before them): left in what is left
+            copies, priced = 0.0, "not profiled"
         vm, alone, entry, n = float(r["vm_us"]), float(r["warm_us"]), float(r.get("entry_us", 0.0)), int(r["kernels"])
         left = vm - entry - copies - alone
         lines.append(f"GPU context of {model}: {vm:.1f} us in the VM from the host; entry {entry:.1f}, copies "
-                     f"{copies:.1f} (priced), its {n} launches {alone:.1f} alone: {left:.1f} us left, "
+                     f"{priced}, its {n} launches {alone:.1f} alone: {left:.1f} us left, "
                      f"{left / max(n, 1):.2f} a launch (the profile's launch chain: {cm.launch_time('gpu'):.2f})")
     return lines
 
