@@ -104,11 +104,12 @@ COMPARABLE_GPU = "eop-comparable"
 START_S = {"cpu": 1.5, "gpu": 6.5}  # a fresh process: imports, load; with a GPU: CUDA context, NVRTC
 SAMPLE_S = 0.2  # a profile sample: warm-up and 5 repeats of >= 10 ms
 NVRTC_KERNEL_S = 0.03  # compiling one CUDA kernel at load time
-#: a model's context: 5 rounds of >= 150 ms in the VM and >= 10 ms for each distinct kernel alone
-#: (not measured there yet; here the README's LSTM, 109 distinct kernels, and the sequence-10 one, 19,
-#: took 14.4 s in one runtime-only process, 2026-11-27), for each of its two builds (the one-CPU
-#: build and the split one)
-CONTEXT_S, CONTEXT_KERNEL_S = 0.75, 0.05
+#: a model's context: 5 rounds of >= 150 ms in the VM and >= 10 ms for each distinct kernel alone,
+#: for each of its builds (the one-CPU build and the split one; on the GPU its gpu plan). On the H200
+#: host (log-2.txt of 2026-12-04) the quick models' contexts took 5.3-7.9 s for 38-61 distinct
+#: kernels over both builds, 0.11 s a kernel (the time evaluator's runs beyond its 10 ms, five
+#: rounds), where 0.05 had estimated 3.4-4.6 s
+CONTEXT_S, CONTEXT_KERNEL_S = 0.75, 0.11
 ASSUMPTIONS = (f"a fresh process costs {START_S['cpu']} s, {START_S['gpu']} s with the GPU (CUDA context, NVRTC); "
                f"a profile sample {SAMPLE_S} s, {NVRTC_KERNEL_S} s of NVRTC per GPU kernel; runs take their "
                "predicted latency")
