@@ -1226,6 +1226,38 @@ def test_a_bundle_for_a_gpu_builds_each_models_gpu_context_and_a_machine_without
     assert Context.of([cpu_rec, dict(rec, mean_us=1.9)]) == Context.of([cpu_rec])
 
 
+def test_gpu_contexts_price_a_runs_use_of_the_gpu_and_each_kernels_gap_on_its_stream(tmp_path):
+    """What each GPU context leaves over its entry, its copies as the profile prices them and its
+    kernels alone, fitted as a time once a run plus one a launch (least squares, neither
+    negative); nothing on a CPU, nothing without GPU contexts."""
+    from tvm_partition.cost_models.profiled import fit_use_gap
+
+    assert fit_use_gap([]) == (0.0, 0.0)
+    use, gap = fit_use_gap([(1, 18.75), (23, 35.25), (86, 82.5)])  # 18 + 0.75 n exactly
+    assert (use, gap) == (pytest.approx(18.0), pytest.approx(0.75))
+    assert fit_use_gap([(1, 20.0), (1, 10.0)]) == (15.0, 0.0)  # one launch count: the mean is the run's
+    assert fit_use_gap([(1, 30.0), (50, 10.0)]) == (20.0, 0.0)  # a gap < 0: none, the mean
+    assert fit_use_gap([(10, 5.0), (20, 30.0)])[0] == 0.0  # a use < 0: none, the gap through 0
+    log = ProfileLog(str(tmp_path))
+
+    def comm(kind, src, dst, nbytes, us, **extra):
+        log.append({"type": "comm", "comm": kind, "src": src, "dst": dst, "bytes": nbytes, "mean_us": us, **extra})
+
+    for src, dst in (("cpu", "gpu"), ("gpu", "cpu")):
+        comm("copy", src, dst, 0, 5.0)
+        comm("copy", src, dst, 1 << 20, 105.0)
+    assert ProfiledCostModel(str(tmp_path), parse_devices("cpu,gpu")).use_time("gpu") == 0.0
+    comm("context", "gpu", "gpu", 0, 1.0, model="a", vm_us=1e6, warm_us=100.0, kernels=1)  # read again below
+    # inputs' copies 0, 55 and 105 us as the series prices them (none back: no bytes); entry 2;
+    # kernels alone 100: 18 us a run and 0.75 a launch left
+    for model, n, nbytes, copy in (("a", 1, 1 << 19, 55.0), ("b", 23, 1 << 20, 105.0), ("c", 86, 0, 0.0)):
+        comm("context", "gpu", "gpu", 0, 1.0, model=model, vm_us=2.0 + copy + 100.0 + 18.0 + 0.75 * n,
+             warm_us=100.0, kernels=n, entry_us=2.0, in_bytes=nbytes, out_bytes=0)
+    cm = ProfiledCostModel(str(tmp_path), parse_devices("cpu,gpu"))
+    assert cm.use_time("gpu") == pytest.approx(18.0) and cm.gap_time("gpu") == pytest.approx(0.75)
+    assert cm.use_time("cpu") == cm.gap_time("cpu") == 0.0
+
+
 @pytest.mark.gpu
 def test_a_models_gpu_plan_runs_in_the_vm_against_its_kernels_alone_on_the_gpu(tmp_path):
     """The GPU context timed on a GPU: the model run from the host in the VM, its GPU kernels

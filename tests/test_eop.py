@@ -29,7 +29,7 @@ from tvm_partition.planners.auto import plan_auto
 from tvm_partition.planners.baselines import plan_cpu, plan_equal, plan_fixed, plan_gpu
 from tvm_partition.planners.roles import MIN_GAIN, pick
 from tvm_partition.planners.eop import EOP, plan_eop
-from tvm_partition.planners.simulate import Simulator, simulate
+from tvm_partition.planners.simulate import Simulator, emit_order, simulate
 
 CPU_GPU = parse_devices("cpu,gpu")
 CPU_CPU = parse_devices("cpu,cpu")  # named cpu and cpu1
@@ -368,6 +368,37 @@ def test_each_kernel_launch_costs_the_vm_thread(fig1):
     launched = sum(1 for t in sim.tasks if t.kind != "copy" and t.launched)
     copies = sum(t.end_us - t.start_us for t in sim.tasks if t.kind == "copy")
     assert launched > 2 * kernels and sim.latency_us == pytest.approx(7500 + copies + 100.0 * launched)
+
+
+def test_a_run_using_the_gpu_pays_its_use_once_and_each_gpu_kernel_its_gap_on_the_stream(fig1):
+    """``use_time``: once a run, at its first copy or kernel on the GPU (none for a plan of the
+    CPU); ``gap_time``: after each GPU kernel, on the GPU's stream, so that it adds where the
+    stream is what the run waits for and hides under the CPU's work where the CPU is."""
+    class Overheads(TableCostModel):
+        def use_time(self, device):
+            return 50.0 if device == "gpu" else 0.0
+
+        def gap_time(self, device):
+            return 10.0 if device == "gpu" else 0.0
+
+    g = fig1[0]
+    kernels = sum(1 for op in g.ops.values() if not op.is_view)
+    for plan in (plan_cpu(g, CPU_GPU), plan_equal(g, CPU_CPU)):
+        assert simulate(g, plan, Overheads(FIG1)).latency_us == simulate(g, plan, TableCostModel(FIG1)).latency_us
+    gpu = simulate(g, plan_gpu(g, CPU_GPU), TableCostModel(FIG1)).latency_us
+    assert simulate(g, plan_gpu(g, CPU_GPU), Overheads(FIG1)).latency_us == pytest.approx(gpu + 50.0 + 10.0 * kernels)
+    # a planner trying the GPU for an op and taking it back leaves the use to be paid again
+    run = Simulator(g, Overheads(FIG1)).start(plan_cpu(g, CPU_GPU))
+    mark, first = run.mark(), emit_order(g)[0]
+    run.emit_op(first, OnDevice("gpu"))
+    assert run.clock.used == {"gpu"}
+    run.rollback(mark)
+    assert run.clock.used == set() and run.clock.host == mark[0]
+    # a GPU of no time at all: its stream waits for the CPU's kernels, and the gaps hide under them
+    fast = {k: (cpu, 0.0) for k, (cpu, _) in FIG1.items()}
+    plan = plan_equal(g, CPU_GPU)
+    assert simulate(g, plan, Overheads(fast)).latency_us == pytest.approx(
+        simulate(g, plan, TableCostModel(fast)).latency_us + 50.0)
 
 
 def test_the_simulation_names_where_each_ops_time_came_from_part_by_part(fig1):

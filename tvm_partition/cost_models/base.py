@@ -87,6 +87,16 @@ class CostModel(abc.ABC):
         static memory plan cannot give a dead tensor's: a slice of the model's inputs)."""
         return 0.0
 
+    def use_time(self, device: str) -> float:
+        """What a run costs the host once it uses ``device`` (a GPU: beyond its copies and
+        launches), at its first copy or kernel there."""
+        return 0.0
+
+    def gap_time(self, device: str) -> float:
+        """What the stream of ``device`` (a GPU) takes after each kernel it runs in a model beyond
+        the kernel's time alone."""
+        return 0.0
+
 
 def full_shape(op) -> tuple[int, ...]:
     """The op's output shape; ``()`` for an op whose output is a tuple."""

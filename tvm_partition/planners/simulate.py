@@ -40,7 +40,13 @@ The execution model is TVM's Relax VM, which runs ``main`` on one host thread:
   its launch), and its ``arg_time`` for each argument of ``main`` beyond the first (0.105 us on
   that Zen 4; the model's inputs and weights: the weights the build moves, slices or packs at load
   time are one or more arguments each, which this count does not follow: GRU's 8 are 14, 0.6 us
-  of its 175).
+  of its 175);
+* a run that uses a GPU costs the host the cost model's ``use_time`` of it once, at its first
+  copy or kernel there, and the GPU's stream its ``gap_time`` after each kernel, beyond the
+  kernel's time alone (both fitted to the profile's GPU contexts: 0 without them). On the stream,
+  not the host: the H200 host's whole-GPU rows of ``bench --quick`` fitted so within 5%, where a
+  time at each launch on the host left the sequence-100 LSTM's (896 launches) 18% over
+  (``benchmarks/gpu_forms.py``, 2026-12-05); its ``equal`` rows fitted better that way.
 
 Data movement follows the pass's rules exactly (:mod:`tvm_partition.passes.apply_plan`), in the
 order the pass emits the program (:func:`tvm_partition.ir.emission.units`; ``tests/test_data_movement.py``
@@ -105,13 +111,17 @@ class _Clock:
     """The VM thread and one stream per GPU."""
 
     def __init__(self, plan: Plan, launch: dict[str, float] | None = None, entry_us: float = 0.0,
-                 view: dict[str, float] | None = None, alloc: dict[str, float] | None = None):
+                 view: dict[str, float] | None = None, alloc: dict[str, float] | None = None,
+                 use: dict[str, float] | None = None, gap: dict[str, float] | None = None):
         self.kind = {d.name: d.kind for d in plan.devices}
         self.launch = launch or {}  # VM time per kernel launched on a device, beyond the kernel
         self.view = view or {}  # VM time per view of a tensor on a device (no kernel)
         self.alloc = alloc or {}  # VM time per storage allocated in a run on a device
+        self.use = use or {}  # VM time once a run uses a GPU (its first copy or kernel there)
+        self.gap = gap or {}  # a GPU stream's time after each kernel it runs, beyond the kernel
         self.host = entry_us  # the call into the VM, before its first kernel
         self.stream = {d.name: 0.0 for d in plan.devices if d.kind == "gpu"}
+        self.used: set = set()  # the GPUs this run has used
         self.tasks: list[Task] = []
         self.sum_us = 0.0
 
@@ -120,6 +130,7 @@ class _Clock:
         """A task of ``us`` on ``dev``; ``launch``: the VM launches a kernel for it, else ``views``
         views (each the VM's ``view_time``: a view launches no kernel, but is two calls);
         ``storage``: its output takes a storage of its own (the VM's ``alloc_time``)."""
+        self._use(dev)
         if storage:
             self.host += self.alloc.get(dev, 0.0)
         if launch:
@@ -128,7 +139,7 @@ class _Clock:
             self.host += views * self.view.get(dev, 0.0)
         if self.kind[dev] == "gpu":
             start = max(self.stream[dev], self.host)
-            self.stream[dev] = start + us
+            self.stream[dev] = start + us + (self.gap.get(dev, 0.0) if launch else 0.0)
         else:
             start = self.host
             self.host = start + us
@@ -155,8 +166,16 @@ class _Clock:
         self.sum_us += us
         return old
 
+    def _use(self, dev: str) -> None:
+        """A run's first copy or kernel on the GPU ``dev`` costs the host its ``use`` time."""
+        if dev in self.stream and dev not in self.used:
+            self.used.add(dev)
+            self.host += self.use.get(dev, 0.0)
+
     def copy(self, us: float, src: str, dst: str, label: str) -> None:
         gpus = [d for d in (src, dst) if d in self.stream]
+        for d in gpus:
+            self._use(d)
         start = max([self.host] + [self.stream[d] for d in gpus])
         end = start + us
         self.host = end
@@ -347,7 +366,8 @@ class Run:
         self.host = plan.host
         cm = sim.cm
         self.clock = _Clock(plan, sim.per_device(plan, cm.launch_time), sim.entry_time(plan),
-                            sim.per_device(plan, cm.view_time), sim.per_device(plan, cm.alloc_time))
+                            sim.per_device(plan, cm.view_time), sim.per_device(plan, cm.alloc_time),
+                            sim.per_device(plan, cm.use_time), sim.per_device(plan, cm.gap_time))
         self.rank = {d.name: (0 if d.kind == "gpu" else 1, i) for i, d in enumerate(plan.devices)}
         self.whole: dict = {}  # value -> [devices holding it whole]
         self.parts: dict = {}  # value -> [(Region, device)]
@@ -363,12 +383,13 @@ class Run:
     # ------------------------------------------------------------------ trial and undo
     def mark(self) -> tuple:
         c = self.clock
-        return c.host, dict(c.stream), len(c.tasks), c.sum_us, len(self.journal)
+        return c.host, dict(c.stream), len(c.tasks), c.sum_us, len(self.journal), frozenset(c.used)
 
     def rollback(self, mark: tuple) -> None:
         c = self.clock
-        c.host, stream, ntasks, c.sum_us, njournal = mark
+        c.host, stream, ntasks, c.sum_us, njournal, used = mark
         c.stream.update(stream)
+        c.used = set(used)
         del c.tasks[ntasks:]
         while len(self.journal) > njournal:
             self.journal.pop()()

@@ -44,10 +44,12 @@ the VM (``bench --split-ops``' op rows, run here after a profile over two device
 (:class:`tvm_partition.cost_models.profiled.Context`).
 
 On a GPU (:func:`gpu_context`) the model's ``gpu`` plan runs from the host, its copies and its
-kernels' launches in the run, against its GPU kernels alone: a record of ``src`` ``gpu`` that
-the cost model does not read yet (its CPU factors read ``src`` ``cpu`` only); the GPU kit prints
-what each leaves over its entry, copies and kernels (``benchmarks/gpu_proof/kit.py``
-``gpu_context_lines``), the time the GPU's rows miss, measured before it is priced.
+kernels' launches in the run, against its GPU kernels alone: a record of ``src`` ``gpu`` (the CPU
+factors read ``src`` ``cpu`` only) whose time left over its entry, its copies as the profile prices
+them and its kernels the cost model fits over the models as a time once a run uses the GPU and
+one after each kernel on its stream (:meth:`ProfiledCostModel._gpu_overheads
+<tvm_partition.cost_models.profiled.ProfiledCostModel._gpu_overheads>`); the GPU kit prints each
+model's (``benchmarks/gpu_proof/kit.py`` ``gpu_context_lines``).
 """
 
 from __future__ import annotations
