@@ -406,11 +406,15 @@ def test_import_says_what_a_gpu_context_leaves_over_its_entry_copies_and_kernels
     assert gpu_kit.gpu_context_lines(str(tmp_path / "none")) == []
     assert gpu_kit.gpu_context_lines(str(tmp_path)) == [
         "GPU context of lstm seq_len=10: 300.0 us in the VM from the host; entry 2.0, copies 22.0 (priced), "
-        "its 40 launches 100.0 alone: 176.0 us left, 4.40 a launch (the profile's launch chain: 4.00)"]
+        "its 40 launches 100.0 alone: 176.0 us left, 4.40 a launch (the profile's launch chain: 4.00)",
+        "the cost model prices a run's use of the GPU at 176.0 us and each GPU kernel's gap on its stream at 0.00 us "
+        "(fitted to 1 of them)"]
     # a profile cut before its copies: they are left in what is left, and the import goes on
     bare = ProfileLog(str(tmp_path / "bare"))
     bare.append({"type": "comm", "comm": "context", "src": "gpu", "dst": "gpu", "bytes": 0, "mean_us": 2.0,
                  "model": "gru", "vm_us": 50.0, "warm_us": 20.0, "kernels": 1, "entry_us": 2.0, "in_bytes": 8})
     assert gpu_kit.gpu_context_lines(str(tmp_path / "bare")) == [
         "GPU context of gru: 50.0 us in the VM from the host; entry 2.0, copies not profiled, its 1 launches 20.0 "
-        "alone: 28.0 us left, 28.00 a launch (the profile's launch chain: 0.00)"]
+        "alone: 28.0 us left, 28.00 a launch (the profile's launch chain: 0.00)",
+        "the cost model prices a run's use of the GPU at 0.0 us and each GPU kernel's gap on its stream at 0.00 us "
+        "(fitted to 0 of them)"]
