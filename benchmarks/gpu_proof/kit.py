@@ -966,24 +966,16 @@ def gpu_context_lines(folder: str) -> list[str]:
     profile prices them, its kernels alone), and what is left over a launch beside the profile's
     launch chain: what the GPU's rows miss (never measured before this kit); then what the cost
     model fits to them."""
-    from tvm_partition.cost_models.profiled import CostModelError, ProfiledCostModel
+    from tvm_partition.cost_models.profiled import ProfiledCostModel
     from tvm_partition.devices import parse_devices
 
     cm = ProfiledCostModel(folder, parse_devices("cpu,gpu"))
-    latest = {r["model"]: r for r in cm.log.comms() if r["comm"] == "context" and r["src"] == "gpu"}
-    lines, fitted = [], 0  # fitted: the models whose copies the profile prices (_gpu_overheads reads those)
-    for model, r in sorted(latest.items()):
-        try:
-            copies = cm.comm_time(float(r.get("in_bytes", 0)), "cpu", "gpu") \
-                + cm.comm_time(float(r.get("out_bytes", 0)), "gpu", "cpu")
-            priced, fitted = f"{copies:.1f} (priced)", fitted + 1
-        except CostModelError:  # no copy series timed (a step cut before them): left in what is left
-            copies, priced = 0.0, "not profiled"
-        vm, alone, entry, n = float(r["vm_us"]), float(r["warm_us"]), float(r.get("entry_us", 0.0)), int(r["kernels"])
-        left = vm - entry - copies - alone
-        lines.append(f"GPU context of {model}: {vm:.1f} us in the VM from the host; entry {entry:.1f}, copies "
-                     f"{priced}, its {n} launches {alone:.1f} alone: {left:.1f} us left, "
-                     f"{left / max(n, 1):.2f} a launch (the profile's launch chain: {cm.launch_time('gpu'):.2f})")
+    contexts = cm.gpu_contexts()
+    lines = [f"GPU context of {c.model}: {c.vm_us:.1f} us in the VM from the host; entry {c.entry_us:.1f}, copies "
+             f"{'not profiled' if c.copies_us is None else f'{c.copies_us:.1f} (priced)'}, its {c.launches} launches "
+             f"{c.alone_us:.1f} alone: {c.left_us:.1f} us left, {c.left_us / max(c.launches, 1):.2f} a launch "
+             f"(the profile's launch chain: {cm.launch_time('gpu'):.2f})" for c in contexts]
+    fitted = sum(c.copies_us is not None for c in contexts)  # the ones _gpu_overheads fits to
     if lines:  # what the cost model makes of them (ProfiledCostModel.use_time, gap_time)
         lines.append(f"the cost model prices a run's use of the GPU at {cm.use_time('gpu'):.1f} us and each GPU "
                      f"kernel's gap on its stream at {cm.gap_time('gpu'):.2f} us (fitted to {fitted} of them)")

@@ -213,6 +213,25 @@ class Context:
         return hashlib.sha1(text.encode()).hexdigest()[:12]
 
 
+@dataclasses.dataclass(frozen=True)
+class GpuContext:
+    """A model's ``gpu`` plan run from the host in the VM against its GPU kernels alone
+    (:func:`tvm_partition.profiling.context.gpu_context`), and its copies as the profile prices
+    them (None where it prices no copy between the CPU and the GPU)."""
+
+    model: str
+    vm_us: float
+    entry_us: float
+    alone_us: float
+    launches: int
+    copies_us: float | None
+
+    @property
+    def left_us(self) -> float:
+        """The run less its entry, its copies (none where not priced) and its kernels alone."""
+        return self.vm_us - self.entry_us - (self.copies_us or 0.0) - self.alone_us
+
+
 def fit_use_gap(points: list[tuple[int, float]]) -> tuple[float, float]:
     """``(use, gap)``, neither negative, that least-squares fit ``left = use + gap x launches`` to
     ``points`` (``(launches, left)`` of each GPU context: :meth:`ProfiledCostModel._gpu_overheads`).
@@ -736,6 +755,20 @@ class ProfiledCostModel(CostModel):
         with :meth:`use_time`); 0 on a CPU, or where no GPU context was timed."""
         return self._gpu_overheads()[1] if device_kind(device, self.devices) == "gpu" else 0.0
 
+    def gpu_contexts(self) -> list[GpuContext]:
+        """The profile's GPU contexts, the latest of each model, by model."""
+        latest = {r["model"]: r for r in self.log.comms() if r["comm"] == "context" and r["src"] == "gpu"}
+        out = []
+        for model, r in sorted(latest.items()):
+            try:
+                copies = self.comm_time(float(r.get("in_bytes", 0)), "cpu", "gpu") \
+                    + self.comm_time(float(r.get("out_bytes", 0)), "gpu", "cpu")
+            except CostModelError:  # no copy series (a profile cut before its copies)
+                copies = None
+            out.append(GpuContext(model, float(r["vm_us"]), float(r.get("entry_us", 0.0)), float(r["warm_us"]),
+                                  int(r["kernels"]), copies))
+        return out
+
     def _gpu_overheads(self) -> tuple[float, float]:
         """``(use, gap)`` fitted (:func:`fit_use_gap`) to the profile's GPU contexts
         (:func:`tvm_partition.profiling.context.gpu_context`, the latest of each model): each
@@ -746,17 +779,8 @@ class ProfiledCostModel(CostModel):
         stream put the five models' rows within 5% (``benchmarks/gpu_forms.py``: a fit to those
         rows themselves, which says the form; the figures are the contexts' to measure)."""
         if self._gpu_use_gap is None:
-            latest = {r["model"]: r for r in self.log.comms() if r["comm"] == "context" and r["src"] == "gpu"}
-            points = []
-            for r in latest.values():
-                try:
-                    copies = self.comm_time(float(r.get("in_bytes", 0)), "cpu", "gpu") \
-                        + self.comm_time(float(r.get("out_bytes", 0)), "gpu", "cpu")
-                except CostModelError:  # no copy series: nothing to tell its copies from the rest by
-                    continue
-                left = float(r["vm_us"]) - float(r.get("entry_us", 0.0)) - copies - float(r["warm_us"])
-                points.append((int(r["kernels"]), left))
-            self._gpu_use_gap = fit_use_gap(points)
+            self._gpu_use_gap = fit_use_gap([(c.launches, c.left_us) for c in self.gpu_contexts()
+                                             if c.copies_us is not None])  # else nothing tells its copies apart
         return self._gpu_use_gap
 
     # ------------------------------------------------------------------ explain

@@ -390,10 +390,11 @@ def run_bundle(bundle: str, out: str | None, done: set | None = None, progress=N
         if progress:
             progress(ctx["id"])
         split = dict(ctx["split"], file=os.path.join(bundle, ctx["split"]["file"])) if "split" in ctx else None
+        # on the GPU from the host, no CPU launch taken off; on the CPU alone, its chain's launch
+        dev, host, launch = (device("gpu"), device("cpu"), 0.0) if on_gpu else (device("cpu"), None, launch_us)
         try:
             timed = time_context(os.path.join(bundle, ctx["file"]), ctx["inputs"], ctx["params"], ctx["kernels"],
-                                 device("gpu") if on_gpu else device("cpu"), 0.0 if on_gpu else launch_us, split,
-                                 entry, host=device("cpu") if on_gpu else None)
+                                 dev, launch, split, entry, host=host)
         except Exception as e:  # noqa: BLE001  (a GPU context never ran before: the samples after it must)
             if not on_gpu:
                 raise
