@@ -1216,6 +1216,16 @@ def test_a_bundle_for_a_gpu_builds_each_models_gpu_context_and_a_machine_without
     assert (rec["src"], rec["dst"]) == ("gpu", "gpu") and rec["graph"] == spec["records"]["c0"]["graph"]
     x, = model.inputs.values()
     assert rec["in_bytes"] == x.nbytes and rec["out_bytes"] == 4 * math.prod(model.output_info()[0]["shape"])
+    # what time_context times alone on the GPU: the host library's function of each kernel (it
+    # launches the CUDA kernel), as a CPU build's library holds its kernels; checked in memory,
+    # since a build with CUDA kernels cannot be loaded where TVM has no CUDA
+    from tvm_partition.build.executable import build
+    from tvm_partition.planners.baselines import plan_gpu
+
+    graph = OpGraph(model.mod)
+    host_lib = build(model.mod, plan_gpu(graph, [cpu, gpu]), graph, None).executable.mod.imports[0]
+    assert host_lib.kind == "llvm" and [m.kind for m in host_lib.imports] == ["cuda"]
+    assert all(host_lib.implements_function(k["name"]) for k in on_gpu["kernels"])
     out = tmp_path / "results.jsonl"
     run_bundle(str(bundle), str(out))
     timed = {json.loads(line)["id"] for line in open(out)}
