@@ -1,11 +1,12 @@
-"""Where a build loses to onnxruntime, op by op: our kernels and onnxruntime's nodes timed in one
-process, in alternating rounds.
+"""Where a build loses to onnxruntime, op by op: our kernels and onnxruntime's nodes timed in
+alternating rounds.
 
     python benchmarks/ops_vs_ort.py MODEL.onnx ARTIFACT [--rounds 7] [--runs 3] [--out FILE.json]
 
 ``ARTIFACT``: ``tvm-partition compile MODEL.onnx --out ARTIFACT`` (a CPU build). Each round times
-``--runs`` runs of onnxruntime with its profiler on and ``--runs`` runs of the artifact under the
-VM's instrument (:meth:`tvm_partition.runtime.runner.Runner.kernel_times`, as ``run --kernels``),
+``--runs`` runs of onnxruntime with its profiler on, in a process of its own (:func:`ort_side`),
+and ``--runs`` runs of the artifact under the VM's instrument
+(:meth:`tvm_partition.runtime.runner.Runner.kernel_times`, as ``run --kernels``) in this one,
 seconds apart, the order alternating from round to round; a row's ratio is taken within each round
 and the table gives its median over the rounds. Why: ``bench`` times a row in fresh processes, and
 on the 2-core build VM one such reading of our row against onnxruntime's can be 1.7x off (ResNet-50
@@ -27,15 +28,16 @@ its own (EfficientNet's ``x * sigmoid(x)``, its ``QuickGelu``) is in "other" the
 convolution's row here.
 
 onnxruntime's session is ``bench``'s (``intra_op_num_threads`` = the artifact's thread count, one
-inter-op thread, all graph optimisations) with one change: its thread pool does not spin after a
-run. Spinning (its default), it slowed our kernels timed right after it 1.1-5x here (ResNet-50's
-1x1 convolutions each alone, 2 threads, 2026-12-01: two pools of spinning threads on two cores);
-not spinning costs its runs a wake-up per parallel node, so its times here are long: SqueezeNet
-1.98-2.11 ms a plain run spinning, 2.59-2.73 not, 2.97-4.66 profiled (2 threads, 2026-12-03). So the
-sums say which kinds lose, not by how much the model does: ``bench`` says that. (Plain runs of
-both sides in the same rounds were tried: onnxruntime's spinning session, sharing the process with
-its profiled one and TVM's pool, read 7.7-8.7 ms in some rounds against 2.0-2.5 in others, with
-50 ms left between the sides for the pools to stop spinning; not kept.)
+inter-op thread, all graph optimisations, its thread pool spinning between nodes as by default),
+in a process of its own that ends before our side runs. Why apart: spinning in this process, its
+pool slowed our kernels timed right after it 1.1-5x (ResNet-50's 1x1 convolutions each alone, 2
+threads, 2026-12-01: two pools of spinning threads on two cores), and a session that did not spin
+paid a wake-up per parallel node, so that its nodes summed to more than its plain runs: SqueezeNet
+1.98-2.11 ms a plain run spinning, 2.59-2.73 not, 2.97-4.66 profiled (2 threads, 2026-12-03), the
+table then reading our kernels at 0.69x its nodes where ``bench`` measured the model at 1.23x
+onnxruntime's time. Spinning and profiled, apart, its nodes summed to 2.80 ms a run against 2.61
+for its plain runs (the profiler's share) and ours to 3.37 (2026-12-05, intel-r-xeon-r-processor-
+rocketlake-2c): the rows now say by how much a kind loses, within the profiler's few percent.
 """
 
 from __future__ import annotations
@@ -46,6 +48,7 @@ import json
 import os
 import re
 import statistics
+import subprocess
 import sys
 import time
 from collections import Counter
@@ -120,9 +123,29 @@ def ort_session(path: str, threads: int, prefix: str):
     so = ort.SessionOptions()
     so.intra_op_num_threads, so.inter_op_num_threads = threads, 1
     so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
-    so.add_session_config_entry("session.intra_op.allow_spinning", "0")
     so.enable_profiling, so.profile_file_prefix = True, prefix
     return ort.InferenceSession(path, so, providers=["CPUExecutionProvider"])
+
+
+def ort_side(path: str, feeds_npz: str, threads: int, runs: int) -> Counter:
+    """One round of onnxruntime's side, in the calling process: a session of ``path``
+    (:func:`ort_session`), ``WARMUP_RUNS`` runs then ``runs`` profiled ones on the arrays of
+    ``feeds_npz`` (keyed by the graph's input names); microseconds a run of each row, each at its
+    median run (:func:`ort_rounds`). :func:`measure` runs it in a process of its own a round."""
+    import numpy as np
+
+    prefix = os.path.join(os.path.dirname(os.path.abspath(feeds_npz)), f"ort_{os.getpid()}")
+    sess = ort_session(path, threads, prefix)
+    with np.load(feeds_npz) as f:
+        feeds = {k: f[k] for k in f.files}
+    for _ in range(WARMUP_RUNS + runs):
+        sess.run(None, feeds)
+    profile = sess.end_profiling()
+    try:
+        with open(profile, encoding="utf-8") as f:
+            return ort_rounds(json.load(f), 1, runs)[0]
+    finally:
+        os.remove(profile)
 
 
 def ort_rounds(events: list[dict], rounds: int, runs: int) -> list[Counter]:
@@ -145,6 +168,8 @@ def ort_rounds(events: list[dict], rounds: int, runs: int) -> list[Counter]:
 
 def measure(path: str, art: str, rounds: int, runs: int, say=print) -> dict:
     """``{"ours": [Counter per round], "ort": [...]}``: microseconds per run of every row."""
+    import tempfile
+
     import numpy as np
 
     from tvm_partition import frontend
@@ -157,31 +182,26 @@ def measure(path: str, art: str, rounds: int, runs: int, say=print) -> dict:
     keys = our_keys(model)
     inputs = runner.example_inputs(0)
     threads = getattr(runner, "threads", None) or os.cpu_count()
-    sess = ort_session(path, threads, os.path.join(os.path.dirname(os.path.abspath(art)), f".ops_vs_ort_{os.getpid()}"))
-    feeds = dict(zip(graph_input_names(path), (np.asarray(v) for v in model.inputs.values())))
-    for _ in range(WARMUP_RUNS):
-        sess.run(None, feeds)
-    ours = []
-    try:
+    ours, ort = [], []
+    with tempfile.TemporaryDirectory(prefix="ops_vs_ort_") as tmp:
+        feeds = os.path.join(tmp, "feeds.npz")
+        np.savez(feeds, **dict(zip(graph_input_names(path), (np.asarray(v) for v in model.inputs.values()))))
+        child = [sys.executable, os.path.abspath(__file__), "--ort-side", path, feeds, str(threads), str(runs)]
         for r in range(rounds):
-            order = ("ort", "ours") if r % 2 == 0 else ("ours", "ort")
-            for side in order:
+            for side in ("ort", "ours") if r % 2 == 0 else ("ours", "ort"):
                 if side == "ort":
-                    for _ in range(runs):
-                        sess.run(None, feeds)
+                    done = subprocess.run(child, capture_output=True, text=True, check=False)
+                    if done.returncode != 0:
+                        raise RuntimeError(f"onnxruntime's side failed: {done.stderr.strip().splitlines()[-1:]}")
+                    ort.append(Counter(json.loads(done.stdout)))
                 else:
                     calls, _ = runner.kernel_times(inputs, runs)
                     row = Counter()
                     for name, (_, us) in calls.items():
                         row[our_row(name, keys)] += us
                     ours.append(row)
-            say(f"round {r + 1}/{rounds}: ours {sum(ours[-1].values()):.0f} us")
-    finally:
-        profile = sess.end_profiling()
-        with open(profile, encoding="utf-8") as f:
-            events = json.load(f)
-        os.remove(profile)
-    return {"ours": ours, "ort": ort_rounds(events, rounds, runs)}
+            say(f"round {r + 1}/{rounds}: ours {sum(ours[-1].values()):.0f} us, onnxruntime {sum(ort[-1].values()):.0f} us")
+    return {"ours": ours, "ort": ort}
 
 
 def summary(result: dict) -> list[dict]:
@@ -209,6 +229,11 @@ def table(rows: list[dict]) -> str:
 
 
 def main(argv=None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    if argv[:1] == ["--ort-side"]:  # measure()'s child: one round of onnxruntime's side, as JSON
+        model, feeds, threads, runs = argv[1:5]
+        print(json.dumps(ort_side(model, feeds, int(threads), int(runs))))
+        return 0
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("model", help="the .onnx file")
     ap.add_argument("artifact", help="our CPU build of it (tvm-partition compile MODEL --out DIR)")

@@ -628,6 +628,26 @@ def test_ops_vs_ort_rows_pair_both_sides_within_rounds(tmp_path):
     assert proc.returncode == 2 and proc.stderr.strip() == f"error: {tmp_path / 'm.onnx'}: not an .onnx file"
 
 
+def test_ops_vs_ort_times_onnxruntime_in_a_process_of_its_own_each_round(tmp_path):
+    """benchmarks/ops_vs_ort.py end to end on a CPU build of a MatMul + Add + Relu: each round's
+    onnxruntime side runs in a child process (its pool spinning, as bench's session) and reports its
+    nodes by row; ours, under the VM's instrument here; both read the one matmul row every round."""
+    pytest.importorskip("onnxruntime")
+    path, art, out = tiny_onnx(tmp_path / "tiny.onnx"), tmp_path / "art", tmp_path / "ovo.json"
+    built = subprocess.run([sys.executable, "-m", "tvm_partition", "compile", path, "--devices", "cpu,cpu",
+                            "--strategy", "cpu", "--out", str(art)], capture_output=True, text=True, timeout=300)
+    assert built.returncode == 0, built.stderr
+    proc = subprocess.run([sys.executable, os.path.join(REPO, "benchmarks", "ops_vs_ort.py"), path, str(art),
+                           "--rounds", "2", "--runs", "2", "--out", str(out)], capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    result = json.loads(out.read_text())
+    assert [len(result["per_round"][side]) for side in ("ours", "ort")] == [2, 2]
+    assert all(r.get("matmul", 0) > 0 for side in ("ours", "ort") for r in result["per_round"][side])
+    rows = {r["row"]: r for r in result["summary"]}
+    assert rows["matmul"]["ratio"] > 0 and "| matmul |" in proc.stdout
+    assert not list(tmp_path.glob("**/ort_*.json")) and not list(art.glob(".ops_vs_ort_*"))  # no profile left
+
+
 # --- the onnxruntime reference row ------------------------------------------------------------
 
 def tiny_onnx(path) -> str:
