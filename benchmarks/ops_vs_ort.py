@@ -166,6 +166,10 @@ def ort_rounds(events: list[dict], rounds: int, runs: int) -> list[Counter]:
             for block in blocks]
 
 
+class OrtSideError(RuntimeError):
+    """A round's onnxruntime process failed; the message ends with the last line it wrote."""
+
+
 def measure(path: str, art: str, rounds: int, runs: int, say=print) -> dict:
     """``{"ours": [Counter per round], "ort": [...]}``: microseconds per run of every row."""
     import tempfile
@@ -192,7 +196,8 @@ def measure(path: str, art: str, rounds: int, runs: int, say=print) -> dict:
                 if side == "ort":
                     done = subprocess.run(child, capture_output=True, text=True, check=False)
                     if done.returncode != 0:
-                        raise RuntimeError(f"onnxruntime's side failed: {done.stderr.strip().splitlines()[-1:]}")
+                        last = (done.stderr.strip().splitlines() or [f"exit status {done.returncode}"])[-1]
+                        raise OrtSideError(f"onnxruntime's side failed: {last}")
                     ort.append(Counter(json.loads(done.stdout)))
                 else:
                     calls, _ = runner.kernel_times(inputs, runs)
@@ -248,7 +253,11 @@ def main(argv=None) -> int:
         print(f"error: {why}", file=sys.stderr)
         return 2
     t0 = time.time()
-    result = measure(args.model, args.artifact, args.rounds, args.runs, say=lambda m: print(m, file=sys.stderr))
+    try:
+        result = measure(args.model, args.artifact, args.rounds, args.runs, say=lambda m: print(m, file=sys.stderr))
+    except OrtSideError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 1
     rows = summary(result)
     print(table(rows))
     if args.out:

@@ -646,6 +646,16 @@ def test_ops_vs_ort_times_onnxruntime_in_a_process_of_its_own_each_round(tmp_pat
     rows = {r["row"]: r for r in result["summary"]}
     assert rows["matmul"]["ratio"] > 0 and "| matmul |" in proc.stdout
     assert not list(tmp_path.glob("**/ort_*.json")) and not list(art.glob(".ops_vs_ort_*"))  # no profile left
+    # onnxruntime failing in its process: one line saying so, not a traceback
+    broken = tmp_path / "broken"
+    broken.mkdir()
+    (broken / "onnxruntime.py").write_text("raise ImportError('no onnxruntime in this process')\n")
+    proc = subprocess.run([sys.executable, os.path.join(REPO, "benchmarks", "ops_vs_ort.py"), path, str(art),
+                           "--rounds", "1", "--runs", "1"], capture_output=True, text=True, timeout=300,
+                          env={**os.environ, "PYTHONPATH": f"{broken}{os.pathsep}{os.environ.get('PYTHONPATH', '')}"})
+    assert proc.returncode == 1 and "Traceback" not in proc.stderr
+    assert proc.stderr.strip().splitlines()[-1] == ("error: onnxruntime's side failed: ImportError: "
+                                                    "no onnxruntime in this process")
 
 
 # --- the onnxruntime reference row ------------------------------------------------------------
