@@ -722,7 +722,7 @@ def test_onnxruntime_row_runs_the_same_model_as_our_build(tmp_path):
 
 def test_onnxruntime_row_is_for_onnx_models_only(tmp_path):
     args = bench.parser().parse_args([])
-    assert bench.strategies(args)[-2:] == ["tvm-cpu", "onnxruntime"]
+    assert bench.strategies(args)[-4:] == ["tvm-cpu", "onnxruntime", "pytorch", "pytorch-graph"]
     out = tmp_path / "res"
     rc, text, err = run_bench(*LSTM, "--strategies", "onnxruntime", "--out", out)
     assert rc == 0 and "note: onnxruntime runs .onnx models only; left out for lstm" in err

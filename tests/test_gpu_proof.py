@@ -418,3 +418,15 @@ def test_import_says_what_a_gpu_context_leaves_over_its_entry_copies_and_kernels
         "alone: 28.0 us left, 28.00 a launch (the profile's launch chain: 0.00)",
         "the cost model prices a run's use of the GPU at 0.0 us and each GPU kernel's gap on its stream at 0.00 us "
         "(fitted to 0 of them)"]
+
+
+def test_the_time_plan_starts_a_models_pytorch_rows_once():
+    """bench_estimate: the PyTorch rows of a model setting share one process a round (torch's import,
+    its CUDA context: :data:`kit.START_S`), as ``measure_interleaved`` runs them."""
+    rows = [{"model": "lstm", "config": {"batch": 1}, "devices": "cpu,gpu", "strategy": s, "artifact": s,
+             "predicted_us": p} for s, p in (("cpu", 1000.0), ("gpu", 1000.0), ("pytorch", None), ("pytorch-graph", None))]
+    tvm, one, both = (gpu_kit.bench_estimate(rows[:n], 8) for n in (2, 3, 4))
+    run = both - one  # a row's runs at the cpu row's predicted latency, no start
+    assert 0 < run < 1 and one - tvm == pytest.approx(gpu_kit.START_S["pytorch"] + run)
+    other = dict(rows[3], config={"batch": 2})  # another setting: another process
+    assert gpu_kit.bench_estimate(rows + [other], 8) - both == pytest.approx(gpu_kit.START_S["pytorch"] + 3 * 1e-3 + 0.08)

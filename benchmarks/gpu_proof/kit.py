@@ -102,6 +102,9 @@ COMPARABLE_GPU = "eop-comparable"
 # Measured on the H100 machine (2026-11-26): a check 5-9 s in a fresh process (CUDA context, NVRTC of
 # the model's kernels, one run), a bench row of one process 6.5-7.4 s, a CPU profile sample 0.19 s
 START_S = {"cpu": 1.5, "gpu": 6.5}  # a fresh process: imports, load; with a GPU: CUDA context, NVRTC
+#: a fresh process of a PyTorch row (tvm_partition.bench.torch_ref): importing torch, its CUDA
+#: context, cuDNN's choice of algorithms, the weights drawn; assumed, not yet timed on a GPU machine
+START_S["pytorch"] = 10.0
 SAMPLE_S = 0.2  # a profile sample: warm-up and 5 repeats of >= 10 ms
 NVRTC_KERNEL_S = 0.03  # compiling one CUDA kernel at load time
 #: a model's context: 5 rounds of >= 150 ms in the VM and >= 10 ms for each distinct kernel alone,
@@ -110,7 +113,8 @@ NVRTC_KERNEL_S = 0.03  # compiling one CUDA kernel at load time
 #: kernels over both builds, 0.11 s a kernel (the time evaluator's runs beyond its 10 ms, five
 #: rounds), where 0.05 had estimated 3.4-4.6 s
 CONTEXT_S, CONTEXT_KERNEL_S = 0.75, 0.11
-ASSUMPTIONS = (f"a fresh process costs {START_S['cpu']} s, {START_S['gpu']} s with the GPU (CUDA context, NVRTC); "
+ASSUMPTIONS = (f"a fresh process costs {START_S['cpu']} s, {START_S['gpu']} s with the GPU (CUDA context, NVRTC), "
+               f"{START_S['pytorch']} s for PyTorch; "
                f"a profile sample {SAMPLE_S} s, {NVRTC_KERNEL_S} s of NVRTC per GPU kernel; runs take their "
                "predicted latency")
 
@@ -382,21 +386,27 @@ def compact_weights(stage: str, exports: list[str]) -> set[str]:
 
 def bench_estimate(rows: list[dict], repeat: int) -> float:
     """Seconds to measure ``rows`` as ``run_bench.py`` does: fresh processes per row (3, or 1 for
-    fewer than 9 runs), each starting up (:data:`START_S`) and running warm-up + its share of
+    fewer than 9 runs; a model's two PyTorch rows share theirs), each starting up (:data:`START_S`) and running warm-up + its share of
     ``repeat`` runs of the row's predicted latency (its model's cpu row's for tvm-cpu), at least
     its blocks' minimum time."""
+    from tvm_partition.bench import torch_ref as bench_torch
     from tvm_partition.bench.runtime import BLOCK_MIN_S, BLOCKS, PROCESSES
 
     procs = PROCESSES if repeat >= 3 * PROCESSES else 1
     each = math.ceil(repeat / procs)
     cpu_pred = {(r["model"], json.dumps(r["config"])): r.get("predicted_us") for r in rows if r["strategy"] == "cpu"}
-    total = 0.0
+    total, torch_started = 0.0, set()
     for r in rows:
         if "artifact" not in r:
             continue
-        pred = r.get("predicted_us") or cpu_pred.get((r["model"], json.dumps(r["config"]))) or 1000.0
-        kind = "gpu" if "gpu" in r["devices"] and r["strategy"] != "tvm-cpu" else "cpu"
-        total += procs * (START_S[kind] + 3 * pred / 1e6 + max(each * pred / 1e6, min(BLOCKS, each) * BLOCK_MIN_S))
+        key = (r["model"], json.dumps(r["config"]))
+        pred = r.get("predicted_us") or cpu_pred.get(key) or 1000.0
+        kind = ("pytorch" if r["strategy"] in bench_torch.NAMES else
+                "gpu" if "gpu" in r["devices"] and r["strategy"] != "tvm-cpu" else "cpu")
+        start = START_S[kind] if kind != "pytorch" or key not in torch_started else 0.0  # a model's two in one process
+        if kind == "pytorch":
+            torch_started.add(key)
+        total += procs * (start + 3 * pred / 1e6 + max(each * pred / 1e6, min(BLOCKS, each) * BLOCK_MIN_S))
     return total
 
 

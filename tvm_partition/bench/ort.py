@@ -38,9 +38,20 @@ SPEC = "ort.json"
 FILES = ("model.onnx", "inputs.npz")
 
 
-def _sha256(path: str) -> str:
+def file_sha256(path: str) -> str:
     with open(path, "rb") as f:
         return hashlib.sha256(f.read()).hexdigest()
+
+
+def read_checked(art_dir: str, spec_name: str, error: type[Exception]) -> dict:
+    """A reference row's spec (``ort.json``, ``torch.json``), each file it names checked against its
+    sha256 first (``error`` where one differs)."""
+    with open(os.path.join(art_dir, spec_name), encoding="utf-8") as f:
+        spec = json.load(f)
+    for name, digest in spec["sha256"].items():
+        if file_sha256(os.path.join(art_dir, name)) != digest:
+            raise error(f"{os.path.join(art_dir, name)}: checksum mismatch (re-copy the folder)")
+    return spec
 
 
 def save(model, art_dir: str, num_threads: int) -> str:
@@ -52,7 +63,7 @@ def save(model, art_dir: str, num_threads: int) -> str:
     with open(os.path.join(art_dir, "inputs.npz"), "wb") as f:
         np.savez(f, **inputs)
     spec = {"runtime": NAME, "model": model.name, "source": os.path.abspath(path), "inputs": list(inputs),
-            "num_threads": int(num_threads), "sha256": {n: _sha256(os.path.join(art_dir, n)) for n in FILES}}
+            "num_threads": int(num_threads), "sha256": {n: file_sha256(os.path.join(art_dir, n)) for n in FILES}}
     with open(os.path.join(art_dir, SPEC), "w", encoding="utf-8") as f:
         json.dump(spec, f, indent=1)
     return art_dir
@@ -63,11 +74,7 @@ def is_artifact(art_dir: str) -> bool:
 
 
 def _load(art_dir: str) -> tuple[dict, dict[str, np.ndarray]]:
-    with open(os.path.join(art_dir, SPEC), encoding="utf-8") as f:
-        spec = json.load(f)
-    for name, digest in spec["sha256"].items():
-        if _sha256(os.path.join(art_dir, name)) != digest:
-            raise OrtError(f"{os.path.join(art_dir, name)}: checksum mismatch (re-copy the folder)")
+    spec = read_checked(art_dir, SPEC, OrtError)
     with np.load(os.path.join(art_dir, "inputs.npz")) as z:
         inputs = {n: z[n] for n in spec["inputs"]}
     return spec, inputs

@@ -15,9 +15,10 @@ of :mod:`tvm_partition.bench.ops` (one key op alone) have an ``op`` field and ar
 :mod:`tvm_partition.build.templates`; weight packing, run at load, not counted); the others run TVM's default CPU schedule (or dlight on a GPU),
 ``default_compute_kernels`` of them doing arithmetic (the rest only move data).
 
-The reference rows ``tvm-cpu`` and ``onnxruntime`` have no plan (``predicted_us`` and ``plan_s``
-None); ``onnxruntime`` has no TVM kernels either (``tuned_kernels`` None) and records
-``max_abs_err_vs_ort``, how far its outputs are from TVM's unpartitioned model's on the same inputs.
+The reference rows ``tvm-cpu``, ``onnxruntime``, ``pytorch`` and ``pytorch-graph`` have no plan
+(``predicted_us`` and ``plan_s`` None); the last three have no TVM kernels either (``tuned_kernels``
+None) and record how far their outputs are from TVM's unpartitioned model's on the same inputs:
+``max_abs_err_vs_ort``, ``max_abs_err_vs_torch`` (PyTorch's on the GPU where it was measured).
 
 A row measured with ``bench --load N`` / ``--cpu-quota F`` (:mod:`tvm_partition.bench.load`) also
 has ``under``: ``{condition name: {median_us, p90_us, p99_us, process_medians_us}}``, measured right
@@ -40,7 +41,7 @@ RESULTS_CSV = "results.csv"
 FIELDS = ("model", "config", "devices", "strategy", "measured_median_us", "measured_p90_us", "predicted_us",
           "plan_s", "compile_s", "device_names", "ideal_us", "error", "chosen", "tuned_kernels", "template_kernels", "transferred_kernels",
           "default_compute_kernels",
-          "repeat", "machine", "date", "command", "process_medians_us", "max_abs_err_vs_ort", "measured_p99_us",
+          "repeat", "machine", "date", "command", "process_medians_us", "max_abs_err_vs_ort", "max_abs_err_vs_torch", "measured_p99_us",
           "under")
 #: The strategies that place everything on one device: the "best single device" of a speedup.
 SINGLE_DEVICE = ("cpu", "gpu")

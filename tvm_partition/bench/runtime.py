@@ -42,12 +42,15 @@ def device_names(kinds: list[str]) -> list[str]:
 
 def measure(art_dir: str, repeat: int, seed: int = 0) -> dict:
     """Median and p90 end-to-end latency of the artifact in this process (an onnxruntime row's
-    folder, :mod:`tvm_partition.bench.ort`, on onnxruntime; its inputs are stored, not seeded here)."""
-    from . import ort as bench_ort
+    folder, :mod:`tvm_partition.bench.ort`, on onnxruntime; a PyTorch row's,
+    :mod:`tvm_partition.bench.torch_ref`, on PyTorch and the GPU; their inputs are stored, not seeded here)."""
+    from . import ort as bench_ort, torch_ref as bench_torch
     from ..runtime.runner import Runner
 
     if bench_ort.is_artifact(art_dir):
         return _result(bench_ort.time_runs(art_dir, repeat), ["cpu"])
+    if bench_torch.is_artifact(art_dir):
+        return measure_together([art_dir], repeat)[art_dir]
     runner = Runner(art_dir)
     return _result(runner.time(runner.example_inputs(seed), repeat, min_s=BLOCKS * BLOCK_MIN_S),
                    [d.kind for d in runner.devices])
@@ -66,15 +69,20 @@ BLOCK_MIN_S = 0.02
 
 
 def measure_together(arts: list[str], repeat: int, seed: int = 0) -> dict:
-    """``{art: result}`` as :func:`measure` gives for each, the artifacts (TVM ones) loaded and
-    warmed up in this process and timed in turn: :data:`BLOCKS` blocks of runs each, the order
+    """``{art: result}`` as :func:`measure` gives for each, the artifacts (TVM ones, or PyTorch rows
+    alone: :func:`tvm_partition.bench.torch_ref.time_together`) loaded and warmed up in this process
+    and timed in turn: :data:`BLOCKS` blocks of runs each, the order
     reversed from block to block, each block after one untimed run (the caches the artifact before
     left) and at least :data:`BLOCK_MIN_S` long. Why: this VM runs one artifact up to 1.5x apart
     minutes apart (see :func:`measure_interleaved`), and rows measured in processes one after another each caught
     another phase: in ``bench --quick`` (2026-11-29, amd-epyc-znver3-2c) the GRU's ``auto`` row, the
     same plan as its ``cpu`` row, read 0.263 ms against 0.354."""
+    from . import torch_ref as bench_torch
     from ..runtime.runner import Runner
 
+    if all(bench_torch.is_artifact(a) for a in arts):  # PyTorch's rows of a model: in turn, the same way
+        got = bench_torch.time_together(arts, repeat, BLOCKS, BLOCK_MIN_S)
+        return {a: {**_result(t, ["gpu"]), "max_abs_err_vs_torch": float(f"{err:.3g}")} for a, (t, err) in got.items()}
     runners = [Runner(a) for a in arts]
     inputs = [r.example_inputs(seed) for r in runners]
     for r, x in zip(runners, inputs):
@@ -120,26 +128,28 @@ def measure_isolated(art_dir: str, repeat: int, timeout_s: float | None = None, 
 def measure_interleaved(arts: list[str], repeat: int, timeout_s: float | None = None, preexec=None) -> dict:
     """``{art: result}``: each artifact measured as :func:`measure_isolated` measures one, but in
     rounds: each round runs one fresh process that times every TVM artifact in turn
-    (:func:`measure_together`) and one of each onnxruntime row, in an order that alternates from
-    round to round. Why: the rows of one model are compared with each other (a split over ``cpu``,
-    ours over onnxruntime), and this VM runs the same build up to 1.2x apart minutes apart
+    (:func:`measure_together`), one that times the PyTorch rows in turn, and one of each
+    onnxruntime row, in an order that alternates from round to round. Why: the rows of one model
+    are compared with each other (a split over ``cpu``, ours over onnxruntime), and this VM runs the same build up to 1.2x apart minutes apart
     (ResNet-50 29.1 ms in paired rounds, 34.7 in a ``bench`` row 20 minutes later; onnxruntime's
     ShuffleNet 1.34 and 3.24 ms; amd-epyc-znver5-2c, 2026-11-26): measured one after another, the
     rows of one model could each take another phase; in rounds each phase reaches every row, and
     within one process every TVM row of it. onnxruntime keeps a process of its own: its threads
-    spin after a run, on the cores the next row would run on. Where the process of all of them
+    spin after a run, on the cores the next row would run on; PyTorch's rows keep one of theirs (a
+    CUDA context and cuDNN's choices of its own). Where the process of all of them
     fails (an artifact that crashes the runtime), each is measured in a process of its own from
     then on; an artifact whose own process fails is not measured again, its result the ``error``."""
-    from . import ort as bench_ort
+    from . import torch_ref as bench_torch
 
     n = PROCESSES if repeat >= 3 * PROCESSES else 1
     each = -(-repeat // n)
     runs: dict[str, list] = {a: [] for a in arts}
     failed: dict[str, dict] = {}
-    together = [a for a in arts if not bench_ort.is_artifact(a)]
+    # TVM's rows in one process, PyTorch's in another, each onnxruntime row alone
+    groups = [g for g in ([a for a in arts if not is_reference(a)], [a for a in arts if bench_torch.is_artifact(a)])
+              if len(g) > 1]
     for k in range(n):
-        units = ([together] if len(together) > 1 else [[a] for a in together]) + \
-            [[a] for a in arts if a not in together]
+        units = groups + [[a] for a in arts if not any(a in g for g in groups)]
         for unit in (units if k % 2 == 0 else units[::-1]):
             if len(unit) > 1:
                 res = measure_process(unit, each, timeout_s, preexec)
@@ -147,7 +157,7 @@ def measure_interleaved(arts: list[str], repeat: int, timeout_s: float | None = 
                     for art, r in res.items():
                         runs[art].append(r)
                     continue
-                together = []  # each alone from now on, this round too
+                groups = [g for g in groups if g is not unit]  # each alone from now on, this round too
             for art in unit:
                 if art in failed:
                     continue
@@ -157,6 +167,13 @@ def measure_interleaved(arts: list[str], repeat: int, timeout_s: float | None = 
                 else:
                     runs[art].append(res)
     return {a: failed.get(a) or _over_processes(runs[a]) for a in arts}
+
+
+def is_reference(art_dir: str) -> bool:
+    """Whether ``art_dir`` is a reference row's folder (onnxruntime, PyTorch), not a TVM artifact."""
+    from . import ort as bench_ort, torch_ref as bench_torch
+
+    return bench_ort.is_artifact(art_dir) or bench_torch.is_artifact(art_dir)
 
 
 def _over_processes(runs: list[dict]) -> dict:

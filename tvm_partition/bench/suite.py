@@ -14,7 +14,10 @@ given as an .onnx file the reference ``onnxruntime``: the same file on onnxrunti
 provider with our CPU build's threads, checked against TVM's outputs before it is measured
 (:mod:`tvm_partition.bench.ort`; it also travels in bundles, whose machine then needs
 onnxruntime). A zoo model has no ONNX file: ``onnxruntime`` is left out for it (with a note
-where ``--strategies`` names it). There is no
+where ``--strategies`` names it). On a device set with a GPU a zoo model gets the references
+``pytorch`` and ``pytorch-graph`` instead: its twin in PyTorch on the GPU, eager and replayed as
+one CUDA graph, checked against TVM's outputs before it is measured
+(:mod:`tvm_partition.bench.torch_ref`; the measuring machine needs torch). There is no
 separate ``tvm-gpu`` row: the ``gpu`` strategy already is the unpartitioned model on the GPU with
 dlight schedules (plus tuned records where the database has CUDA ones), inputs copied in and
 outputs back as any deployment does. ``--quick``: small settings that run in minutes on 2 cores.
@@ -44,7 +47,7 @@ import sys
 import tempfile
 import time
 
-from . import load as bench_load, ops as bench_ops, ort as bench_ort
+from . import load as bench_load, ops as bench_ops, ort as bench_ort, torch_ref as bench_torch
 from .. import flags
 from ..devices import usable_cpus
 from . import results
@@ -59,12 +62,14 @@ DEFAULT_MODELS = {"lstm": {}, "gru": {}, "bert": {}, "inception_v3": {}, "mobile
 QUICK_MODELS = {"lstm": {"seq_len": 10}, "gru": {"seq_len": 10}, "bert-tiny": {}, "resnet18": {"image_size": 64}}
 DEFAULT_STRATEGIES = ("cpu", "gpu", "equal", "fixed", "eop", "auto", "milp")
 QUICK_STRATEGIES = ("cpu", "gpu", "equal", "fixed", "eop", "auto")
-#: The reference rows that are not one of our planners: TVM's own CPU flow, and onnxruntime
-#: (.onnx models only).
+#: The reference rows that are not one of our planners: TVM's own CPU flow, onnxruntime (.onnx
+#: models only) and PyTorch on the GPU, eager and as a CUDA graph (zoo models with a twin, device
+#: sets with a GPU).
 REFERENCE = "tvm-cpu"
-REFERENCES = (REFERENCE, bench_ort.NAME)
+REFERENCES = (REFERENCE, bench_ort.NAME, *bench_torch.NAMES)
 #: The modules of the bundle's runner (the runtime half of tvm_partition).
-BUNDLE_MODULES = ("bench/__init__.py", "bench/runtime.py", "bench/results.py", "bench/ort.py")
+BUNDLE_MODULES = ("bench/__init__.py", "bench/runtime.py", "bench/results.py", "bench/ort.py", "bench/torch_ref.py",
+                  "bench/torch_twins.py")
 
 
 class BenchError(TvmPartitionError, ValueError):
@@ -76,7 +81,8 @@ def parser():
     ap.add_argument("--models", metavar="M,...", help=f"comma-separated zoo names or .onnx paths (default: {','.join(DEFAULT_MODELS)})")
     flags.add_devices(ap, "cpu,cpu", "device set: cpu,cpu (default), cpu,gpu, ...")
     ap.add_argument("--strategies", metavar="S,...", help=f"comma-separated (default: {','.join(DEFAULT_STRATEGIES + REFERENCES)}; "
-                                         f"those the planner registry has; {bench_ort.NAME} for .onnx models only)")
+                                         f"those the planner registry has; {bench_ort.NAME} for .onnx models only, "
+                                         f"{' and '.join(bench_torch.NAMES)} for zoo models on a GPU)")
     ap.add_argument("--quick", action="store_true", help=f"small settings ({', '.join(QUICK_MODELS)}; "
                                                          f"{', '.join(QUICK_STRATEGIES)}; 10 repeats)")
     ap.add_argument("--sweep", metavar="KEY=V,V", help="repeat each model at each value, e.g. batch=8,16,32")
@@ -174,14 +180,23 @@ def strategies(args) -> list[str]:
     return [s for s in wanted if s in STRATEGIES] + list(REFERENCES)
 
 
-def applicable(names: list[str], model, explicit: bool, say) -> list[str]:
-    """``names`` less the rows ``model`` cannot have (onnxruntime: an .onnx file only); ``say``
-    notes one left out where ``--strategies`` asked for it."""
-    if bench_ort.NAME not in names or bench_ort.source(model) is not None:
-        return names
+def applicable(names: list[str], model, explicit: bool, say, gpu: bool = False) -> list[str]:
+    """``names`` less the rows ``model`` cannot have (onnxruntime: an .onnx file only; PyTorch: a
+    zoo model with a twin, on a device set with a GPU, ``gpu``); ``say`` notes one left out where
+    ``--strategies`` asked for it."""
+    why = {}
+    if bench_ort.source(model) is None:
+        why[bench_ort.NAME] = f"{bench_ort.NAME} runs .onnx models only"
+    for s in bench_torch.NAMES:
+        if not gpu:
+            why[s] = f"{s} times PyTorch on a GPU"
+        elif not bench_torch.has_twin(model):
+            why[s] = f"{s} runs the zoo models with a PyTorch twin ({', '.join(bench_torch.TWINS)})"
     if explicit:
-        say(f"note: {bench_ort.NAME} runs .onnx models only; left out for {model.name}")
-    return [s for s in names if s != bench_ort.NAME]
+        for s in names:
+            if s in why:
+                say(f"note: {why[s]}; left out for {model.name}")
+    return [s for s in names if s not in why]
 
 
 @dataclasses.dataclass
@@ -286,6 +301,17 @@ class Bench:
             raise bench_ort.OrtError(f"outputs differ from TVM's unpartitioned model by {err:.3g} (tolerance "
                                      f"{tol:.3g}) on the same inputs: not the same model, not measured")
 
+    def save_torch(self, model, art: str, row: dict, strategy: str) -> None:
+        """A PyTorch row's folder in ``art`` (:mod:`tvm_partition.bench.torch_ref`), the twin's outputs
+        checked here on the CPU against TVM's unpartitioned model where torch is installed (and
+        on the GPU before it is timed, wherever it is measured)."""
+        from ..cli.compile import reference_outputs
+
+        row["tuned_kernels"] = None
+        bench_torch.save(model, art, strategy, reference_outputs(model))
+        if bench_torch.available():  # else the measuring machine checks it, before it times it
+            row["max_abs_err_vs_torch"] = float(f"{bench_torch.check(art):.3g}")
+
     def row(self, model, config: dict, strategy: str, plans: str | None, plan=None, extra: dict | None = None,
             cost_model=None) -> tuple[dict, str | None]:
         """Plan (or take ``plan``), compile and save (or export) one row; ``extra``: more fields of
@@ -299,6 +325,8 @@ class Bench:
         try:
             if strategy == bench_ort.NAME:
                 self.save_ort(model, art, row)
+            elif strategy in bench_torch.NAMES:
+                self.save_torch(model, art, row, strategy)
             else:
                 self.save_compiled(model, strategy, plan, cost_model, art, row, plans)
             if self.export:
@@ -507,7 +535,7 @@ def run(args, out: str) -> tuple[list[tuple], int]:
                     results.save(out, rows)
                 pending.clear()
 
-            wanted = applicable(names, model, bool(args.strategies), say)
+            wanted = applicable(names, model, bool(args.strategies), say, any(d.kind == "gpu" for d in devices))
             bar.update(len(names) - len(wanted))
             for strategy in wanted:
                 one(model, strategy)
