@@ -155,8 +155,9 @@ GPU = Config(
         "quick": [["--quick", "--split-ops", "2", "--repeat", "8"]],
         # the README's first command (compile lstm: the zoo's default settings, auto) against both
         # devices (the H100's profile planned fixed, 9.14 ms against the GPU's 5.01; the H200's
-        # run, planned with the GPU's launch cost, the GPU: 3.66 ms against 3.88)
-        "default": [["--models", "lstm", "--strategies", "cpu,gpu,auto", "--repeat", "8"]],
+        # run, planned with the GPU's launch cost, the GPU: 3.66 ms against 3.88), and against
+        # PyTorch on the same GPU (cuDNN's LSTM, eager and as one CUDA graph)
+        "default": [["--models", "lstm", "--strategies", "cpu,gpu,auto,pytorch,pytorch-graph", "--repeat", "8"]],
         "crossover": [["--models", "lstm", "--seq-len", "10", "--sweep", "batch=1,4,16,64,256",
                        "--strategies", "cpu,gpu,eop", "--repeat", "8"],
                       ["--models", "lstm,bert-tiny", "--sweep", "seq_len=16,32,64,128",
