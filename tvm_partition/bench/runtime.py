@@ -71,10 +71,10 @@ BLOCK_MIN_S = 0.02
 def measure_together(arts: list[str], repeat: int, seed: int = 0) -> dict:
     """``{art: result}`` as :func:`measure` gives for each, the artifacts (TVM ones, or PyTorch rows
     alone: :func:`tvm_partition.bench.torch_ref.time_together`) loaded and warmed up in this process
-    and timed in turn: :data:`BLOCKS` blocks of runs each, the order
-    reversed from block to block, each block after one untimed run (the caches the artifact before
-    left) and at least :data:`BLOCK_MIN_S` long. Why: this VM runs one artifact up to 1.5x apart
-    minutes apart (see :func:`measure_interleaved`), and rows measured in processes one after another each caught
+    and timed in turn: :data:`BLOCKS` blocks of runs each, the order reversed from block to block,
+    each block after one untimed run (the caches the artifact before left) and at least
+    :data:`BLOCK_MIN_S` long. Why: this VM runs one artifact up to 1.5x apart minutes apart (see
+    :func:`measure_interleaved`), and rows measured in processes one after another each caught
     another phase: in ``bench --quick`` (2026-11-29, amd-epyc-znver3-2c) the GRU's ``auto`` row, the
     same plan as its ``cpu`` row, read 0.263 ms against 0.354."""
     from . import torch_ref as bench_torch
@@ -128,16 +128,16 @@ def measure_isolated(art_dir: str, repeat: int, timeout_s: float | None = None, 
 def measure_interleaved(arts: list[str], repeat: int, timeout_s: float | None = None, preexec=None) -> dict:
     """``{art: result}``: each artifact measured as :func:`measure_isolated` measures one, but in
     rounds: each round runs one fresh process that times every TVM artifact in turn
-    (:func:`measure_together`), one that times the PyTorch rows in turn, and one of each
-    onnxruntime row, in an order that alternates from round to round. Why: the rows of one model
-    are compared with each other (a split over ``cpu``, ours over onnxruntime), and this VM runs the same build up to 1.2x apart minutes apart
-    (ResNet-50 29.1 ms in paired rounds, 34.7 in a ``bench`` row 20 minutes later; onnxruntime's
-    ShuffleNet 1.34 and 3.24 ms; amd-epyc-znver5-2c, 2026-11-26): measured one after another, the
-    rows of one model could each take another phase; in rounds each phase reaches every row, and
-    within one process every TVM row of it. onnxruntime keeps a process of its own: its threads
-    spin after a run, on the cores the next row would run on; PyTorch's rows keep one of theirs (a
-    CUDA context and cuDNN's choices of its own). Where the process of all of them
-    fails (an artifact that crashes the runtime), each is measured in a process of its own from
+    (:func:`measure_together`), one that times the PyTorch rows in turn, and one of each onnxruntime
+    row, in an order that alternates from round to round. Why: the rows of one model are compared
+    with each other (a split over ``cpu``, ours over onnxruntime), and this VM runs the same build
+    up to 1.2x apart minutes apart (ResNet-50 29.1 ms in paired rounds, 34.7 in a ``bench`` row 20
+    minutes later; onnxruntime's ShuffleNet 1.34 and 3.24 ms; amd-epyc-znver5-2c, 2026-11-26):
+    measured one after another, the rows of one model could each take another phase; in rounds each
+    phase reaches every row, and within one process every TVM row of it. onnxruntime keeps a process
+    of its own: its threads spin after a run, on the cores the next row would run on; PyTorch's rows
+    keep one of theirs (a CUDA context and cuDNN's choices of its own). Where the process of all of
+    them fails (an artifact that crashes the runtime), each is measured in a process of its own from
     then on; an artifact whose own process fails is not measured again, its result the ``error``."""
     from . import torch_ref as bench_torch
 

@@ -149,7 +149,8 @@ class _Bottleneck(_BasicBlock):
 
     @staticmethod
     def _branch(cin: int, channels: int, stride: int) -> list:
-        return [Conv(cin, channels, 1), Conv(channels, channels, 3, stride, 1), Conv(channels, channels * 4, 1, act=None)]
+        return [Conv(cin, channels, 1), Conv(channels, channels, 3, stride, 1),
+                Conv(channels, channels * 4, 1, act=None)]
 
 
 class ResNet(nn.Module):
