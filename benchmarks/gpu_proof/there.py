@@ -203,7 +203,7 @@ def facts(step: int, out: str, say, kit: dict) -> dict:
     info = {"step": step, "fingerprint": fp, "machine": fingerprint_id(fp), "usable_cpus": usable_cpus(),
             "cpu_level": cpu_level(flags), "avx512": sorted(f for f in flags if f.startswith(("avx512", "amx"))),
             "python": platform.python_version(), "numpy": np.__version__,
-            "packages": _versions(("cuda-", "nvidia-cuda", "nvidia-nvjitlink", "cupy", "torch"))}
+            "packages": _versions(("cuda-", "nvidia-cuda", "nvidia-cudnn", "nvidia-nvjitlink", "cupy", "torch"))}
     text = [f"date: {time.strftime('%Y-%m-%dT%H:%M:%SZ', time.gmtime())}", json.dumps(info, indent=1)]
     for cmd in (["nvidia-smi", "--query-gpu=name,driver_version,memory.total,clocks.max.sm,"
                                 "pcie.link.gen.max,pcie.link.width.max", "--format=csv"], ["lscpu"], ["nvidia-smi"],
