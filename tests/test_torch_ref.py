@@ -20,7 +20,7 @@ from tvm_partition.bench import suite as bench, torch_ref
 #: Settings that compile and run in seconds (BERT-base: one layer).
 TINY = {"lstm": {"seq_len": 3, "batch": 2}, "gru": {"seq_len": 3, "batch": 2}, "bert": {"seq_len": 4, "layers": 1, "batch": 1},
         "bert-tiny": {"seq_len": 8, "batch": 2}, "mobilenetv2": {"image_size": 32}, "resnet18": {"image_size": 32, "batch": 2},
-        "resnet50": {"image_size": 32}}
+        "resnet50": {"image_size": 32}, "inception_v3": {"image_size": 75}}
 
 
 def folder(tmp_path, name: str, strategy: str = torch_ref.NAME, **opts) -> str:
@@ -32,8 +32,10 @@ def folder(tmp_path, name: str, strategy: str = torch_ref.NAME, **opts) -> str:
     return torch_ref.save(model, str(tmp_path / f"{name}-{strategy}"), strategy, reference_outputs(model))
 
 
-def test_every_twin_is_listed_with_settings_here():
-    assert set(TINY) == set(torch_ref.TWINS)
+def test_every_zoo_model_has_a_twin_tested_here():
+    from tvm_partition.flags import ZOO_MODELS
+
+    assert set(TINY) == set(torch_ref.TWINS) == set(ZOO_MODELS)
 
 
 @pytest.mark.parametrize("name", sorted(TINY))
@@ -64,7 +66,7 @@ def test_a_twin_takes_every_zoo_weight_once(tmp_path):
     twin = torch_twins.load(torch_twins.twin("gru", model.config), names, model.params)
     assert torch.equal(twin.rnn.weight_ih_l0, torch.from_numpy(model.params[0].T.copy()))
     with pytest.raises(ValueError, match="no PyTorch twin"):
-        torch_twins.twin("inception_v3", {})
+        torch_twins.twin("nosuch", {})
 
 
 def test_pytorch_rows_are_for_zoo_models_with_a_twin_on_a_gpu(tmp_path):
@@ -73,10 +75,10 @@ def test_pytorch_rows_are_for_zoo_models_with_a_twin_on_a_gpu(tmp_path):
     names = ["cpu", "tvm-cpu", "pytorch", "pytorch-graph"]
     assert bench.applicable(names, zoo_model, False, notes.append, gpu=True) == ["cpu", "tvm-cpu", "pytorch", "pytorch-graph"]
     assert bench.applicable(names, zoo_model, False, notes.append, gpu=False) == ["cpu", "tvm-cpu"] and notes == []
-    inception = type("M", (), {"name": "inception_v3", "config": {}, "weights": {"seed": 0, "specs": []}})()
-    assert bench.applicable(names, inception, True, notes.append, gpu=True) == ["cpu", "tvm-cpu"]
+    onnx_model = type("M", (), {"name": "tiny", "config": {"source": "tiny.onnx"}, "weights": None})()
+    assert bench.applicable(names, onnx_model, True, notes.append, gpu=True) == ["cpu", "tvm-cpu"]
     assert notes == [f"note: {s} runs the zoo models with a PyTorch twin ({', '.join(torch_ref.TWINS)}); "
-                     "left out for inception_v3" for s in ("pytorch", "pytorch-graph")]
+                     "left out for tiny" for s in ("pytorch", "pytorch-graph")]
     rc, text, err = run_bench(*LSTM, "--strategies", "pytorch", "--out", tmp_path / "res")  # cpu,cpu
     assert rc == 0 and "note: pytorch times PyTorch on a GPU; left out for lstm" in err
     assert "0 rows, 0 failed" in text and not (tmp_path / "res").exists()

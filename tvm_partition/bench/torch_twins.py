@@ -11,8 +11,7 @@ order are PyTorch's, :mod:`tvm_partition.frontend.zoo.rnn`), ``F.scaled_dot_prod
 norm into the convolutions; torchvision's models keep a batch-norm kernel each, slower in eager).
 The zoo's parameter names are the twins' ``state_dict`` names (:func:`load`), but for the
 transposes: the zoo stores a dense layer's weight ``[in, out]`` and an RNN's ``w_ih`` as PyTorch's
-``weight_ih_l{l}.T``. ``inception_v3`` has no twin (no ``pytorch`` row;
-:data:`tvm_partition.bench.torch_ref.TWINS` lists those that have one).
+``weight_ih_l{l}.T``. Every zoo model has one (:data:`tvm_partition.bench.torch_ref.TWINS`).
 
 Needs torch (not a dependency of the package: the ``pytorch`` rows run where it is installed, e.g.
 the GPU machines' image); imports no TVM, so benchmark bundles carry it to machines with the
@@ -213,6 +212,99 @@ class MobileNetV2(nn.Module):
         return self.classifier(self.head(x))
 
 
+def _chain(convs, x):
+    for conv in convs:
+        x = conv(x)
+    return x
+
+
+def _pooled(x):
+    return F.avg_pool2d(x, 3, 1, 1)  # count_include_pad, as the zoo's (and torchvision's)
+
+
+class _InceptionA(nn.Module):
+    def __init__(self, cin: int, pool_features: int):
+        super().__init__()
+        self.b1 = Conv(cin, 64, 1)
+        self.b5_1, self.b5_2 = Conv(cin, 48, 1), Conv(48, 64, 5, padding=2)
+        self.b3_1, self.b3_2, self.b3_3 = Conv(cin, 64, 1), Conv(64, 96, 3, padding=1), Conv(96, 96, 3, padding=1)
+        self.pool = Conv(cin, pool_features, 1)
+
+    def forward(self, x):
+        return torch.cat([self.b1(x), self.b5_2(self.b5_1(x)), self.b3_3(self.b3_2(self.b3_1(x))),
+                          self.pool(_pooled(x))], 1)
+
+
+class _InceptionB(nn.Module):
+    def __init__(self, cin: int):
+        super().__init__()
+        self.b3 = Conv(cin, 384, 3, stride=2)
+        self.bd_1, self.bd_2, self.bd_3 = Conv(cin, 64, 1), Conv(64, 96, 3, padding=1), Conv(96, 96, 3, stride=2)
+
+    def forward(self, x):
+        return torch.cat([self.b3(x), self.bd_3(self.bd_2(self.bd_1(x))), F.max_pool2d(x, 3, 2)], 1)
+
+
+class _InceptionC(nn.Module):
+    def __init__(self, cin: int, c7: int):
+        super().__init__()
+        self.b1 = Conv(cin, 192, 1)
+        self.b7 = nn.ModuleList([Conv(cin, c7, 1), Conv(c7, c7, (1, 7), padding=(0, 3)),
+                                 Conv(c7, 192, (7, 1), padding=(3, 0))])
+        self.bd = nn.ModuleList([Conv(cin, c7, 1), Conv(c7, c7, (7, 1), padding=(3, 0)),
+                                 Conv(c7, c7, (1, 7), padding=(0, 3)), Conv(c7, c7, (7, 1), padding=(3, 0)),
+                                 Conv(c7, 192, (1, 7), padding=(0, 3))])
+        self.pool = Conv(cin, 192, 1)
+
+    def forward(self, x):
+        return torch.cat([self.b1(x), _chain(self.b7, x), _chain(self.bd, x), self.pool(_pooled(x))], 1)
+
+
+class _InceptionD(nn.Module):
+    def __init__(self, cin: int):
+        super().__init__()
+        self.b3 = nn.ModuleList([Conv(cin, 192, 1), Conv(192, 320, 3, stride=2)])
+        self.b7 = nn.ModuleList([Conv(cin, 192, 1), Conv(192, 192, (1, 7), padding=(0, 3)),
+                                 Conv(192, 192, (7, 1), padding=(3, 0)), Conv(192, 192, 3, stride=2)])
+
+    def forward(self, x):
+        return torch.cat([_chain(self.b3, x), _chain(self.b7, x), F.max_pool2d(x, 3, 2)], 1)
+
+
+class _InceptionE(nn.Module):
+    def __init__(self, cin: int):
+        super().__init__()
+        self.b1, self.b3 = Conv(cin, 320, 1), Conv(cin, 384, 1)
+        self.b3_a, self.b3_b = Conv(384, 384, (1, 3), padding=(0, 1)), Conv(384, 384, (3, 1), padding=(1, 0))
+        self.bd_1, self.bd_2 = Conv(cin, 448, 1), Conv(448, 384, 3, padding=1)
+        self.bd_a, self.bd_b = Conv(384, 384, (1, 3), padding=(0, 1)), Conv(384, 384, (3, 1), padding=(1, 0))
+        self.pool = Conv(cin, 192, 1)
+
+    def forward(self, x):
+        b3, bd = self.b3(x), self.bd_2(self.bd_1(x))
+        return torch.cat([self.b1(x), self.b3_a(b3), self.b3_b(b3), self.bd_a(bd), self.bd_b(bd),
+                          self.pool(_pooled(x))], 1)
+
+
+class InceptionV3(nn.Module):
+    """The zoo's ``inception_v3`` (torchvision's, no auxiliary classifier, batch norm folded)."""
+
+    def __init__(self, classes: int):
+        super().__init__()
+        self.stem = nn.ModuleList([Conv(3, 32, 3, stride=2), Conv(32, 32, 3), Conv(32, 64, 3, padding=1)])
+        self.stem2 = nn.ModuleList([Conv(64, 80, 1), Conv(80, 192, 3)])
+        self.mixed = nn.ModuleList(
+            [_InceptionA(192, 32), _InceptionA(256, 64), _InceptionA(288, 64), _InceptionB(288),
+             _InceptionC(768, 128), _InceptionC(768, 160), _InceptionC(768, 160), _InceptionC(768, 192),
+             _InceptionD(768), _InceptionE(1280), _InceptionE(2048)])
+        self.classifier = Classifier(2048, classes)
+
+    def forward(self, x):
+        x = F.max_pool2d(_chain(self.stem, x), 3, 2)
+        x = F.max_pool2d(_chain(self.stem2, x), 3, 2)
+        return self.classifier(_chain(self.mixed, x))
+
+
 def twin(name: str, config: dict) -> nn.Module:
     """The twin of zoo model ``name`` built with ``config`` (a zoo model's ``config``), weights unset."""
     if name in ("lstm", "gru"):
@@ -222,6 +314,8 @@ def twin(name: str, config: dict) -> nn.Module:
                     config["max_position"])
     if name == "mobilenetv2":
         return MobileNetV2(config["num_classes"])
+    if name == "inception_v3":
+        return InceptionV3(config["num_classes"])
     if name in ("resnet18", "resnet50"):
         block, repeats = (_BasicBlock, [2, 2, 2, 2]) if name == "resnet18" else (_Bottleneck, [3, 4, 6, 3])
         return ResNet(block, repeats, config["num_classes"])
