@@ -190,6 +190,31 @@ def _cuda_library_dirs() -> list[str]:
 
 
 @functools.lru_cache(maxsize=None)
+def load_runtime_extra() -> bool:
+    """Load ``libtvm_runtime_extra.so`` (beside ``libtvm_runtime.so``) where ``import tvm`` did not;
+    whether it is loaded. It registers the runtime's contributed functions that kernels call by
+    name: ``tvm.contrib.sort.argsort``, which TVM's non-maximum suppression calls (an ONNX
+    ``NonMaxSuppression``). Under ``TVM_USE_RUNTIME_LIB=1`` (an edge server, a bundle, ``bench``'s
+    timing processes) ``tvm/backend/_autoload_backends.py`` loads it only with the compiler, and
+    such a model failed there ("Cannot find function tvm.contrib.sort.argsort in the imported
+    modules or global registry")."""
+    from pathlib import Path
+
+    from tvm.base import _LOADED_LIBS
+    from tvm_ffi.libinfo import load_lib_ctypes
+
+    if "tvm_runtime_extra" in _LOADED_LIBS:
+        return True
+    runtime_dir = os.path.dirname(os.path.realpath(_LOADED_LIBS["tvm_runtime"]._name))
+    try:
+        _LOADED_LIBS["tvm_runtime_extra"] = load_lib_ctypes(package="tvm", target_name="tvm_runtime_extra",
+                                                            extra_lib_paths=[Path(runtime_dir)], mode="RTLD_LOCAL")
+    except (OSError, RuntimeError, FileNotFoundError):
+        return False
+    return True
+
+
+@functools.lru_cache(maxsize=None)
 def load_cuda_runtime() -> dict:
     """Make this process's TVM able to use a CUDA GPU; returns ``{"loaded", "error", "libraries"}``
     (``libraries``: what was loaded from where, for the record).
@@ -252,6 +277,7 @@ def init_rpc_server() -> None:
     cannot fork sessions that use it."""
     import sys
 
+    load_runtime_extra()
     state = load_cuda_runtime()
     print("CUDA backend loaded" if state["loaded"] else f"CUDA backend not loaded: {state['error']}",
           file=sys.stderr, flush=True)

@@ -99,6 +99,11 @@ class Split:
 Decision = Union[OnDevice, Split]
 
 
+def devices_of(decision: Decision) -> set[str]:
+    """The devices a decision runs its op on."""
+    return {decision.device} if isinstance(decision, OnDevice) else set(decision.devices)
+
+
 def decision_from_json(d: dict) -> Decision:
     kind = d.get("kind") if isinstance(d, dict) else None
     try:
@@ -129,6 +134,12 @@ class Plan:
             if d.name == name:
                 return d
         raise PlanError(f"unknown device {name!r}: the plan has {[d.name for d in self.devices]}")
+
+    def with_cpu_only_on_host(self, graph: "OpGraph") -> "Plan":
+        """This plan with every op of ``graph.cpu_only`` that it places off the CPUs on the host."""
+        cpus = {d.name for d in self.devices if d.kind == "cpu"}
+        moved = {op_id: OnDevice(self.host) for op_id in graph.cpu_only if not devices_of(self.decision(op_id)) <= cpus}
+        return dataclasses.replace(self, ops={**self.ops, **moved}) if moved else self
 
     def decision(self, op_id: str) -> Decision:
         return self.ops.get(op_id, OnDevice(self.host))
@@ -210,10 +221,11 @@ class Plan:
         for op_id, dec in self.ops.items():
             if op_id not in graph.ops:
                 raise PlanError(f"plan names op {op_id!r}, which this model does not have (see --explain for op ids)")
-            devs = [dec.device] if isinstance(dec, OnDevice) else list(dec.devices)
-            for dev in devs:
+            for dev in sorted(devices_of(dec)):
                 if dev not in names:
                     raise PlanError(f"op {op_id!r}: unknown device {dev!r} (the plan has {names})")
+                if op_id in graph.cpu_only and self.device(dev).kind != "cpu":
+                    raise PlanError(f"op {op_id!r} runs on a CPU only: its shape depends on the data")
             if isinstance(dec, Split):
                 try:
                     dec.check()

@@ -392,7 +392,8 @@ class Servers:
 
 
 def _nbytes(infos: list[dict]) -> int:
-    return sum(int(np.prod(i["shape"])) * np.dtype(i["dtype"]).itemsize for i in infos)
+    # a dimension known at run time only (None) counted once
+    return sum(int(np.prod([d or 1 for d in i["shape"]])) * np.dtype(i["dtype"]).itemsize for i in infos)
 
 
 #: the servers measured together run for this many of the slowest one's runs

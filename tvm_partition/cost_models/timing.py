@@ -26,7 +26,7 @@ import numpy as np
 
 if __name__ == "__main__":  # a bundle's script: the bundle's tvm_partition (devices, errors) beside it, first,
     sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # also under python -I (-P: no script folder)
-from tvm_partition.devices import hardware_fingerprint, load_cuda_runtime, use_cpu_threads  # noqa: E402
+from tvm_partition.devices import hardware_fingerprint, load_cuda_runtime, load_runtime_extra, use_cpu_threads  # noqa: E402
 
 REPEAT = 5
 #: Standard deviation of random float arguments. Kernel times can depend on the data: GELU's erf
@@ -335,6 +335,8 @@ def run_bundle(bundle: str, out: str | None, done: set | None = None, progress=N
     with open(os.path.join(bundle, "bundle.json"), encoding="utf-8") as f:
         spec = json.load(f)
     kinds = [x.get("device", "cpu") for x in spec["libraries"] + spec.get("launches", []) + spec.get("contexts", [])]
+    if session is None:
+        load_runtime_extra()  # kernels may call its functions by name (an NMS: argsort)
     if session is None and "gpu" in kinds + [k for c in spec.get("copies", []) for k in (c["src"], c["dst"])]:
         load_cuda_runtime()  # a runtime-only TVM sees no GPU without it
     done = done or set()

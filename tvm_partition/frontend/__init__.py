@@ -29,7 +29,7 @@ from . import onnx_shapes
 from .onnx_fold import fold_constants
 from .onnx_loop import unroll_loops
 from .onnx_rnn import RecurrentError, unroll_recurrent
-from ..ir.relax_utils import Constant, rebuilt
+from ..ir.relax_utils import Constant, compile_time_constants, rebuilt
 from .conv3d import conv3d_as_conv2d
 from .dead_taps import drop_dead_taps
 from .einsum import einsum_as_matmul, einsums_as_matmuls
@@ -361,7 +361,8 @@ def bind_scalar_weights(mod: tvm.IRModule, params: list, func_name: str = "main"
 
 
 def lift_constants(mod: tvm.IRModule, func_name: str = "main"):
-    """Turn every tensor constant of ``main`` into a trailing weight parameter.
+    """Turn every tensor constant of ``main`` into a trailing weight parameter, but those an op
+    reads at compile time (:func:`~tvm_partition.ir.relax_utils.compile_time_constants`).
 
     A constant has no device: a GPU kernel reading it would read host memory. As a weight it is
     copied to its device once by ``main_transform_params``.
@@ -369,9 +370,10 @@ def lift_constants(mod: tvm.IRModule, func_name: str = "main"):
     func = mod[func_name]
     consts: list = []
     index: dict = {}
+    kept = compile_time_constants(func)
 
     def visit(e):
-        if isinstance(e, Constant) and e not in index:
+        if isinstance(e, Constant) and e not in index and e not in kept:
             index[e] = len(consts)
             consts.append(e)
 
@@ -380,6 +382,6 @@ def lift_constants(mod: tvm.IRModule, func_name: str = "main"):
         return mod, []
     new_params = [relax.Var(f"const{i}", c.ty) for i, c in enumerate(consts)]
     new = rebuilt(mod, func_name, params=list(func.params) + new_params,
-                  outer=lambda e: new_params[index[e]] if isinstance(e, Constant) else e)
+                  outer=lambda e: new_params[index[e]] if isinstance(e, Constant) and e in index else e)
     return new, [c.value.numpy() for c in consts]
 

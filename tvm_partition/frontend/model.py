@@ -28,12 +28,18 @@ class Model:
         return list(self.inputs)
 
     def output_info(self) -> list[dict]:
-        ty = self.mod["main"].ret_ty if hasattr(self.mod["main"], "ret_ty") else self.mod["main"].body.body.ty
+        """Name, shape and dtype of each output; a dimension known only at run time (the count a
+        ``NonZero`` finds) is None."""
+        ty = self.mod["main"].body.body.ty  # the result's own type: main's declared one drops such dimensions
         types = list(ty.fields) if isinstance(ty, relax.TupleType) else [ty]
-        return [
-            {"name": f"output{i}", "shape": [int(v) for v in t.shape.values], "dtype": str(t.dtype)}
-            for i, t in enumerate(types)
-        ]
+        return [{"name": f"output{i}", "shape": _dims(t), "dtype": str(t.dtype)} for i, t in enumerate(types)]
 
     def input_info(self) -> list[dict]:
         return [{"name": k, "shape": list(v.shape), "dtype": str(v.dtype)} for k, v in self.inputs.items()]
+
+
+def _dims(ty) -> list[int | None]:
+    """The dimensions of a tensor type, None for each one known only at run time."""
+    if ty.shape is None or not hasattr(ty.shape, "values"):
+        return [None] * ty.ndim
+    return [int(d) if isinstance(d, tvm.tirx.IntImm) else None for d in ty.shape.values]

@@ -28,7 +28,7 @@ from tvm import relax
 
 from ..errors import TvmPartitionError
 from .legalize import legalize_ops
-from .relax_utils import ByStructure, Constant
+from .relax_utils import ByStructure, Constant, rebuilt
 from .split_rules import (IllegalSplit, MisalignedCut, Region, is_tensor, shape_of, sliced_block, split_call,
                           tensor_operands, view_offset)
 
@@ -131,6 +131,59 @@ def _bindings(func: relax.Function) -> list:
     return out
 
 
+#: The name every high-level binding takes (with its index) in the copy :meth:`OpGraph._fuse_afresh`
+#: legalizes.
+_OWNER_PREFIX = "tvmp_binding"
+
+
+def _legalized_owners(legal: list, count: int) -> list[int]:
+    """The high-level binding (of ``count``, named ``_OWNER_PREFIX`` and their index) each legalized
+    binding of ``main`` comes from. ``LegalizeOps`` emits a binding's legalization in its place: the
+    bindings it adds come first (named as TVM names them), and the last keeps the high-level
+    binding's name (an ONNX ``NonMaxSuppression``: the suppression, then the kernels and the
+    ``match_cast`` that cut its rows to those it kept)."""
+    owner, i = [], 0
+    for b in legal:
+        if i == count:
+            break
+        owner.append(i)
+        if b.var.name == f"{_OWNER_PREFIX}{i}":
+            i += 1
+    if i != count or len(owner) != len(legal):
+        raise GraphError("LegalizeOps changed the binding structure of main; cannot map fused kernels back")
+    return owner
+
+
+def _static_type(ty) -> bool:
+    """Whether every tensor of ``ty`` has a shape of known integers."""
+    if isinstance(ty, relax.TupleType):
+        return all(_static_type(f) for f in ty.fields)
+    if not isinstance(ty, relax.TensorType):
+        return True
+    return ty.shape is not None and all(isinstance(d, tvm.tirx.IntImm) for d in ty.shape.values)
+
+
+def _merged(groups: list[tuple[str, list[int]]]) -> list[tuple[str, list[int]]]:
+    """``groups`` with those that share a member joined, in the first one's place and name: a
+    binding whose legalization FuseOps put in several kernels is one op."""
+    out: list[tuple[str, list[int]]] = []
+    home: dict[int, int] = {}
+    for name, members in groups:
+        hit = sorted({home[m] for m in members if m in home})
+        if not hit:
+            k = len(out)
+            out.append((name, list(members)))
+        else:
+            k = hit[0]
+            for other in reversed(hit[1:]):  # joined transitively
+                out[k][1].extend(out[other][1])
+                out[other] = (out[other][0], [])
+            out[k][1].extend(members)
+        for m in out[k][1]:
+            home[m] = k
+    return [(name, sorted(set(members))) for name, members in out if members]
+
+
 def _first_field_shape(var) -> tuple[int, ...]:
     """Shape of a tensor var, or of the first field of a tuple var (R.split's parts)."""
     ty = var.ty
@@ -149,34 +202,49 @@ def _dtype_bytes(dtype: str) -> int:
     return max(1, tvm.runtime.DataType(dtype).bits // 8)
 
 
+#: The size an op's description gives a dimension known only at run time (a ``NonZero``'s count):
+#: what the cost models price and the summaries show. Such ops run whole on a CPU
+#: (:attr:`OpGraph.cpu_only`): no plan cuts them or moves them, whatever they are priced.
+RUN_TIME_DIM = 1
+
+
+def nominal_shape(expr) -> tuple[int, ...]:
+    """The shape of a tensor-typed expr, each dimension known only at run time as
+    :data:`RUN_TIME_DIM`."""
+    ty = expr.ty
+    if isinstance(ty, relax.TensorType) and ty.shape is not None and hasattr(ty.shape, "values"):
+        return tuple(int(d) if isinstance(d, tvm.tirx.IntImm) else RUN_TIME_DIM for d in ty.shape.values)
+    return shape_of(expr)  # refuses it, naming it
+
+
 def tensor_bytes(expr) -> int:
     """Bytes of a tensor-typed expr, or of every tensor of a tuple-typed one (ONNX's Dropout
     returns one: ApplyPlan copies it field by field)."""
     ty = expr.ty
     if isinstance(ty, relax.TupleType):
         return sum(tensor_bytes(relax.Var("_", f)) for f in ty.fields)
-    return math.prod(shape_of(expr)) * _dtype_bytes(ty.dtype)
+    return math.prod(nominal_shape(expr)) * _dtype_bytes(ty.dtype)
 
 
 def _member_flops(var, call) -> float:
     name = _op_name(call)
     try:
-        out = math.prod(shape_of(var))
+        out = math.prod(nominal_shape(var))
     except IllegalSplit:
         return 0.0
     if name == "matmul":
         a = tensor_operands(call)[0]
-        return 2.0 * out * shape_of(a)[-1]
+        return 2.0 * out * nominal_shape(a)[-1]
     if name == "conv2d":
         w = tensor_operands(call)[1]
-        ws = shape_of(w)
+        ws = nominal_shape(w)
         return 2.0 * out * ws[1] * ws[2] * ws[3]
     if name in ("max_pool2d", "avg_pool2d"):
         return float(out * math.prod(int(k) for k in call.attrs.pool_size))
     if name in _VIEW_KINDS:
         return 0.0
     if name in ("softmax", "log_softmax", "layer_norm", "rms_norm", "mean", "sum", "adaptive_avg_pool2d"):
-        return 5.0 * math.prod(shape_of(tensor_operands(call)[0]))
+        return 5.0 * math.prod(nominal_shape(tensor_operands(call)[0]))
     return float(out)
 
 
@@ -214,7 +282,8 @@ class OpGraph:
                 self.users[v].add(i)
         self.returned = set(relax.analysis.free_vars(self.func.body.body))
         self.static = self._find_static()
-        groups = [(name, [m for m in members if m not in self.static]) for name, members in self._fused_groups()]
+        fused, self.data_dependent = self._fused_groups()
+        groups = [(name, [m for m in members if m not in self.static]) for name, members in fused]
         groups = [(name, members) for name, members in groups if members]
         self._absorb_glue(groups)
         self.ops: dict[str, Op] = {}
@@ -238,35 +307,46 @@ class OpGraph:
                 static_vars.add(b.var)
         return static
 
-    def _fused_groups(self) -> list[tuple[str, list[int]]]:
+    def _fused_groups(self) -> tuple[list[tuple[str, list[int]]], frozenset[int]]:
         """:meth:`_fuse_afresh`, or its answer for a module structurally equal to one it was asked
         before (:data:`_FUSED`)."""
         # the functions' names too: the fused kernels are named after them
         names = tuple(sorted(gv.name_hint for gv in self.mod.get_global_vars()))
-        groups = _FUSED.get(self.mod, (self.func_name, names),
-                            lambda: tuple((name, tuple(members)) for name, members in self._fuse_afresh()))
-        return [(name, list(members)) for name, members in groups]  # the caller's to change
 
-    def _fuse_afresh(self) -> list[tuple[str, list[int]]]:
-        """Run TVM's fusion on a copy and map each fused kernel to high-level binding indices.
+        def fuse():
+            groups, dynamic = self._fuse_afresh()
+            return tuple((name, tuple(members)) for name, members in groups), frozenset(dynamic)
 
-        ``LegalizeOps`` turns every high-level binding into one ``call_tir`` binding at the same
-        position; ``FuseOps`` then groups them into primitive functions. Both modules are walked
-        with the same symbolic evaluation (a kernel call resolves to its binding index, tuple
-        access and aliases are looked through), so every kernel inside a fused function is
-        matched to the legalized binding with the same PrimFunc and the same resolved arguments.
+        groups, dynamic = _FUSED.get(self.mod, (self.func_name, names), fuse)
+        return [(name, list(members)) for name, members in groups], dynamic  # the caller's to change
+
+    def _fuse_afresh(self) -> tuple[list[tuple[str, list[int]]], set[int]]:
+        """Run TVM's fusion on a copy and map each fused kernel to high-level binding indices;
+        also the bindings whose legalized shape depends on the data (:attr:`data_dependent`).
+
+        ``LegalizeOps`` turns almost every high-level binding into one ``call_tir`` binding at the
+        same position, and some into several ending in one of the same name
+        (:func:`_legalized_owners`); ``FuseOps`` then groups them into primitive functions. Both
+        modules are walked with the same symbolic evaluation (a kernel call resolves to its
+        legalized binding, tuple access and aliases are looked through), so every kernel inside a
+        fused function is matched to the legalized binding with the same PrimFunc and the same
+        resolved arguments; fused groups that share a high-level binding are one op.
         """
+        # each binding named apart from any LegalizeOps makes ("lv", "lv1", ...): a legalization's
+        # own bindings then never pass for a high-level one (_legalized_owners)
+        order = {b.var: i for i, b in enumerate(self.bindings)}
+        named = rebuilt(self.mod, self.func_name, name_of=lambda b: f"{_OWNER_PREFIX}{order[b.var]}")
         try:
             legal = tvm.transform.Sequential(
                 [legalize_ops(), relax.transform.AnnotateTIROpPattern()]
-            )(self.mod)
+            )(named)
             fused = relax.transform.FuseOps()(legal)
         except Exception as e:  # noqa: BLE001 - TVM's own failure on this model (any TVM error type)
             last = [ln for ln in str(e).strip().splitlines() if ln.strip()][-1:] or [type(e).__name__]
             raise GraphError(f"TVM cannot lower this model ({last[0].strip()})") from None
         lg = _bindings(legal[self.func_name])
-        if len(lg) != len(self.bindings) or any(a.var.name != b.var.name for a, b in zip(lg, self.bindings)):
-            raise GraphError("LegalizeOps changed the binding structure of main; cannot map fused kernels back")
+        owner = _legalized_owners(lg, len(self.bindings))
+        dynamic = {owner[j] for j, b in enumerate(lg) if not _static_type(b.var.ty)}
         call_tir = tvm.ir.Op.get("relax.call_tir")
 
         def is_kernel(v):
@@ -274,9 +354,11 @@ class OpGraph:
 
         def resolve(expr, env):
             if isinstance(expr, relax.Var):
-                if expr not in env:
-                    raise GraphError(f"unresolved var {expr.name}")
-                return env[expr]
+                if expr in env:
+                    return env[expr]
+                if isinstance(expr.ty, tvm.ir.PrimType):  # a symbolic dimension a match_cast defines
+                    return ("dim", expr.name)
+                raise GraphError(f"unresolved var {expr.name}")
             if isinstance(expr, Constant):
                 return ("const", tvm_ffi.structural_hash(expr))
             if isinstance(expr, relax.Tuple):
@@ -335,7 +417,7 @@ class OpGraph:
 
         env = {p: ("param", p.name) for p in fused[self.func_name].params}
         walk(_bindings(fused[self.func_name]), env, on_fused)
-        return groups
+        return _merged([(name, sorted({owner[j] for j in members})) for name, members in groups]), dynamic
 
     def _absorb_glue(self, groups: list[tuple[str, list[int]]]) -> None:
         """Tuple access between two kernels of one fused group belongs to that group.
@@ -383,11 +465,20 @@ class OpGraph:
         io_bytes = sum(tensor_bytes(x) for x in data_inputs) + sum(tensor_bytes(o) for o in outputs if is_tensor(o))
         return Op(
             id=op_id, kind=kind, fused_name=fused_name, members=members, inputs=inputs, outputs=outputs,
-            input_shapes=[shape_of(x) for x in data_inputs], input_dtypes=[x.ty.dtype for x in data_inputs],
-            output_shapes=[shape_of(o) for o in outputs if is_tensor(o)],
+            input_shapes=[nominal_shape(x) for x in data_inputs], input_dtypes=[x.ty.dtype for x in data_inputs],
+            output_shapes=[nominal_shape(o) for o in outputs if is_tensor(o)],
             output_dtypes=[o.ty.dtype for o in outputs if is_tensor(o)],
             flops=float(flops), bytes=float(io_bytes),
         )
+
+    @functools.cached_property
+    def cpu_only(self) -> frozenset[str]:
+        """The ops whose shape depends on the data (:attr:`data_dependent`: the boxes a
+        non-maximum suppression keeps, and what reads them): they run on a CPU. Their kernels are
+        TVM's hand-written TIR (``topi.vision``), which dlight's GPU rules cannot schedule ("TIR is
+        ill-formed: buffer T_gather is used ... without a prior DeclBuffer"), and their sizes are
+        known only once they ran, which the host reads to allocate what follows."""
+        return frozenset(op_id for op_id, op in self.ops.items() if self.data_dependent & set(op.members))
 
     @functools.cached_property
     def weight_bytes(self) -> int:
@@ -570,6 +661,10 @@ class OpGraph:
         if op.is_view:
             for a in range(len(out_shape)):
                 op.refusals[a] = "a reshape runs as a view: it follows its producer"
+            return
+        if self.data_dependent & set(op.members):
+            for a in range(len(out_shape)):
+                op.refusals[a] = "its shape depends on the data (at most the static shape given)"
             return
         for a, n in enumerate(out_shape):
             if n < 2:

@@ -15,7 +15,9 @@ alternating with the commit before): 41.2-51.7 s (median 48.9) -> 40.3-42.9 s (4
 A legalization is remembered only where it is a ``call_tir`` whose operands are the call's own
 variables (TVM's ``call_te`` legalizations); anything else (bindings it emits, constants it folds
 into an operand list) is legalized afresh every time. Ops legalize as TVM does, but for
-:data:`tvm_partition.ir.fastmath.LEGALIZE`'s (exponentials that vectorise, LRN's pool).
+:data:`tvm_partition.ir.fastmath.LEGALIZE`'s (exponentials that vectorise, LRN's pool) and
+``nonzero``, made kernels first (:mod:`tvm_partition.ir.nonzero`: TVM calls a function of its
+compiler library).
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ import tvm_ffi
 from tvm import relax
 
 from .fastmath import LEGALIZE
+from .nonzero import nonzero_as_kernels
 
 _CALL_TIR = tvm.ir.Op.get("relax.call_tir")
 
@@ -32,7 +35,9 @@ _CALL_TIR = tvm.ir.Op.get("relax.call_tir")
 def legalize_ops() -> tvm.transform.Pass:
     """TVM's ``LegalizeOps`` with :data:`~tvm_partition.ir.fastmath.LEGALIZE`, each distinct call once."""
     remembered = _Remembered()
-    return relax.transform.LegalizeOps(customize_legalize_map=dict.fromkeys(_legalizations(), remembered))
+    return tvm.transform.Sequential(
+        [nonzero_as_kernels, relax.transform.LegalizeOps(customize_legalize_map=dict.fromkeys(_legalizations(), remembered))],
+        name="LegalizeOps")
 
 
 _LEGALIZATIONS: dict = {}

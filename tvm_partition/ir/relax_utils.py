@@ -10,6 +10,26 @@ from tvm import relax
 Constant = tvm.ir.expr.GenericConst
 
 
+#: Arguments (by position) that an op's legalization reads as constants, so they stay constants
+#: (no weight, no copy to another device): TVM 0.27's ``all_class_non_max_suppression`` keeps at
+#: most ``max_output_boxes_per_class`` boxes a class only where that is a constant, and every box
+#: otherwise (an ONNX ``NonMaxSuppression`` of 256 boxes and 3 classes at 10 a class: 249 rows where
+#: onnxruntime kept 30).
+COMPILE_TIME_ARGS = {"relax.vision.all_class_non_max_suppression": (2,)}
+
+
+def compile_time_constants(func: relax.Function) -> set:
+    """The constants of ``func`` that an op reads at compile time (:data:`COMPILE_TIME_ARGS`)."""
+    kept = set()
+
+    def visit(e):
+        if isinstance(e, relax.Call) and isinstance(e.op, tvm.ir.Op):
+            kept.update(e.args[i] for i in COMPILE_TIME_ARGS.get(e.op.name, ()) if isinstance(e.args[i], Constant))
+
+    relax.analysis.post_order_visit(func.body, visit)
+    return kept
+
+
 def substitute(expr, fn):
     """``expr`` with every Var and Constant leaf ``x`` replaced by ``fn(x)``."""
     if isinstance(expr, relax.Var | Constant):
@@ -77,7 +97,7 @@ def leaves(expr) -> list:
 
 
 def rebuilt(mod: tvm.IRModule, func_name: str = "main", *, segments=None, rewrite=None, outer=None,
-            params=None) -> tvm.IRModule:
+            params=None, name_of=None) -> tvm.IRModule:
     """A copy of ``mod`` whose ``func_name`` is emitted again binding by binding, the one loop the
     passes that change a few bindings share.
 
@@ -86,7 +106,8 @@ def rebuilt(mod: tvm.IRModule, func_name: str = "main", *, segments=None, rewrit
     emitted as a block output, the others stay dataflow variables. ``rewrite(value, leaf)``: a
     binding's new value (default: ``value`` with its leaves mapped by ``leaf``, which gives a
     variable bound before its new variable and any other leaf ``outer(leaf)``, default itself).
-    ``params``: the new function's parameters (default: the old ones)."""
+    ``params``: the new function's parameters (default: the old ones). ``name_of(binding)``: its
+    variable's new name (default: the old one)."""
     func = mod[func_name]
     if segments is None:
         segments = [[b for block in func.body.blocks for b in block.bindings]]
@@ -107,12 +128,23 @@ def rebuilt(mod: tvm.IRModule, func_name: str = "main", *, segments=None, rewrit
         for seg in segments:
             with bb.dataflow():
                 for b in seg:
-                    emit = bb.emit_output if b.var in escaping else bb.emit
-                    vmap[b.var] = emit(rewrite(b.value, leaf), name_hint=b.var.name)
+                    vmap[b.var] = _emit(bb, b, rewrite(b.value, leaf), b.var in escaping,
+                                        name_of(b) if name_of else b.var.name)
         bb.emit_func_output(substitute(func.body.body, leaf))
     out = copy_module(mod)
     out[func_name] = bb.get()[func_name]
     return out
+
+
+def _emit(bb: relax.BlockBuilder, binding, value, escaping: bool, name: str) -> relax.Var:
+    """``binding`` emitted again with ``value``: a ``match_cast`` stays one, for it defines the
+    symbolic dimensions it names (a data-dependent shape: the rows a non-maximum suppression keeps,
+    ``R.tensor_to_shape`` then ``R.match_cast``); as a plain binding of its value they would be
+    defined nowhere, and TVM's ``VMShapeLower`` refuses the function."""
+    if isinstance(binding, relax.MatchCast):
+        var = bb.match_cast(value, binding.ty, name_hint=name)
+        return bb.emit_output(var, name_hint=name) if escaping else var
+    return (bb.emit_output if escaping else bb.emit)(value, name_hint=name)
 
 
 class ByStructure:

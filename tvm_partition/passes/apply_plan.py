@@ -32,7 +32,7 @@ from tvm import relax
 from ..ir.emission import units, whole_device
 from ..ir.graph import OpGraph
 from ..plan import OnDevice, Plan, Split
-from ..ir.relax_utils import Constant, copy_module, substitute
+from ..ir.relax_utils import Constant, compile_time_constants, copy_module, substitute
 from ..ir.split_rules import (IllegalSplit, Region, is_tensor, shape_of, substitute_operands, tensor_operands,
                               view_offset)
 
@@ -82,10 +82,38 @@ class _Emitter:
         # weights and the values computed from weights only (moved to load time)
         self.static_vars = set(graph.weight_params) | {graph.bindings[i].var for i in graph.static}
         self.params: set = set()  # main's new parameters (run)
+        self.compile_time = compile_time_constants(graph.func)
 
     # ------------------------------------------------------------------ placement state
     def emit(self, expr):
         return self.bb.emit(expr)
+
+    def with_operands(self, call: relax.Call, operands: list) -> relax.Call:
+        """``call`` with its tensor operands ``operands`` and its other variables (a shape: what
+        ``R.shape_of`` of a ``NonZero``'s result gave, read by ``R.shape_to_tensor``) the new
+        function's: they have no device, and were left the old function's, defined nowhere."""
+        call = substitute_operands(call, operands)
+
+        def new(a):
+            if isinstance(a, relax.Var) and not is_tensor(a) and a in self.whole:
+                return next(iter(self.whole[a].values()))
+            if isinstance(a, relax.Tuple):
+                return relax.Tuple([new(f) for f in a.fields])
+            return a
+
+        return relax.Call(call.op, [new(a) for a in call.args], call.attrs, call.ty_args)
+
+    def emit_binding(self, b, value):
+        """``value`` (binding ``b``'s new value) emitted; a ``match_cast`` stays one, for it defines
+        the dimensions it names (a ``NonZero``'s count: ``R.match_cast(R.nonzero(x), R.Tensor((1,
+        n)))``): emitted as a plain binding, what reads ``n`` fails to legalize."""
+        if not isinstance(b, relax.MatchCast):
+            return self.emit(value)
+        ty = b.ty
+        vdev = getattr(self.bb.normalize(value).ty, "vdevice", None)
+        if isinstance(ty, relax.TensorType) and vdev is not None:
+            ty = relax.TensorType(ty.shape, ty.dtype, vdevice=vdev)
+        return self.bb.match_cast(value, ty)
 
     def move(self, expr, dev):
         """Copy ``expr`` (a new-IR value) to ``dev``; tuples are copied field by field."""
@@ -128,6 +156,8 @@ class _Emitter:
 
     def _get(self, orig, dev, region):
         if isinstance(orig, Constant):
+            if orig in self.compile_time:  # read by the op's legalization: stays a constant
+                return orig
             val = orig if region is None else self.slice(orig, region, view=False)
             return val if dev == self.host else self.move(val, dev)
         whole = self.whole.get(orig, {})
@@ -176,7 +206,7 @@ class _Emitter:
     # ------------------------------------------------------------------ units
     def emit_glue(self, i: int) -> None:
         b = self.g.bindings[i]
-        if isinstance(b.value, relax.Var):  # alias: shares the placement of its source
+        if isinstance(b.value, relax.Var) and not isinstance(b, relax.MatchCast):  # alias: shares its source's placement
             for table in (self.whole, self.parts):
                 if b.value in table:
                     table[b.var] = table[b.value]
@@ -186,11 +216,11 @@ class _Emitter:
             dev = self.device_of_whole(free[0], self.host)
         else:
             dev = self.host
-        self.whole[b.var] = {dev: self.emit(substitute(b.value, lambda v: self.get(v, dev, None)))}
+        self.whole[b.var] = {dev: self.emit_binding(b, substitute(b.value, lambda v: self.get(v, dev, None)))}
 
     def emit_static(self, i: int) -> None:
         b = self.g.bindings[i]
-        self.whole[b.var] = {self.host: self.emit(substitute(b.value, lambda v: self.get(v, self.host, None)))}
+        self.whole[b.var] = {self.host: self.emit_binding(b, substitute(b.value, lambda v: self.get(v, self.host, None)))}
 
     def emit_op(self, op_id: str) -> None:
         op = self.g.ops[op_id]
@@ -230,9 +260,9 @@ class _Emitter:
         dev = whole_device(self.g, self.plan, self.g.op_of_binding[i])
         if isinstance(b.value, relax.Call):
             operands = [self.get(o, dev, None) for o in tensor_operands(b.value)]
-            val = self.emit(substitute_operands(b.value, operands))
+            val = self.emit_binding(b, self.with_operands(b.value, operands))
         else:  # tuple access inside the group
-            val = self.emit(substitute(b.value, lambda v: self.get(v, dev, None)))
+            val = self.emit_binding(b, substitute(b.value, lambda v: self.get(v, dev, None)))
         self.whole[b.var] = {dev: val}
 
     def emit_members(self, op, dev, needs, rebuilds) -> dict:
@@ -240,13 +270,14 @@ class _Emitter:
         for m in op.members:
             b = self.g.bindings[m]
             if not isinstance(b.value, relax.Call):  # tuple access inside the group
-                env[b.var] = self.emit(substitute(b.value, lambda v: env[v] if v in env else self.get(v, dev, None)))
+                env[b.var] = self.emit_binding(
+                    b, substitute(b.value, lambda v: env[v] if v in env else self.get(v, dev, None)))
                 continue
             operands = [
                 env[o] if o in env else self.get(o, dev, needs.get(o)) for o in tensor_operands(b.value)
             ]
             rebuild = rebuilds.get(m)
-            env[b.var] = self.emit(rebuild(operands) if rebuild else substitute_operands(b.value, operands))
+            env[b.var] = self.emit_binding(b, rebuild(operands) if rebuild else self.with_operands(b.value, operands))
         return env
 
     def emit_part(self, op, dev: str, region: Region) -> None:

@@ -61,8 +61,12 @@ def host_copy(value) -> bool:
 class _Elide(relax.PyExprMutator):
     def visit_var_binding_(self, binding):
         if host_copy(binding.value):
-            self.set_var_remap(binding.var, self.visit_expr(binding.value.args[0]))
-            return None
+            src = self.visit_expr(binding.value.args[0])
+            if isinstance(src, relax.Var):
+                self.set_var_remap(binding.var, src)
+                return None
+            # a constant (FoldConstant folds the kernels that computed it): bound as it is
+            return super().visit_var_binding_(relax.VarBinding(binding.var, src))
         return super().visit_var_binding_(binding)
 
 

@@ -63,7 +63,8 @@ def plan_and_simulate(graph, devices, strategy: str = "auto", plan_file=None, to
     elif plan_file:
         plan = Plan.load(plan_file)
     elif strategy in STRATEGY_NAMES:
-        plan = plan_placement(strategy, graph, devices, cost_model, topology, time_limit, split_ratios)
+        plan = plan_placement(strategy, graph, devices, cost_model, topology, time_limit,
+                              split_ratios).with_cpu_only_on_host(graph)
     else:
         plan = plan_with(strategy, graph, devices, cost_model)
     plan.validate(graph)

@@ -12,5 +12,18 @@ from .baselines import plan_cpu, plan_equal, plan_fixed, plan_gpu
 from .eop import plan_eop
 from .placement import strategies as _placement_strategies
 
-STRATEGIES = {"cpu": plan_cpu, "gpu": plan_gpu, "equal": plan_equal, "fixed": plan_fixed, "eop": plan_eop,
-              **_placement_strategies()}
+
+
+def _cpu_only_on_host(plan):
+    """``plan`` as its planner made it, but the ops that run on a CPU only
+    (:attr:`tvm_partition.ir.graph.OpGraph.cpu_only`) on the host: the planners place ops by their
+    cost alone."""
+    def planned(graph, devices, cost_model=None):
+        return plan(graph, devices, cost_model).with_cpu_only_on_host(graph)
+
+    return planned
+
+
+STRATEGIES = {name: _cpu_only_on_host(plan) for name, plan in {
+    "cpu": plan_cpu, "gpu": plan_gpu, "equal": plan_equal, "fixed": plan_fixed, "eop": plan_eop,
+    **_placement_strategies()}.items()}

@@ -68,7 +68,7 @@ from tvm import relax
 from ..ir.emission import units, whole_device
 from ..ir.graph import OpGraph, tensor_bytes
 from ..plan import OnDevice, Plan, Split
-from ..ir.split_rules import IllegalSplit, Region, is_tensor, shape_of, view_offset
+from ..ir.split_rules import IllegalSplit, Region, is_tensor, static_shape, view_offset
 
 
 @dataclasses.dataclass(frozen=True)
@@ -318,8 +318,9 @@ class Simulator:
 
     def nbytes(self, x) -> float:
         if x not in self._bytes:
-            # a tuple (ONNX's Dropout returns one) has bytes but no shape to split along
-            self._bytes[x] = (float(tensor_bytes(x)), shape_of(x) if is_tensor(x) else None)
+            # a tuple (ONNX's Dropout returns one) has bytes but no shape to split along, nor has a
+            # tensor whose size is known at run time only (what a NonZero finds: its ops are not cut)
+            self._bytes[x] = (float(tensor_bytes(x)), static_shape(x) if is_tensor(x) else None)
         return self._bytes[x][0]
 
     def extent(self, x, axis: int) -> int:

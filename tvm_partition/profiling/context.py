@@ -87,6 +87,8 @@ def build_context(model, device, schedules, path: str, split_path: str | None = 
     from ..planners.baselines import plan_cpu, plan_equal
 
     graph = OpGraph(model.mod)
+    if graph.cpu_only:  # its kernels' arguments have no sizes until the model runs
+        raise BuildError("the sizes of some of its tensors depend on the data: its kernels cannot be timed alone")
     spec = {"inputs": [[list(i["shape"]), i["dtype"]] for i in model.input_info()],
             "params": [[list(p.shape), str(p.dtype)] for p in model.params]}
     if device.kind == "gpu":
@@ -139,7 +141,8 @@ def gpu_context(model, graph, devices: list, schedules, path: str, spec: dict) -
 
 
 def _bytes(info: dict) -> int:
-    return int(np.prod(info["shape"], dtype=np.int64)) * np.dtype(info["dtype"]).itemsize
+    # a dimension known at run time only (None) counted once
+    return int(np.prod([d or 1 for d in info["shape"]], dtype=np.int64)) * np.dtype(info["dtype"]).itemsize
 
 
 def schedules_digest(kernels: list[dict], stamp: str = "") -> str:

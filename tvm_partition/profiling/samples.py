@@ -86,9 +86,12 @@ def size_grid(full: int, extend: bool, points: int = 16, granule: int = 1) -> li
 
 def samples_of(graph, device_kinds: list[str]) -> list[Sample]:
     """Every sample of every compute op of ``graph`` on each device kind, heaviest op first,
-    each op's sizes in coarse-to-fine order. Ops with the same signature are sampled once."""
+    each op's sizes in coarse-to-fine order. Ops with the same signature are sampled once; those
+    whose sizes the data decides (``graph.cpu_only``: a non-maximum suppression, a ``NonZero``)
+    are not: a sample's time would be that of the data it was drawn with."""
     out, seen = [], set()
-    ops = sorted((op for op in graph.ops.values() if not op.is_view), key=lambda o: -o.flops)
+    ops = sorted((op for op in graph.ops.values() if not op.is_view and op.id not in graph.cpu_only),
+                 key=lambda o: -o.flops)
     for op in ops:
         sig = op_signature(op)
         if sig in seen:

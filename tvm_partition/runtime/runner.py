@@ -12,7 +12,7 @@ import time
 import numpy as np
 
 from . import artifact
-from ..devices import check_local, gpu_available, use_cpu_threads
+from ..devices import check_local, gpu_available, load_runtime_extra, use_cpu_threads
 from ..inputs import random_input
 from .threads import governor
 
@@ -76,6 +76,7 @@ class Runner:
         self.threads = use_cpu_threads(self.manifest.get("num_threads"))
         #: resizes the pool to the CPUs other processes leave free (None: the pool keeps its size)
         self.governor = governor(self.threads)
+        load_runtime_extra()  # kernels may call its functions by name (devices.load_runtime_extra)
         self.lib = self.tvm.runtime.load_module(f"{self.art_dir}/model.so")
         self.host = self.devices[0].tvm_device()
         self.vm = rvm.VirtualMachine(self.lib, [d.tvm_device() for d in self.devices])
