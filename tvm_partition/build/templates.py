@@ -175,8 +175,6 @@ import math
 import tvm
 
 from ..ir.relax_utils import matmul_row_axis
-from .nms import LABEL as NMS_LABEL
-from .nms import classes_in_parallel as nms_classes_in_parallel
 
 #: Labels of the kernels scheduled here (the manifest and ``--explain`` show them beside tuned,
 #: transferred and default).
@@ -1448,8 +1446,6 @@ def templated(kmod: tvm.IRModule, target) -> tuple[tvm.tirx.PrimFunc, str] | Non
         func, name = _schedule_pool(kmod, target, pool), POOL_LABEL
     elif (reduce := _reduce_plan(kmod, target)) is not None:
         func, name = _schedule_reduce(kmod, reduce), REDUCE_LABEL
-    elif (nms := nms_classes_in_parallel(kmod)) is not None:
-        func, name = nms, NMS_LABEL
     else:
         outputs, parallel = _elementwise_outputs(kmod, target)
         func = _schedule_elementwise(kmod, target, outputs, parallel) if outputs else None

@@ -27,6 +27,7 @@ import tvm_ffi
 from tvm import relax
 
 from .fastmath import LEGALIZE
+from .nms import legalize_nms
 from .nonzero import nonzero_as_kernels
 
 _CALL_TIR = tvm.ir.Op.get("relax.call_tir")
@@ -47,8 +48,9 @@ def _legalizations() -> dict:
     """``{op name: its legalization}`` of every op that has one (ours where :data:`LEGALIZE` has it),
     read once: walking TVM's 1,026 registered ops took 8 ms, and the profiler makes a pass a sample."""
     if not _LEGALIZATIONS:
+        ours = {**LEGALIZE, "relax.vision.all_class_non_max_suppression": legalize_nms}
         for name in tvm.get_global_func("ir.ListOpNames")():
-            fn = LEGALIZE.get(name) or tvm.ir.Op.get(name).get_attr("FLegalize")
+            fn = ours.get(name) or tvm.ir.Op.get(name).get_attr("FLegalize")
             if fn is not None:
                 _LEGALIZATIONS[name] = fn
     return _LEGALIZATIONS
