@@ -8,6 +8,8 @@ import numpy as np
 import tvm
 from tvm import relax
 
+from ..ir.relax_utils import tensor_dims
+
 
 @dataclasses.dataclass
 class Model:
@@ -40,6 +42,5 @@ class Model:
 
 def _dims(ty) -> list[int | None]:
     """The dimensions of a tensor type, None for each one known only at run time."""
-    if ty.shape is None or not hasattr(ty.shape, "values"):
-        return [None] * ty.ndim
-    return [int(d) if isinstance(d, tvm.tirx.IntImm) else None for d in ty.shape.values]
+    dims = tensor_dims(ty)
+    return [None] * ty.ndim if dims is None else dims

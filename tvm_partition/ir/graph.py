@@ -28,7 +28,7 @@ from tvm import relax
 
 from ..errors import TvmPartitionError
 from .legalize import legalize_ops
-from .relax_utils import ByStructure, Constant, rebuilt
+from .relax_utils import ByStructure, Constant, rebuilt, static_tensor, tensor_dims
 from .split_rules import (IllegalSplit, MisalignedCut, Region, is_tensor, shape_of, sliced_block, split_call,
                           tensor_operands, view_offset)
 
@@ -158,9 +158,7 @@ def _static_type(ty) -> bool:
     """Whether every tensor of ``ty`` has a shape of known integers."""
     if isinstance(ty, relax.TupleType):
         return all(_static_type(f) for f in ty.fields)
-    if not isinstance(ty, relax.TensorType):
-        return True
-    return ty.shape is not None and all(isinstance(d, tvm.tirx.IntImm) for d in ty.shape.values)
+    return static_tensor(ty) if isinstance(ty, relax.TensorType) else True
 
 
 def _merged(groups: list[tuple[str, list[int]]]) -> list[tuple[str, list[int]]]:
@@ -211,10 +209,10 @@ RUN_TIME_DIM = 1
 def nominal_shape(expr) -> tuple[int, ...]:
     """The shape of a tensor-typed expr, each dimension known only at run time as
     :data:`RUN_TIME_DIM`."""
-    ty = expr.ty
-    if isinstance(ty, relax.TensorType) and ty.shape is not None and hasattr(ty.shape, "values"):
-        return tuple(int(d) if isinstance(d, tvm.tirx.IntImm) else RUN_TIME_DIM for d in ty.shape.values)
-    return shape_of(expr)  # refuses it, naming it
+    dims = tensor_dims(expr.ty)
+    if dims is None:
+        return shape_of(expr)  # refuses it, naming it
+    return tuple(RUN_TIME_DIM if d is None else d for d in dims)
 
 
 def tensor_bytes(expr) -> int:
@@ -662,7 +660,7 @@ class OpGraph:
             for a in range(len(out_shape)):
                 op.refusals[a] = "a reshape runs as a view: it follows its producer"
             return
-        if self.data_dependent & set(op.members):
+        if op.id in self.cpu_only:
             for a in range(len(out_shape)):
                 op.refusals[a] = "its shape depends on the data (at most the static shape given)"
             return

@@ -29,6 +29,7 @@ from tvm import relax
 from .fastmath import LEGALIZE
 from .nms import legalize_nms
 from .nonzero import nonzero_as_kernels
+from .relax_utils import static_tensor
 
 _CALL_TIR = tvm.ir.Op.get("relax.call_tir")
 
@@ -92,7 +93,7 @@ def _outputs(call_tir: relax.Call):
 def _static(ty) -> bool:
     """A tensor of static shape, or a tuple of them: what a type's text tells in full."""
     if isinstance(ty, relax.TensorType):
-        return isinstance(ty.shape, relax.ShapeExpr) and all(isinstance(v, tvm.tirx.IntImm) for v in ty.shape.values)
+        return static_tensor(ty)
     if isinstance(ty, relax.TupleType):
         return all(_static(f) for f in ty.fields)
     return False

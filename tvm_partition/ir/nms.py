@@ -35,7 +35,7 @@ from tvm import relax, te
 from tvm.script.ir_builder import IRBuilder
 from tvm.script.ir_builder import tirx as T
 
-from .relax_utils import Constant
+from .relax_utils import Constant, static_tensor
 
 _NMS = "relax.vision.all_class_non_max_suppression"
 
@@ -135,9 +135,7 @@ def _suppress(boxes, scores, iou_threshold, score_threshold, most: int):
 def legalize_nms(bb: relax.BlockBuilder, call: relax.Call) -> relax.Expr:
     """``R.vision.all_class_non_max_suppression`` as the module docstring says, where it applies."""
     boxes, scores, most, iou_threshold, score_threshold = call.args
-    static = all(isinstance(a.ty, relax.TensorType) and a.ty.shape is not None
-                 and all(isinstance(d, tvm.tirx.IntImm) for d in a.ty.shape.values) for a in (boxes, scores))
-    if not (static and isinstance(most, Constant) and call.attrs.output_format == "onnx"
+    if not (static_tensor(boxes.ty) and static_tensor(scores.ty) and isinstance(most, Constant) and call.attrs.output_format == "onnx"
             and scores.ty.dtype == boxes.ty.dtype == "float32"):
         return tvm.ir.Op.get(_NMS).get_attr("FLegalize")(bb, call)
     limit = int(most.value.numpy().reshape(-1)[0])

@@ -28,7 +28,7 @@ from tvm import relax, te, topi
 from tvm.script.ir_builder import IRBuilder
 from tvm.script.ir_builder import tirx as T
 
-from .relax_utils import copy_module
+from .relax_utils import copy_module, static_tensor
 
 
 def _is_set(value, dtype: str):
@@ -82,13 +82,9 @@ def _indices(x, places, count):
 _NONZERO = tvm.ir.Op.get("relax.nonzero")
 
 
-def _static(x) -> bool:
-    return x.ty.shape is not None and all(isinstance(d, tvm.tirx.IntImm) for d in x.ty.shape.values)
-
-
 def _is_nonzero(expr) -> bool:
     return (isinstance(expr, relax.Call) and isinstance(expr.op, tvm.ir.Op) and expr.op.same_as(_NONZERO)
-            and _static(expr.args[0]))
+            and static_tensor(expr.args[0].ty))
 
 
 @relax.expr_functor.mutator

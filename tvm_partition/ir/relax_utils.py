@@ -18,6 +18,20 @@ Constant = tvm.ir.expr.GenericConst
 COMPILE_TIME_ARGS = {"relax.vision.all_class_non_max_suppression": (2,)}
 
 
+def tensor_dims(ty) -> list[int | None] | None:
+    """A tensor type's dimensions, None for each one known only at run time (the count a
+    ``NonZero`` finds); None where the type is no tensor's or gives no shape."""
+    if not isinstance(ty, relax.TensorType) or not isinstance(ty.shape, relax.ShapeExpr):
+        return None
+    return [int(d) if isinstance(d, tvm.tirx.IntImm) else None for d in ty.shape.values]
+
+
+def static_tensor(ty) -> bool:
+    """Whether ``ty`` is a tensor's whose every dimension is known before it runs."""
+    dims = tensor_dims(ty)
+    return dims is not None and None not in dims
+
+
 def compile_time_constants(func: relax.Function) -> set:
     """The constants of ``func`` that an op reads at compile time (:data:`COMPILE_TIME_ARGS`)."""
     kept = set()
