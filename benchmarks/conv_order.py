@@ -45,7 +45,7 @@ def conv_kernel(c_in, c_out, size, k, stride):
             y = relax.op.nn.conv2d(x, w, strides=stride, padding=k // 2)
             out = bb.emit_output(bb.emit(relax.op.nn.relu(relax.op.add(y, b))))
         bb.emit_func_output(out)
-    [(_, kmod)] = lower_sample(bb.get()["main"])
+    [(_, kmod)] = lower_sample(bb.get())
     return kmod
 
 

@@ -993,7 +993,7 @@ def test_sample_kernels_are_the_kernels_a_split_build_launches():
     import tvm_ffi
 
     from tvm_partition.build.executable import lower
-    from tvm_partition.profiling.samples import lower_sample, sample_function
+    from tvm_partition.profiling.samples import lower_sample, sample_module
     from tvm_partition.plan import Plan, Split
     from tvm_partition.build.tuning import kernel_module
 
@@ -1007,7 +1007,7 @@ def test_sample_kernels_are_the_kernels_a_split_build_launches():
              if isinstance(f, tvm.tirx.PrimFunc)}
     n = op.output_shapes[-1][1]
     for size in (n // 4, n - n // 4):
-        kernels = lower_sample(sample_function(graph, op, 1, size))
+        kernels = lower_sample(sample_module(graph, op, 1, size))
         assert len(kernels) == 1
         assert tvm_ffi.structural_hash(kernels[0][1]) in built, size
 
@@ -1022,7 +1022,7 @@ def test_every_op_is_a_kernel_the_whole_build_launches(name, options):
 
     from tvm_partition import frontend
     from tvm_partition.build.executable import lower
-    from tvm_partition.profiling.samples import lower_sample, sample_function
+    from tvm_partition.profiling.samples import lower_sample, sample_module
     from tvm_partition.planners import plan_with
     from tvm_partition.build.tuning import kernel_module
 
@@ -1032,7 +1032,7 @@ def test_every_op_is_a_kernel_the_whole_build_launches(name, options):
     built = {tvm_ffi.structural_hash(kernel_module(f)) for _, f in lowered.functions_items()
              if isinstance(f, tvm.tirx.PrimFunc)}
     missing = [op.id for op in graph.ops.values() if not op.is_view
-               for _, k in lower_sample(sample_function(graph, op, 0, op.output_shapes[-1][0]))
+               for _, k in lower_sample(sample_module(graph, op, 0, op.output_shapes[-1][0]))
                if tvm_ffi.structural_hash(k) not in built]
     assert not missing, missing
 

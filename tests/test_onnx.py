@@ -252,6 +252,53 @@ def test_a_gather_clamps_its_indices_and_builds_without_the_fast_mode_warning(tm
     np.testing.assert_allclose(outs[0], ort_run(proto, [ids])[0], rtol=RTOL, atol=ATOL)
 
 
+def l2_normalised(path) -> onnx.ModelProto:
+    """PyTorch's ``F.normalize(x, dim=1)`` as its exporter writes it: the norm clipped from below by
+    a ``Clip`` whose bound is a tensor input, which TVM's importer emits as a ``call_tir`` of TOPI's
+    ``maximum``, a PrimFunc of the model's own."""
+    const = [helper.make_node("Constant", [], [name], value=numpy_helper.from_array(value, name))
+             for name, value in (("eps", np.array(1e-12, np.float32)), ("shape", np.array([1, 8, 16, 16], np.int64)))]
+    nodes = [*const, helper.make_node("ReduceL2", ["x"], ["n"], axes=[1], keepdims=1),
+             helper.make_node("Clip", ["n", "eps", ""], ["c"]),
+             helper.make_node("Expand", ["c", "shape"], ["e"]),
+             helper.make_node("Div", ["x", "e"], ["y"])]
+    return one_conv_model(path, nodes, {}, [1, 8, 16, 16], [1, 8, 16, 16])
+
+
+def test_a_models_own_primfuncs_go_with_its_samples(tmp_path):
+    """A split build, its profile samples and ``bench``'s single ops re-emit an op's bindings in a
+    module of their own; an op that calls a PrimFunc of the model (the normalisation's clip) failed
+    them all, ``compile`` with the default settings included ("There is no definition of
+    I.GlobalVar("maximum")"). Its sample carries the PrimFunc; the split build matches onnxruntime."""
+    from tvm_partition.profiling.samples import lower_sample, sample_module
+
+    path = tmp_path / "norm.onnx"
+    proto = l2_normalised(path)
+    model = frontend.load(str(path))
+    assert "call_tir" in model.mod["main"].script()
+    graph = OpGraph(model.mod)
+    (op,) = [op for op in graph.ops.values() if "maximum" in op.fused_name]
+    assert lower_sample(sample_module(graph, op, min(op.split_dims), 4))
+    x = np.random.default_rng(0).standard_normal((1, 8, 16, 16)).astype(np.float32)
+    _, outs = run_split(model, tmp_path, [x], schedules=True)
+    np.testing.assert_allclose(outs[0], ort_run(proto, [x])[0], rtol=RTOL, atol=ATOL)
+
+
+def test_a_kernel_without_a_root_block_keeps_tvms_schedule(tmp_path):
+    """TOPI's ``ScatterElements`` (PyTorch's ``index_fill``, ``scatter``) is one block of its own
+    name around loops it wrote itself, no ``root`` block: the templates and the record transfer
+    looked that block up and failed every build with schedules ("Cannot find a block with the
+    name: root"). Such a kernel keeps TVM's schedule; the split build matches onnxruntime."""
+    idx = np.array([[[1] * 6, [3] * 6]], np.int64).repeat(2, 0)
+    nodes = [helper.make_node("ScatterElements", ["x", "idx", "upd"], ["y"], axis=1)]
+    weights = {"idx": idx, "upd": np.full((2, 2, 6), 0.5, np.float32)}
+    path = tmp_path / "scatter.onnx"
+    proto = one_conv_model(path, nodes, weights, [2, 12, 6], [2, 12, 6])
+    x = np.random.default_rng(0).standard_normal((2, 12, 6)).astype(np.float32)
+    _, outs = run_split(frontend.load(str(path)), tmp_path, [x], schedules=True)
+    np.testing.assert_allclose(outs[0], ort_run(proto, [x])[0], rtol=RTOL, atol=ATOL)
+
+
 @pytest.mark.parametrize("cout,wide", [(250, 256), (1000, 1024), (496, None), (24, None), (27, 32), (21, 24), (3, None)],
                          ids=["padded-to-256", "padded-to-two-vectors", "whole-vectors-left-alone", "narrow-left-alone",
                               "padded-to-32", "padded-to-24", "rgb-left-alone"])

@@ -32,7 +32,7 @@ def kernel(build):
         with bb.dataflow():
             out = bb.emit_output(bb.emit(body))
         bb.emit_func_output(out)
-    [(_, kmod)] = lower_sample(bb.get()["main"])
+    [(_, kmod)] = lower_sample(bb.get())
     return kmod
 
 

@@ -573,7 +573,7 @@ def test_gpu_kernels_take_the_dlight_rule_the_hopper_gpus_measured_quickest_with
     import tvm
 
     from tvm_partition.build.tuning import GPU_RULES, gpu_rule
-    from tvm_partition.profiling.samples import lower_sample, sample_function, samples_of
+    from tvm_partition.profiling.samples import lower_sample, sample_module, samples_of
 
     machines = []
     for path in HOPPER_VARIANTS:
@@ -592,7 +592,7 @@ def test_gpu_kernels_take_the_dlight_rule_the_hopper_gpus_measured_quickest_with
             timed = [(m.get((name, op.fused_name)), t) for m, t in zip(machines, totals)]
             if s.size != s.full or not any(times for times, _ in timed) or name != "resnet18" and s.kind != "matmul":
                 continue
-            [(kname, kmod)] = lower_sample(sample_function(graph, op, s.dim, s.size))
+            [(kname, kmod)] = lower_sample(sample_module(graph, op, s.dim, s.size))
             func = kmod["main"].with_attr("target", gpu.tvm_target())
             rule, _ = gpu_rule(tvm.ir.GlobalVar(kname), func)
             for times, total in timed:

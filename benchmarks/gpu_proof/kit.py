@@ -709,14 +709,14 @@ def variants_bundle(folder: str, cfg: Config, devices: list, args) -> dict:
         from tvm_partition.devices import database_dir
         from tvm_partition.ir.graph import OpGraph
         from tvm_partition.profiling import profiler
-        from tvm_partition.profiling.samples import build_library, sample_function, samples_of
+        from tvm_partition.profiling.samples import build_library, sample_module, samples_of
 
         schedules = open_schedules(database_dir(args.tuning_logs))
         stamp = schedules.stamp if schedules is not None else ""
         kinds = {d.kind: d for d in devices}
         spec = {"format": profiler.BUNDLE_FORMAT, "libraries": [], "copies": [], "launches": [], "records": {},
                 "skipped": 0, "mcpu": kinds["cpu"].target.get("mcpu") if "cpu" in kinds else None}
-        funcs: dict = {}  # (device kind, rule) -> {sample id: function}
+        samples: dict = {}  # (device kind, rule) -> {sample id: sample module}
         seen = set()
         for name, opts in cfg.variants:
             graph = OpGraph(frontend.load(name, seed=0, **opts).mod)
@@ -725,15 +725,15 @@ def variants_bundle(folder: str, cfg: Config, devices: list, args) -> dict:
                     continue
                 seen.add((s.sig, s.device))
                 op = graph.ops[s.op_id]
-                func = sample_function(graph, op, s.dim, s.size)
+                sample = sample_module(graph, op, s.dim, s.size)
                 for rule in (GPU_RULES if s.device == "gpu" else ("build",)):
-                    if s.device == "gpu" and not _rule_schedules(func, kinds["gpu"], rule):
+                    if s.device == "gpu" and not _rule_schedules(sample, kinds["gpu"], rule):
                         continue
                     sid = f"v{len(spec['records'])}"
                     spec["records"][sid] = dict(profiler.op_record(s, op, stamp), model=name, rule=rule)
-                    funcs.setdefault((s.device, rule), {})[sid] = func
+                    samples.setdefault((s.device, rule), {})[sid] = sample
         os.makedirs(tmp)
-        for (kind, rule), fs in funcs.items():
+        for (kind, rule), fs in samples.items():
             say(f"variants: building {len(fs)} {kind} kernels ({rule})")
             lib = build_library(fs, kinds[kind], schedules, (rule,) if kind == "gpu" else None)
             if kind == "gpu" and not _compiles(lib.module, args.gpu_arch, f"variants: {rule}"):
@@ -765,14 +765,14 @@ def _compiles(module, arch: str, what: str) -> bool:
     return not bad
 
 
-def _rule_schedules(func, device, rule: str) -> bool:
-    """Whether dlight's ``rule`` schedules every kernel of the sample ``func`` on ``device``."""
+def _rule_schedules(sample, device, rule: str) -> bool:
+    """Whether dlight's ``rule`` schedules every kernel of ``sample`` (its module) on ``device``."""
     import tvm
 
     from tvm_partition.build.tuning import TuningError, schedule_gpu
     from tvm_partition.profiling.samples import lower_sample
 
-    for callee, kmod in lower_sample(func):
+    for callee, kmod in lower_sample(sample):
         prim = kmod["main"].with_attr("global_symbol", callee).with_attr("target", device.tvm_target())
         try:
             schedule_gpu(tvm.IRModule({tvm.ir.GlobalVar(callee): prim}), {callee: device.name}, [device], (rule,))

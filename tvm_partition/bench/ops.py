@@ -29,18 +29,18 @@ def op_model(model, graph, op_id: str, seed: int = 0):
     """Op ``op_id`` of ``graph`` (``model``'s OpGraph) alone as a :class:`~tvm_partition.frontend.model.Model`
     named ``model/fused_name``: the tensors it reads at run time are its inputs (random, seeded),
     the weights it reads are ``model``'s (bound at load time, so they sit on their device)."""
-    import tvm
     from tvm import relax
 
-    from ..profiling.samples import external_operands, sample_function
+    from ..profiling.samples import external_operands, sample_module
     from ..inputs import random_input
     from ..frontend.model import Model
-    from ..ir.relax_utils import Constant
+    from ..ir.relax_utils import Constant, with_callees
 
     op = graph.ops[op_id]
     if not op.output_shapes[-1]:
         raise ValueError(f"op {op_id} has a scalar output: nothing to benchmark")
-    func = sample_function(graph, op, 0, op.output_shapes[-1][0])
+    sample = sample_module(graph, op, 0, op.output_shapes[-1][0])
+    func = sample["main"]
     weights = {p: i for i, p in enumerate(graph.weight_params)}
     data, params, values = [], [], []
     rng = np.random.default_rng(seed)
@@ -56,7 +56,7 @@ def op_model(model, graph, op_id: str, seed: int = 0):
     main = relax.Function(data + params, func.body, func.ret_ty, is_pure=True)
     main = main.with_attr("global_symbol", "main").with_attr("num_input", len(data))
     inputs = {v.name: random_input([int(x) for x in v.ty.shape.values], v.ty.dtype, rng) for v in data}
-    return Model(f"{model.name}/{op.fused_name}", tvm.IRModule({"main": main}), values, inputs,
+    return Model(f"{model.name}/{op.fused_name}", with_callees(main, sample), values, inputs,
                  dict(model.config))
 
 

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import math
 
-from ..profiling.samples import lower_sample, sample_function
+from ..profiling.samples import lower_sample, sample_module
 from ..ir.graph import op_signature
 from ..ir.split_rules import IllegalSplit
 
@@ -38,7 +38,7 @@ def kernel_of(graph, op, dim: int | None = None, size: int | None = None):
 
     dim = min(op.split_dims) if dim is None else dim
     size = op.output_shapes[-1][dim] if size is None else size
-    kernels = lower_sample(sample_function(graph, op, dim, size))
+    kernels = lower_sample(sample_module(graph, op, dim, size))
     return max((k for _, k in kernels), key=kernel_flops, default=None)
 
 

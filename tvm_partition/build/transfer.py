@@ -77,7 +77,8 @@ def _iter_kind(iv) -> str:
 
 
 def blocks_of(kmod: tvm.IRModule) -> tuple[Block, ...]:
-    """The blocks of the kernel's ``main`` (below its root), in program order.
+    """The blocks of the kernel's ``main`` (below its root), in program order; none where its body is
+    no root block (:func:`tvm_partition.build.templates.root_children`).
 
     TOPI names some blocks after the tensor they read (``layer_norm``: ``lv4_sum``, ``lv4_mean``),
     and a kernel's parameters are named after whatever fed it: a Relax variable in a build
@@ -86,11 +87,12 @@ def blocks_of(kmod: tvm.IRModule) -> tuple[Block, ...]:
     one signature wherever it was lowered: BERT-tiny's layer norm found its record in the build and
     none as a profile sample (``in0_sum``), which then timed TVM's default schedule at 231 us for
     a kernel the build runs in 21 us (2026-11-26, amd-epyc-znver5-2c)."""
+    from .templates import root_children
+
     sch = tvm.s_tir.Schedule(kmod)
     params = sorted((p.name for p in kmod["main"].params), key=len, reverse=True)
-    root = sch.get_sblock("root", func_name="main")
     out = []
-    for rv in sch.get_child_blocks(root):
+    for rv in root_children(sch):
         b = sch.get(rv)
         extents = tuple(int(iv.dom.extent) if isinstance(iv.dom.extent, tvm.tirx.IntImm) else -1 for iv in b.iter_vars)
         out.append(Block(b.name_hint, "".join(_iter_kind(iv) for iv in b.iter_vars), extents, _stem(b.name_hint, params)))

@@ -693,6 +693,8 @@ class Schedules:
                                  or template_won(self.races, kmod, target, record)):
             return (*done, None)
         blocks = blocks_of(kmod)
+        if not blocks:  # no root block (TOPI's scatters): no schedule could name its loops
+            return None, "default", None
         # siblings are looked up per target kind: a CPU trace never lands on a GPU kernel
         extents, sig = blocks[main_block(blocks)].extents, f"{target.kind.name}|{signature(blocks)}"
         if record is not None:

@@ -63,6 +63,19 @@ def copy_module(mod: tvm.IRModule) -> tvm.IRModule:
     return tvm.IRModule(dict(mod.functions), attrs=mod.attrs, global_infos=mod.global_infos)
 
 
+def with_callees(func: relax.Function, source: tvm.IRModule) -> tvm.IRModule:
+    """A module of ``func`` as ``main`` and every function of ``source`` it calls by name: the
+    PrimFuncs an importer emitted itself (TVM's ONNX frontend writes ``Clip`` with tensor bounds,
+    ``Pad`` in reflect mode, ``Tile`` and others as ``call_tir`` of TOPI's functions), which a
+    module of ``func`` alone would not define."""
+    mod = tvm.IRModule({"main": func})
+    defined = {gv.name_hint for gv in source.get_global_vars()}
+    for gv in relax.analysis.all_global_vars(func):
+        if gv.name_hint in defined and gv.name_hint != "main":
+            mod[gv] = source[gv.name_hint]
+    return mod
+
+
 def calls_op(call: relax.Call, op) -> bool:
     """Whether ``call`` calls operator ``op`` (not a function or a ``GlobalVar``)."""
     return isinstance(call.op, tvm.ir.Op) and call.op.same_as(op)

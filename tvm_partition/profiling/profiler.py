@@ -37,9 +37,9 @@ from .samples import (
     Sample,
     build_library,
     chain_arguments,
-    comm_function,
+    comm_module,
     launch_module,
-    sample_function,
+    sample_module,
     samples_of,
 )
 
@@ -57,7 +57,7 @@ class Pending:
 
     record: dict
     device: object  # DeviceSpec
-    make: object  # () -> Relax function, or None for a copy
+    make: object  # () -> sample module (its Relax main), or None for a copy
     level: int  # its round
 
 
@@ -129,7 +129,7 @@ def pending_samples(graphs: list, devices: list, log: ProfileLog | None = None, 
                 continue
             seen.add(key)
             out.append(Pending(rec, kinds[s.device],
-                               (lambda g=graph, o=op, s=s: sample_function(g, o, s.dim, s.size)), _level(pos[series])))
+                               (lambda g=graph, o=op, s=s: sample_module(g, o, s.dim, s.size)), _level(pos[series])))
     # VM launch overhead: on a CPU the VM thread runs the kernels; a GPU's launches are asynchronous
     # but each costs that thread its call (the chain of one-element kernels runs at that rate)
     # and a run of a VM of one kernel, called from Python as a runner calls ``main``: what a run
@@ -161,7 +161,7 @@ def pending_samples(graphs: list, devices: list, log: ProfileLog | None = None, 
                 rec = {"type": "comm", "comm": comm, "src": kind, "dst": kind, "bytes": nbytes}
                 if sample_key(rec) not in seen and not _logged(log, rec):
                     seen.add(sample_key(rec))
-                    out.append(Pending(rec, dev, (lambda c=comm, n=nbytes: comm_function(c, n)), 0))
+                    out.append(Pending(rec, dev, (lambda c=comm, n=nbytes: comm_module(c, n)), 0))
         for a in devices:
             for b in devices:
                 if a is b:
@@ -207,16 +207,16 @@ def write_bundle(folder: str, pending: list[Pending], schedules=None, progress=N
             spec["records"][sid] = p.record
             continue
         try:
-            func = p.make()
+            sample = p.make()
         except IllegalSplit:
             spec["skipped"] += 1
             continue
-        by_device.setdefault(p.device.name, (p.device, {}))[1][sid] = func
+        by_device.setdefault(p.device.name, (p.device, {}))[1][sid] = sample
         spec["records"][sid] = p.record
-    for name, (device, funcs) in by_device.items():
+    for name, (device, samples) in by_device.items():
         if progress:
-            progress(f"building {len(funcs)} {device.kind} sample kernels")
-        lib = build_library(funcs, device, schedules)
+            progress(f"building {len(samples)} {device.kind} sample kernels")
+        lib = build_library(samples, device, schedules)
         file = f"{device.kind}.so"
         lib.module.export_library(os.path.join(folder, file))
         spec["libraries"].append({"file": file, "device": device.kind, "kernels": lib.kernels, "samples": lib.samples})

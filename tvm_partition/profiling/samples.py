@@ -5,7 +5,7 @@ Step 1, which varies batch, HW and HW1W2). Its Relax function re-emits the op's 
 bindings on operands of the part's shapes, which the split rules derive
 (:meth:`tvm_partition.ir.graph.OpGraph.propagate`), so TVM's fusion turns it into the same PrimFunc
 a plan with that split launches, and the tuning database, looked up by that PrimFunc, gives the
-same schedule (:func:`lower_samples`). Sizes above the model's own extent are allowed along the
+same schedule (:func:`lower_sample`). Sizes above the model's own extent are allowed along the
 batch axis (EOP samples batch 1..1024); they must keep every operand's shape consistent, or the
 size is dropped.
 
@@ -123,7 +123,7 @@ def _region_shape(expr, region: Region | None) -> tuple[int, ...]:
 
 def external_operands(graph, op) -> list:
     """What ``op`` reads from outside itself (earlier ops' outputs, model inputs, weights,
-    constants), once each, in operand order: the parameters of :func:`sample_function`."""
+    constants), once each, in operand order: the parameters of :func:`sample_module`'s ``main``."""
     from tvm import relax
 
     member_vars = {graph.bindings[m].var for m in op.members}
@@ -135,13 +135,17 @@ def external_operands(graph, op) -> list:
     return list(out)
 
 
-def sample_function(graph, op, dim: int, size: int):
-    """A Relax function computing ``op``'s output cut to ``size`` along ``dim`` from fresh params.
+def sample_module(graph, op, dim: int, size: int):
+    """A module whose ``main`` computes ``op``'s output cut to ``size`` along ``dim`` from fresh
+    params, with the model's own PrimFuncs that ``main`` calls (:func:`with_callees`: an
+    ``F.normalize`` exported by PyTorch clips its norm by a ``call_tir`` of TOPI's maximum, and a
+    sample without it failed every build of such a model: "There is no definition of
+    I.GlobalVar("maximum")").
 
     Raises :class:`IllegalSplit` when the op cannot be computed at that size."""
     from tvm import relax
 
-    from ..ir.relax_utils import substitute
+    from ..ir.relax_utils import substitute, with_callees
 
     full = shape_of(op.primary)[dim]
     region = None if size == full else Region(dim, 0, size)
@@ -183,7 +187,7 @@ def sample_function(graph, op, dim: int, size: int):
     nbytes = sum(math.prod(shape_of(p)) * 4 for p in params if is_tensor(p)) + math.prod(got) * 4
     if nbytes > MAX_SAMPLE_BYTES:
         raise IllegalSplit(f"the sample needs {nbytes / 2**20:.0f} MiB (cap {MAX_SAMPLE_BYTES >> 20} MiB)")
-    return func
+    return with_callees(func, graph.mod)
 
 
 #: Kernels in the launch-overhead sample (:func:`launch_function`).
@@ -322,8 +326,8 @@ def launch_module(k: int, device, comm: str = "launch"):
     return schedule_gpu(mod, placed, [device])
 
 
-def comm_function(kind: str, nbytes: int):
-    """The Relax function of a communication op on a float32 tensor of ``nbytes`` (>= 8 bytes):
+def comm_module(kind: str, nbytes: int):
+    """The module (its Relax ``main``) of a communication op on a float32 tensor of ``nbytes`` (>= 8 bytes):
     ``slice`` takes the first half of it, ``concat`` joins two halves into it."""
     from tvm import relax
 
@@ -345,7 +349,7 @@ def comm_function(kind: str, nbytes: int):
             bb.emit_func_output(y)
     else:
         raise ValueError(f"unknown communication op {kind!r}")
-    return bb.get()["main"]
+    return bb.get()
 
 
 # ----------------------------------------------------------------------------- kernels
@@ -364,9 +368,9 @@ class KernelLibrary:
     samples: dict[str, list[str]]
 
 
-def lower_sample(func) -> list:
+def lower_sample(mod) -> list:
     """``[(name, kernel)]``: the kernels (``kernel_module`` form, in launch order) TVM's fusion makes
-    of a sample function, with TVM's names for them."""
+    of a sample module's ``main``, with TVM's names for them."""
     import tvm
     from tvm import relax
 
@@ -377,7 +381,7 @@ def lower_sample(func) -> list:
         legalize_ops(), relax.transform.AnnotateTIROpPattern(), relax.transform.FoldConstant(),
         relax.transform.FuseOps(), relax.transform.FuseTIR(),
     ])
-    lowered = fuse(tvm.IRModule({"main": func}))
+    lowered = fuse(mod)
     call_tir = tvm.ir.Op.get("relax.call_tir")
     names: list[str] = []
 
@@ -395,9 +399,9 @@ def kernel_args(func) -> list:
     return [[[int(x) for x in buf.shape], str(buf.dtype)] for buf in func.params]
 
 
-def build_library(functions: dict[str, object], device, schedules=None, gpu_rules: tuple[str, ...] | None = None
+def build_library(modules: dict[str, object], device, schedules=None, gpu_rules: tuple[str, ...] | None = None
                   ) -> KernelLibrary:
-    """Lower each sample function (id -> Relax function) with TVM's fusion, give its kernels the
+    """Lower each sample (id -> :func:`sample_module` or :func:`comm_module`) with TVM's fusion, give its kernels the
     schedules a build would (:class:`tvm_partition.build.tuning.Schedules`: tuned where this machine's
     database has a record, transferred where another record of the same computation replays;
     dlight on a GPU, TVM's default llvm pipeline otherwise), and compile all distinct kernels of
@@ -411,9 +415,9 @@ def build_library(functions: dict[str, object], device, schedules=None, gpu_rule
 
     target = device.tvm_target()
     prims, by_hash, samples = {}, {}, {}
-    for sid, func in functions.items():
+    for sid, sample in modules.items():
         names = []
-        for callee, kmod in lower_sample(func):
+        for callee, kmod in lower_sample(sample):
             h = tvm_ffi.structural_hash(kmod)
             if h not in by_hash:
                 name = f"k{len(by_hash)}_{callee}"[:60]
