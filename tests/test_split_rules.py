@@ -197,6 +197,16 @@ def test_softmax_and_layer_norm(dim, r):
 
 
 @SETTINGS
+@given(dim=st.integers(0, 3), r=RATIOS, axis=st.integers(1, 3), shared=st.booleans())
+@example(dim=1, r=0.5, axis=1, shared=False)  # PyTorch's nn.PReLU(C) split on its channels
+def test_prelu_slices_its_slope_along_its_axis(dim, r, axis, shared):
+    shape = (2, 5, 4, 3)
+    model = one_op_model([shape], [(1 if shared else shape[axis],)],
+                         lambda x, slope: relax.op.nn.prelu(x, slope, axis=axis))
+    assert check_split(model, dim, r)
+
+
+@SETTINGS
 @given(dim=st.integers(0, 2), r=RATIOS, keep=st.booleans())
 def test_reduction(dim, r, keep):
     model = one_op_model([(4, 5, 6)], [], lambda x: relax.op.mean(x, axis=[1], keepdims=keep))

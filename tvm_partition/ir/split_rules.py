@@ -177,13 +177,23 @@ ELEMENTWISE = (
 ).split()
 BROADCAST = (
     "add subtract multiply divide floor_divide power maximum minimum mod floor_mod equal not_equal less "
-    "less_equal greater greater_equal logical_and logical_or bitwise_and bitwise_or where nn.prelu"
+    "less_equal greater greater_equal logical_and logical_or bitwise_and bitwise_or where"
 ).split()
 
 
 @rule(*ELEMENTWISE, *BROADCAST)
 def _elementwise(call, out_shape, region):
     return RuleResult([_broadcast_region(shape_of(o), len(out_shape), region) for o in tensor_operands(call)])
+
+
+@rule("nn.prelu")
+def _prelu(call, out_shape, region):
+    # the slope is one value per index of ``axis``, not broadcast from the right: a cut along that
+    # axis slices it (a 1x8x16x16 PReLU split on its channels kept all 8 slopes, which TOPI refused)
+    x, slope = tensor_operands(call)
+    axis = _norm_axis(int(call.attrs.axis), len(out_shape))
+    along = region.axis == axis and shape_of(slope)[0] != 1
+    return RuleResult([region, Region(0, region.lo, region.hi) if along else None])
 
 
 @rule("matmul")
