@@ -9,7 +9,10 @@ mapped back to the high-level bindings it came from. Those bindings are what
 
 Bindings that depend only on weights and constants (e.g. the transpose of a Linear weight) are
 *static*: TVM's ``LiftTransformParams`` runs them once at load time, so they are not ops here.
-Bindings that launch no kernel (tuple access, aliases) are *glue*.
+Bindings that launch no kernel (tuple access, aliases) are *glue*. Sorts and scans (``sort``,
+``argsort``, ``topk``, ``cumsum``) are legalized only by the build's ``DispatchSortScan``, which
+picks their kernels by the device of their operand: here they are glue too, unpriced, and run on
+the device their operand is on.
 """
 
 from __future__ import annotations

@@ -27,7 +27,11 @@ _SOURCE, _SINK = ("__source__",), ("__sink__",)
 
 
 def dominator_cuts(graph: nx.DiGraph) -> list:
-    """Dominators of the output in topological order (every source-to-sink path crosses each)."""
+    """Dominators of the output in topological order (every source-to-sink path crosses each);
+    none in a graph of no ops (a model of a ``cumsum`` alone: sorts and scans are no ops of the
+    graph, :mod:`tvm_partition.ir.graph`)."""
+    if not graph:
+        return []
     g = nx.DiGraph(graph.edges)
     g.add_nodes_from(graph)
     g.add_edges_from((_SOURCE, v) for v in graph if graph.in_degree(v) == 0)
