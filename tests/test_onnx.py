@@ -299,6 +299,19 @@ def test_a_kernel_without_a_root_block_keeps_tvms_schedule(tmp_path):
     np.testing.assert_allclose(outs[0], ort_run(proto, [x])[0], rtol=RTOL, atol=ATOL)
 
 
+@pytest.mark.parametrize("strategy", ["auto", "fixed", "dominators"])
+def test_a_model_of_a_scan_alone_is_planned(strategy, tmp_path):
+    """A scan is no op of the graph (the build's ``DispatchSortScan`` legalizes it): a model of a
+    ``CumSum`` alone has a graph of no ops, on which the dominator decomposition of ``fixed``,
+    ``dominators`` and ``auto`` raised ("start is not in G"). It is planned and matches onnxruntime."""
+    axis = helper.make_node("Constant", [], ["axis"], value=numpy_helper.from_array(np.array(1, np.int64), "axis"))
+    path = tmp_path / "cumsum.onnx"
+    proto = one_conv_model(path, [axis, helper.make_node("CumSum", ["x", "axis"], ["y"])], {}, [2, 12, 5], [2, 12, 5])
+    x = np.random.default_rng(0).standard_normal((2, 12, 5)).astype(np.float32)
+    _, outs = run_split(frontend.load(str(path)), tmp_path, [x], strategy=strategy)
+    np.testing.assert_allclose(outs[0], ort_run(proto, [x])[0], rtol=RTOL, atol=ATOL)
+
+
 @pytest.mark.parametrize("cout,wide", [(250, 256), (1000, 1024), (496, None), (24, None), (27, 32), (21, 24), (3, None)],
                          ids=["padded-to-256", "padded-to-two-vectors", "whole-vectors-left-alone", "narrow-left-alone",
                               "padded-to-32", "padded-to-24", "rgb-left-alone"])
