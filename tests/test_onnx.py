@@ -312,6 +312,35 @@ def test_a_model_of_a_scan_alone_is_planned(strategy, tmp_path):
     np.testing.assert_allclose(outs[0], ort_run(proto, [x])[0], rtol=RTOL, atol=ATOL)
 
 
+def test_two_embeddings_of_computed_positions_are_told_apart(tmp_path):
+    """Hugging Face's position ids from the attention mask (``mask.cumsum(1) * mask - 1``, clamped),
+    then a token and a position embedding: TVM's importer normalises each Gather's indices by the
+    table's shape (``take(shape_to_tensor(), axis)``), two kernel calls alike in all but their
+    constant, and FuseOps moved the second ahead of the first; the graph matched them crosswise
+    and refused the model ("fused kernel call take not found in the legalized module")."""
+    rng = np.random.default_rng(0)
+    const = [helper.make_node("Constant", [], [n], value=numpy_helper.from_array(np.array(v, np.int64), n))
+             for n, v in (("axis", 1), ("one", 1), ("zero", 0))]
+    nodes = [*const,
+             helper.make_node("CumSum", ["mask", "axis"], ["c"]), helper.make_node("Mul", ["c", "mask"], ["m"]),
+             helper.make_node("Sub", ["m", "one"], ["s"]), helper.make_node("Clip", ["s", "zero", ""], ["pos"]),
+             helper.make_node("Gather", ["E", "ids"], ["e"]), helper.make_node("Gather", ["P", "pos"], ["p"]),
+             helper.make_node("Add", ["e", "p"], ["y"])]
+    # tables of one shape: their shape_to_tensor kernels are one PrimFunc
+    weights = {"E": rng.standard_normal((40, 8)).astype(np.float32), "P": rng.standard_normal((40, 8)).astype(np.float32)}
+    graph = helper.make_graph(
+        nodes, "positions", [helper.make_tensor_value_info(n, TensorProto.INT64, [3, 12]) for n in ("ids", "mask")],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [3, 12, 8])],
+        initializer=[numpy_helper.from_array(v, k) for k, v in weights.items()])
+    proto = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
+    proto.ir_version = 8
+    path = tmp_path / "positions.onnx"
+    onnx.save(proto, str(path))
+    ids, mask = rng.integers(0, 40, (3, 12)), (rng.random((3, 12)) > 0.3).astype(np.int64)
+    _, outs = run_split(frontend.load(str(path)), tmp_path, [ids, mask])
+    np.testing.assert_allclose(outs[0], ort_run(proto, [ids, mask])[0], rtol=RTOL, atol=ATOL)
+
+
 @pytest.mark.parametrize("cout,wide", [(250, 256), (1000, 1024), (496, None), (24, None), (27, 32), (21, 24), (3, None)],
                          ids=["padded-to-256", "padded-to-two-vectors", "whole-vectors-left-alone", "narrow-left-alone",
                               "padded-to-32", "padded-to-24", "rgb-left-alone"])

@@ -405,17 +405,28 @@ class OpGraph:
 
         walk(lg, lg_env, on_legal)
 
-        def match(call, env) -> int:
+        def match(call, env, name: str | None = None) -> int:
+            # calls alike in kernel and arguments are told apart by the binding's name where
+            # FuseOps kept it (a kernel left alone keeps it; those inside a fused function do
+            # not): two embeddings' ``take(shape_to_tensor(), index)`` of ONNX's Gather, which
+            # FuseOps put in the other order, matched each other's and failed the graph
+            # ("fused kernel call take not found")
             k = key(call, env)
-            if not index.get(k):
+            found = index.get(k)
+            if not found:
                 raise GraphError(f"fused kernel call {k[0]} not found in the legalized module")
-            return index[k].pop(0)
+            i = next((j for j in found if lg[j].var.name == name), None) if name else None
+            if i is None:  # one inside a fused function: not one that a kernel left alone names
+                i = next((j for j in found if lg[j].var.name not in alone), found[0])
+            found.remove(i)
+            return i
 
         def on_fused(b, env):
-            i = match(b.value, env)
+            i = match(b.value, env, b.var.name)
             groups.append((b.value.args[0].name_hint, [i]))
             return i
 
+        alone = {b.var.name for b in _bindings(fused[self.func_name]) if is_kernel(b.value)}
         env = {p: ("param", p.name) for p in fused[self.func_name].params}
         walk(_bindings(fused[self.func_name]), env, on_fused)
         return _merged([(name, sorted({owner[j] for j in members})) for name, members in groups]), dynamic
