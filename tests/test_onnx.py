@@ -341,6 +341,45 @@ def test_two_embeddings_of_computed_positions_are_told_apart(tmp_path):
     np.testing.assert_allclose(outs[0], ort_run(proto, [ids, mask])[0], rtol=RTOL, atol=ATOL)
 
 
+def _function_op(name: str):
+    """``(nodes, inputs, output shape, opset, initializers)`` of a model of one operator that TVM
+    0.27's importer lacks and ONNX defines as a function."""
+    t = numpy_helper.from_array
+    angles = np.arange(8)[:, None] * np.arange(4)[None] / 8
+    return {
+        "celu": ([helper.make_node("Celu", ["x"], ["y"], alpha=0.7)], [2, 3, 4], [2, 3, 4], 13, []),
+        # its alpha a Constant of value_float in the body, a form TVM's importer does not read
+        "swish": ([helper.make_node("Swish", ["x"], ["y"], alpha=1.5)], [2, 3, 4], [2, 3, 4], 24, []),
+        # a context-dependent body, built for the types of its inputs (its shape an initializer)
+        "center-crop-pad": ([helper.make_node("CenterCropPad", ["x", "s"], ["y"], axes=[1, 2])], [2, 6, 5], [2, 4, 7],
+                            18, [t(np.array([4, 7], np.int64), "s")]),
+        # periodic left to its default, which the inliner does not apply by itself
+        "hann-window": ([helper.make_node("HannWindow", ["n"], ["w"]), helper.make_node("Mul", ["x", "w"], ["y"])],
+                        [3, 16], [3, 16], 17, [t(np.array(16, np.int64), "n")]),
+        "rotary-embedding": ([helper.make_node("RotaryEmbedding", ["x", "cos", "sin"], ["y"])], [2, 4, 8, 8],
+                             [2, 4, 8, 8], 23, [t(np.tile(np.cos(angles), (2, 1, 1)).astype(np.float32), "cos"),
+                                                t(np.tile(np.sin(angles), (2, 1, 1)).astype(np.float32), "sin")]),
+    }[name]
+
+
+@pytest.mark.parametrize("name", ["celu", "swish", "center-crop-pad", "hann-window", "rotary-embedding"])
+def test_operators_onnx_defines_as_functions_are_written_out(name, tmp_path):
+    """PyTorch's ``F.celu`` exports as ``Celu``, which TVM's importer refused ("OpNotImplemented");
+    the operators it lacks that ONNX defines as functions are replaced by their bodies before it
+    reads the graph (:mod:`tvm_partition.frontend.onnx_functions`), and the split build matches
+    onnxruntime."""
+    nodes, x_shape, y_shape, opset, inits = _function_op(name)
+    graph = helper.make_graph(nodes, name, [helper.make_tensor_value_info("x", TensorProto.FLOAT, x_shape)],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, y_shape)], initializer=inits)
+    proto = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)])
+    proto.ir_version = 10
+    path = tmp_path / f"{name}.onnx"
+    onnx.save(proto, str(path))
+    x = np.random.default_rng(0).standard_normal(x_shape).astype(np.float32)
+    _, outs = run_split(frontend.load(str(path)), tmp_path, [x])
+    np.testing.assert_allclose(outs[0], ort_run(proto, [x])[0], rtol=RTOL, atol=ATOL)
+
+
 @pytest.mark.parametrize("cout,wide", [(250, 256), (1000, 1024), (496, None), (24, None), (27, 32), (21, 24), (3, None)],
                          ids=["padded-to-256", "padded-to-two-vectors", "whole-vectors-left-alone", "narrow-left-alone",
                               "padded-to-32", "padded-to-24", "rgb-left-alone"])

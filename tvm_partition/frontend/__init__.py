@@ -1,4 +1,5 @@
-"""Model sources: ONNX files (their small constant computations evaluated, :mod:`.onnx_fold`, their
+"""Model sources: ONNX files (operators TVM's importer lacks and ONNX defines as functions written
+out, :mod:`.onnx_functions`, their small constant computations evaluated, :mod:`.onnx_fold`, their
 loops of a known trip count written out, :mod:`.onnx_loop`, and their LSTM, GRU and RNN nodes
 unrolled, :mod:`.onnx_rnn`, before TVM's importer reads them),
 PyTorch exported programs, Relax IRModules and the built-in zoo.
@@ -27,6 +28,7 @@ from ..inputs import random_input
 from .model import Model
 from . import onnx_shapes
 from .onnx_fold import fold_constants
+from .onnx_functions import inline_unconverted_functions
 from .onnx_loop import unroll_loops
 from .onnx_rnn import RecurrentError, unroll_recurrent
 from ..ir.relax_utils import Constant, compile_time_constants, rebuilt
@@ -256,6 +258,7 @@ def _from_onnx(path: str, shapes: dict[str, int | None], seed: int) -> Model:
         raise ModelError(f"{path}: {e}") from None
     dtype_dict = {gi.name: onnx.helper.tensor_dtype_to_np_dtype(gi.type.tensor_type.elem_type).name
                   for gi in graph_inputs}
+    inline_unconverted_functions(proto)
     fold_constants(proto, shape_dict)
     unroll_loops(proto, shape_dict)
     einsums_as_matmuls(proto, shape_dict)

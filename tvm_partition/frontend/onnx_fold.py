@@ -15,7 +15,8 @@ value; so is every ``Shape`` and ``Size`` of a tensor whose shape is static once
 are bound (ONNX's shape inference of each node as the pass reaches it, :class:`_Shapes`: this tool
 builds static shapes only), which is what makes the trip count of PyTorch's loops a constant
 (:mod:`.onnx_loop`) and Swin-T's window padding constant pads. ``Constant`` nodes nothing reads any
-more are dropped. Only small tensors are folded
+more are dropped; those in the standard's other forms (``value_float``, ``value_ints``, ...) are
+written with a ``value`` tensor, the one form TVM's importer reads. Only small tensors are folded
 (:data:`MAX_ELEMENTS`, inputs and outputs): what the importer needs as constants is index and
 shape arithmetic, while a computation on weights (a transposed weight matrix) is folded by TVM's
 own passes in compiled code, where the reference evaluator is numpy and Python loops (its
@@ -58,16 +59,21 @@ def fold_constants(proto, input_shapes: dict[str, list[int]] | None = None, keep
             arrays[name] = numpy_helper.to_array(values[name])
         return arrays[name]
 
-    folded, nodes = 0, []
+    folded, rewritten, nodes = 0, 0, []
     for node in graph.node:
         if node.op_type == "Constant" and node.domain in ("", "ai.onnx"):
             attr = node.attribute[0] if len(node.attribute) == 1 else None
             if attr is not None and attr.name == "value":
                 values[node.output[0]] = attr.t  # decoded only where a fold reads it (it may be a weight)
-            else:  # value_float, value_ints, ...: small
+            else:  # value_float, value_ints, ...: small, and written as a tensor, the one form TVM's
+                # importer reads ("no value in Constant": ONNX's own Swish and window functions,
+                # :mod:`.onnx_functions`, hold such constants)
                 out = _evaluate(node, {}, opset)
                 if out is not None:
                     arrays[node.output[0]], values[node.output[0]] = out[0], None
+                    node = helper.make_node("Constant", [], [node.output[0]], name=node.name,
+                                            value=numpy_helper.from_array(out[0], node.output[0]))
+                    rewritten += 1
             nodes.append(node)
             continue
         inputs = [n for n in node.input if n]
@@ -90,7 +96,7 @@ def fold_constants(proto, input_shapes: dict[str, list[int]] | None = None, keep
                 nodes.append(helper.make_node("Constant", [], [name], name=f"{node.name or node.op_type}#folded",
                                               value=numpy_helper.from_array(out, name)))
         folded += 1
-    if folded:
+    if folded or rewritten:
         read = _read_names(graph) | {o.name for o in graph.output} | set(keep)
         read |= {n for node in nodes for n in node.input}
         del graph.node[:]
