@@ -219,3 +219,31 @@ def test_a_split_depthwise_convolution_compiles_and_fits():
     on_gpu = {k for k, dev in compiled.build.kernel_devices.items() if dev == "gpu"}
     assert any("conv2d" in k for k in on_gpu)
     assert all(any(n.startswith(k + "_kernel") for n in report.kernels) for k in on_gpu)
+
+
+def test_a_scatter_on_the_gpu_gets_topis_gpu_kernel():
+    """TVM 0.27 legalizes ``scatter_elements`` by ``Target.current()``, which a multi-device build
+    does not set: a scatter placed on the GPU got TOPI's CPU kernel (parallel loops no dlight rule
+    schedules), and the ``gpu`` build of PyTorch's ``index_fill`` failed. Legalized under its
+    device's target it is TOPI's GPU kernel, its threads bound by TOPI, which NVRTC compiles."""
+    import numpy as np
+    from tvm import relax
+
+    from tvm_partition import frontend
+    from tvm_partition.cli.compile import compile_model
+    from tvm_partition.devices import parse_devices
+
+    x = relax.Var("x", relax.TensorType((2, 12, 32), "float32"))
+    bb = relax.BlockBuilder()
+    with bb.function("main", [x], attrs={"num_input": 1}):
+        with bb.dataflow():
+            idx = relax.const(np.tile(np.array([[1], [3]], "int64"), (2, 1, 32)))
+            upd = relax.const(np.full((2, 2, 32), 0.5, "float32"))
+            out = bb.emit_output(relax.op.scatter_elements(x, idx, upd, axis=1))
+        bb.emit_func_output(out)
+    compiled = compile_model(frontend.load(bb.get(), seed=1), parse_devices("cpu,gpu"), "gpu")
+    (scatter,) = [k for k, dev in compiled.build.kernel_devices.items() if dev == "gpu" and "scatter" in k]
+    (source,) = cuda_sources(compiled.build.executable)
+    report = check_source(source, "sm_75")
+    assert report.ok, report.problems or report.error
+    assert any(n.startswith(scatter + "_kernel") for n in report.kernels), report.kernels

@@ -525,18 +525,38 @@ def gpu_rule(gv, func, rules: tuple[str, ...] = GPU_RULES) -> tuple[str, object]
     return name, scheduled
 
 
+#: The label of a GPU kernel TOPI wrote with its threads bound (its CUDA strategies' ir_builder
+#: kernels: ``scatter_elements_gpu``), which no dlight rule schedules and none needs to.
+BOUND_RULE = "bound by TOPI"
+
+
 def _first_rule(gv, func, rules: tuple[str, ...]) -> tuple[str, object]:
     for name in rules:
         scheduled = _dlight(gv, func, name)
         if scheduled is not None:
             break
     else:
+        if binds_threads(func.body):
+            return BOUND_RULE, func.with_attr("tirx.is_scheduled", True)
         raise TuningError(f"no dlight GPU schedule applies to kernel {gv.name_hint}")
     if name == "Matmul" and "GeneralReduction" in rules and _few_long(func, scheduled):
         general = _dlight(gv, func, "GeneralReduction")
         if general is not None:
             return "GeneralReduction", general
     return name, scheduled
+
+
+def binds_threads(stmt) -> bool:
+    """Whether ``stmt`` (a PrimFunc's body) launches GPU threads itself (a ``thread_extent``
+    attribute): TOPI's CUDA scatter is one block around ``launch_thread`` loops, which dlight's
+    rules refuse ("no dlight GPU schedule applies to kernel scatter_elements_cuda", a ``gpu``
+    build of PyTorch's ``index_fill``). TVM 0.27's Python API has no TIR visitor: its children
+    are read by field."""
+    if isinstance(stmt, tvm.tirx.AttrStmt) and stmt.attr_key == "thread_extent":
+        return True
+    children = [getattr(stmt, field, None) for field in ("block", "body", "then_case", "else_case")]
+    children += list(getattr(stmt, "seq", None) or [])
+    return any(binds_threads(c) for c in children if isinstance(c, (tvm.tirx.Stmt, tvm.s_tir.SBlock)))
 
 
 def _dlight(gv, func, rule: str):

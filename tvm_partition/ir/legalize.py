@@ -65,6 +65,13 @@ class _Remembered:
         self.memo: dict = {}
 
     def __call__(self, bb, call):
+        gpu = _gpu_target(call)
+        if gpu is None:
+            return self._legalized(bb, call)
+        with gpu:  # TVM's scatters pick their TOPI kernel by the current target, not the call's device
+            return self._legalized(bb, call)
+
+    def _legalized(self, bb, call):
         legalize = _legalizations()[call.op.name]
         if not all(_static(t) for t in [call.ty] + [a.ty for a in call.args if isinstance(a, relax.Var)]):
             return legalize(bb, call)  # a symbolic extent is a variable of its own: never the same
@@ -80,6 +87,16 @@ class _Remembered:
         if positions is not None:
             memo[key] = (call, out.args[0], positions, _outputs(out))
         return out
+
+
+def _gpu_target(call: relax.Call):
+    """The GPU target of the virtual device ``call``'s result is on, None elsewhere. TVM 0.27's
+    legalizations of ``scatter_elements`` and ``scatter_nd`` read ``Target.current()``, which a
+    multi-device build does not set: a scatter on the GPU got TOPI's CPU kernel (parallel loops
+    no dlight rule schedules; "no dlight GPU schedule applies to kernel scatter_elements_cuda")."""
+    vdevice = getattr(call.ty, "vdevice", None)
+    target = vdevice.target if vdevice is not None else None
+    return target if target is not None and "gpu" in target.keys else None
 
 
 def _outputs(call_tir: relax.Call):
