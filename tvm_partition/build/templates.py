@@ -175,6 +175,7 @@ import math
 import tvm
 
 from ..ir.relax_utils import matmul_row_axis
+from .transfer import root_children
 
 #: Labels of the kernels scheduled here (the manifest and ``--explain`` show them beside tuned,
 #: transferred and default).
@@ -739,17 +740,6 @@ def _root_blocks(kmod: tvm.IRModule) -> tuple:
     0.13 s; 2026-11-29, cProfile)."""
     sch = tvm.s_tir.Schedule(kmod)
     return tuple(sch.get(b) for b in root_children(sch))
-
-
-def root_children(sch) -> list:
-    """The block handles directly under the root block of ``sch``'s ``main``; none where its body
-    is no root block: TOPI's scatters write a block of their own named after them, ir_builder loops
-    inside (``ScatterElements``: "Cannot find a block with the name: root")."""
-    try:
-        root = sch.get_sblock("root", func_name="main")
-    except tvm.s_tir.schedule.ScheduleError:
-        return []
-    return list(sch.get_child_blocks(root))
 
 
 def _iter_kinds(block) -> str:

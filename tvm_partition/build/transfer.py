@@ -76,9 +76,20 @@ def _iter_kind(iv) -> str:
     return {0: "S", 2: "R"}.get(int(iv.iter_type), "O")
 
 
+def root_children(sch) -> list:
+    """The block handles directly under the root block of ``sch``'s ``main``; none where its body
+    is no root block: TOPI's scatters write a block of their own named after them, ir_builder loops
+    inside (``ScatterElements``: "Cannot find a block with the name: root")."""
+    try:
+        root = sch.get_sblock("root", func_name="main")
+    except tvm.s_tir.schedule.ScheduleError:
+        return []
+    return list(sch.get_child_blocks(root))
+
+
 def blocks_of(kmod: tvm.IRModule) -> tuple[Block, ...]:
     """The blocks of the kernel's ``main`` (below its root), in program order; none where its body is
-    no root block (:func:`tvm_partition.build.templates.root_children`).
+    no root block (:func:`root_children`).
 
     TOPI names some blocks after the tensor they read (``layer_norm``: ``lv4_sum``, ``lv4_mean``),
     and a kernel's parameters are named after whatever fed it: a Relax variable in a build
@@ -87,8 +98,6 @@ def blocks_of(kmod: tvm.IRModule) -> tuple[Block, ...]:
     one signature wherever it was lowered: BERT-tiny's layer norm found its record in the build and
     none as a profile sample (``in0_sum``), which then timed TVM's default schedule at 231 us for
     a kernel the build runs in 21 us (2026-11-26, amd-epyc-znver5-2c)."""
-    from .templates import root_children
-
     sch = tvm.s_tir.Schedule(kmod)
     params = sorted((p.name for p in kmod["main"].params), key=len, reverse=True)
     out = []
