@@ -224,8 +224,9 @@ def test_a_split_depthwise_convolution_compiles_and_fits():
 def test_a_scatter_on_the_gpu_gets_topis_gpu_kernel():
     """TVM 0.27 legalizes ``scatter_elements`` by ``Target.current()``, which a multi-device build
     does not set: a scatter placed on the GPU got TOPI's CPU kernel (parallel loops no dlight rule
-    schedules), and the ``gpu`` build of PyTorch's ``index_fill`` failed. Legalized under its
-    device's target it is TOPI's GPU kernel, its threads bound by TOPI, which NVRTC compiles."""
+    schedules), and the ``gpu`` build of PyTorch's ``index_fill`` failed, as did ``profile
+    --devices cpu,gpu`` of it. Legalized under its device's target it is TOPI's GPU kernel, its
+    threads bound by TOPI, which NVRTC compiles."""
     import numpy as np
     from tvm import relax
 
@@ -247,3 +248,11 @@ def test_a_scatter_on_the_gpu_gets_topis_gpu_kernel():
     report = check_source(source, "sm_75")
     assert report.ok, report.problems or report.error
     assert any(n.startswith(scatter + "_kernel") for n in report.kernels), report.kernels
+    # and its profile sample on the GPU, legalized as the build legalizes it
+    from tvm_partition.ir.graph import OpGraph
+    from tvm_partition.profiling.samples import build_library, sample_module
+
+    graph = OpGraph(compiled.model.mod)
+    (op,) = graph.ops.values()
+    library = build_library({"s": sample_module(graph, op, 0, 2)}, parse_devices("cpu,gpu")[1])
+    assert library.samples["s"], "the sample launches its scatter"

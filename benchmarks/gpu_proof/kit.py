@@ -772,7 +772,7 @@ def _rule_schedules(sample, device, rule: str) -> bool:
     from tvm_partition.build.tuning import TuningError, schedule_gpu
     from tvm_partition.profiling.samples import lower_sample
 
-    for callee, kmod in lower_sample(sample):
+    for callee, kmod in lower_sample(sample, device.tvm_target()):
         prim = kmod["main"].with_attr("global_symbol", callee).with_attr("target", device.tvm_target())
         try:
             schedule_gpu(tvm.IRModule({tvm.ir.GlobalVar(callee): prim}), {callee: device.name}, [device], (rule,))

@@ -368,9 +368,12 @@ class KernelLibrary:
     samples: dict[str, list[str]]
 
 
-def lower_sample(mod) -> list:
+def lower_sample(mod, target=None) -> list:
     """``[(name, kernel)]``: the kernels (``kernel_module`` form, in launch order) TVM's fusion makes
-    of a sample module's ``main``, with TVM's names for them."""
+    of a sample module's ``main``, with TVM's names for them; legalized under ``target`` where it is
+    a GPU's, as a build legalizes that device's ops (:func:`tvm_partition.ir.legalize._gpu_target`:
+    TOPI's GPU scatter, without which ``profile --devices cpu,gpu`` of a model with an
+    ``index_fill`` failed, "no dlight GPU schedule applies to kernel k0_scatter_elements")."""
     import tvm
     from tvm import relax
 
@@ -381,7 +384,11 @@ def lower_sample(mod) -> list:
         legalize_ops(), relax.transform.AnnotateTIROpPattern(), relax.transform.FoldConstant(),
         relax.transform.FuseOps(), relax.transform.FuseTIR(),
     ])
-    lowered = fuse(mod)
+    if target is not None and "gpu" in target.keys:
+        with target:
+            lowered = fuse(mod)
+    else:
+        lowered = fuse(mod)
     call_tir = tvm.ir.Op.get("relax.call_tir")
     names: list[str] = []
 
@@ -417,7 +424,7 @@ def build_library(modules: dict[str, object], device, schedules=None, gpu_rules:
     prims, by_hash, samples = {}, {}, {}
     for sid, sample in modules.items():
         names = []
-        for callee, kmod in lower_sample(sample):
+        for callee, kmod in lower_sample(sample, target):
             h = tvm_ffi.structural_hash(kmod)
             if h not in by_hash:
                 name = f"k{len(by_hash)}_{callee}"[:60]
