@@ -160,9 +160,10 @@ CPU_GPU = [{"name": "cpu", "kind": "cpu", "index": 0, "target": {"kind": "llvm",
     ({"a": "cpu", "b": "cpu"}, True, False),  # a GPU here: as built
     ({"a": "cpu", "b": "gpu"}, False, False),  # a kernel on the GPU: as built (and refused where none is)
     (None, False, False),  # a manifest that does not say where its kernels run: as built
+    ({}, False, True),  # one that launches no kernel of ours (a model of a cumsum alone): on the CPU
 ])
 def test_a_gpu_artifact_that_launches_nothing_there_runs_on_the_cpu(kernels, gpu_here, stands_in):
-    manifest = {"devices": CPU_GPU, **({"kernel_devices": kernels} if kernels else {})}
+    manifest = {"devices": CPU_GPU, **({"kernel_devices": kernels} if kernels is not None else {})}
     devices = artifact.host_stand_in(manifest, gpu_here)
     if not stands_in:
         assert devices is None

@@ -156,10 +156,12 @@ def host_stand_in(manifest: dict, gpu_here: bool) -> list[DeviceSpec] | None:
     (``gpu_here`` false) and the artifact launches no kernel on one (a ``cpu,gpu`` plan that keeps
     every op on the CPU: the README's LSTM, ``auto`` choosing ``cpu``); None where it runs as
     built. Any copy between the two then moves the same values (``compile --check`` runs such an
-    artifact so). An artifact whose manifest lists no kernels' devices runs as built."""
+    artifact so). An artifact whose manifest does not list its kernels' devices runs as built; one
+    that lists none launches none on a GPU (a model of a ``cumsum`` alone, whose scan kernel the
+    build's ``DispatchSortScan`` makes on its operand's device, the host)."""
     devices = devices_of(manifest)
     launched = manifest.get("kernel_devices")
-    if gpu_here or all(d.kind == "cpu" for d in devices) or not launched or not cpu_kernels_only(devices, launched):
+    if gpu_here or all(d.kind == "cpu" for d in devices) or launched is None or not cpu_kernels_only(devices, launched):
         return None
     host = next(d for d in devices if d.kind == "cpu")
     return [d if d.kind == "cpu" else DeviceSpec(d.name, "cpu", i, host.target) for i, d in enumerate(devices)]
