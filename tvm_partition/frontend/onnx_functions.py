@@ -18,6 +18,8 @@ itself is left to it.
 
 from __future__ import annotations
 
+from .onnx_graph import default_opset
+
 #: Rounds of inlining: a body may use another operator that is itself a function the importer lacks.
 MAX_ROUNDS = 4
 
@@ -49,7 +51,7 @@ def _set_defaults(proto, kinds) -> None:
     default (a HannWindow without ``periodic`` became a ``Constant`` of no value)."""
     import onnx.defs
 
-    opset = next((o.version for o in proto.opset_import if o.domain in ("", "ai.onnx")), 1)
+    opset = default_opset(proto)
     for node in _nodes(proto.graph):
         if node.op_type not in kinds or node.domain not in ("", "ai.onnx"):
             continue
@@ -79,7 +81,7 @@ def _unconverted_functions(proto) -> set[str]:
     import onnx.defs
 
     converted = _converted()
-    opset = next((o.version for o in proto.opset_import if o.domain in ("", "ai.onnx")), 1)
+    opset = default_opset(proto)
     kinds = set()
     for op in {n.op_type for n in _nodes(proto.graph) if n.domain in ("", "ai.onnx")} - converted:
         try:
