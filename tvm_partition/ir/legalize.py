@@ -22,6 +22,8 @@ compiler library).
 
 from __future__ import annotations
 
+import contextlib
+
 import tvm
 import tvm_ffi
 from tvm import relax
@@ -65,10 +67,8 @@ class _Remembered:
         self.memo: dict = {}
 
     def __call__(self, bb, call):
-        gpu = _gpu_target(call)
-        if gpu is None:
-            return self._legalized(bb, call)
-        with gpu:  # TVM's scatters pick their TOPI kernel by the current target, not the call's device
+        vdevice = getattr(call.ty, "vdevice", None)
+        with under_gpu_target(vdevice.target if vdevice is not None else None):
             return self._legalized(bb, call)
 
     def _legalized(self, bb, call):
@@ -89,14 +89,14 @@ class _Remembered:
         return out
 
 
-def _gpu_target(call: relax.Call):
-    """The GPU target of the virtual device ``call``'s result is on, None elsewhere. TVM 0.27's
-    legalizations of ``scatter_elements`` and ``scatter_nd`` read ``Target.current()``, which a
-    multi-device build does not set: a scatter on the GPU got TOPI's CPU kernel (parallel loops
-    no dlight rule schedules; "no dlight GPU schedule applies to kernel scatter_elements_cuda")."""
-    vdevice = getattr(call.ty, "vdevice", None)
-    target = vdevice.target if vdevice is not None else None
-    return target if target is not None and "gpu" in target.keys else None
+def under_gpu_target(target):
+    """A context in which ``target`` is current where it is a GPU's (nothing where it is None or a
+    CPU's), for legalizing ops placed there (a call's virtual device in a build, a GPU sample's
+    device). TVM 0.27's legalizations of ``scatter_elements`` and ``scatter_nd`` read
+    ``Target.current()``, which a multi-device build does not set: a scatter on the GPU got TOPI's
+    CPU kernel (parallel loops no dlight rule schedules; "no dlight GPU schedule applies to kernel
+    scatter_elements_cuda")."""
+    return target if target is not None and "gpu" in target.keys else contextlib.nullcontext()
 
 
 def _outputs(call_tir: relax.Call):

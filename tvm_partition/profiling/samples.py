@@ -371,23 +371,20 @@ class KernelLibrary:
 def lower_sample(mod, target=None) -> list:
     """``[(name, kernel)]``: the kernels (``kernel_module`` form, in launch order) TVM's fusion makes
     of a sample module's ``main``, with TVM's names for them; legalized under ``target`` where it is
-    a GPU's, as a build legalizes that device's ops (:func:`tvm_partition.ir.legalize._gpu_target`:
+    a GPU's, as a build legalizes that device's ops (:func:`tvm_partition.ir.legalize.under_gpu_target`:
     TOPI's GPU scatter, without which ``profile --devices cpu,gpu`` of a model with an
     ``index_fill`` failed, "no dlight GPU schedule applies to kernel k0_scatter_elements")."""
     import tvm
     from tvm import relax
 
     from ..build.tuning import kernel_module
-    from ..ir.legalize import legalize_ops
+    from ..ir.legalize import legalize_ops, under_gpu_target
 
     fuse = tvm.transform.Sequential([
         legalize_ops(), relax.transform.AnnotateTIROpPattern(), relax.transform.FoldConstant(),
         relax.transform.FuseOps(), relax.transform.FuseTIR(),
     ])
-    if target is not None and "gpu" in target.keys:
-        with target:
-            lowered = fuse(mod)
-    else:
+    with under_gpu_target(target):
         lowered = fuse(mod)
     call_tir = tvm.ir.Op.get("relax.call_tir")
     names: list[str] = []
