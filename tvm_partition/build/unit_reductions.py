@@ -24,6 +24,7 @@ import tvm_ffi
 from tvm import s_tir, tirx
 
 from .templates import is_one
+from .transfer import root_children
 
 # TVM 0.27's classes of a buffer element's load (``tirx.BufferLoad`` is a constructor function
 # returning one) and of an expression
@@ -55,20 +56,16 @@ def init_reads_buffers(func: tirx.PrimFunc) -> list[str]:
 
 
 def sblocks(sch) -> list:
-    """Every block of ``sch``'s function below its root, parents before children (none where it
-    has no root block)."""
-    try:
-        root = sch.get_sblock("root")
-    except Exception:  # noqa: BLE001 - a function without a root block: nothing to walk
-        return []
+    """Every block of ``sch``'s ``main`` below its root, parents before children (none where it
+    has no root block: :func:`~tvm_partition.build.transfer.root_children`)."""
     found = []
 
-    def walk(rv):
-        for child in sch.get_child_blocks(rv):
+    def walk(children):
+        for child in children:
             found.append(child)
-            walk(child)
+            walk(sch.get_child_blocks(child))
 
-    walk(root)
+    walk(root_children(sch))
     return found
 
 
