@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .onnx_graph import default_opset, static_dims
+from .onnx_graph import default_opset, static_dims, subgraphs
 
 #: Largest input or output (elements) of a node folded here: pads, shapes, indices and attention
 #: masks up to 256 x 256, not weights.
@@ -214,13 +214,8 @@ def _evaluate(node, feeds: dict, opset: int) -> list[np.ndarray] | None:
 def _read_names(graph) -> set[str]:
     """Every name a node of a subgraph (an ``If``'s or ``Loop``'s body) reads, at any depth: an
     outer constant read only there is still needed."""
-    from onnx import AttributeProto
-
     names = set()
     for node in graph.node:
-        for attr in node.attribute:
-            subgraphs = [attr.g] if attr.type == AttributeProto.GRAPH else \
-                list(attr.graphs) if attr.type == AttributeProto.GRAPHS else []
-            for sub in subgraphs:
-                names |= {n for inner in sub.node for n in inner.input} | _read_names(sub)
+        for sub in subgraphs(node):
+            names |= {n for inner in sub.node for n in inner.input} | _read_names(sub)
     return names

@@ -18,7 +18,7 @@ itself is left to it.
 
 from __future__ import annotations
 
-from .onnx_graph import default_opset
+from .onnx_graph import default_opset, subgraphs
 
 #: Rounds of inlining: a body may use another operator that is itself a function the importer lacks.
 MAX_ROUNDS = 4
@@ -97,9 +97,8 @@ def _nodes(graph):
     """Every node of ``graph`` and of the subgraphs its nodes hold (a Loop's body, an If's branches)."""
     for node in graph.node:
         yield node
-        for attr in node.attribute:
-            for sub in ([attr.g] if attr.HasField("g") else []) + list(attr.graphs):
-                yield from _nodes(sub)
+        for sub in subgraphs(node):
+            yield from _nodes(sub)
 
 
 def _converted() -> set[str]:

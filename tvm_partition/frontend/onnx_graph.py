@@ -1,5 +1,5 @@
 """Helpers shared by the rewrites of ONNX graphs done before TVM's importer reads them
-(:mod:`.onnx_fold`, :mod:`.onnx_loop`, :mod:`.onnx_rnn`): the opset, every tensor's static shape
+(:mod:`.onnx_fold`, :mod:`.onnx_loop`, :mod:`.onnx_rnn`, :mod:`.onnx_functions`): a node's subgraphs, the opset, every tensor's static shape
 once the inputs are bound (ONNX's own shape inference), a graph's initializers and producers read
 once, and an emitter of new nodes under names of their own."""
 
@@ -8,6 +8,19 @@ from __future__ import annotations
 import dataclasses
 
 import numpy as np
+
+
+def subgraphs(node) -> list:
+    """The graphs ``node`` holds (a ``Loop``'s body, an ``If``'s branches), none for most nodes."""
+    from onnx import AttributeProto
+
+    out = []
+    for attr in node.attribute:
+        if attr.type == AttributeProto.GRAPH:
+            out.append(attr.g)
+        elif attr.type == AttributeProto.GRAPHS:
+            out.extend(attr.graphs)
+    return out
 
 
 def default_opset(proto) -> int:

@@ -22,7 +22,7 @@ from __future__ import annotations
 import numpy as np
 
 from .onnx_fold import fold_constants
-from .onnx_graph import Emitter, Lookup, default_opset
+from .onnx_graph import Emitter, Lookup, default_opset, subgraphs
 
 #: Most iterations written out: the body is copied this many times (a loop over a batch's bags
 #: runs once a sample).
@@ -71,9 +71,7 @@ def _key(node) -> tuple:
 
 def _has_subgraph(body) -> bool:
     """Whether a node of ``body`` holds a graph of its own (a loop or a branch): not written out."""
-    from onnx import AttributeProto
-
-    return any(a.type in (AttributeProto.GRAPH, AttributeProto.GRAPHS) for n in body.node for a in n.attribute)
+    return any(subgraphs(n) for n in body.node)
 
 
 def _is_loop(node) -> bool:
