@@ -787,6 +787,8 @@ def reduction(shape, op, axes, keepdims=True, relu=False):
     ((2, 8, 16, 16), "sum", (2, 3), False, False, False),  # no epilogue block; below MIN_MOVED_ELEMENTS
     ((1, 16, 32), "max", (2,), True, False, False),
     ((4, 8, 24), "mean", (2,), False, True, False),  # 24: 8-lane vectors; the ReLU after the division
+    ((16, 64), "max", (0, 1), False, False, False),  # to a scalar: no output loop (DynamicQuantizeLinear)
+    ((16, 64), "mean", (0, 1), False, False, False),  # to a scalar, the division after it
 ])
 def test_the_reduction_template_computes_what_the_default_schedule_computes(shape, op, axes, keepdims, relu, parallel):
     kmod = reduction(shape, op, axes, keepdims, relu)

@@ -2023,8 +2023,9 @@ def _reduce_plan(kmod: tvm.IRModule, target) -> _ReducePlan | None:
         return None
     # every later block over the reduction's outputs alone: one that broadcasts them back over the
     # reduced axes (x - mean(x)) would recompute a row's reduction for each of its elements
-    spatial = [int(e) for e in extents[:-reduced]]
-    if any([int(v.dom.extent) for v in b.iter_vars] != spatial for b in blocks[1:]):
+    # (unit axes aside: a mean to a scalar divides in a block of one unit axis)
+    spatial = [int(e) for e in extents[:-reduced] if int(e) != 1]
+    if any([int(v.dom.extent) for v in b.iter_vars if int(v.dom.extent) != 1] != spatial for b in blocks[1:]):
         return None
     row = math.prod(int(e) for e in extents[-reduced:])
     widest, _ = vector_lanes(target)
@@ -2069,6 +2070,10 @@ def _schedule_reduce(kmod: tvm.IRModule, plan: _ReducePlan) -> tvm.tirx.PrimFunc
     try:
         for name in plan.epilogue[:-1]:
             sch.compute_inline(sch.get_sblock(name))
+        if plan.epilogue and not sch.get_loops(sch.get_sblock(plan.epilogue[-1])):
+            # a scalar's epilogue outside any loop: TVM 0.27's rfactor fails an internal check
+            # beside it (BlockReplacer), and the reduction needs a loop to be computed at
+            sch.add_unit_loop(sch.get_sblock(plan.epilogue[-1]))
         red = sch.get_sblock(plan.reduction)
         loops = sch.get_loops(red)
         reduced = sch.fuse(*loops[-plan.reduced:]) if plan.reduced > 1 else loops[-1]
@@ -2077,13 +2082,16 @@ def _schedule_reduce(kmod: tvm.IRModule, plan: _ReducePlan) -> tvm.tirx.PrimFunc
         out = sch.get_sblock(plan.epilogue[-1]) if plan.epilogue else red
         # the output's loops over its elements (a reduction block left alone keeps its lanes' loop)
         rows = sch.get_loops(out)[:len(sch.get_loops(out)) - (not plan.epilogue)]
-        row = sch.fuse(*rows) if len(rows) > 1 else rows[0]
-        if plan.parallel:
-            sch.parallel(row)
-        for block in ((red,) if plan.epilogue else ()) + (partial,):
-            sch.compute_at(block, row)
-        lane, vectors = sch.get_loops(partial)[-2:]
-        sch.reorder(vectors, lane)
+        if rows:
+            row = sch.fuse(*rows) if len(rows) > 1 else rows[0]
+            if plan.parallel:
+                sch.parallel(row)
+            for block in ((red,) if plan.epilogue else ()) + (partial,):
+                sch.compute_at(block, row)
+            lane, vectors = sch.get_loops(partial)[-2:]  # compute_at orders the loops as the block's axes
+            sch.reorder(vectors, lane)
+        else:  # all axes reduced to a scalar (DynamicQuantizeLinear's min and max): rfactor's own loops
+            lane = sch.get_loops(partial)[-1]
         sch.vectorize(lane)
     except tvm.s_tir.schedule.ScheduleError:
         return None
