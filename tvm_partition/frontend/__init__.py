@@ -29,6 +29,7 @@ from .model import Model
 from . import onnx_shapes
 from .onnx_fold import fold_constants
 from .onnx_functions import inline_unconverted_functions
+from .onnx_quant import QuantError, quantized_as_float
 from .onnx_loop import unroll_loops
 from .onnx_rnn import RecurrentError, unroll_recurrent
 from ..ir.relax_utils import Constant, compile_time_constants, rebuilt
@@ -259,6 +260,10 @@ def _from_onnx(path: str, shapes: dict[str, int | None], seed: int) -> Model:
     dtype_dict = {gi.name: onnx.helper.tensor_dtype_to_np_dtype(gi.type.tensor_type.elem_type).name
                   for gi in graph_inputs}
     inline_unconverted_functions(proto)
+    try:
+        quantized_as_float(proto)
+    except QuantError as e:
+        raise ModelError(f"{path}: {e}") from None
     fold_constants(proto, shape_dict)
     unroll_loops(proto, shape_dict)
     einsums_as_matmuls(proto, shape_dict)

@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .onnx_graph import default_opset, static_dims, subgraphs
+from .onnx_graph import default_opset, static_dims, subgraph_reads
 
 #: Largest input or output (elements) of a node folded here: pads, shapes, indices and attention
 #: masks up to 256 x 256, not weights.
@@ -97,7 +97,7 @@ def fold_constants(proto, input_shapes: dict[str, list[int]] | None = None, keep
                                               value=numpy_helper.from_array(out, name)))
         folded += 1
     if folded or rewritten:
-        read = _read_names(graph) | {o.name for o in graph.output} | set(keep)
+        read = subgraph_reads(graph) | {o.name for o in graph.output} | set(keep)
         read |= {n for node in nodes for n in node.input}
         del graph.node[:]
         graph.node.extend(n for n in nodes if n.op_type != "Constant" or any(o in read for o in n.output))
@@ -209,13 +209,3 @@ def _evaluate(node, feeds: dict, opset: int) -> list[np.ndarray] | None:
     except Exception:  # the reference raises many types for what it does not implement
         return None
     return [np.asarray(o) for o in outs]
-
-
-def _read_names(graph) -> set[str]:
-    """Every name a node of a subgraph (an ``If``'s or ``Loop``'s body) reads, at any depth: an
-    outer constant read only there is still needed."""
-    names = set()
-    for node in graph.node:
-        for sub in subgraphs(node):
-            names |= {n for inner in sub.node for n in inner.input} | _read_names(sub)
-    return names

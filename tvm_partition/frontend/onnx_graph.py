@@ -23,6 +23,16 @@ def subgraphs(node) -> list:
     return out
 
 
+def subgraph_reads(graph) -> set[str]:
+    """Every name a node of a subgraph (an ``If``'s or ``Loop``'s body) reads, at any depth: an
+    outer constant read only there is still needed."""
+    names = set()
+    for node in graph.node:
+        for sub in subgraphs(node):
+            names |= {n for inner in sub.node for n in inner.input} | subgraph_reads(sub)
+    return names
+
+
 def default_opset(proto) -> int:
     """The version of the default ONNX domain ``proto`` imports (1 where it names none)."""
     return next((o.version for o in proto.opset_import if o.domain in ("", "ai.onnx")), 1)

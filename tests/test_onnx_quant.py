@@ -1,0 +1,192 @@
+"""Models quantized by onnxruntime's own quantizer compile and match onnxruntime on them
+(:mod:`tvm_partition.frontend.onnx_quant`).
+
+Oracle: onnxruntime running the quantized model. The float model, written here with onnx.helper,
+holds every operator onnxruntime's quantizer writes a quantized operator for in its QOperator form:
+``QLinearConv``, ``QLinearMatMul``, ``QGemm`` (transposed weights, ``alpha``), ``QLinearAdd``,
+``QLinearMul``, ``QLinearSigmoid``, ``QLinearLeakyRelu``, ``QLinearAveragePool``,
+``QLinearConcat``, ``QLinearGlobalAveragePool``, ``QLinearSoftmax``; dynamic quantization writes
+``ConvInteger`` and ``MatMulInteger``."""
+
+from __future__ import annotations
+
+import numpy as np
+import onnx
+import pytest
+from onnx import TensorProto, helper, numpy_helper
+
+from test_onnx import ort_run, run_split
+from tvm_partition import frontend
+from tvm_partition.frontend import onnx_quant
+
+pytestmark = [
+    pytest.mark.filterwarnings("ignore:Renaming name:UserWarning"),
+    pytest.mark.filterwarnings("ignore:.* in initializer but not in graph input:UserWarning"),
+]
+
+X_SHAPE = (2, 3, 16, 16)
+C = 8
+
+
+def _weight(rng, name, shape, scale):
+    return numpy_helper.from_array((rng.standard_normal(shape) * scale).astype(np.float32), name)
+
+
+def float_model(path) -> None:
+    """A residual block, a gate, two pools joined, a classifier of transposed weights and a
+    projection of its softmax; the block's output ``a2`` is an output too (4,096 values)."""
+    rng = np.random.default_rng(0)
+    inits = [_weight(rng, "w1", (C, 3, 3, 3), 0.3), _weight(rng, "b1", (C,), 0.1),
+             _weight(rng, "w2", (C, C, 3, 3), 0.2), _weight(rng, "b2", (C,), 0.1),
+             _weight(rng, "m", (1, C, 1, 1), 1.0), _weight(rng, "fc", (10, 2 * C), 0.3),
+             _weight(rng, "fcb", (10,), 0.1), _weight(rng, "mm", (10, 6), 0.3)]
+    n = helper.make_node
+    nodes = [
+        n("Conv", ["x", "w1", "b1"], ["c1"], pads=[1, 1, 1, 1]),
+        n("Relu", ["c1"], ["r1"]),
+        n("Conv", ["r1", "w2", "b2"], ["c2"], pads=[1, 1, 1, 1]),
+        n("Add", ["c2", "r1"], ["a"]),
+        n("Mul", ["a", "m"], ["mu"]),
+        n("Sigmoid", ["mu"], ["s"]),
+        n("LeakyRelu", ["a"], ["lr"], alpha=0.1),
+        n("Add", ["s", "lr"], ["a2"]),
+        n("AveragePool", ["a2"], ["ap"], kernel_shape=[2, 2], strides=[2, 2]),
+        n("MaxPool", ["a2"], ["mp"], kernel_shape=[2, 2], strides=[2, 2]),
+        n("Concat", ["ap", "mp"], ["cat"], axis=1),
+        n("GlobalAveragePool", ["cat"], ["g"]),
+        n("Flatten", ["g"], ["f"]),
+        n("Gemm", ["f", "fc", "fcb"], ["logits"], transB=1, alpha=0.5),
+        n("Softmax", ["logits"], ["sm"], axis=-1),
+        n("MatMul", ["sm", "mm"], ["y"]),
+    ]
+    graph = helper.make_graph(nodes, "quantizable", [helper.make_tensor_value_info("x", TensorProto.FLOAT, X_SHAPE)],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 6]),
+                               helper.make_tensor_value_info("a2", TensorProto.FLOAT, [2, C, 16, 16])],
+                              initializer=inits)
+    proto = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    proto.ir_version = 9
+    onnx.save(proto, str(path))
+
+
+@pytest.fixture(scope="module")
+def quantized(tmp_path_factory):
+    """The float model quantized by onnxruntime four ways: static in its QOperator form per tensor
+    and per channel, static in its QDQ form, and dynamic; by name, the paths."""
+    from onnxruntime.quantization import CalibrationDataReader, QuantFormat, quantize_dynamic, quantize_static
+
+    class Calibration(CalibrationDataReader):
+        def __init__(self):
+            rng = np.random.default_rng(1)
+            self.batches = iter([{"x": rng.standard_normal(X_SHAPE).astype(np.float32)} for _ in range(4)])
+
+        def get_next(self):
+            return next(self.batches, None)
+
+    folder = tmp_path_factory.mktemp("quantized")
+    source = folder / "float.onnx"
+    float_model(source)
+    paths = {"qoperator": folder / "qop.onnx", "qoperator-per-channel": folder / "qop_pc.onnx",
+             "qdq": folder / "qdq.onnx", "dynamic": folder / "dyn.onnx"}
+    quantize_static(str(source), str(paths["qoperator"]), Calibration(), quant_format=QuantFormat.QOperator)
+    quantize_static(str(source), str(paths["qoperator-per-channel"]), Calibration(),
+                    quant_format=QuantFormat.QOperator, per_channel=True)
+    quantize_static(str(source), str(paths["qdq"]), Calibration(), quant_format=QuantFormat.QDQ, per_channel=True)
+    quantize_dynamic(str(source), str(paths["dynamic"]))
+    return paths
+
+
+def _kinds(path) -> set[str]:
+    return {n.op_type for n in onnx.load(str(path)).graph.node}
+
+
+def _steps(proto) -> dict[str, float]:
+    """Each graph output's quantization step: the scale of the DequantizeLinear producing it."""
+    inits = {i.name: numpy_helper.to_array(i) for i in proto.graph.initializer}
+    return {n.output[0]: float(inits[n.input[1]]) for n in proto.graph.node if n.op_type == "DequantizeLinear"
+            and n.output[0] in {o.name for o in proto.graph.output}}
+
+
+def unoptimized(proto, x) -> list[np.ndarray]:
+    """onnxruntime without its graph optimizations: a QDQ model as written, each operator in float
+    between its ``DequantizeLinear`` and ``QuantizeLinear`` (optimized, onnxruntime fuses them into
+    its integer operators: this test's model then reads up to 3 steps apart on one of its 12 ``y``)."""
+    import onnxruntime as ort
+
+    opts = ort.SessionOptions()
+    opts.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
+    return ort.InferenceSession(proto.SerializeToString(), opts, providers=["CPUExecutionProvider"]).run(None, {"x": x})
+
+
+@pytest.mark.parametrize("form", ["qoperator", "qoperator-per-channel", "qdq"])
+def test_a_statically_quantized_model_matches_onnxruntime(form, quantized, tmp_path):
+    """Split on ``cpu,cpu`` with the kernels' templates, within one quantization step of
+    onnxruntime on every output and equal on nearly all of it (the float arithmetic rounds sums
+    onnxruntime accumulates as integers: module docstring). The QDQ form is TVM's own import, against
+    its meaning as written (:func:`unoptimized`)."""
+    path = quantized[form]
+    if form.startswith("qoperator"):
+        assert {"QLinearConv", "QLinearMatMul", "QGemm", "QLinearAdd", "QLinearMul", "QLinearSigmoid",
+                "QLinearLeakyRelu", "QLinearAveragePool", "QLinearConcat", "QLinearGlobalAveragePool",
+                "QLinearSoftmax"} <= _kinds(path)
+    proto = onnx.load(str(path))
+    model = frontend.load(str(path))
+    # weights are dequantized once, at load: every weight of the build is a float
+    assert all(p.dtype.kind == "f" or p.size == 1 for p in model.params) if form != "qdq" else True
+    x = np.random.default_rng(3).standard_normal(X_SHAPE).astype(np.float32)
+    _, outs = run_split(model, tmp_path, [x], schedules=True)
+    steps = _steps(proto)
+    refs = unoptimized(proto, x) if form == "qdq" else ort_run(proto, [x])
+    for out, ref, info in zip(outs, refs, proto.graph.output):
+        np.testing.assert_allclose(out, ref, rtol=0, atol=steps[info.name] * 1.01)
+        assert np.mean(out == ref) >= 0.9, info.name
+
+
+def test_a_dynamically_quantized_model_matches_onnxruntime(quantized, tmp_path):
+    """``ConvInteger`` as a float convolution of integers (exact at these sizes), ``MatMulInteger``
+    and ``DynamicQuantizeLinear`` by TVM's importer, its scalar min and max on the reduction
+    template."""
+    path = quantized["dynamic"]
+    assert {"ConvInteger", "MatMulInteger", "DynamicQuantizeLinear"} <= _kinds(path)
+    # the convolutions' integers stay floats: each is read by a cast to float (TVM's cast to int32
+    # after a convolution took LLVM a minute to compile)
+    proto = onnx.load(str(path))
+    assert onnx_quant.quantized_as_float(proto) == 2
+    assert not [n for n in proto.graph.node if n.op_type == "Cast" and n.attribute[0].i == TensorProto.INT32]
+    x = np.random.default_rng(3).standard_normal(X_SHAPE).astype(np.float32)
+    _, outs = run_split(frontend.load(str(path)), tmp_path, [x], schedules=True)
+    for out, ref in zip(outs, ort_run(onnx.load(str(path)), [x])):
+        np.testing.assert_allclose(out, ref, rtol=1e-4, atol=1e-5)
+
+
+def _one_op(path, node, x_shape, y_shape, opset=17) -> onnx.ModelProto:
+    """``x`` quantized, ``node`` on it (reading ``xq``, writing ``yq``), dequantized to ``y``."""
+    scalars = [numpy_helper.from_array(np.array(v, dt), name) for name, v, dt in
+               [("xs", 0.05, np.float32), ("xz", 128, np.uint8), ("ys", 1 / 256, np.float32), ("yz", 0, np.uint8)]]
+    nodes = [helper.make_node("QuantizeLinear", ["x", "xs", "xz"], ["xq"]), node,
+             helper.make_node("DequantizeLinear", ["yq", "ys", "yz"], ["y"])]
+    graph = helper.make_graph(nodes, "one", [helper.make_tensor_value_info("x", TensorProto.FLOAT, x_shape)],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, y_shape)], initializer=scalars)
+    proto = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset), helper.make_opsetid("com.microsoft", 1)])
+    proto.ir_version = 9
+    onnx.save(proto, str(path))
+    return proto
+
+
+@pytest.mark.parametrize("version,axis", [(12, 1), (13, 1), (12, 2)])
+def test_a_quantized_softmax_of_either_meaning_matches_onnxruntime(version, axis, tmp_path):
+    """``QLinearSoftmax``'s ``opset`` says which softmax it means: before 13 the input flattened
+    into rows at ``axis`` (over the last two axes here), from 13 the one axis."""
+    node = helper.make_node("QLinearSoftmax", ["xq", "xs", "xz", "ys", "yz"], ["yq"], domain="com.microsoft",
+                            opset=version, axis=axis)
+    proto = _one_op(tmp_path / "softmax.onnx", node, (2, 3, 4), (2, 3, 4))
+    x = np.random.default_rng(0).standard_normal((2, 3, 4)).astype(np.float32) * 3
+    _, outs = run_split(frontend.load(str(tmp_path / "softmax.onnx")), tmp_path, [x], strategy="cpu")
+    np.testing.assert_allclose(outs[0], ort_run(proto, [x])[0], rtol=0, atol=1.01 / 256)
+
+
+def test_a_quantized_pool_over_channels_last_is_refused_in_one_line(tmp_path):
+    node = helper.make_node("QLinearGlobalAveragePool", ["xq", "xs", "xz", "ys", "yz"], ["yq"],
+                            domain="com.microsoft", channels_last=1)
+    _one_op(tmp_path / "pool.onnx", node, (1, 4, 4, 8), (1, 1, 1, 8))
+    with pytest.raises(frontend.ModelError, match=r"pool.onnx: GlobalAveragePool of channels_last=1 .* not written out"):
+        frontend.load(str(tmp_path / "pool.onnx"))

@@ -1,0 +1,265 @@
+"""onnxruntime's quantized operators written in the form TVM's importer converts: each quantized
+operand dequantized, the float operator, its result quantized again.
+
+onnxruntime's quantizer writes a model in one of two forms ("Quantize ONNX models", onnxruntime's
+documentation): QDQ, ``DequantizeLinear -> op -> QuantizeLinear`` around float operators, and
+QOperator, the same arithmetic as quantized operators: ``QLinearConv`` and ``QLinearMatMul`` of the
+standard, and in its own ``com.microsoft`` domain ``QGemm``, ``QLinearAdd``, ``QLinearMul``,
+``QLinearConcat``, the pools, ``QLinearSigmoid``, ... onnxruntime's own graph optimizer turns the
+first form into the second (its QDQ transformer); this module turns the second into the first.
+Dynamic quantization (``quantize_dynamic``) writes ``DynamicQuantizeLinear``, ``MatMulInteger`` and,
+for convolutions, ``ConvInteger``. TVM 0.27 converts ``QuantizeLinear``, ``DequantizeLinear``,
+``DynamicQuantizeLinear`` and ``MatMulInteger`` and none of the others: such a model was refused
+("OpNotImplemented: The following operators are not supported for frontend ONNX: QGemm,
+QLinearConv", a CNN and an MLP quantized by onnxruntime 1.32 in its QOperator form, 2026-12-05).
+
+Each operator's definition is that of its schema (onnxruntime's contrib schemas for
+``com.microsoft``): ``QLinearAdd``'s ``C = (A_scale * (A - A_zp) + B_scale * (B - B_zp)) / C_scale +
+C_zp``, a ``QGemm``'s int32 bias ``C`` of scale ``alpha * a_scale * b_scale``, a ``QLinearConv``'s of
+``x_scale * w_scale``. Operands that are weights (the tensor, its scale and zero point constants)
+are dequantized here, once, into float weights; only activations keep a ``DequantizeLinear``.
+
+The float arithmetic is not onnxruntime's integer one: onnxruntime accumulates a convolution's
+products of integers exactly and rounds once when it requantizes, the float form rounds each sum.
+Results differ where a value lands within that rounding of a quantization step's midpoint: an output
+one step apart, rarely (tests: the CNN and MLP above against onnxruntime). ``ConvInteger``'s float
+convolution of integers is exact while its partial sums stay below 2**24 (a float32's integers).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+
+from .onnx_graph import Emitter, Lookup, default_opset, subgraph_reads, subgraphs
+
+MS = "com.microsoft"
+FLOAT, INT32 = 1, 6  # onnx.TensorProto's element types
+
+
+class QuantError(ValueError):
+    """A quantized operator in a form this module does not write out (said in one line)."""
+
+
+@dataclasses.dataclass(frozen=True)
+class _Form:
+    """A quantized operator as a float one: ``operands``, the positions of its quantized inputs
+    (each followed by its scale and zero point); ``axes``, the ``DequantizeLinear`` axis of each
+    (that of a per-channel scale; None: per tensor only); ``out``, the position of the output's scale
+    (its zero point after it; None: a float output); ``plain``, inputs taken as they are."""
+
+    op: str
+    operands: tuple[int, ...]
+    out: int | None
+    axes: tuple[int | None, ...] = ()
+    plain: tuple[int, ...] = ()
+
+
+FORMS = {
+    ("", "QLinearConv"): _Form("Conv", (0, 3), 6, axes=(None, 0)),
+    ("", "QLinearMatMul"): _Form("MatMul", (0, 3), 6, axes=(-2, -1)),
+    (MS, "QGemm"): _Form("Gemm", (0, 3), 7),  # B's axis: by transB (_gemm_axes)
+    (MS, "QLinearAdd"): _Form("Add", (0, 3), 6),
+    (MS, "QLinearMul"): _Form("Mul", (0, 3), 6),
+    (MS, "QLinearWhere"): _Form("Where", (1, 4), 7, plain=(0,)),
+    (MS, "QLinearSigmoid"): _Form("Sigmoid", (0,), 3),
+    (MS, "QLinearLeakyRelu"): _Form("LeakyRelu", (0,), 3),
+    (MS, "QLinearSoftmax"): _Form("Softmax", (0,), 3),
+    (MS, "QLinearGlobalAveragePool"): _Form("GlobalAveragePool", (0,), 3),
+    (MS, "QLinearAveragePool"): _Form("AveragePool", (0,), 3),
+    (MS, "QLinearReduceMean"): _Form("ReduceMean", (0,), 3),
+}
+#: The int32 bias input of these, and which operands' scales (times ``alpha``) are its scale.
+BIAS = {("", "QLinearConv"): 8, (MS, "QGemm"): 6}
+
+
+def quantized_as_float(proto) -> int:
+    """Rewrite in place every quantized operator of ``proto`` (subgraphs included) this module
+    knows (:data:`FORMS`, ``QLinearConcat``, ``ConvInteger``) in float form. Returns how many."""
+    opset = default_opset(proto)
+    count, graphs = 0, [proto.graph]
+    while graphs:
+        graph = graphs.pop()
+        count += _rewrite(graph, opset)
+        graphs.extend(g for node in graph.node for g in subgraphs(node))
+    return count
+
+
+def _key(node) -> tuple[str, str]:
+    return ("" if node.domain in ("", "ai.onnx") else node.domain, node.op_type)
+
+
+def _rewrite(graph, opset: int) -> int:
+    known = set(FORMS) | {("", "ConvInteger"), (MS, "QLinearConcat")}
+    if not any(_key(n) in known for n in graph.node):
+        return 0
+    lookup, nodes, count, replaced = Lookup.of(graph), [], 0, set()
+    floats = _read_as_floats(graph)
+    for node in graph.node:
+        key = _key(node)
+        if node.op_type == "Cast" and node.input[0] in floats:  # a ConvInteger's, float already
+            identity = type(node)()
+            identity.CopyFrom(node)
+            identity.op_type = "Identity"
+            del identity.attribute[:]
+            nodes.append(identity)
+            continue
+        if key not in known:
+            nodes.append(node)
+            continue
+        em = Emitter(graph, f"{node.output[0]}/float", opset)
+        if key == ("", "ConvInteger"):
+            _conv_integer(em, lookup, node, node.output[0] in floats)
+        elif key == (MS, "QLinearConcat"):
+            _concat(em, lookup, node)
+        else:
+            _operator(em, lookup, node, FORMS[key], BIAS.get(key))
+        nodes.extend(em.nodes)
+        replaced.update(node.input)
+        count += 1
+    del graph.node[:]
+    graph.node.extend(nodes)
+    # the quantized weights now dequantized: TVM's importer would keep each unread one a weight
+    read = {n for node in nodes for n in node.input} | {o.name for o in graph.output} | subgraph_reads(graph)
+    unread = [i for i in graph.initializer if i.name in replaced and i.name not in read]
+    for init in unread:
+        graph.initializer.remove(init)
+    return count
+
+
+def _operator(em: Emitter, lookup: Lookup, node, form: _Form, bias: int | None) -> None:
+    ins = list(node.input) + [""] * 10
+    attrs = _attrs(node)
+    axes = _gemm_axes(attrs) if form.op == "Gemm" else form.axes or (None,) * len(form.operands)
+    inputs = {i: ins[i] for i in form.plain}
+    for i, axis in zip(form.operands, axes):
+        inputs[i] = dequantized(em, lookup, ins[i], ins[i + 1], ins[i + 2], axis)
+    scales = [ins[i + 1] for i in form.operands]
+    if bias is not None and ins[bias]:
+        inputs[bias] = _bias(em, lookup, ins[bias], scales, attrs.get("alpha", 1.0))
+    float_inputs = [inputs[i] for i in sorted(inputs)]
+    quantized = form.out is not None and ins[form.out]
+    out = em.name("float") if quantized else node.output[0]
+    _float_op(em, form.op, float_inputs, out, attrs)
+    if quantized:
+        zp = [ins[form.out + 1]] if ins[form.out + 1] else []
+        em.op("QuantizeLinear", [out, ins[form.out]] + zp, node.output[0])
+
+
+def _float_op(em: Emitter, op: str, inputs: list[str], out: str, attrs: dict) -> None:
+    """The float operator of a quantized one's attributes (those of quantization dropped)."""
+    if attrs.pop("channels_last", 0):
+        raise QuantError(f"{op} of channels_last=1 (a quantized pool over NHWC) is not written out")
+    if op == "Softmax":
+        _softmax(em, inputs[0], out, attrs.pop("opset", 13), attrs.get("axis", -1))
+        return
+    if op == "ReduceMean" and em.opset >= 18 and "axes" in attrs:
+        inputs = inputs + [em.ints(attrs.pop("axes"))]
+    em.op(op, inputs, out, **attrs)
+
+
+def _softmax(em: Emitter, x: str, out: str, version: int, axis: int) -> None:
+    """Softmax of ONNX ``version``'s meaning in a model of ``em.opset``: before 13 the input is
+    flattened into rows at ``axis`` (``Flatten``, a softmax over each row, and the shape back)."""
+    if version >= 13 and em.opset < 13 and axis != -1:
+        raise QuantError(f"QLinearSoftmax of opset {version} on axis {axis} in a model of opset {em.opset}")
+    if version >= 13:
+        em.op("Softmax", [x], out, axis=axis)
+        return
+    rows = em.op("Softmax", [em.op("Flatten", [x], axis=axis)], axis=1 if em.opset < 13 else -1)
+    em.op("Reshape", [rows, em.op("Shape", [x])], out)
+
+
+def _gemm_axes(attrs: dict) -> tuple[int | None, int]:
+    """A ``QGemm``'s B is quantized per column, its columns its axis 1, or 0 where transposed."""
+    return None, 0 if attrs.get("transB", 0) else 1
+
+
+def _concat(em: Emitter, lookup: Lookup, node) -> None:
+    """``QLinearConcat(Y_scale, Y_zp, x0, s0, zp0, x1, ...)``."""
+    ins = list(node.input)
+    parts = [dequantized(em, lookup, *ins[i:i + 3], None) for i in range(2, len(ins), 3)]
+    attrs = _attrs(node)
+    joined = em.op("Concat", parts, axis=attrs["axis"])
+    em.op("QuantizeLinear", [joined, ins[0]] + ([ins[1]] if ins[1] else []), node.output[0])
+
+
+def _read_as_floats(graph) -> set[str]:
+    """The ``ConvInteger`` outputs every reader of which casts to float (``quantize_dynamic``
+    scales each so): their float convolution is kept a float. Why: TVM's importer writes a cast from
+    float to int32 as checks of finiteness and a wrap-around modulo, fused after the convolution,
+    and LLVM took 63 s to compile the two such kernels of a 16 x 16 CNN on their transferred
+    schedules (2.2 s on TVM's default ones; the cast back to float is exact: integers)."""
+    readers: dict[str, list] = {}
+    for node in graph.node:
+        for name in node.input:
+            readers.setdefault(name, []).append(node)
+    kept = {o.name for o in graph.output} | subgraph_reads(graph)
+    return {node.output[0] for node in graph.node if node.op_type == "ConvInteger" and node.output[0] not in kept
+            and readers.get(node.output[0]) and all(r.op_type == "Cast" and _attrs(r).get("to") == FLOAT
+                                                     for r in readers[node.output[0]])}
+
+
+def _conv_integer(em: Emitter, lookup: Lookup, node, as_float: bool) -> None:
+    """``ConvInteger(x, w, x_zp, w_zp)``: the int32 convolution of ``x - x_zp`` and ``w - w_zp`` (a
+    zero point per output channel where ``w_zp`` is a vector), as a float one, cast to int32 unless
+    ``as_float`` (:func:`_read_as_floats`)."""
+    ins = list(node.input) + [""] * 4
+    one = np.array(1.0, np.float32)
+    x = dequantized(em, lookup, ins[0], one, ins[2], None)
+    w = dequantized(em, lookup, ins[1], one, ins[3], 0)
+    if as_float:
+        em.op("Conv", [x, w], node.output[0], **_attrs(node))
+    else:
+        em.op("Cast", [em.op("Conv", [x, w], **_attrs(node))], node.output[0], to=INT32)
+
+
+def dequantized(em: Emitter, lookup: Lookup, x: str, scale: str | np.ndarray, zp: str, axis: int | None) -> str:
+    """``x`` dequantized: a float weight where ``x``, its scale (a name, or its value) and zero
+    point are constants, else a ``DequantizeLinear``."""
+    known = scale if isinstance(scale, np.ndarray) else lookup.array(scale)
+    values = [lookup.array(x), known, lookup.array(zp) if zp else None]
+    if values[0] is not None and values[1] is not None and (not zp or values[2] is not None):
+        return em.weight(dequantize(*values, axis), "dequantized")
+    if isinstance(scale, np.ndarray):
+        scale = em.weight(scale, "scale")
+    inputs = [x, scale] + ([zp] if zp else [])
+    return em.op("DequantizeLinear", inputs, **({"axis": axis} if axis is not None else {}))
+
+
+def dequantize(x: np.ndarray, scale: np.ndarray, zp: np.ndarray | None, axis: int | None) -> np.ndarray:
+    """ONNX's ``DequantizeLinear``: ``(x - zp) * scale``, a vector of scales along ``axis``."""
+    shifted = x.astype(np.int64) - (0 if zp is None else _along(zp.astype(np.int64), x.ndim, axis))
+    return shifted.astype(np.float32) * _along(scale.astype(np.float32), x.ndim, axis)
+
+
+def _along(v: np.ndarray, ndim: int, axis: int | None) -> np.ndarray:
+    """A per-axis vector shaped to broadcast along ``axis`` of an ``ndim``-dimensional tensor."""
+    if v.size == 1 or axis is None:
+        return v.reshape(()) if v.size == 1 else v
+    shape = [1] * ndim
+    shape[axis] = v.size
+    return v.reshape(shape)
+
+
+def _bias(em: Emitter, lookup: Lookup, bias: str, scales: list[str], alpha: float) -> str:
+    """An int32 bias of scale ``alpha`` times the product of ``scales`` (zero point 0) as floats: the
+    scales broadcast against its last axis, a per-channel scale along a convolution's or a Gemm's
+    output channels."""
+    values = [lookup.array(n) for n in [bias] + scales]
+    if all(v is not None for v in values):
+        scale = np.float32(alpha)
+        for v in values[1:]:  # a scalar and a vector of scales: the vector
+            scale = scale * v.astype(np.float32).reshape(-1)
+        return em.weight((values[0].astype(np.float32) * scale).astype(np.float32), "bias")
+    scale = em.op("Mul", scales)
+    if alpha != 1.0:
+        scale = em.op("Mul", [scale, em.weight(np.float32(alpha), "alpha")])
+    return em.op("Mul", [em.op("Cast", [bias], to=FLOAT), scale])
+
+
+def _attrs(node) -> dict:
+    from onnx import helper
+
+    return {a.name: helper.get_attribute_value(a) for a in node.attribute}
