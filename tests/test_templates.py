@@ -38,6 +38,10 @@ def conv(c_in, c_out, size, k=3, stride=1, groups=1, epilogue="bias_relu", paddi
             return [x, w, b], relax.op.multiply(y, relax.op.divide(relax.op.clip(relax.op.add(y, three), 0, 6), six))
         if epilogue == "slice":  # a slice of the output channels (of channels padded to whole vectors)
             return [x, w], relax.op.strided_slice(y, axes=[1, 3], begin=[0, 0], end=[1, 1])
+        if epilogue == "scalars":  # dynamic quantization's: scaled by a product of two scalars, one
+            # computed at run time; FuseOps puts their multiply, of shape (), after the convolution
+            s, t = relax.Var("s", relax.TensorType((), "float32")), relax.Var("t", relax.TensorType((), "float32"))
+            return [x, w, b, s, t], relax.op.nn.relu(relax.op.add(relax.op.multiply(y, relax.op.multiply(s, t)), b))
         if epilogue == "scale":  # a squeeze-and-excitation's: a map scaled by the 1x1 map computed
             m = relax.Var("m", relax.TensorType((1, c_out, 5, 5), "float32"))
             return [x, w, b, m], relax.op.multiply(m, relax.op.sigmoid(relax.op.add(y, b)))
@@ -55,6 +59,7 @@ def conv(c_in, c_out, size, k=3, stride=1, groups=1, epilogue="bias_relu", paddi
     (8, 24, 13, 1, 1, "bias_relu"),  # 24 channels: half-width vectors on AVX-512 (SqueezeNet's 1000)
     (3, 16, 12, 3, 2, "hard_swish"),  # MobileNet-V3's stem: the epilogue inlined into the write-back
     (24, 32, 1, 1, 1, "scale"),  # the epilogue writes a larger tensor: its own loop nest
+    (8, 32, 8, 3, 1, "scalars"),  # an operand computed after the convolution, inlined into its reader
     (8, 32, 8, 3, 1, "slice"),  # ... or a smaller one (one channel's first column)
 ])
 def test_the_template_computes_what_the_default_schedule_computes(c_in, c_out, size, k, stride, epilogue):
@@ -63,8 +68,9 @@ def test_the_template_computes_what_the_default_schedule_computes(c_in, c_out, s
     assert func is not None and func.attrs["tirx.is_scheduled"]
     text = func.script()
     assert "T.vectorized" in text and "layout_rewrite_preproc" in text
-    plan = templates._pointwise_plan(kmod, TARGET) or templates._plan(kmod, TARGET)
-    assert ("T.parallel" in text) == getattr(plan, "parallel", True)
+    seen = templates._epilogue_operands_inlined(kmod)  # the kernel the templates see
+    plan = templates._pointwise_plan(seen, TARGET) or templates._plan(seen, TARGET)
+    assert plan is not None and ("T.parallel" in text) == plan.parallel
     np.testing.assert_allclose(run(func), run(kmod["main"]), rtol=1e-4, atol=1e-4)
 
 
