@@ -190,3 +190,39 @@ def test_a_quantized_pool_over_channels_last_is_refused_in_one_line(tmp_path):
     _one_op(tmp_path / "pool.onnx", node, (1, 4, 4, 8), (1, 1, 1, 8))
     with pytest.raises(frontend.ModelError, match=r"pool.onnx: GlobalAveragePool of channels_last=1 .* not written out"):
         frontend.load(str(tmp_path / "pool.onnx"))
+
+
+def test_a_quantized_models_check_allows_few_flipped_roundings_and_no_large_one(quantized, tmp_path):
+    """``compile --check``: where two builds sum in different orders a quantized model's roundings
+    flip on a few elements (the light ResNet-50: 0.6%, by up to 6% of the range); a float model
+    allows none beyond the tolerance, a quantized one at most 2%, none by more than 10% of the range."""
+    from tvm_partition.ir.relax_utils import quantizes
+    from tvm_partition.runtime.ort import agreement
+
+    assert quantizes(frontend.load(str(quantized["qoperator"])).mod)
+    source = tmp_path / "float.onnx"
+    float_model(source)
+    assert not quantizes(frontend.load(str(source)).mod)
+    ref = [np.linspace(-1, 1, 1000, dtype=np.float32)]
+
+    def moved(n, by):
+        out = ref[0].copy()
+        out[:n] += by
+        return [out]
+
+    assert agreement(moved(6, 0.06), ref, quantized=True).ok
+    assert agreement(moved(6, 0.06), ref, quantized=True).share == pytest.approx(0.006)
+    assert not agreement(moved(6, 0.06), ref, quantized=False).ok
+    assert not agreement(moved(30, 0.01), ref, quantized=True).ok  # 3% of the elements
+    assert not agreement(moved(1, 0.2), ref, quantized=True).ok  # 20% of the range
+    assert agreement(moved(1000, 1e-5), ref, quantized=False).ok
+
+
+def test_the_benchmark_refuses_an_unknown_form_in_one_line():
+    import os
+    import subprocess
+    import sys
+
+    script = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "benchmarks", "quantized.py")
+    proc = subprocess.run([sys.executable, script, "--forms", "int4"], capture_output=True, text=True)
+    assert proc.returncode == 2 and proc.stderr.strip().splitlines() == ["error: --forms takes qoperator,qdq,dynamic"]

@@ -53,7 +53,7 @@ from ..devices import usable_cpus
 from . import results
 from .runtime import BUNDLE_SPEC, RESULTS, measure_isolated
 from ..errors import TvmPartitionError
-from ..runtime.ort import max_abs_err
+from ..runtime.ort import agreement
 
 REPO = results.workspace()
 #: EOP Table 3's workloads; their zoo defaults are the paper's settings.
@@ -295,14 +295,15 @@ class Bench:
         """The onnxruntime row's folder in ``art``, its outputs checked against TVM's unpartitioned
         model on the same inputs (``max_abs_err_vs_ort``): one that disagrees is not measured."""
         from ..cli.compile import reference_outputs
+        from ..ir.relax_utils import quantizes
 
         row["tuned_kernels"] = None
         bench_ort.save(model, art, self.threads or usable_cpus())
-        err, tol = max_abs_err(bench_ort.run(art), reference_outputs(model))
-        row["max_abs_err_vs_ort"] = float(f"{err:.3g}") if err != float("inf") else None
-        if err > tol:
-            raise bench_ort.OrtError(f"outputs differ from TVM's unpartitioned model by {err:.3g} (tolerance "
-                                     f"{tol:.3g}) on the same inputs: not the same model, not measured")
+        agreed = agreement(bench_ort.run(art), reference_outputs(model), quantizes(model.mod))
+        row["max_abs_err_vs_ort"] = float(f"{agreed.err:.3g}") if agreed.err != float("inf") else None
+        if not agreed.ok:
+            raise bench_ort.OrtError(f"outputs differ from TVM's unpartitioned model by {agreed.err:.3g} (tolerance "
+                                     f"{agreed.tol:.3g}) on the same inputs: not the same model, not measured")
 
     def save_torch(self, model, art: str, row: dict, strategy: str) -> None:
         """A PyTorch row's folder in ``art`` (:mod:`tvm_partition.bench.torch_ref`), the twin's outputs

@@ -9,7 +9,8 @@ times the model's ops on this machine for S seconds (whole ops first; resumable,
 machine's profile), so the plan is priced on measurements, not XGBoost guesses. ``--out`` writes
 model.so, params.npz, plan.json, manifest.json and plan.png (the predicted schedule). ``--check`` runs the unpartitioned and the partitioned
 model on the same seeded input on this machine's devices (``cpu,cpu`` where there is no GPU),
-prints ``max_abs_err=<value>`` and fails beyond tolerance; an .onnx model is compared with
+prints ``max_abs_err=<value>`` and fails beyond tolerance (a quantized model's flipped roundings
+counted: :class:`tvm_partition.runtime.ort.Agreement`); an .onnx model is compared with
 onnxruntime's outputs too (``max_abs_err_onnxruntime=<value>``, where onnxruntime is installed). ``auto`` (default) keeps the best
 predicted plan of the cheap strategies; ``eop`` is the EOP planner (:mod:`.planners.eop`). Every
 plan is priced on the cost model by :mod:`.simulate`. The placement strategies (milp,
@@ -201,12 +202,12 @@ def check(compiled: Compiled, out_dir: str | None = None) -> tuple[float, float]
     runs with a CPU in the GPU's place if it launches nothing there (:func:`host_only`), else the
     same plan is rebuilt for ``cpu,cpu`` (the second CPU stands in for the GPU).
     """
-    err, tol, _ = check_outputs(compiled, out_dir)
+    err, tol, *_ = check_outputs(compiled, out_dir)
     return err, tol
 
 
-def check_outputs(compiled: Compiled, out_dir: str | None = None) -> tuple[float, float, list[np.ndarray]]:
-    """:func:`check`, and the partitioned build's outputs it compared."""
+def check_outputs(compiled: Compiled, out_dir: str | None = None) -> tuple[float, float, list[np.ndarray], list]:
+    """:func:`check`, and the partitioned build's outputs and the reference's it compared."""
     from ..runtime.runner import Runner
 
     plan = compiled.plan
@@ -224,7 +225,8 @@ def check_outputs(compiled: Compiled, out_dir: str | None = None) -> tuple[float
     with tempfile.TemporaryDirectory(prefix="tvmp-check-") as tmp:
         path = out_dir or compiled.save(tmp)
         outs = Runner(path).run(compiled.model.inputs)
-    return (*max_abs_err(outs, reference_outputs(compiled.model)), outs)
+    ref = reference_outputs(compiled.model)
+    return (*max_abs_err(outs, ref), outs, ref)
 
 
 def explain(compiled: Compiled) -> str:
@@ -426,17 +428,23 @@ def main(argv=None) -> int:
         draw(compiled.simulation, os.path.join(args.out, "plan.png"), f"{model.name}: {plan.strategy} on {args.devices}")
         print(f"wrote {args.out}/ (model.so, params.npz, plan.json, manifest.json, plan.png)")
     if args.check:
-        err, tol, outs = check_outputs(compiled, args.out)
-        print(f"max_abs_err={err:.3g}")
-        if not err <= tol:
-            print(f"error: partitioned output differs from the unpartitioned model (tolerance {tol:.3g})",
+        from ..ir.relax_utils import quantizes
+
+        outs, ref = check_outputs(compiled, args.out)[2:]
+        quantized = quantizes(model.mod)
+        agreed = ort.agreement(outs, ref, quantized)
+        print(f"max_abs_err={agreed.err:.3g}")
+        if agreed.note():
+            print(agreed.note())
+        if not agreed.ok:
+            print(f"error: partitioned output differs from the unpartitioned model (tolerance {agreed.tol:.3g})",
                   file=sys.stderr)
             return 1
-        return check_onnxruntime(compiled, outs)
+        return check_onnxruntime(compiled, outs, quantized)
     return 0
 
 
-def check_onnxruntime(compiled: Compiled, outs: list[np.ndarray]) -> int:
+def check_onnxruntime(compiled: Compiled, outs: list[np.ndarray], quantized: bool = False) -> int:
     """``--check``'s second oracle for an .onnx model: onnxruntime's outputs on the same inputs
     (:mod:`tvm_partition.runtime.ort`). Prints ``max_abs_err_onnxruntime=<value>``
     and returns 1 beyond tolerance; says on stderr why it compared nothing where onnxruntime
@@ -448,10 +456,12 @@ def check_onnxruntime(compiled: Compiled, outs: list[np.ndarray]) -> int:
     except ort.OrtError as e:
         print(f"note: not compared with onnxruntime: {e}", file=sys.stderr)
         return 0
-    err, tol = max_abs_err(outs, ref)
-    print(f"max_abs_err_onnxruntime={err:.3g}")
-    if not err <= tol:
-        print(f"error: partitioned output differs from onnxruntime's (tolerance {tol:.3g})", file=sys.stderr)
+    agreed = ort.agreement(outs, ref, quantized)
+    print(f"max_abs_err_onnxruntime={agreed.err:.3g}")
+    if agreed.note():
+        print(agreed.note())
+    if not agreed.ok:
+        print(f"error: partitioned output differs from onnxruntime's (tolerance {agreed.tol:.3g})", file=sys.stderr)
         return 1
     return 0
 

@@ -81,6 +81,14 @@ def calls_op(call: relax.Call, op) -> bool:
     return isinstance(call.op, tvm.ir.Op) and call.op.same_as(op)
 
 
+def quantizes(mod: tvm.IRModule) -> bool:
+    """Whether ``mod``'s ``main`` quantizes a tensor (calls ``relax.quantize``): a quantized model,
+    whose outputs another build may round differently (:data:`tvm_partition.runtime.ort.FLIPPED_SHARE`)."""
+    quantize, found = tvm.ir.Op.get("relax.quantize"), []
+    relax.analysis.post_order_visit(mod["main"], lambda e: found.append(isinstance(e, relax.Call) and calls_op(e, quantize)))
+    return any(found)
+
+
 def rewrite_functions(mod: tvm.IRModule, mutator) -> tvm.IRModule:
     """``mod`` with every Relax function rewritten by ``mutator(mod, func)`` (a ``PyExprMutator``)."""
     out = copy_module(mod)
