@@ -33,13 +33,16 @@ def _weight(rng, name, shape, scale):
 
 
 def float_model(path) -> None:
-    """A residual block, a gate, two pools joined, a classifier of transposed weights and a
-    projection of its softmax; the block's output ``a2`` is an output too (4,096 values)."""
+    """A residual block, a gate, a channel shuffle, two pools joined, a classifier of transposed
+    weights and a projection of its softmax; the block's output ``a2`` is an output too (4,096
+    values)."""
     rng = np.random.default_rng(0)
     inits = [_weight(rng, "w1", (C, 3, 3, 3), 0.3), _weight(rng, "b1", (C,), 0.1),
              _weight(rng, "w2", (C, C, 3, 3), 0.2), _weight(rng, "b2", (C,), 0.1),
              _weight(rng, "m", (1, C, 1, 1), 1.0), _weight(rng, "fc", (10, 2 * C), 0.3),
-             _weight(rng, "fcb", (10,), 0.1), _weight(rng, "mm", (10, 6), 0.3)]
+             _weight(rng, "fcb", (10,), 0.1), _weight(rng, "mm", (10, 6), 0.3),
+             numpy_helper.from_array(np.array([2, 2, C // 2, 16, 16], np.int64), "groups"),
+             numpy_helper.from_array(np.array([2, C, 16, 16], np.int64), "channels")]
     n = helper.make_node
     nodes = [
         n("Conv", ["x", "w1", "b1"], ["c1"], pads=[1, 1, 1, 1]),
@@ -50,8 +53,11 @@ def float_model(path) -> None:
         n("Sigmoid", ["mu"], ["s"]),
         n("LeakyRelu", ["a"], ["lr"], alpha=0.1),
         n("Add", ["s", "lr"], ["a2"]),
-        n("AveragePool", ["a2"], ["ap"], kernel_shape=[2, 2], strides=[2, 2]),
-        n("MaxPool", ["a2"], ["mp"], kernel_shape=[2, 2], strides=[2, 2]),
+        n("Reshape", ["a2", "groups"], ["g1"]),  # a channel shuffle (ShuffleNet's)
+        n("Transpose", ["g1"], ["g2"], perm=[0, 2, 1, 3, 4]),
+        n("Reshape", ["g2", "channels"], ["sh"]),
+        n("AveragePool", ["sh"], ["ap"], kernel_shape=[2, 2], strides=[2, 2]),
+        n("MaxPool", ["sh"], ["mp"], kernel_shape=[2, 2], strides=[2, 2]),
         n("Concat", ["ap", "mp"], ["cat"], axis=1),
         n("GlobalAveragePool", ["cat"], ["g"]),
         n("Flatten", ["g"], ["f"]),
@@ -119,26 +125,34 @@ def unoptimized(proto, x) -> list[np.ndarray]:
 
 @pytest.mark.parametrize("form", ["qoperator", "qoperator-per-channel", "qdq"])
 def test_a_statically_quantized_model_matches_onnxruntime(form, quantized, tmp_path):
-    """Split on ``cpu,cpu`` with the kernels' templates, within one quantization step of
-    onnxruntime on every output and equal on nearly all of it (the float arithmetic rounds sums
-    onnxruntime accumulates as integers: module docstring). The QDQ form is TVM's own import, against
-    its meaning as written (:func:`unoptimized`)."""
+    """Split on ``cpu,cpu`` with the kernels' templates, within two quantization steps of
+    onnxruntime on every output and equal on nearly all of it: the float arithmetic rounds sums
+    onnxruntime accumulates as integers (module docstring), and a rounding flipped before the
+    classifier moves its outputs (the QDQ form's ``y``: one value 2 steps from onnxruntime's unfused
+    run, 1 from its fused one). The QDQ form is TVM's own import, against its meaning as written
+    (:func:`unoptimized`)."""
     path = quantized[form]
     if form.startswith("qoperator"):
         assert {"QLinearConv", "QLinearMatMul", "QGemm", "QLinearAdd", "QLinearMul", "QLinearSigmoid",
                 "QLinearLeakyRelu", "QLinearAveragePool", "QLinearConcat", "QLinearGlobalAveragePool",
                 "QLinearSoftmax"} <= _kinds(path)
     proto = onnx.load(str(path))
+    if form == "qdq":  # the shuffle and the max pool move the integers: no dequantize before them
+        rewritten = onnx.load(str(path))
+        assert onnx_quant.quantized_as_float(rewritten) >= 4
+        made = {o: n.op_type for n in rewritten.graph.node for o in n.output}
+        assert not [n for n in rewritten.graph.node if n.op_type in ("Reshape", "Transpose", "MaxPool")
+                    and made.get(n.input[0]) == "DequantizeLinear"]
     model = frontend.load(str(path))
-    # weights are dequantized once, at load: every weight of the build is a float
-    assert all(p.dtype.kind == "f" or p.size == 1 for p in model.params) if form != "qdq" else True
+    # weights are dequantized once, at load: no weight of the build is an integer but shapes and scalars
+    assert all(p.dtype.kind == "f" or p.size == 1 or p.dtype == np.int64 for p in model.params) if form != "qdq" else True
     x = np.random.default_rng(3).standard_normal(X_SHAPE).astype(np.float32)
     _, outs = run_split(model, tmp_path, [x], schedules=True)
     steps = _steps(proto)
     refs = unoptimized(proto, x) if form == "qdq" else ort_run(proto, [x])
     for out, ref, info in zip(outs, refs, proto.graph.output):
-        np.testing.assert_allclose(out, ref, rtol=0, atol=steps[info.name] * 1.01)
-        assert np.mean(out == ref) >= 0.9, info.name
+        np.testing.assert_allclose(out, ref, rtol=0, atol=steps[info.name] * 2.01)
+    assert sum(int(np.sum(o == r)) for o, r in zip(outs, refs)) >= 0.99 * sum(r.size for r in refs)
 
 
 def test_a_dynamically_quantized_model_matches_onnxruntime(quantized, tmp_path):
@@ -226,3 +240,26 @@ def test_the_benchmark_refuses_an_unknown_form_in_one_line():
     script = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "benchmarks", "quantized.py")
     proc = subprocess.run([sys.executable, script, "--forms", "int4"], capture_output=True, text=True)
     assert proc.returncode == 2 and proc.stderr.strip().splitlines() == ["error: --forms takes qoperator,qdq,dynamic"]
+
+
+@pytest.mark.parametrize("scale,moved", [(0.05, True), (0.1, False)], ids=["one-grid", "two-grids"])
+def test_a_reshape_between_a_dequantize_and_a_quantize_of_one_grid_moves_the_integers(scale, moved, tmp_path):
+    """``DequantizeLinear -> Reshape -> QuantizeLinear`` of one scale and zero point is the reshape of
+    the integers; of two it requantizes, and stays (the model's output agrees either way)."""
+    consts = [numpy_helper.from_array(np.array(v, dt), name) for name, v, dt in
+              [("s", 0.05, np.float32), ("t", scale, np.float32), ("z", 128, np.uint8), ("shape", [4, 6], np.int64)]]
+    n = helper.make_node
+    nodes = [n("QuantizeLinear", ["x", "s", "z"], ["q"]), n("DequantizeLinear", ["q", "s", "z"], ["d"]),
+             n("Reshape", ["d", "shape"], ["r"]), n("QuantizeLinear", ["r", "t", "z"], ["rq"]),
+             n("DequantizeLinear", ["rq", "t", "z"], ["y"])]
+    graph = helper.make_graph(nodes, "moves", [helper.make_tensor_value_info("x", TensorProto.FLOAT, (2, 12))],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, (4, 6))], initializer=consts)
+    proto = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    proto.ir_version = 9
+    onnx.save(proto, str(tmp_path / "moves.onnx"))
+    rewritten = onnx.load(str(tmp_path / "moves.onnx"))
+    assert onnx_quant.quantized_as_float(rewritten) == int(moved)
+    assert [nd.op_type for nd in rewritten.graph.node].count("QuantizeLinear") == (1 if moved else 2)
+    x = np.random.default_rng(0).standard_normal((2, 12)).astype(np.float32) * 3
+    _, outs = run_split(frontend.load(str(tmp_path / "moves.onnx")), tmp_path, [x], strategy="cpu")
+    np.testing.assert_allclose(outs[0], ort_run(proto, [x])[0], rtol=0, atol=1e-6)

@@ -35,6 +35,7 @@ import numpy as np
 from .onnx_graph import Emitter, Lookup, default_opset, subgraph_reads, subgraphs
 
 MS = "com.microsoft"
+DQ, Q = ("", "DequantizeLinear"), ("", "QuantizeLinear")
 FLOAT, INT32 = 1, 6  # onnx.TensorProto's element types
 
 
@@ -76,14 +77,67 @@ BIAS = {("", "QLinearConv"): 8, (MS, "QGemm"): 6}
 
 def quantized_as_float(proto) -> int:
     """Rewrite in place every quantized operator of ``proto`` (subgraphs included) this module
-    knows (:data:`FORMS`, ``QLinearConcat``, ``ConvInteger``) in float form. Returns how many."""
+    knows (:data:`FORMS`, ``QLinearConcat``, ``ConvInteger``) in float form, and each data movement
+    between a dequantize and a quantize of one grid on the integers (:func:`_moves_on_integers`).
+    Returns how many nodes it rewrote."""
     opset = default_opset(proto)
     count, graphs = 0, [proto.graph]
     while graphs:
         graph = graphs.pop()
-        count += _rewrite(graph, opset)
+        count += _moves_on_integers(graph) + _rewrite(graph, opset)
         graphs.extend(g for node in graph.node for g in subgraphs(node))
     return count
+
+
+#: Operators that move or pick values without computing new ones: between a ``DequantizeLinear``
+#: and a ``QuantizeLinear`` of one scale and zero point they give the integers they were given.
+MOVES = frozenset({"Reshape", "Transpose", "Squeeze", "Unsqueeze", "Flatten", "Slice", "MaxPool", "Identity"})
+
+
+def _moves_on_integers(graph) -> int:
+    """Each ``DequantizeLinear -> MOVE -> QuantizeLinear`` of one per-tensor scale and zero point
+    (and nothing else reading what the last two read) as the move of the integers; a dequantize left
+    unread removed. Returns how many. Why: the QDQ form quantizes around every reshape and transpose
+    (ShuffleNet's channel shuffles: 48 of them), which onnxruntime's graph optimizer drops; each pair
+    was a dequantize and a quantize fused into the shuffle's kernel, 1.3 ms of ShuffleNet's 7.4 a run
+    (`run --kernels`, rocketlake-2c, 2026-12-05). The values are the same: dequantized values lie on
+    the grid the quantize rounds to."""
+    lookup, nodes = Lookup.of(graph), list(graph.node)
+    readers: dict[str, list[int]] = {}
+    for i, node in enumerate(nodes):
+        for name in node.input:
+            readers.setdefault(name, []).append(i)
+    outputs = {o.name for o in graph.output} | subgraph_reads(graph)
+    moved: dict[int, tuple[str, str]] = {}
+    for i, node in enumerate(nodes):
+        if _key(node) != ("", node.op_type) or node.op_type not in MOVES or node.output[0] in outputs:
+            continue
+        dq, after = lookup.producers.get(node.input[0]), readers.get(node.output[0], [])
+        if dq is None or _key(dq) != DQ or len(after) != 1 or _key(nodes[after[0]]) != Q:
+            continue
+        if _same_grid(lookup, dq, nodes[after[0]]):
+            moved[i] = (dq.input[0], nodes[after[0]].output[0])
+    if not moved:
+        return 0
+    dropped = {readers[nodes[i].output[0]][0] for i in moved}
+    for i, (source, out) in moved.items():
+        nodes[i].input[0], nodes[i].output[0] = source, out
+    kept = [n for i, n in enumerate(nodes) if i not in dropped]
+    read = {name for n in kept for name in n.input} | outputs
+    kept = [n for n in kept if _key(n) != DQ or n.output[0] in read]
+    del graph.node[:]
+    graph.node.extend(kept)
+    return len(moved)
+
+
+def _same_grid(lookup: Lookup, dq, q) -> bool:
+    """Whether ``dq`` and ``q`` take one per-tensor scale and one zero point, constants (given both:
+    without one, ``QuantizeLinear`` writes uint8 whatever ``dq`` read)."""
+    if len(dq.input) < 3 or len(q.input) < 3 or not dq.input[2] or not q.input[2]:
+        return False
+    pairs = [(lookup.array(a), lookup.array(b)) for a, b in zip(dq.input[1:3], q.input[1:3])]
+    return all(a is not None and b is not None and a.size == 1 and a.dtype == b.dtype and np.array_equal(a, b)
+               for a, b in pairs)
 
 
 def _key(node) -> tuple[str, str]:
