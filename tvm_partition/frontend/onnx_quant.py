@@ -71,6 +71,8 @@ FORMS = {
     (MS, "QLinearAveragePool"): _Form("AveragePool", (0,), 3),
     (MS, "QLinearReduceMean"): _Form("ReduceMean", (0,), 3),
 }
+#: Every quantized operator :func:`_rewrite` writes in float form.
+KNOWN = frozenset(FORMS) | {("", "ConvInteger"), (MS, "QLinearConcat")}
 #: The int32 bias input of these, and which operands' scales (times ``alpha``) are its scale.
 BIAS = {("", "QLinearConv"): 8, (MS, "QGemm"): 6}
 
@@ -103,10 +105,7 @@ def _moves_on_integers(graph) -> int:
     (`run --kernels`, rocketlake-2c, 2026-12-05). The values are the same: dequantized values lie on
     the grid the quantize rounds to."""
     lookup, nodes = Lookup.of(graph), list(graph.node)
-    readers: dict[str, list[int]] = {}
-    for i, node in enumerate(nodes):
-        for name in node.input:
-            readers.setdefault(name, []).append(i)
+    readers = _readers(nodes)
     outputs = {o.name for o in graph.output} | subgraph_reads(graph)
     moved: dict[int, tuple[str, str]] = {}
     for i, node in enumerate(nodes):
@@ -145,8 +144,7 @@ def _key(node) -> tuple[str, str]:
 
 
 def _rewrite(graph, opset: int) -> int:
-    known = set(FORMS) | {("", "ConvInteger"), (MS, "QLinearConcat")}
-    if not any(_key(n) in known for n in graph.node):
+    if not any(_key(n) in KNOWN for n in graph.node):
         return 0
     lookup, nodes, count, replaced = Lookup.of(graph), [], 0, set()
     floats = _read_as_floats(graph)
@@ -159,7 +157,7 @@ def _rewrite(graph, opset: int) -> int:
             del identity.attribute[:]
             nodes.append(identity)
             continue
-        if key not in known:
+        if key not in KNOWN:
             nodes.append(node)
             continue
         em = Emitter(graph, f"{node.output[0]}/float", opset)
@@ -245,14 +243,21 @@ def _read_as_floats(graph) -> set[str]:
     float to int32 as checks of finiteness and a wrap-around modulo, fused after the convolution,
     and LLVM took 63 s to compile the two such kernels of a 16 x 16 CNN on their transferred
     schedules (2.2 s on TVM's default ones; the cast back to float is exact: integers)."""
-    readers: dict[str, list] = {}
-    for node in graph.node:
-        for name in node.input:
-            readers.setdefault(name, []).append(node)
+    nodes = list(graph.node)
+    readers = _readers(nodes)
     kept = {o.name for o in graph.output} | subgraph_reads(graph)
-    return {node.output[0] for node in graph.node if node.op_type == "ConvInteger" and node.output[0] not in kept
-            and readers.get(node.output[0]) and all(r.op_type == "Cast" and _attrs(r).get("to") == FLOAT
+    return {node.output[0] for node in nodes if node.op_type == "ConvInteger" and node.output[0] not in kept
+            and readers.get(node.output[0]) and all(nodes[r].op_type == "Cast" and _attrs(nodes[r]).get("to") == FLOAT
                                                      for r in readers[node.output[0]])}
+
+
+def _readers(nodes: list) -> dict[str, list[int]]:
+    """The positions in ``nodes`` of the nodes reading each name."""
+    readers: dict[str, list[int]] = {}
+    for i, node in enumerate(nodes):
+        for name in node.input:
+            readers.setdefault(name, []).append(i)
+    return readers
 
 
 def _conv_integer(em: Emitter, lookup: Lookup, node, as_float: bool) -> None:
