@@ -359,10 +359,18 @@ def _function_op(name: str):
         "rotary-embedding": ([helper.make_node("RotaryEmbedding", ["x", "cos", "sin"], ["y"])], [2, 4, 8, 8],
                              [2, 4, 8, 8], 23, [t(np.tile(np.cos(angles), (2, 1, 1)).astype(np.float32), "cos"),
                                                 t(np.tile(np.sin(angles), (2, 1, 1)).astype(np.float32), "sin")]),
+        # the standard's Attention, which the importer converted as onnxruntime's com.microsoft one
+        "attention": ([helper.make_node("Attention", ["x", "x", "x"], ["y"], is_causal=1)], [2, 4, 8, 8], [2, 4, 8, 8],
+                      23, []),
+        # a cache given, the mask before it omitted: ONNX's inliner asked for the empty name's type
+        "attention-past": ([helper.make_node("Attention", ["x", "x", "x", "", "pk", "pv"], ["y", "pk2", "pv2"])], [2, 4, 8, 8],
+                           [2, 4, 8, 8], 23, [t(np.cos(np.arange(2 * 4 * 3 * 8)).reshape(2, 4, 3, 8).astype(np.float32), "pk"),
+                                              t(np.sin(np.arange(2 * 4 * 3 * 8)).reshape(2, 4, 3, 8).astype(np.float32), "pv")]),
     }[name]
 
 
-@pytest.mark.parametrize("name", ["celu", "swish", "center-crop-pad", "hann-window", "rotary-embedding"])
+@pytest.mark.parametrize("name", ["celu", "swish", "center-crop-pad", "hann-window", "rotary-embedding", "attention",
+                                  "attention-past"])
 def test_operators_onnx_defines_as_functions_are_written_out(name, tmp_path):
     """PyTorch's ``F.celu`` exports as ``Celu``, which TVM's importer refused ("OpNotImplemented");
     the operators it lacks that ONNX defines as functions are replaced by their bodies before it
