@@ -31,6 +31,9 @@ from .onnx_fold import fold_constants
 from .onnx_functions import inline_unconverted_functions
 from .onnx_quant import QuantError, quantized_as_float
 from .onnx_loop import unroll_loops
+from .onnx_branches import data_branches, inline_constant_branches, select_branches
+from .onnx_decompose import decompose
+from .onnx_spec import conform
 from .onnx_rnn import RecurrentError, unroll_recurrent
 from ..ir.relax_utils import Constant, compile_time_constants, rebuilt
 from .conv3d import conv3d_as_conv2d
@@ -265,7 +268,14 @@ def _from_onnx(path: str, shapes: dict[str, int | None], seed: int) -> Model:
     except QuantError as e:
         raise ModelError(f"{path}: {e}") from None
     fold_constants(proto, shape_dict)
+    inline_constant_branches(proto, shape_dict)
+    decompose(proto, shape_dict)
+    conform(proto, shape_dict)
     unroll_loops(proto, shape_dict)
+    select_branches(proto, shape_dict)
+    if data_branches(proto):
+        raise ModelError(f"{path}: If {data_branches(proto)[0]!r} branches on the data to outputs of different "
+                         "shapes (the model's shapes depend on its data): not supported")
     einsums_as_matmuls(proto, shape_dict)
     try:
         unroll_recurrent(proto, shape_dict)
@@ -288,7 +298,8 @@ def _from_onnx(path: str, shapes: dict[str, int | None], seed: int) -> Model:
     name = os.path.splitext(os.path.basename(path))[0]
     if name == "model":  # model zoos ship <name>/model.onnx
         name = os.path.basename(os.path.dirname(os.path.abspath(path))) or name
-    config = {"source": path, "batch": shape_dict[graph_inputs[0].name][0],
+    first = shape_dict[graph_inputs[0].name]
+    config = {"source": path, "batch": first[0] if first else 1,  # a scalar first input: no batch
               **{k: v for k, v in shapes.items() if k not in ("batch", "dims") and v}}
     if shapes.get("dims"):  # as text, like every other setting in a key or a table: NAME=N,...
         config["dims"] = onnx_shapes.dims_text(shapes["dims"])

@@ -1,7 +1,8 @@
 """Helpers shared by the rewrites of ONNX graphs done before TVM's importer reads them
-(:mod:`.onnx_fold`, :mod:`.onnx_loop`, :mod:`.onnx_rnn`, :mod:`.onnx_functions`): a node's subgraphs, the opset, every tensor's static shape
-once the inputs are bound (ONNX's own shape inference), a graph's initializers and producers read
-once, and an emitter of new nodes under names of their own."""
+(:mod:`.onnx_fold`, :mod:`.onnx_loop`, :mod:`.onnx_branches`, :mod:`.onnx_decompose`, :mod:`.onnx_spec`, :mod:`.onnx_rnn`,
+:mod:`.onnx_functions`): a node's subgraphs, the opset, every tensor's static shape and type once
+the inputs are bound (ONNX's own shape inference), a graph's initializers and producers read once,
+and an emitter of new nodes (copies of a body or a branch too) under names of their own."""
 
 from __future__ import annotations
 
@@ -42,6 +43,33 @@ def static_shapes(proto, shapes: dict[str, list[int]]) -> dict[str, list[int]]:
     """Every tensor's static shape that ONNX's shape inference finds once the inputs are bound."""
     import onnx
 
+    inferred = onnx.shape_inference.infer_shapes(_bound(proto, shapes)).graph
+    out = {i.name: list(i.dims) for i in inferred.initializer}
+    for vi in list(inferred.input) + list(inferred.value_info) + list(inferred.output):
+        dims = static_dims(vi.type)
+        if dims:  # a scalar's empty dims look like an unknown shape's here: left out
+            out[vi.name] = dims
+    return out
+
+
+def static_types(proto, shapes: dict[str, list[int]]) -> dict[str, tuple[int, tuple[int, ...]]]:
+    """``{name: (ONNX element type, dims)}`` of every tensor whose shape ONNX's shape inference
+    finds static once the inputs are bound, scalars included (:func:`static_shapes` leaves them out)."""
+    import onnx
+
+    graph = onnx.shape_inference.infer_shapes(_bound(proto, shapes)).graph
+    out = {i.name: (i.data_type, tuple(i.dims)) for i in graph.initializer}
+    for vi in list(graph.input) + list(graph.value_info) + list(graph.output):
+        t = vi.type.tensor_type
+        if vi.type.HasField("tensor_type") and t.HasField("shape") and all(d.HasField("dim_value") for d in t.shape.dim):
+            out[vi.name] = (t.elem_type, tuple(d.dim_value for d in t.shape.dim))
+    return out
+
+
+def _bound(proto, shapes: dict[str, list[int]]):
+    """A copy of ``proto`` whose graph inputs have the static ``shapes``."""
+    import onnx
+
     bound = onnx.ModelProto()
     bound.CopyFrom(proto)
     for gi in bound.graph.input:
@@ -50,13 +78,7 @@ def static_shapes(proto, shapes: dict[str, list[int]]) -> dict[str, list[int]]:
             del dims[:]
             for d in shapes[gi.name]:
                 dims.add().dim_value = int(d)
-    inferred = onnx.shape_inference.infer_shapes(bound).graph
-    out = {i.name: list(i.dims) for i in inferred.initializer}
-    for vi in list(inferred.input) + list(inferred.value_info) + list(inferred.output):
-        dims = static_dims(vi.type)
-        if dims:  # a scalar's empty dims look like an unknown shape's here: left out
-            out[vi.name] = dims
-    return out
+    return bound
 
 
 def static_dims(type_proto) -> list[int] | None:
@@ -109,6 +131,25 @@ class Emitter:
         self.nodes.append(helper.make_node(op_type, inputs, [out], name=self.name(op_type), **attrs))
         return out
 
+    def copies(self, nodes, rename: dict, hint: str) -> None:
+        """Emit copies of ``nodes`` (a loop's body, a branch) under names of their own: each read
+        renamed by ``rename`` (in the graphs a node holds too), each output given a new name,
+        which ``rename`` then holds for the nodes after it."""
+        from onnx import NodeProto
+
+        for inner in nodes:
+            copy = NodeProto()
+            copy.CopyFrom(inner)
+            copy.name = self.name(inner.name or inner.op_type)
+            del copy.input[:]
+            copy.input.extend(rename.get(x, x) for x in inner.input)
+            _rename_reads(copy, rename)
+            del copy.output[:]
+            for y in inner.output:
+                rename[y] = self.name(hint) if y else ""
+                copy.output.append(rename[y])
+            self.nodes.append(copy)
+
     def weight(self, array: np.ndarray, hint: str) -> str:
         """An initializer (TVM's importer makes it a weight of ``main``)."""
         from onnx import numpy_helper
@@ -154,3 +195,14 @@ class Emitter:
             half = len(xs) // 2
             xs = [self.concat(xs[:half], axis), self.concat(xs[half:], axis)]
         return self.op("Concat", xs, out, axis=axis)
+
+
+def _rename_reads(node, rename: dict) -> None:
+    """Inside the graphs ``node`` holds (a nested branch, a loop's body), the outer names they read,
+    renamed as a copy of their surroundings renamed them."""
+    for sub in subgraphs(node):
+        for inner in sub.node:
+            reads = [rename.get(x, x) for x in inner.input]
+            del inner.input[:]
+            inner.input.extend(reads)
+            _rename_reads(inner, rename)

@@ -97,7 +97,7 @@ def _trip_count(lookup: Lookup, node) -> int | None:
 
 def _write_out(node, body, trips: int, emit: Emitter) -> list[str]:
     """Emit ``trips`` copies of ``body`` and the loop's outputs; return each copy's condition."""
-    from onnx import NodeProto, numpy_helper
+    from onnx import numpy_helper
 
     carried = list(node.input[2:])
     n_carried = len(carried)
@@ -107,17 +107,7 @@ def _write_out(node, body, trips: int, emit: Emitter) -> list[str]:
         rename = {body.input[0].name: emit.op("Constant", [], value=numpy_helper.from_array(np.array(i, np.int64))),
                   body.input[1].name: emit.op("Constant", [], value=numpy_helper.from_array(np.array(True)))}
         rename.update({b.name: v for b, v in zip(body.input[2:], carried)})
-        for inner in body.node:
-            copy = NodeProto()
-            copy.CopyFrom(inner)
-            copy.name = emit.name(inner.name or inner.op_type)
-            del copy.input[:]
-            copy.input.extend(rename.get(x, x) for x in inner.input)
-            del copy.output[:]
-            for y in inner.output:
-                rename[y] = emit.name(f"it{i}") if y else ""
-                copy.output.append(rename[y])
-            emit.nodes.append(copy)
+        emit.copies(body.node, rename, f"it{i}")
         outs = [rename.get(o.name, o.name) for o in body.output]
         conditions.append(outs[0])
         carried = outs[1:1 + n_carried]

@@ -1,0 +1,37 @@
+"""ONNX nodes TVM's importer converted against the specification (``frontend.onnx_spec``), against
+onnxruntime: a ``ConvTranspose`` given ``output_shape`` had the shape its pads give."""
+
+from __future__ import annotations
+
+import numpy as np
+import onnx
+import pytest
+from onnx import TensorProto, helper, numpy_helper
+
+ort = pytest.importorskip("onnxruntime")
+pytestmark = pytest.mark.filterwarnings("ignore:Renaming name:UserWarning")
+
+
+@pytest.mark.parametrize("out,attrs", [([10, 8], {}), ([8, 5], {}), ([9, 6], {"auto_pad": "SAME_UPPER"}),
+                                       ([10, 8], {"output_padding": [1, 1]})],
+                         ids=["padded-after", "cropped-both-ends", "same-upper", "with-output-padding"])
+def test_a_transposed_convolution_has_the_output_shape_it_asks_for(out, attrs, tmp_path):
+    from tvm_partition import frontend
+    from tvm_partition.cli.compile import compile_model
+    from tvm_partition.devices import parse_devices
+    from tvm_partition.runtime.runner import Runner
+
+    rng = np.random.default_rng(0)
+    w = numpy_helper.from_array(rng.standard_normal((2, 3, 3, 3)).astype(np.float32), "w")
+    node = helper.make_node("ConvTranspose", ["x", "w"], ["y"], strides=[3, 2], output_shape=out, **attrs)
+    graph = helper.make_graph([node], "ct", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 2, 3, 3])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)], initializer=[w])
+    proto = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    proto.ir_version = 8
+    path = str(tmp_path / "ct.onnx")
+    onnx.save(proto, path)
+    x = rng.standard_normal((1, 2, 3, 3)).astype(np.float32)
+    (want,) = ort.InferenceSession(proto.SerializeToString(), providers=["CPUExecutionProvider"]).run(None, {"x": x})
+    assert list(want.shape[2:]) == out
+    runner = Runner(compile_model(frontend.load(path), parse_devices("cpu,cpu"), "cpu").save(str(tmp_path / "art")))
+    np.testing.assert_allclose(runner.run({"x": x})[0], want, rtol=1e-5, atol=1e-5)

@@ -1,0 +1,259 @@
+"""ONNX operators TVM's importer has no converter for, and ONNX defines no function of, written as
+operators it converts, before it reads the graph.
+
+TVM 0.27's Relax importer refuses ``DFT``, ``STFT``, ``LpNormalization``, ``ReverseSequence`` and
+``CumProd`` (``OpNotImplemented``; ONNX's own test cases of them, ``benchmarks/onnx_node_cases.py``);
+:mod:`.onnx_functions` writes out only operators the standard defines as functions, and these it
+does not. With the inputs' shapes bound (this tool builds static shapes only):
+
+* ``DFT`` and ``STFT`` are linear maps of their input along one axis: a ``MatMul`` by a constant
+  matrix. The matrix is the operator itself applied to the unit vectors by ONNX's reference
+  implementation (``onnx.reference``), so every variant the standard has (complex or real input,
+  ``onesided``, ``inverse``, a ``dft_length`` that pads or truncates, the inverse of a one-sided
+  transform) means here what it means there; ``STFT``'s frames are one ``Gather`` of constant
+  indices, a constant window folded into the matrix (a speech model's front end: frames of 400
+  samples, 201 bins, a matrix of 400 x 402), one computed at run time multiplying the frames. A transform longer than :data:`MAX_MATRIX_ELEMENTS` allows is
+  left to TVM's importer, which names it.
+* ``LpNormalization`` divides by the norm along its axis (``ReduceSum`` of the absolute values or
+  the squares, ``Sqrt``); a zero norm gives zeros, as ONNX's reference implementation does.
+* ``ReverseSequence`` gathers along the time axis at ``len - 1 - t`` where ``t < len`` and ``t``
+  elsewhere (``GatherElements``), its lengths read at run time.
+* ``CumProd`` multiplies, for each position, the elements up to it: a ``ReduceProd`` over a
+  triangular ``Where`` of its axis against itself (``n x n`` per row, :data:`MAX_SCAN` at most).
+
+Each needs its attributes' inputs (``dft_length``, ``axis``, ``frame_step``, the window) as
+constants, which :mod:`.onnx_fold` has made them where a graph computes them from shapes.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .onnx_graph import Emitter, Lookup, default_opset, static_types
+
+#: Largest DFT or STFT matrix written (elements): 16 M floats, 64 MB of weights.
+MAX_MATRIX_ELEMENTS = 1 << 24
+#: Longest axis a ``CumProd`` is written out along (its triangular mask is n x n per row).
+MAX_SCAN = 1024
+
+KINDS = frozenset({"DFT", "STFT", "LpNormalization", "ReverseSequence", "CumProd"})
+
+
+def decompose(proto, input_shapes: dict[str, list[int]]) -> int:
+    """Replace, in place, every node of ``proto``'s main graph of :data:`KINDS` that its inputs'
+    static shapes and constant inputs allow (module docstring). Returns how many."""
+    graph = proto.graph
+    if not any(_ours(n) for n in graph.node):
+        return 0
+    types, lookup, opset, count, nodes = static_types(proto, input_shapes), Lookup.of(graph), default_opset(proto), 0, []
+    for node in graph.node:
+        if not _ours(node):
+            nodes.append(node)
+            continue
+        emit = Emitter(graph, f"{node.name or node.op_type}#decomposed{count}", opset)
+        if _WRITERS[node.op_type](node, emit, types, lookup):
+            nodes.extend(emit.nodes)
+            count += 1
+        else:
+            nodes.append(node)
+    del graph.node[:]
+    graph.node.extend(nodes)
+    return count
+
+
+def _ours(node) -> bool:
+    return node.op_type in KINDS and node.domain in ("", "ai.onnx")
+
+
+def _attr(node, name: str, default):
+    from onnx import helper
+
+    return next((helper.get_attribute_value(a) for a in node.attribute if a.name == name), default)
+
+
+def _input(node, k: int) -> str:
+    return node.input[k] if len(node.input) > k else ""
+
+
+def _constant(lookup: Lookup, name: str):
+    """``name``'s value where it is a constant, ``None`` where it is omitted; ``False`` where it is
+    computed at run time."""
+    if not name:
+        return None
+    value = lookup.array(name)
+    return False if value is None else value
+
+
+# --- DFT and STFT: a MatMul by the transform applied to the unit vectors ----------------------
+
+def _reference(node, x_shape: list[int], constants: dict, dtype, drop=()) -> tuple[np.ndarray, tuple]:
+    """``node`` (its attributes, its constant inputs ``constants`` by position) run by ONNX's
+    reference implementation on the unit vectors of a signal of shape ``x_shape`` (each along a
+    new first axis): the transform's matrix, one row per unit vector."""
+    import onnx
+    from onnx import helper, numpy_helper
+    from onnx.reference import ReferenceEvaluator
+
+    size = int(np.prod(x_shape))
+    basis = np.eye(size, dtype=np.float64).reshape([size, *x_shape])
+    names = ["x"] + [f"c{k}" if k in constants else "" for k in range(1, max(constants) + 1)]
+    inits = [numpy_helper.from_array(np.asarray(v), f"c{k}") for k, v in constants.items()]
+    one = helper.make_node(node.op_type, names, ["y"], **{a.name: helper.get_attribute_value(a) for a in node.attribute
+                                                          if a.name not in drop})
+    g = helper.make_graph([one], "t", [helper.make_tensor_value_info("x", onnx.TensorProto.DOUBLE, None)],
+                          [helper.make_tensor_value_info("y", onnx.TensorProto.DOUBLE, None)], inits)
+    opset = max(17, onnx.defs.get_schema(node.op_type).since_version)
+    (y,) = ReferenceEvaluator(helper.make_model(g, opset_imports=[helper.make_opsetid("", opset)])).run(None, {"x": basis})
+    return y.reshape(size, -1).astype(dtype), tuple(y.shape[1:])
+
+
+def _float(types: dict, name: str):
+    """``(numpy float dtype, dims)`` of ``name`` where its type and shape are static; else None."""
+    from onnx import helper
+
+    if name not in types:
+        return None
+    dtype = np.dtype(helper.tensor_dtype_to_np_dtype(types[name][0]))
+    return (dtype, list(types[name][1])) if dtype.kind == "f" else None
+
+
+def _write_dft(node, emit: Emitter, types: dict, lookup: Lookup) -> bool:
+    x = node.input[0]
+    typed = _float(types, x)
+    length = _constant(lookup, _input(node, 1))
+    axis_in = _constant(lookup, _input(node, 2))
+    if typed is None or length is False or axis_in is False or len(typed[1]) < 3:
+        return False
+    dtype, shape = typed
+    rank = len(shape)
+    axis = int(axis_in) if axis_in is not None else _attr(node, "axis", 1 if emit.opset < 20 else -2)
+    axis %= rank
+    if axis in (0, rank - 1):
+        return False
+    signal = [shape[axis], shape[-1]]
+    if np.prod(signal) * max(int(length) if length is not None else 0, shape[axis]) * 2 > MAX_MATRIX_ELEMENTS:
+        return False
+    # the unit vectors' signal axis is 1, after their batch; given as opset 20 takes it, an input
+    constants = {2: np.asarray(1, np.int64)}
+    if length is not None:
+        constants[1] = np.asarray(length, np.int64).reshape(())
+    matrix, out = _reference(node, signal, constants, dtype, drop=("axis",))
+    # the axis just before the components, flattened with them; the map; the axis back
+    perm = [d for d in range(rank - 1) if d != axis] + [axis, rank - 1]
+    moved = emit.op("Transpose", [x], perm=perm)
+    rest = [shape[d] for d in perm[:-2]]
+    flat = emit.reshape(moved, rest + [signal[0] * signal[1]])
+    mapped = emit.op("MatMul", [flat, emit.weight(matrix, "dft")])
+    unflat = emit.reshape(mapped, rest + list(out))
+    emit.op("Transpose", [unflat], node.output[0], perm=list(np.argsort(perm)))
+    return True
+
+
+def _write_stft(node, emit: Emitter, types: dict, lookup: Lookup) -> bool:
+    x = node.input[0]
+    typed = _float(types, x)
+    step, window, frame = (_constant(lookup, _input(node, k)) for k in (1, 2, 3))
+    if typed is None or len(typed[1]) != 3 or step is None or step is False or frame is False:
+        return False
+    dtype, shape = typed
+    step = int(np.asarray(step).reshape(()))
+    computed = window is False  # a window computed at run time multiplies the frames, not the matrix
+    length = types.get(_input(node, 2), (0, ()))[1] if computed else np.shape(window)
+    if frame is not None:
+        frame = int(np.asarray(frame).reshape(()))
+    elif window is not None:
+        frame = int(length[0]) if len(length) == 1 else 0
+    else:
+        frame = shape[1]
+    if window is not None and tuple(length) != (frame,):
+        return False
+    frames = 1 + (shape[1] - frame) // step
+    if frames < 1 or frame * shape[2] * (frame + 2) * 2 > MAX_MATRIX_ELEMENTS:
+        return False
+    constants = {1: np.asarray(1, np.int64), 3: np.asarray(frame, np.int64)}
+    if window is not None and not computed:
+        constants[2] = window.astype(np.float64)
+    matrix, out = _reference(node, [frame, shape[2]], constants, dtype)  # out: [1, bins, 2]
+    starts = np.arange(frames)[:, None] * step + np.arange(frame)[None]
+    framed = emit.op("Gather", [x, emit.ints(starts)], axis=1)  # [batch, frames, frame, components]
+    if computed:
+        framed = emit.op("Mul", [framed, emit.reshape(node.input[2], [frame, 1])])
+    flat = emit.reshape(framed, [shape[0], frames, frame * shape[2]])
+    mapped = emit.op("MatMul", [flat, emit.weight(matrix, "stft")])
+    emit.reshape(mapped, [shape[0], frames, *out[1:]], node.output[0])
+    return True
+
+
+# --- LpNormalization, ReverseSequence, CumProd --------------------------------------------------
+
+def _reduce(emit: Emitter, op: str, x: str, axis: int, keepdims: int = 1) -> str:
+    """``op`` (a ``Reduce*``) over one axis: ``axes`` an input from opset 13 (``ReduceSum``) or 18
+    (the others), an attribute before."""
+    since = 13 if op == "ReduceSum" else 18
+    if emit.opset < since:
+        return emit.op(op, [x], axes=[axis], keepdims=keepdims)
+    return emit.op(op, [x, emit.ints([axis])], keepdims=keepdims)
+
+
+def _write_lp_normalization(node, emit: Emitter, types: dict, lookup: Lookup) -> bool:
+    p, axis = _attr(node, "p", 2), _attr(node, "axis", -1)
+    if p not in (1, 2):
+        return False
+    x = node.input[0]
+    typed = _float(types, x)
+    if typed is None:
+        return False
+    powered = emit.op("Abs", [x]) if p == 1 else emit.op("Mul", [x, x])
+    norm = _reduce(emit, "ReduceSum", powered, axis)
+    if p == 2:
+        norm = emit.op("Sqrt", [norm])
+    zero = emit.op("Equal", [norm, emit.weight(np.zeros((), typed[0]), "zero")])
+    safe = emit.op("Where", [zero, emit.weight(np.ones((), typed[0]), "one"), norm])
+    emit.op("Div", [x, safe], node.output[0])  # x is 0 wherever its norm is: 0 / 1
+    return True
+
+
+def _write_reverse_sequence(node, emit: Emitter, types: dict, lookup: Lookup) -> bool:
+    x, lengths = node.input[0], node.input[1]
+    if x not in types:
+        return False
+    shape = list(types[x][1])
+    batch_axis, time_axis = _attr(node, "batch_axis", 1), _attr(node, "time_axis", 0)
+    along = [1] * len(shape)
+    along[time_axis] = shape[time_axis]
+    steps = emit.ints(np.arange(shape[time_axis]).reshape(along))
+    per_batch = [1] * len(shape)
+    per_batch[batch_axis] = shape[batch_axis]
+    n = emit.reshape(emit.op("Cast", [lengths], to=7), per_batch)  # int64
+    reversed_ = emit.op("Sub", [emit.op("Sub", [n, emit.ints(1)]), steps])
+    index = emit.op("Where", [emit.op("Less", [steps, n]), reversed_, steps])
+    full = emit.op("Expand", [index, emit.ints(shape)])
+    emit.op("GatherElements", [x, full], node.output[0], axis=time_axis)
+    return True
+
+
+def _write_cumprod(node, emit: Emitter, types: dict, lookup: Lookup) -> bool:
+    x = node.input[0]
+    axis = _constant(lookup, _input(node, 1))
+    if x not in types or axis is None or axis is False:
+        return False
+    shape = list(types[x][1])
+    axis = int(np.asarray(axis).reshape(())) % len(shape)
+    n = shape[axis]
+    if n > MAX_SCAN:
+        return False
+    i, j = np.arange(n)[:, None], np.arange(n)[None]
+    reverse, exclusive = _attr(node, "reverse", 0), _attr(node, "exclusive", 0)
+    keep = (j >= i if reverse else j <= i) & ((j != i) if exclusive else True)  # [output i, input j]
+    perm = [d for d in range(len(shape)) if d != axis] + [axis]
+    moved = emit.op("Transpose", [x], perm=perm)
+    rows = emit.op("Unsqueeze", [moved, emit.ints([-2])]) if emit.opset >= 13 else emit.op("Unsqueeze", [moved], axes=[-2])
+    one = emit.op("CastLike", [emit.weight(np.ones((), np.float32), "one"), x])
+    masked = emit.op("Where", [emit.weight(keep, "mask"), rows, one])  # [..., n outputs, n inputs]
+    products = _reduce(emit, "ReduceProd", masked, -1, keepdims=0)
+    emit.op("Transpose", [products], node.output[0], perm=list(np.argsort(perm)))
+    return True
+
+
+_WRITERS = {"DFT": _write_dft, "STFT": _write_stft, "LpNormalization": _write_lp_normalization,
+            "ReverseSequence": _write_reverse_sequence, "CumProd": _write_cumprod}
