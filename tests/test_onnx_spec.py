@@ -35,3 +35,24 @@ def test_a_transposed_convolution_has_the_output_shape_it_asks_for(out, attrs, t
     assert list(want.shape[2:]) == out
     runner = Runner(compile_model(frontend.load(path), parse_devices("cpu,cpu"), "cpu").save(str(tmp_path / "art")))
     np.testing.assert_allclose(runner.run({"x": x})[0], want, rtol=1e-5, atol=1e-5)
+
+
+def test_an_expand_by_an_initializer_shape_broadcasts_both_ways(tmp_path):
+    """``[3, 1]`` expanded by an initializer ``[2, 1, 6]`` is ``[2, 3, 6]``: taken as a weight, the
+    shape sent TVM's importer down its run-time path, which gave ``[2, 1, 6]`` without a word."""
+    from tvm_partition import frontend
+    from tvm_partition.cli.compile import compile_model
+    from tvm_partition.devices import parse_devices
+    from tvm_partition.runtime.runner import Runner
+
+    shape = numpy_helper.from_array(np.array([2, 1, 6], np.int64), "shape")
+    graph = helper.make_graph([helper.make_node("Expand", ["x", "shape"], ["y"])], "expand",
+                              [helper.make_tensor_value_info("x", TensorProto.FLOAT, [3, 1])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)], initializer=[shape])
+    proto = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
+    proto.ir_version = 8
+    path = str(tmp_path / "expand.onnx")
+    onnx.save(proto, path)
+    x = np.arange(3, dtype=np.float32).reshape(3, 1)
+    runner = Runner(compile_model(frontend.load(path), parse_devices("cpu,cpu"), "cpu").save(str(tmp_path / "art")))
+    np.testing.assert_array_equal(runner.run({"x": x})[0], np.broadcast_to(x, (2, 3, 6)))

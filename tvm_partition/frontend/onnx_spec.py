@@ -11,6 +11,12 @@ gave outputs of the wrong shape without a word:
   (kernel - 1) * dilation + 1 - output_shape``, split ``total - total // 2`` before and ``total //
   2`` after (the other way round for ``SAME_UPPER``); a negative pad after is more output padding.
   They are written as ``pads`` and ``output_padding``, which the importer reads.
+* ``Expand`` whose shape is an initializer: the importer reads it as a constant only if it is a
+  ``relax.Constant``, and this tool imports initializers as weights (``keep_params_in_input``), so
+  it took the path of a shape computed at run time, which broadcasts to the shape as written:
+  ``[3, 1]`` expanded by ``[2, 1, 6]`` came out ``[2, 1, 6]``, not ``[2, 3, 6]``, without a word
+  (exporters and simplifiers such as onnxsim write shapes as initializers). The shape is made a
+  ``Constant`` node.
 """
 
 from __future__ import annotations
@@ -22,12 +28,32 @@ def conform(proto, input_shapes: dict[str, list[int]]) -> int:
     """Rewrite, in place, the nodes of ``proto``'s main graph listed in the module docstring whose
     inputs' shapes are static. Returns how many."""
     graph = proto.graph
+    count = _expand_shapes_constant(graph)
     targets = [n for n in graph.node if n.op_type == "ConvTranspose" and n.domain in ("", "ai.onnx")
                and any(a.name == "output_shape" for a in n.attribute)]
     if not targets:
-        return 0
+        return count
     types = static_types(proto, input_shapes)
-    return sum(_conv_transpose(node, types) for node in targets)
+    return count + sum(_conv_transpose(node, types) for node in targets)
+
+
+def _expand_shapes_constant(graph) -> int:
+    """Each ``Expand``'s shape that is an initializer read as a ``Constant`` node of its value."""
+    from onnx import helper
+
+    inits = {i.name: i for i in graph.initializer}
+    shapes = {n.input[1] for n in graph.node if n.op_type == "Expand" and n.domain in ("", "ai.onnx")
+              and len(n.input) > 1 and n.input[1] in inits}
+    if not shapes:
+        return 0
+    constants = [helper.make_node("Constant", [], [name], name=f"{name}#constant", value=inits[name]) for name in sorted(shapes)]
+    nodes = constants + list(graph.node)
+    del graph.node[:]
+    graph.node.extend(nodes)
+    kept = [i for i in graph.initializer if i.name not in shapes]
+    del graph.initializer[:]
+    graph.initializer.extend(kept)
+    return len(shapes)
 
 
 def _conv_transpose(node, types: dict) -> bool:
