@@ -17,24 +17,60 @@ gave outputs of the wrong shape without a word:
   ``[3, 1]`` expanded by ``[2, 1, 6]`` came out ``[2, 1, 6]``, not ``[2, 3, 6]``, without a word
   (exporters and simplifiers such as onnxsim write shapes as initializers). The shape is made a
   ``Constant`` node.
+* ``Tile``: the kernel TVM writes for it (each output element reads ``x[i % n]``) comes out of LLVM
+  wrong for every AVX-512 target (``rocketlake``, ``skylake-avx512``, ``icelake-server``,
+  ``znver4``; right with ``-avx512f``, for ``skylake`` and a plain ``llvm``): ONNX's case,
+  ``[2, 3, 4, 5]`` tiled ``[7, 6, 4, 2]``, read garbage in half its outputs, through TVM's own
+  ``relax.build`` too. Written as a broadcast (reshape, ``broadcast_to``, reshape) it fused into one
+  kernel of the same modulo indices, as wrong. With constant repeats of at most
+  :data:`MAX_TILE_COPIES` copies in all, it is written as ``Concat`` of copies along each tiled
+  axis (a balanced tree), whose kernels select by comparisons.
 """
 
 from __future__ import annotations
 
-from .onnx_graph import static_types
+from .onnx_graph import Emitter, Lookup, default_opset, static_types
 
 
 def conform(proto, input_shapes: dict[str, list[int]]) -> int:
     """Rewrite, in place, the nodes of ``proto``'s main graph listed in the module docstring whose
     inputs' shapes are static. Returns how many."""
     graph = proto.graph
-    count = _expand_shapes_constant(graph)
+    count = _expand_shapes_constant(graph) + _tiles_as_concats(proto)
     targets = [n for n in graph.node if n.op_type == "ConvTranspose" and n.domain in ("", "ai.onnx")
                and any(a.name == "output_shape" for a in n.attribute)]
     if not targets:
         return count
     types = static_types(proto, input_shapes)
     return count + sum(_conv_transpose(node, types) for node in targets)
+
+
+#: Most copies a ``Tile`` is written out as (the sum of its repeats over its tiled axes).
+MAX_TILE_COPIES = 64
+
+
+def _tiles_as_concats(proto) -> int:
+    """Each ``Tile`` of constant repeats (at most :data:`MAX_TILE_COPIES` copies) written as
+    ``Concat`` of copies along each tiled axis."""
+    graph, lookup, opset, nodes, count = proto.graph, Lookup.of(proto.graph), default_opset(proto), [], 0
+    for node in graph.node:
+        repeats = (lookup.array(node.input[1]) if node.op_type == "Tile" and node.domain in ("", "ai.onnx")
+                   and len(node.input) > 1 else None)
+        if repeats is None or sum(int(r) for r in repeats if r > 1) > MAX_TILE_COPIES or (repeats < 1).any():
+            nodes.append(node)
+            continue
+        emit = Emitter(graph, f"{node.name or 'Tile'}#concat{count}", opset)
+        value = node.input[0]
+        for axis, r in enumerate(int(r) for r in repeats):
+            if r > 1:
+                value = emit.concat([value] * r, axis)
+        emit.op("Identity", [value], node.output[0])
+        nodes.extend(emit.nodes)
+        count += 1
+    if count:
+        del graph.node[:]
+        graph.node.extend(nodes)
+    return count
 
 
 def _expand_shapes_constant(graph) -> int:
