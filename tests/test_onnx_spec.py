@@ -80,3 +80,28 @@ def test_a_tile_of_constant_repeats_equals_numpys(shape, repeats, tmp_path):
     x = np.random.default_rng(0).standard_normal(shape).astype(np.float32)
     runner = Runner(compile_model(frontend.load(path), parse_devices("cpu,cpu"), "cpu").save(str(tmp_path / "art")))
     np.testing.assert_array_equal(runner.run({"x": x})[0], np.tile(x, repeats))
+
+
+@pytest.mark.parametrize("axis", [1, None], ids=["axis", "flattened"])
+def test_a_compress_of_a_constant_condition_is_a_gather(axis, tmp_path):
+    """With its condition an initializer, ONNX's ``Compress`` cases killed the build with a
+    segmentation fault in TVM's passes (a ``nonzero`` of a weight); now a ``Gather``, equal to
+    ``numpy.compress``."""
+    from tvm_partition import frontend
+    from tvm_partition.cli.compile import compile_model
+    from tvm_partition.devices import parse_devices
+    from tvm_partition.runtime.runner import Runner
+
+    condition = np.array([True, False, True, True], np.bool_)
+    attrs = {} if axis is None else {"axis": axis}
+    graph = helper.make_graph([helper.make_node("Compress", ["x", "condition"], ["y"], **attrs)], "compress",
+                              [helper.make_tensor_value_info("x", TensorProto.FLOAT, [3, 5])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)],
+                              initializer=[numpy_helper.from_array(condition, "condition")])
+    proto = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
+    proto.ir_version = 8
+    path = str(tmp_path / "compress.onnx")
+    onnx.save(proto, path)
+    x = np.random.default_rng(0).standard_normal((3, 5)).astype(np.float32)
+    runner = Runner(compile_model(frontend.load(path), parse_devices("cpu,cpu"), "cpu").save(str(tmp_path / "art")))
+    np.testing.assert_array_equal(runner.run({"x": x})[0], np.compress(condition, x, axis=axis))

@@ -25,6 +25,10 @@ gave outputs of the wrong shape without a word:
   kernel of the same modulo indices, as wrong. With constant repeats of at most
   :data:`MAX_TILE_COPIES` copies in all, it is written as ``Concat`` of copies along each tiled
   axis (a balanced tree), whose kernels select by comparisons.
+* ``Compress`` whose condition is a constant: imported as a ``nonzero`` of a weight, a shape the
+  data decides, and the build died in TVM's passes with a segmentation fault (ONNX's four cases
+  with their condition an initializer; as a graph input they pass). It is a ``Gather`` of the
+  constant indices the condition selects, of the input flattened where no ``axis`` is given.
 """
 
 from __future__ import annotations
@@ -36,7 +40,7 @@ def conform(proto, input_shapes: dict[str, list[int]]) -> int:
     """Rewrite, in place, the nodes of ``proto``'s main graph listed in the module docstring whose
     inputs' shapes are static. Returns how many."""
     graph = proto.graph
-    count = _expand_shapes_constant(graph) + _tiles_as_concats(proto)
+    count = _expand_shapes_constant(graph) + _tiles_as_concats(proto) + _compress_as_gathers(proto)
     targets = [n for n in graph.node if n.op_type == "ConvTranspose" and n.domain in ("", "ai.onnx")
                and any(a.name == "output_shape" for a in n.attribute)]
     if not targets:
@@ -65,6 +69,31 @@ def _tiles_as_concats(proto) -> int:
             if r > 1:
                 value = emit.concat([value] * r, axis)
         emit.op("Identity", [value], node.output[0])
+        nodes.extend(emit.nodes)
+        count += 1
+    if count:
+        del graph.node[:]
+        graph.node.extend(nodes)
+    return count
+
+
+def _compress_as_gathers(proto) -> int:
+    """Each ``Compress`` of a constant condition selecting at least one element written as a
+    ``Gather`` of the indices it selects."""
+    import numpy as np
+    from onnx import helper
+
+    graph, lookup, opset, nodes, count = proto.graph, Lookup.of(proto.graph), default_opset(proto), [], 0
+    for node in graph.node:
+        condition = (lookup.array(node.input[1]) if node.op_type == "Compress" and node.domain in ("", "ai.onnx")
+                     and len(node.input) > 1 else None)
+        if condition is None or not np.any(condition):
+            nodes.append(node)
+            continue
+        emit = Emitter(graph, f"{node.name or 'Compress'}#gather{count}", opset)
+        axis = next((helper.get_attribute_value(a) for a in node.attribute if a.name == "axis"), None)
+        x = node.input[0] if axis is not None else emit.reshape(node.input[0], [-1])
+        emit.op("Gather", [x, emit.ints(np.flatnonzero(condition))], node.output[0], axis=axis or 0)
         nodes.extend(emit.nodes)
         count += 1
     if count:
