@@ -40,7 +40,8 @@ def conform(proto, input_shapes: dict[str, list[int]]) -> int:
     """Rewrite, in place, the nodes of ``proto``'s main graph listed in the module docstring whose
     inputs' shapes are static. Returns how many."""
     graph = proto.graph
-    count = _expand_shapes_constant(graph) + _tiles_as_concats(proto) + _compress_as_gathers(proto)
+    count = (_expand_shapes_constant(graph) + _each(proto, "Tile", _tile_as_concats)
+             + _each(proto, "Compress", _compress_as_gather))
     targets = [n for n in graph.node if n.op_type == "ConvTranspose" and n.domain in ("", "ai.onnx")
                and any(a.name == "output_shape" for a in n.attribute)]
     if not targets:
@@ -53,53 +54,51 @@ def conform(proto, input_shapes: dict[str, list[int]]) -> int:
 MAX_TILE_COPIES = 64
 
 
-def _tiles_as_concats(proto) -> int:
-    """Each ``Tile`` of constant repeats (at most :data:`MAX_TILE_COPIES` copies) written as
-    ``Concat`` of copies along each tiled axis."""
+def _each(proto, op_type: str, write) -> int:
+    """Every node of ``op_type`` (default domain) of ``proto``'s main graph that ``write(node,
+    emit, lookup)`` writes out (returning True) replaced by what it emitted. Returns how many."""
     graph, lookup, opset, nodes, count = proto.graph, Lookup.of(proto.graph), default_opset(proto), [], 0
     for node in graph.node:
-        repeats = (lookup.array(node.input[1]) if node.op_type == "Tile" and node.domain in ("", "ai.onnx")
-                   and len(node.input) > 1 else None)
-        if repeats is None or sum(int(r) for r in repeats if r > 1) > MAX_TILE_COPIES or (repeats < 1).any():
-            nodes.append(node)
-            continue
-        emit = Emitter(graph, f"{node.name or 'Tile'}#concat{count}", opset)
-        value = node.input[0]
-        for axis, r in enumerate(int(r) for r in repeats):
-            if r > 1:
-                value = emit.concat([value] * r, axis)
-        emit.op("Identity", [value], node.output[0])
-        nodes.extend(emit.nodes)
-        count += 1
+        if node.op_type == op_type and node.domain in ("", "ai.onnx") and len(node.input) > 1:
+            emit = Emitter(graph, f"{node.name or op_type}#spec{count}", opset)
+            if write(node, emit, lookup):
+                nodes.extend(emit.nodes)
+                count += 1
+                continue
+        nodes.append(node)
     if count:
         del graph.node[:]
         graph.node.extend(nodes)
     return count
 
 
-def _compress_as_gathers(proto) -> int:
-    """Each ``Compress`` of a constant condition selecting at least one element written as a
-    ``Gather`` of the indices it selects."""
+def _tile_as_concats(node, emit: Emitter, lookup: Lookup) -> bool:
+    """A ``Tile`` of constant repeats (at most :data:`MAX_TILE_COPIES` copies) as ``Concat`` of
+    copies along each tiled axis."""
+    repeats = lookup.array(node.input[1])
+    if repeats is None or (repeats < 1).any() or sum(int(r) for r in repeats if r > 1) > MAX_TILE_COPIES:
+        return False
+    value = node.input[0]
+    for axis, r in enumerate(int(r) for r in repeats):
+        if r > 1:
+            value = emit.concat([value] * r, axis)
+    emit.op("Identity", [value], node.output[0])
+    return True
+
+
+def _compress_as_gather(node, emit: Emitter, lookup: Lookup) -> bool:
+    """A ``Compress`` of a constant condition selecting at least one element as a ``Gather`` of
+    the indices it selects."""
     import numpy as np
     from onnx import helper
 
-    graph, lookup, opset, nodes, count = proto.graph, Lookup.of(proto.graph), default_opset(proto), [], 0
-    for node in graph.node:
-        condition = (lookup.array(node.input[1]) if node.op_type == "Compress" and node.domain in ("", "ai.onnx")
-                     and len(node.input) > 1 else None)
-        if condition is None or not np.any(condition):
-            nodes.append(node)
-            continue
-        emit = Emitter(graph, f"{node.name or 'Compress'}#gather{count}", opset)
-        axis = next((helper.get_attribute_value(a) for a in node.attribute if a.name == "axis"), None)
-        x = node.input[0] if axis is not None else emit.reshape(node.input[0], [-1])
-        emit.op("Gather", [x, emit.ints(np.flatnonzero(condition))], node.output[0], axis=axis or 0)
-        nodes.extend(emit.nodes)
-        count += 1
-    if count:
-        del graph.node[:]
-        graph.node.extend(nodes)
-    return count
+    condition = lookup.array(node.input[1])
+    if condition is None or not np.any(condition):
+        return False
+    axis = next((helper.get_attribute_value(a) for a in node.attribute if a.name == "axis"), None)
+    x = node.input[0] if axis is not None else emit.reshape(node.input[0], [-1])
+    emit.op("Gather", [x, emit.ints(np.flatnonzero(condition))], node.output[0], axis=axis or 0)
+    return True
 
 
 def _expand_shapes_constant(graph) -> int:
