@@ -273,8 +273,9 @@ def _from_onnx(path: str, shapes: dict[str, int | None], seed: int) -> Model:
     conform(proto, shape_dict)
     unroll_loops(proto, shape_dict)
     select_branches(proto, shape_dict)
-    if data_branches(proto):
-        raise ModelError(f"{path}: If {data_branches(proto)[0]!r} branches on the data to outputs of different "
+    left = data_branches(proto)
+    if left:
+        raise ModelError(f"{path}: If {left[0]!r} branches on the data to outputs of different "
                          "shapes (the model's shapes depend on its data): not supported")
     einsums_as_matmuls(proto, shape_dict)
     try:

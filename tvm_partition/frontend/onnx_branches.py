@@ -91,7 +91,7 @@ def select_branches(proto, input_shapes: dict[str, list[int]] | None = None) -> 
 
 
 def _branch(node, name: str):
-    return next(a.g for a in node.attribute if a.name == name)
+    return next((a.g for a in node.attribute if a.name == name), None)
 
 
 def _is_if(node) -> bool:
@@ -102,8 +102,7 @@ def _taken(node, condition):
     """The branch ``node`` runs where its condition is a constant of one element; else None."""
     if condition is None or condition.size != 1:
         return None
-    name = "then_branch" if bool(condition.reshape(())) else "else_branch"
-    return next((a.g for a in node.attribute if a.name == name), None)
+    return _branch(node, "then_branch" if bool(condition.reshape(())) else "else_branch")
 
 
 def _copy(branch, emit: Emitter) -> list[str]:

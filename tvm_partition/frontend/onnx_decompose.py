@@ -12,8 +12,9 @@ does not. With the inputs' shapes bound (this tool builds static shapes only):
   ``onesided``, ``inverse``, a ``dft_length`` that pads or truncates, the inverse of a one-sided
   transform) means here what it means there; ``STFT``'s frames are one ``Gather`` of constant
   indices, a constant window folded into the matrix (a speech model's front end: frames of 400
-  samples, 201 bins, a matrix of 400 x 402), one computed at run time multiplying the frames. A transform longer than :data:`MAX_MATRIX_ELEMENTS` allows is
-  left to TVM's importer, which names it.
+  samples, 201 bins, a matrix of 400 x 402), one computed at run time multiplying the frames. A
+  transform longer than :data:`MAX_MATRIX_ELEMENTS` allows is left to TVM's importer, which names
+  it.
 * ``LpNormalization`` divides by the norm along its axis (``ReduceSum`` of the absolute values or
   the squares, ``Sqrt``); a zero norm gives zeros, as ONNX's reference implementation does.
 * ``ReverseSequence`` gathers along the time axis at ``len - 1 - t`` where ``t < len`` and ``t``
@@ -29,46 +30,23 @@ from __future__ import annotations
 
 import numpy as np
 
-from .onnx_graph import Emitter, Lookup, default_opset, static_types
+from .onnx_graph import Emitter, Lookup, attrs, rewrite_nodes, static_types
 
 #: Largest DFT or STFT matrix written (elements): 16 M floats, 64 MB of weights.
 MAX_MATRIX_ELEMENTS = 1 << 24
 #: Longest axis a ``CumProd`` is written out along (its triangular mask is n x n per row).
 MAX_SCAN = 1024
 
-KINDS = frozenset({"DFT", "STFT", "LpNormalization", "ReverseSequence", "CumProd"})
-
-
 def decompose(proto, input_shapes: dict[str, list[int]]) -> int:
-    """Replace, in place, every node of ``proto``'s main graph of :data:`KINDS` that its inputs'
-    static shapes and constant inputs allow (module docstring). Returns how many."""
-    graph = proto.graph
-    if not any(_ours(n) for n in graph.node):
-        return 0
-    types, lookup, opset, count, nodes = static_types(proto, input_shapes), Lookup.of(graph), default_opset(proto), 0, []
-    for node in graph.node:
-        if not _ours(node):
-            nodes.append(node)
-            continue
-        emit = Emitter(graph, f"{node.name or node.op_type}#decomposed{count}", opset)
-        if _WRITERS[node.op_type](node, emit, types, lookup):
-            nodes.extend(emit.nodes)
-            count += 1
-        else:
-            nodes.append(node)
-    del graph.node[:]
-    graph.node.extend(nodes)
-    return count
-
-
-def _ours(node) -> bool:
-    return node.op_type in KINDS and node.domain in ("", "ai.onnx")
+    """Replace, in place, every node of ``proto``'s main graph of the operators above that its
+    inputs' static shapes and constant inputs allow (module docstring). Returns how many."""
+    if not any(n.op_type in _WRITERS and n.domain in ("", "ai.onnx") for n in proto.graph.node):
+        return 0  # the shape inference below copies the model
+    return rewrite_nodes(proto, _WRITERS, "decomposed", static_types(proto, input_shapes), Lookup.of(proto.graph))
 
 
 def _attr(node, name: str, default):
-    from onnx import helper
-
-    return next((helper.get_attribute_value(a) for a in node.attribute if a.name == name), default)
+    return attrs(node).get(name, default)
 
 
 def _input(node, k: int) -> str:
@@ -98,8 +76,7 @@ def _reference(node, x_shape: list[int], constants: dict, dtype, drop=()) -> tup
     basis = np.eye(size, dtype=np.float64).reshape([size, *x_shape])
     names = ["x"] + [f"c{k}" if k in constants else "" for k in range(1, max(constants) + 1)]
     inits = [numpy_helper.from_array(np.asarray(v), f"c{k}") for k, v in constants.items()]
-    one = helper.make_node(node.op_type, names, ["y"], **{a.name: helper.get_attribute_value(a) for a in node.attribute
-                                                          if a.name not in drop})
+    one = helper.make_node(node.op_type, names, ["y"], **{k: v for k, v in attrs(node).items() if k not in drop})
     g = helper.make_graph([one], "t", [helper.make_tensor_value_info("x", onnx.TensorProto.DOUBLE, None)],
                           [helper.make_tensor_value_info("y", onnx.TensorProto.DOUBLE, None)], inits)
     opset = max(17, onnx.defs.get_schema(node.op_type).since_version)

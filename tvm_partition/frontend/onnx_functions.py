@@ -16,7 +16,7 @@ The operators the importer converts are read from its converter map
 itself is left to it; except those :data:`MISREAD`: the map is keyed by name alone, and its
 ``Attention`` converts onnxruntime's ``com.microsoft`` operator of that name, so the standard's
 ``Attention`` (opset 23, what PyTorch's exporter writes for ``scaled_dot_product_attention`` at
-that opset) failed in it (``KeyError: 'num_heads'``: all 82 of ONNX's own test cases of the
+that opset) failed in it (``KeyError: 'num_heads'``: all 88 of ONNX's own test cases of the
 operator, ``benchmarks/onnx_node_cases.py``).
 """
 

@@ -34,6 +34,32 @@ def subgraph_reads(graph) -> set[str]:
     return names
 
 
+def attrs(node) -> dict:
+    """``node``'s attributes by name, as Python values."""
+    from onnx import helper
+
+    return {a.name: helper.get_attribute_value(a) for a in node.attribute}
+
+
+def rewrite_nodes(proto, writers: dict, hint: str, *context) -> int:
+    """Replace, in place, each node of ``proto``'s main graph (default domain) whose operator
+    ``writers`` holds by what ``writers[op](node, emit, *context)`` emitted where it returns True
+    (a node it leaves, returning False, stays). Returns how many were replaced."""
+    graph, opset, nodes, count = proto.graph, default_opset(proto), [], 0
+    for node in graph.node:
+        if node.op_type in writers and node.domain in ("", "ai.onnx"):
+            emit = Emitter(graph, f"{node.name or node.op_type}#{hint}{count}", opset)
+            if writers[node.op_type](node, emit, *context):
+                nodes.extend(emit.nodes)
+                count += 1
+                continue
+        nodes.append(node)
+    if count:
+        del graph.node[:]
+        graph.node.extend(nodes)
+    return count
+
+
 def default_opset(proto) -> int:
     """The version of the default ONNX domain ``proto`` imports (1 where it names none)."""
     return next((o.version for o in proto.opset_import if o.domain in ("", "ai.onnx")), 1)

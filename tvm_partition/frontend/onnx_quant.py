@@ -32,7 +32,7 @@ import dataclasses
 
 import numpy as np
 
-from .onnx_graph import Emitter, Lookup, default_opset, subgraph_reads, subgraphs
+from .onnx_graph import Emitter, Lookup, attrs, default_opset, subgraph_reads, subgraphs
 
 MS = "com.microsoft"
 DQ, Q = ("", "DequantizeLinear"), ("", "QuantizeLinear")
@@ -182,18 +182,18 @@ def _rewrite(graph, opset: int) -> int:
 
 def _operator(em: Emitter, lookup: Lookup, node, form: _Form, bias: int | None) -> None:
     ins = list(node.input) + [""] * 10
-    attrs = _attrs(node)
-    axes = _gemm_axes(attrs) if form.op == "Gemm" else form.axes or (None,) * len(form.operands)
+    given = attrs(node)
+    axes = _gemm_axes(given) if form.op == "Gemm" else form.axes or (None,) * len(form.operands)
     inputs = {i: ins[i] for i in form.plain}
     for i, axis in zip(form.operands, axes):
         inputs[i] = dequantized(em, lookup, ins[i], ins[i + 1], ins[i + 2], axis)
     scales = [ins[i + 1] for i in form.operands]
     if bias is not None and ins[bias]:
-        inputs[bias] = _bias(em, lookup, ins[bias], scales, attrs.get("alpha", 1.0))
+        inputs[bias] = _bias(em, lookup, ins[bias], scales, given.get("alpha", 1.0))
     float_inputs = [inputs[i] for i in sorted(inputs)]
     quantized = form.out is not None and ins[form.out]
     out = em.name("float") if quantized else node.output[0]
-    _float_op(em, form.op, float_inputs, out, attrs)
+    _float_op(em, form.op, float_inputs, out, given)
     if quantized:
         zp = [ins[form.out + 1]] if ins[form.out + 1] else []
         em.op("QuantizeLinear", [out, ins[form.out]] + zp, node.output[0])
@@ -232,8 +232,8 @@ def _concat(em: Emitter, lookup: Lookup, node) -> None:
     """``QLinearConcat(Y_scale, Y_zp, x0, s0, zp0, x1, ...)``."""
     ins = list(node.input)
     parts = [dequantized(em, lookup, *ins[i:i + 3], None) for i in range(2, len(ins), 3)]
-    attrs = _attrs(node)
-    joined = em.op("Concat", parts, axis=attrs["axis"])
+    given = attrs(node)
+    joined = em.op("Concat", parts, axis=given["axis"])
     em.op("QuantizeLinear", [joined, ins[0]] + ([ins[1]] if ins[1] else []), node.output[0])
 
 
@@ -247,7 +247,7 @@ def _read_as_floats(graph) -> set[str]:
     readers = _readers(nodes)
     kept = {o.name for o in graph.output} | subgraph_reads(graph)
     return {node.output[0] for node in nodes if node.op_type == "ConvInteger" and node.output[0] not in kept
-            and readers.get(node.output[0]) and all(nodes[r].op_type == "Cast" and _attrs(nodes[r]).get("to") == FLOAT
+            and readers.get(node.output[0]) and all(nodes[r].op_type == "Cast" and attrs(nodes[r]).get("to") == FLOAT
                                                      for r in readers[node.output[0]])}
 
 
@@ -269,9 +269,9 @@ def _conv_integer(em: Emitter, lookup: Lookup, node, as_float: bool) -> None:
     x = dequantized(em, lookup, ins[0], one, ins[2], None)
     w = dequantized(em, lookup, ins[1], one, ins[3], 0)
     if as_float:
-        em.op("Conv", [x, w], node.output[0], **_attrs(node))
+        em.op("Conv", [x, w], node.output[0], **attrs(node))
     else:
-        em.op("Cast", [em.op("Conv", [x, w], **_attrs(node))], node.output[0], to=INT32)
+        em.op("Cast", [em.op("Conv", [x, w], **attrs(node))], node.output[0], to=INT32)
 
 
 def dequantized(em: Emitter, lookup: Lookup, x: str, scale: str | np.ndarray, zp: str, axis: int | None) -> str:
@@ -317,8 +317,3 @@ def _bias(em: Emitter, lookup: Lookup, bias: str, scales: list[str], alpha: floa
         scale = em.op("Mul", [scale, em.weight(np.float32(alpha), "alpha")])
     return em.op("Mul", [em.op("Cast", [bias], to=FLOAT), scale])
 
-
-def _attrs(node) -> dict:
-    from onnx import helper
-
-    return {a.name: helper.get_attribute_value(a) for a in node.attribute}

@@ -31,7 +31,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .onnx_graph import Emitter, Lookup, default_opset, static_shapes
+from .onnx_graph import Emitter, Lookup, attrs, default_opset, static_shapes
 
 #: The recurrent operators unrolled here and their gates (ONNX's order), default activations.
 GATES = {"LSTM": "iofc", "GRU": "zrh", "RNN": "i"}
@@ -84,24 +84,22 @@ class _Cell:
     """One recurrent node: its inputs and attributes read and checked, then unrolled."""
 
     def __init__(self, node, emit: Emitter, shapes: dict[str, list[int]], consumed: set[str], graph: Lookup):
-        from onnx import helper
-
         self.emit, self.kind, self.graph, self._reset = emit, node.op_type, graph, None
-        attrs = {a.name: helper.get_attribute_value(a) for a in node.attribute}
+        given = attrs(node)
         where = f"{self.kind} node {node.name or node.output[0]!r}"
-        self.layout = int(attrs.get("layout", 0))
-        self.direction = attrs.get("direction", b"forward").decode()
+        self.layout = int(given.get("layout", 0))
+        self.direction = given.get("direction", b"forward").decode()
         if self.direction not in ("forward", "reverse", "bidirectional"):
             raise RecurrentError(f"{where}: direction {self.direction!r} is not one of ONNX's")
         dirs = 2 if self.direction == "bidirectional" else 1
         for name in ("clip", "activation_alpha", "activation_beta"):
-            if name in attrs:
+            if name in given:
                 raise RecurrentError(f"{where}: attribute {name} is not supported")
-        if int(attrs.get("input_forget", 0)):
+        if int(given.get("input_forget", 0)):
             raise RecurrentError(f"{where}: input_forget=1 is not supported")
-        self.activations = _activations(self.kind, attrs, dirs, where)
-        self.linear_before_reset = bool(attrs.get("linear_before_reset", 0))
-        self.hidden = int(attrs["hidden_size"]) if "hidden_size" in attrs else None
+        self.activations = _activations(self.kind, given, dirs, where)
+        self.linear_before_reset = bool(given.get("linear_before_reset", 0))
+        self.hidden = int(given["hidden_size"]) if "hidden_size" in given else None
         ins = list(node.input) + [""] * (8 - len(node.input))
         self.x, self.w, self.r, self.b, lens, self.h0, self.c0, self.p = ins[:8]
         if self.kind != "LSTM":

@@ -33,15 +33,15 @@ gave outputs of the wrong shape without a word:
 
 from __future__ import annotations
 
-from .onnx_graph import Emitter, Lookup, default_opset, static_types
+from .onnx_graph import Emitter, Lookup, attrs, rewrite_nodes, static_types
 
 
 def conform(proto, input_shapes: dict[str, list[int]]) -> int:
     """Rewrite, in place, the nodes of ``proto``'s main graph listed in the module docstring whose
     inputs' shapes are static. Returns how many."""
     graph = proto.graph
-    count = (_expand_shapes_constant(graph) + _each(proto, "Tile", _tile_as_concats)
-             + _each(proto, "Compress", _compress_as_gather))
+    count = _expand_shapes_constant(graph) + rewrite_nodes(
+        proto, {"Tile": _tile_as_concats, "Compress": _compress_as_gather}, "spec", Lookup.of(graph))
     targets = [n for n in graph.node if n.op_type == "ConvTranspose" and n.domain in ("", "ai.onnx")
                and any(a.name == "output_shape" for a in n.attribute)]
     if not targets:
@@ -54,28 +54,10 @@ def conform(proto, input_shapes: dict[str, list[int]]) -> int:
 MAX_TILE_COPIES = 64
 
 
-def _each(proto, op_type: str, write) -> int:
-    """Every node of ``op_type`` (default domain) of ``proto``'s main graph that ``write(node,
-    emit, lookup)`` writes out (returning True) replaced by what it emitted. Returns how many."""
-    graph, lookup, opset, nodes, count = proto.graph, Lookup.of(proto.graph), default_opset(proto), [], 0
-    for node in graph.node:
-        if node.op_type == op_type and node.domain in ("", "ai.onnx") and len(node.input) > 1:
-            emit = Emitter(graph, f"{node.name or op_type}#spec{count}", opset)
-            if write(node, emit, lookup):
-                nodes.extend(emit.nodes)
-                count += 1
-                continue
-        nodes.append(node)
-    if count:
-        del graph.node[:]
-        graph.node.extend(nodes)
-    return count
-
-
 def _tile_as_concats(node, emit: Emitter, lookup: Lookup) -> bool:
     """A ``Tile`` of constant repeats (at most :data:`MAX_TILE_COPIES` copies) as ``Concat`` of
     copies along each tiled axis."""
-    repeats = lookup.array(node.input[1])
+    repeats = lookup.array(node.input[1]) if len(node.input) > 1 else None
     if repeats is None or (repeats < 1).any() or sum(int(r) for r in repeats if r > 1) > MAX_TILE_COPIES:
         return False
     value = node.input[0]
@@ -90,12 +72,11 @@ def _compress_as_gather(node, emit: Emitter, lookup: Lookup) -> bool:
     """A ``Compress`` of a constant condition selecting at least one element as a ``Gather`` of
     the indices it selects."""
     import numpy as np
-    from onnx import helper
 
-    condition = lookup.array(node.input[1])
+    condition = lookup.array(node.input[1]) if len(node.input) > 1 else None
     if condition is None or not np.any(condition):
         return False
-    axis = next((helper.get_attribute_value(a) for a in node.attribute if a.name == "axis"), None)
+    axis = attrs(node).get("axis")
     x = node.input[0] if axis is not None else emit.reshape(node.input[0], [-1])
     emit.op("Gather", [x, emit.ints(np.flatnonzero(condition))], node.output[0], axis=axis or 0)
     return True
@@ -126,14 +107,14 @@ def _conv_transpose(node, types: dict) -> bool:
     x, w = (types.get(name, (0, None))[1] for name in node.input[:2])
     if not x or not w:
         return False
-    attrs = {a.name: helper.get_attribute_value(a) for a in node.attribute}
+    given = attrs(node)
     spatial = len(x) - 2
-    out = list(attrs["output_shape"])[-spatial:]
-    strides = list(attrs.get("strides", [1] * spatial))
-    dilations = list(attrs.get("dilations", [1] * spatial))
-    kernel = list(attrs.get("kernel_shape", w[2:]))
-    padding = list(attrs.get("output_padding", [0] * spatial))
-    upper = attrs.get("auto_pad", b"NOTSET") in (b"SAME_UPPER", "SAME_UPPER")
+    out = list(given["output_shape"])[-spatial:]
+    strides = list(given.get("strides", [1] * spatial))
+    dilations = list(given.get("dilations", [1] * spatial))
+    kernel = list(given.get("kernel_shape", w[2:]))
+    padding = list(given.get("output_padding", [0] * spatial))
+    upper = given.get("auto_pad", b"NOTSET") in (b"SAME_UPPER", "SAME_UPPER")
     before, after = [], []
     for i in range(spatial):
         total = strides[i] * (x[i + 2] - 1) + padding[i] + (kernel[i] - 1) * dilations[i] + 1 - out[i]
