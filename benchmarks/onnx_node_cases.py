@@ -88,6 +88,17 @@ def bind_small_inputs(case, most: int):
     return model, values
 
 
+def saved(case, constant_inputs: int, folder: str) -> tuple[str, list]:
+    """``case``'s model bound as :func:`bind_small_inputs` binds it, saved in ``folder``:
+    ``(its path, the inputs left to feed)``."""
+    import onnx
+
+    model, inputs = bind_small_inputs(case, constant_inputs)
+    path = os.path.join(folder, "model.onnx")
+    onnx.save(model, path)
+    return path, inputs
+
+
 def compare(got: list, expected: list, rtol: float, atol: float) -> str | None:
     """None where ``got`` equals ``expected`` (shapes, dtypes and values within the tolerances,
     NaNs where NaNs are), else what differs first."""
@@ -149,13 +160,9 @@ def run_tvm(path: str, inputs: list) -> list:
 def one(case, strategies: list[str], folder: str, results, constant_inputs: int = 0) -> None:
     """Runs in a child process: ``case`` under each strategy, then TVM's flow where one failed;
     puts ``{strategy: (status, message)}`` and ``("tvm", ...)`` on ``results``."""
-    import onnx
-
     from tvm_partition.errors import TvmPartitionError
 
-    path = os.path.join(folder, "model.onnx")
-    model, inputs = bind_small_inputs(case, constant_inputs)
-    onnx.save(model, path)
+    path, inputs = saved(case, constant_inputs, folder)
     expected, passed = case.data_sets[0][1], True
     for strategy in strategies:
         try:

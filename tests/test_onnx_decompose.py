@@ -41,9 +41,7 @@ def test_onnx_own_cases_of_the_operators_written_out(name, found, tmp_path):
     ``ReverseSequence`` (either axis first), ``CumProd`` and an ``If`` on an input: each was
     refused (``OpNotImplemented``; the ``If`` an ``IndexError`` on its scalar input)."""
     case = found[name]
-    model, inputs = onnx_node_cases.bind_small_inputs(case, 8)
-    path = str(tmp_path / "model.onnx")
-    onnx.save(model, path)
+    path, inputs = onnx_node_cases.saved(case, 8, str(tmp_path))
     got = onnx_node_cases.run_ours(path, inputs, "equal", str(tmp_path))
     # an inverse DFT's near-zero imaginary parts differ from numpy's float64 FFT by a few 1e-6
     assert onnx_node_cases.compare(got, list(case.data_sets[0][1]), rtol=1e-4, atol=1e-5) is None
@@ -52,9 +50,7 @@ def test_onnx_own_cases_of_the_operators_written_out(name, found, tmp_path):
 def test_an_axis_computed_at_run_time_is_left_to_the_importer(found, tmp_path):
     from tvm_partition import frontend
 
-    model, _ = onnx_node_cases.bind_small_inputs(found["test_cumprod_2d_axis_0"], 0)  # the axis an input
-    path = str(tmp_path / "model.onnx")
-    onnx.save(model, path)
+    path, _ = onnx_node_cases.saved(found["test_cumprod_2d_axis_0"], 0, str(tmp_path))  # the axis an input
     with pytest.raises(frontend.ModelError, match="CumProd"):
         frontend.load(path)
 

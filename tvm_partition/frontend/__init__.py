@@ -33,6 +33,7 @@ from .onnx_quant import QuantError, quantized_as_float
 from .onnx_loop import unroll_loops
 from .onnx_branches import data_branches, inline_constant_branches, select_branches
 from .onnx_decompose import decompose
+from .onnx_resize import ResizeError, resize
 from .onnx_spec import conform
 from .onnx_rnn import RecurrentError, unroll_recurrent
 from ..ir.relax_utils import Constant, compile_time_constants, rebuilt
@@ -277,6 +278,10 @@ def _from_onnx(path: str, shapes: dict[str, int | None], seed: int) -> Model:
     if left:
         raise ModelError(f"{path}: If {left[0]!r} branches on the data to outputs of different "
                          "shapes (the model's shapes depend on its data): not supported")
+    try:
+        resize(proto, shape_dict)
+    except ResizeError as e:
+        raise ModelError(f"{path}: {e}") from None
     einsums_as_matmuls(proto, shape_dict)
     try:
         unroll_recurrent(proto, shape_dict)
