@@ -1,9 +1,9 @@
 """Single PyTorch ops and small blocks exported to ONNX, each compiled and checked against onnxruntime.
 
     python benchmarks/pytorch_ops.py [--out build/pytorch_ops] [--big]
-    python benchmarks/pytorch_ops.py --check equal,auto [--devices cpu,cpu] [--big]
+    python benchmarks/pytorch_ops.py --check equal,auto [--devices cpu,cpu] [--big] [--only TEXT]
 
-Writes ``{name}.onnx`` for 64 modules (TorchScript exporter, opset 17): element-wise activations
+Writes ``{name}.onnx`` for 67 modules (TorchScript exporter, opset 17): element-wise activations
 and their ONNX forms (Mish, HardSwish, Celu, PReLU, ...), normalisations (``F.normalize``,
 group, instance and layer norms), pads of every mode, resizes, scatters and gathers, sorts,
 top-k and scans, einsums, masked attention, recurrent layers, a U-Net, a channel shuffle and
@@ -117,6 +117,11 @@ def modules(big: bool) -> dict:
         "bilinear": (lambda s, x: F.interpolate(x, scale_factor=2, mode="bilinear", align_corners=False), img, {}),
         "bicubic": (lambda s, x: F.interpolate(x, size=(24, 24), mode="bicubic", align_corners=True), img, {}),
         "nearest": (lambda s, x: F.interpolate(x, scale_factor=(2, 3), mode="nearest"), img, {}),
+        # scales that are not out / in (16 x 0.6 = 9.6 pixels): TVM's importer took out / in
+        "bilinear_down": (lambda s, x: F.interpolate(x, scale_factor=0.6, mode="bilinear"), img, {}),
+        "bicubic_down": (lambda s, x: F.interpolate(x, scale_factor=0.7, mode="bicubic"), img, {}),
+        "bilinear_corners_up": (lambda s, x: F.interpolate(x, scale_factor=1.7, mode="bilinear", align_corners=True),
+                                img, {}),
         "pixel_unshuffle": (lambda s, x: F.pixel_unshuffle(x, 2), img, {}),
         "reflect_pad": (lambda s, x: F.pad(x, (1, 2, 1, 2), mode="reflect"), img, {}),
         "replicate_pad": (lambda s, x: F.pad(x, (1, 1, 1, 1), mode="replicate"), img, {}),
@@ -189,13 +194,16 @@ def modules(big: bool) -> dict:
     return out
 
 
-def export(out_dir: str, big: bool) -> dict[str, list[str]]:
-    """Write every module's ``.onnx`` into ``out_dir``; ``{path: compile flags}`` of those written."""
+def export(out_dir: str, big: bool, only: str | None = None) -> dict[str, list[str]]:
+    """Write every module's ``.onnx`` (those whose name holds ``only`` if given) into ``out_dir``;
+    ``{path: compile flags}`` of those written."""
     import torch
 
     os.makedirs(out_dir, exist_ok=True)
     written = {}
     for name, (module, examples, free, flags) in modules(big).items():
+        if only and only not in name:
+            continue
         path = os.path.join(out_dir, f"{name}.onnx")
         names = ["x"] + [f"x{i}" for i in range(1, len(examples))]
         try:
@@ -225,8 +233,9 @@ def main(argv=None) -> int:
     ap.add_argument("--big", action="store_true", help="the larger shapes")
     ap.add_argument("--check", metavar="STRATEGIES", help="compile each with --check under these strategies")
     ap.add_argument("--devices", default="cpu,cpu", help="devices of --check (default cpu,cpu)")
+    ap.add_argument("--only", metavar="TEXT", help="only the modules whose name holds TEXT")
     args = ap.parse_args(argv)
-    written = export(args.out, args.big)
+    written = export(args.out, args.big, args.only)
     print(f"wrote {len(written)} models to {args.out}/")
     failed = 0
     for strategy in (args.check.split(",") if args.check else []):

@@ -93,11 +93,31 @@ def test_integer_pixels_nearest_of_opset_10(tmp_path):
     _against_onnxruntime(tmp_path, x, path, proto, tolerance=0)
 
 
-def test_a_volume_resized_along_a_transposed_axis(tmp_path):
-    """A 3-D (rank 5) trilinear resize by scales that are not ``out / in``: the depth axis is moved
-    last for its ``MatMul`` and back."""
+def test_a_volume_resized_along_each_axis_in_taps(tmp_path):
+    """A 3-D (rank 5) trilinear resize by scales that are not ``out / in``: each axis two weighted
+    ``Gather``\ s, no ``MatMul``."""
+    from tvm_partition.frontend.onnx_resize import resize
+
     x = np.random.default_rng(2).standard_normal((1, 2, 5, 4, 6)).astype(np.float32)
     path, proto = _resize(tmp_path, x, [1, 1, 0.7, 1.5, 0.8], 13, mode="linear")
+    rewritten = onnx.load(path)
+    resize(rewritten, {"x": list(x.shape)})
+    assert [n.op_type for n in rewritten.graph.node].count("Gather") == 6
+    assert "MatMul" not in {n.op_type for n in rewritten.graph.node}
+    _against_onnxruntime(tmp_path, x, path, proto)
+
+
+@pytest.mark.parametrize("shape,scales", [((1, 2, 20, 24), [1, 1, 0.2, 0.25]), ((1, 1, 30, 3, 4), [1, 1, 0.15, 1, 1])])
+def test_an_antialiased_shrink_by_a_large_factor_is_a_matmul(shape, scales, tmp_path):
+    """Rows wider than ``MAX_TAPS``: a ``MatMul`` along each of the last two axes, and along a
+    volume's depth (moved last and back)."""
+    from tvm_partition.frontend.onnx_resize import resize
+
+    x = np.random.default_rng(5).standard_normal(shape).astype(np.float32)
+    path, proto = _resize(tmp_path, x, scales, 18, mode="linear", antialias=1)
+    rewritten = onnx.load(path)
+    resize(rewritten, {"x": list(shape)})
+    assert "MatMul" in {n.op_type for n in rewritten.graph.node}
     _against_onnxruntime(tmp_path, x, path, proto)
 
 

@@ -26,18 +26,22 @@ is not ``out / in``, where the reference divides by the scaled length less one (
 and onnxruntime, PyTorch (``interpolate(..., align_corners=True)``, whose exports write it) and TVM
 by the output's (``2 - 1``); ONNX's maintainers call the reference's way intended and the
 converters' to match (onnx/onnx#2462). This follows onnxruntime, the model's source and the
-baseline a user checks against: those two are probed by the output's length, and one ONNX case,
-``test_resize_downsample_scales_linear_align_corners``, differs from its reference output. A ``nearest`` map whose
-rows are unit vectors is a ``Gather`` of constant indices (any element type); others are a
-``MatMul`` along the axis (the last axis ``x @ M^T``, the one before it ``M @ x``, any other
-transposed there and back) and an ``Add`` of ``c``. Opset 10's ``Resize`` and ``Upsample`` are read
+baseline a user checks against: those two are probed by the output's length, and two ONNX cases,
+``test_resize_downsample_scales_{linear,cubic}_align_corners``, differ from their reference outputs
+(equal to onnxruntime's).
+
+The map is sparse (a row of linear reads 2 elements, of cubic 4): it is written as one ``Gather``
+of constant indices a tap, each times its weights, summed (a ``nearest`` map, each row a unit
+vector, is one ``Gather``, for any element type), which TVM fuses into one kernel; a map whose rows
+read more than :data:`MAX_TAPS` (an antialiased shrink by a large factor) is a ``MatMul`` along the
+axis (the last axis ``x @ M^T``, the one before it ``M @ x``, any other transposed there and
+back). Then an ``Add`` of ``c``. Opset 10's ``Resize`` and ``Upsample`` are read
 as onnxruntime reads them (the reference has no opset-10 form): ``asymmetric`` coordinates,
 ``nearest`` rounding down when enlarging and up when shrinking (its "simple" mode; checked on
 scales 0.3 to 3 against onnxruntime 1.23).
 
 A node TVM converts as the standard means (opset 11 on, rank 3 to 5, only the spatial axes resized,
-each by exactly ``out / in``, no antialias, no axes) is left to it: its kernel is one pass where the
-matrices are a reduction per output element. A ``keep_aspect_ratio_policy`` whose rounded sizes
+each by exactly ``out / in``, no antialias, no axes) is left to it, and its one kernel. A ``keep_aspect_ratio_policy`` whose rounded sizes
 leave the axes at unequal scales is refused in one line. Needs the input's shape static and the
 scales or sizes (and ROI) constant, which :mod:`.onnx_fold` makes them where a graph computes them
 from shapes.
@@ -51,6 +55,11 @@ from .onnx_graph import Emitter, Lookup, attrs, rewrite_nodes, static_types
 
 #: Largest matrix of one axis written (elements): 4 M weights, a 2048-pixel axis from 2048.
 MAX_AXIS_ELEMENTS = 1 << 22
+#: Most elements a row of an axis's map may read to be written as that many ``Gather``\ s, each
+#: weighted, summed (linear reads 2, cubic 4, an antialiased shrink more); a map of wider rows is a
+#: ``MatMul``. The taps fuse into one kernel of ``taps`` reads an output where the ``MatMul`` reads
+#: the whole axis: 256 channels of 128 x 128 to 77 x 77 is 12 M multiply-adds against 1 G.
+MAX_TAPS = 8
 
 
 class ResizeError(ValueError):
@@ -75,8 +84,10 @@ def _write(node, emit: Emitter, types: dict, lookup: Lookup) -> bool:
     axes = _axes(node, emit.opset, shape, lookup)
     if axes is None or _tvm_reads_it(node, emit.opset, shape, axes):
         return False
+    if any(spec is not None and shape[a] * spec[1] > MAX_AXIS_ELEMENTS for a, spec in enumerate(axes)):
+        return False  # the probe alone would be as large
     maps = [(a, *_probe(node, emit.opset, shape[a], spec)) for a, spec in enumerate(axes) if spec is not None]
-    if not all(_gathers(m, c) or (dtype.kind == "f" and m.size <= MAX_AXIS_ELEMENTS) for _, m, c in maps):
+    if not all(_gathers(m, c) or dtype.kind == "f" for _, m, c in maps):
         return False  # TVM's importer then reads it (and names what it cannot)
     value = x
     for a, matrix, shift in maps:
@@ -221,17 +232,35 @@ def _probe(node, opset: int, n: int, spec) -> tuple[np.ndarray, np.ndarray]:
     return (y[:n] - y[n]).T, y[n]  # the map is affine: each unit vector's response less the zeros'
 
 
+def _taps(matrix: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``(columns, weights)``, each ``out x taps``: the elements each row of ``matrix`` reads and
+    their weights, in column order, a row of fewer padded with weight 0."""
+    nonzero = matrix != 0
+    taps = max(int(nonzero.sum(axis=1).max()), 1)
+    columns = np.argsort(~nonzero, axis=1, kind="stable")[:, :taps]
+    return columns, np.take_along_axis(matrix, columns, axis=1)
+
+
 def _gathers(matrix: np.ndarray, shift: np.ndarray) -> bool:
-    """Whether each row of the map picks one element (nearest, or an exact integer scale)."""
-    return not shift.any() and bool(((matrix == 0) | (matrix == 1)).all()) and bool((matrix.sum(axis=1) == 1).all())
+    """Whether each row of the map picks one element as it is (nearest, or a whole scale)."""
+    columns, weights = _taps(matrix)
+    return not shift.any() and columns.shape[1] == 1 and bool((weights == 1).all())
 
 
 def _along(emit: Emitter, x: str, axis: int, rank: int, dtype, matrix: np.ndarray, shift: np.ndarray) -> str:
-    """``x`` mapped along ``axis`` by ``matrix`` (``out x in``) and ``shift``: a ``Gather`` where
-    each row picks one element, else a ``MatMul`` and an ``Add``."""
-    if _gathers(matrix, shift):
-        return emit.op("Gather", [x, emit.ints(matrix.argmax(axis=1))], axis=axis)
-    if axis == rank - 1:
+    """``x`` mapped along ``axis`` by ``matrix`` (``out x in``) and ``shift``: a weighted sum of one
+    ``Gather`` a tap where rows read at most :data:`MAX_TAPS` elements, else a ``MatMul``; then an
+    ``Add`` of the shift."""
+    columns, weights = _taps(matrix)
+    along = [-1] + [1] * (rank - 1 - axis)  # a vector along ``axis``, broadcast over the axes after it
+    if columns.shape[1] <= MAX_TAPS:
+        y = None
+        for j in range(columns.shape[1]):
+            tap = emit.op("Gather", [x, emit.ints(columns[:, j])], axis=axis)
+            if not (weights[:, j] == 1).all():
+                tap = emit.op("Mul", [tap, emit.weight(weights[:, j].astype(dtype).reshape(along), "resize_taps")])
+            y = tap if y is None else emit.op("Add", [y, tap])
+    elif axis == rank - 1:
         y = emit.op("MatMul", [x, emit.weight(matrix.T.astype(dtype), "resize_weights")])
     elif axis == rank - 2:
         y = emit.op("MatMul", [emit.weight(matrix.astype(dtype), "resize_weights"), x])
@@ -241,6 +270,5 @@ def _along(emit: Emitter, x: str, axis: int, rank: int, dtype, matrix: np.ndarra
         mapped = emit.op("MatMul", [moved, emit.weight(matrix.T.astype(dtype), "resize_weights")])
         y = emit.op("Transpose", [mapped], perm=[perm.index(d) for d in range(rank)])
     if shift.any():
-        bias = shift.astype(dtype).reshape([-1] + [1] * (rank - 1 - axis))
-        y = emit.op("Add", [y, emit.weight(bias, "resize_extrapolation")])
+        y = emit.op("Add", [y, emit.weight(shift.astype(dtype).reshape(along), "resize_extrapolation")])
     return y
