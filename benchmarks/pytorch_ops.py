@@ -3,7 +3,7 @@
     python benchmarks/pytorch_ops.py [--out build/pytorch_ops] [--big]
     python benchmarks/pytorch_ops.py --check equal,auto [--devices cpu,cpu] [--big] [--only TEXT]
 
-Writes ``{name}.onnx`` for 67 modules (TorchScript exporter, opset 17): element-wise activations
+Writes ``{name}.onnx`` for 70 modules (TorchScript exporter, opset 17): element-wise activations
 and their ONNX forms (Mish, HardSwish, Celu, PReLU, ...), normalisations (``F.normalize``,
 group, instance and layer norms), pads of every mode, resizes, scatters and gathers, sorts,
 top-k and scans, einsums, masked attention, recurrent layers, a U-Net, a channel shuffle and
@@ -173,6 +173,11 @@ def modules(big: bool) -> dict:
                                   (torch.randint(0, 50, (2, 10)),), None, [])
     out["embedding_padding_idx"] = (Fn(lambda s, i: s.e(i).mean(1), e=nn.Embedding(30, 8, padding_idx=0)),
                                     (torch.randint(0, 30, (4, 9)),), None, [])
+    # Tensor.repeat exports a Tile of constant repeats (BENCHMARKS.md, the Tile rows): many copies,
+    # a few copies of a map, many of rows
+    for name, shape, times in [("repeat_many", (2, 3, 4, 5), (7, 6, 4, 2)), ("repeat_map", (1, 64, 32, 32), (1, 1, 2, 2)),
+                               ("repeat_rows", (8, 256), (1, 16))]:
+        out[name] = (Fn(lambda s, x, t=times: x.repeat(*t)), (torch.randn(*shape),), None, [])
     out["einsum_bilinear"] = (Fn(lambda s, a: torch.einsum("bi,ij,bj->b", a, s.w, a), w=nn.Parameter(torch.randn(16, 16))),
                               (torch.randn(5, 16),), None, [])
     out["conv1d_batch_norm_transpose"] = (

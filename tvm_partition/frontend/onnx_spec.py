@@ -22,9 +22,11 @@ gave outputs of the wrong shape without a word:
   ``znver4``; right with ``-avx512f``, for ``skylake`` and a plain ``llvm``): ONNX's case,
   ``[2, 3, 4, 5]`` tiled ``[7, 6, 4, 2]``, read garbage in half its outputs, through TVM's own
   ``relax.build`` too. Written as a broadcast (reshape, ``broadcast_to``, reshape) it fused into one
-  kernel of the same modulo indices, as wrong. With constant repeats of at most
-  :data:`MAX_TILE_COPIES` copies in all, it is written as ``Concat`` of copies along each tiled
-  axis (a balanced tree), whose kernels select by comparisons.
+  kernel of the same modulo indices, as wrong. With constant repeats, it is written as ``Concat``
+  of copies along each tiled axis (a balanced tree), whose kernels select by comparisons, where
+  there are at most :data:`CONCAT_COPIES` copies in all; as one ``Gather`` an axis of constant
+  indices (``0 .. n-1`` repeated; the kernel loads each index) where there are more
+  (``[2, 3, 4, 5]`` tiled ``[30, 30, 4, 2]``, 66 copies, was as wrong in TVM's kernel).
 * ``Compress`` whose condition is a constant: imported as a ``nonzero`` of a weight, a shape the
   data decides, and the build died in TVM's passes with a segmentation fault (ONNX's four cases
   with their condition an initializer; as a graph input they pass). It is a ``Gather`` of the
@@ -41,29 +43,42 @@ def conform(proto, input_shapes: dict[str, list[int]]) -> int:
     inputs' shapes are static. Returns how many."""
     graph = proto.graph
     count = _expand_shapes_constant(graph) + rewrite_nodes(
-        proto, {"Tile": _tile_as_concats, "Compress": _compress_as_gather}, "spec", Lookup.of(graph))
-    targets = [n for n in graph.node if n.op_type == "ConvTranspose" and n.domain in ("", "ai.onnx")
-               and any(a.name == "output_shape" for a in n.attribute)]
+        proto, {"Compress": _compress_as_gather}, "spec", Lookup.of(graph))
+    targets = [n for n in graph.node if n.domain in ("", "ai.onnx") and (n.op_type == "Tile" or (
+        n.op_type == "ConvTranspose" and any(a.name == "output_shape" for a in n.attribute)))]
     if not targets:
-        return count
+        return count  # the shape inference below copies the model
     types = static_types(proto, input_shapes)
-    return count + sum(_conv_transpose(node, types) for node in targets)
+    count += sum(_conv_transpose(node, types) for node in targets if node.op_type == "ConvTranspose")
+    return count + rewrite_nodes(proto, {"Tile": _tile}, "spec", Lookup.of(graph), types)
 
 
-#: Most copies a ``Tile`` is written out as (the sum of its repeats over its tiled axes).
-MAX_TILE_COPIES = 64
+#: Most copies (the sum of a ``Tile``'s repeats over its tiled axes) written as ``Concat``\ s of
+#: copies; more as ``Gather``\ s. Measured in our build (``tvm-partition bench``, ``cpu``, this
+#: module's docstring): 64 x 32 x 32 tiled 2 x 2 (4 copies) 11.9 us as concatenations, 37.7 as
+#: gathers; ONNX's case (19) 147 against 13.7; 8 x 256 tiled 16 times 29.3 against 17.3.
+CONCAT_COPIES = 8
 
 
-def _tile_as_concats(node, emit: Emitter, lookup: Lookup) -> bool:
-    """A ``Tile`` of constant repeats (at most :data:`MAX_TILE_COPIES` copies) as ``Concat`` of
-    copies along each tiled axis."""
+def _tile(node, emit: Emitter, lookup: Lookup, types: dict) -> bool:
+    """A ``Tile`` of constant repeats as ``Concat``\ s of copies along each tiled axis (at most
+    :data:`CONCAT_COPIES` copies), else, where its input's shape is static, one ``Gather`` along
+    each tiled axis of the indices ``0 .. n-1`` repeated."""
+    import numpy as np
+
     repeats = lookup.array(node.input[1]) if len(node.input) > 1 else None
-    if repeats is None or (repeats < 1).any() or sum(int(r) for r in repeats if r > 1) > MAX_TILE_COPIES:
+    if repeats is None or (repeats < 1).any():
+        return False
+    shape = types.get(node.input[0], (0, None))[1]
+    concat = sum(int(r) for r in repeats if r > 1) <= CONCAT_COPIES
+    if not concat and (not shape or len(shape) != len(repeats)):
         return False
     value = node.input[0]
     for axis, r in enumerate(int(r) for r in repeats):
-        if r > 1:
+        if r > 1 and concat:
             value = emit.concat([value] * r, axis)
+        elif r > 1:
+            value = emit.op("Gather", [value, emit.ints(np.tile(np.arange(shape[axis]), r))], axis=axis)
     emit.op("Identity", [value], node.output[0])
     return True
 
