@@ -27,6 +27,18 @@ gave outputs of the wrong shape without a word:
   there are at most :data:`CONCAT_COPIES` copies in all; as one ``Gather`` an axis of constant
   indices (``0 .. n-1`` repeated; the kernel loads each index) where there are more
   (``[2, 3, 4, 5]`` tiled ``[30, 30, 4, 2]``, 66 copies, was as wrong in TVM's kernel).
+* ``IsInf`` with ``detect_positive`` or ``detect_negative`` off: the importer detects both signs
+  without a word (ONNX's two cases wrong); written as ``IsInf`` and the sign's comparison.
+* ``LayerNormalization``'s second and third outputs, the mean and the inverse standard deviation
+  (training exports write them): the importer gives two scalar placeholders (shape ``[]`` where
+  ONNX's 19 cases want ``[2, 3, 1, 1]``), without a word. Where they are read they are computed
+  beside the node as the specification defines them: ``ReduceMean`` over the normalised axes in
+  ``stash_type`` (float32 for a float16 model), dimensions kept.
+* ``Pow`` of a float base and an exponent of another type (``float ** int``: refused, "Binary
+  operators must have the same datatype") has the exponent cast to the base's type; of an integer
+  base (refused: "power only applies to float"), the power is taken in float64 and cast back.
+* ``EyeLike`` whose ``dtype`` is not its input's (refused: "dtype mismatch") is the ``EyeLike`` in
+  the input's type, cast.
 * ``Compress`` whose condition is a constant: imported as a ``nonzero`` of a weight, a shape the
   data decides, and the build died in TVM's passes with a segmentation fault (ONNX's four cases
   with their condition an initializer; as a graph input they pass). It is a ``Gather`` of the
@@ -44,13 +56,13 @@ def conform(proto, input_shapes: dict[str, list[int]]) -> int:
     graph = proto.graph
     count = _expand_shapes_constant(graph) + rewrite_nodes(
         proto, {"Compress": _compress_as_gather}, "spec", Lookup.of(graph))
-    targets = [n for n in graph.node if n.domain in ("", "ai.onnx") and (n.op_type == "Tile" or (
+    targets = [n for n in graph.node if n.domain in ("", "ai.onnx") and (n.op_type in _TYPED or (
         n.op_type == "ConvTranspose" and any(a.name == "output_shape" for a in n.attribute)))]
     if not targets:
         return count  # the shape inference below copies the model
     types = static_types(proto, input_shapes)
     count += sum(_conv_transpose(node, types) for node in targets if node.op_type == "ConvTranspose")
-    return count + rewrite_nodes(proto, {"Tile": _tile}, "spec", Lookup.of(graph), types)
+    return count + rewrite_nodes(proto, _TYPED, "spec", Lookup.of(graph), types)
 
 
 #: Most copies (the sum of a ``Tile``'s repeats over its tiled axes) written as ``Concat``\ s of
@@ -80,6 +92,92 @@ def _tile(node, emit: Emitter, lookup: Lookup, types: dict) -> bool:
         elif r > 1:
             value = emit.op("Gather", [value, emit.ints(np.tile(np.arange(shape[axis]), r))], axis=axis)
     emit.op("Identity", [value], node.output[0])
+    return True
+
+
+def _float_constant(emit: Emitter, value: float, elem_type: int) -> str:
+    """A scalar ``Constant`` node of ``value`` in ONNX element type ``elem_type``."""
+    import numpy as np
+    from onnx import helper, numpy_helper
+
+    array = np.asarray(value, helper.tensor_dtype_to_np_dtype(elem_type))
+    return emit.op("Constant", [], value=numpy_helper.from_array(array, emit.name("c")))
+
+
+def _is_inf_of_one_sign(node, emit: Emitter, lookup: Lookup, types: dict) -> bool:
+    """``IsInf`` with ``detect_positive`` or ``detect_negative`` off as ``IsInf`` and the sign kept."""
+    given = attrs(node)
+    positive, negative = given.get("detect_positive", 1), given.get("detect_negative", 1)
+    x = node.input[0]
+    if (positive and negative) or x not in types:
+        return False
+    inf = emit.op("IsInf", [x])
+    if positive or negative:
+        side = emit.op("Greater" if positive else "Less", [x, _float_constant(emit, 0.0, types[x][0])])
+    else:
+        side = emit.op("Not", [inf])  # neither sign: nothing is detected
+    emit.op("And", [inf, side], node.output[0])
+    return True
+
+
+def _layer_norm_statistics(node, emit: Emitter, lookup: Lookup, types: dict) -> bool:
+    """A ``LayerNormalization`` whose mean or inverse standard deviation is read: those computed
+    beside it (``ReduceMean``\\ s in its ``stash_type``, kept dimensions), the node left one output."""
+    from onnx import TensorProto
+
+    outputs = list(node.output) + [""] * (3 - len(node.output))
+    x = node.input[0]
+    if not (outputs[1] or outputs[2]) or x not in types:
+        return False
+    given = attrs(node)
+    rank = len(types[x][1])
+    axes = list(range(given.get("axis", -1) % rank, rank))
+    stash = given.get("stash_type", TensorProto.FLOAT)
+    emit.op("LayerNormalization", list(node.input), outputs[0], **given)
+    wide = x if types[x][0] == stash else emit.op("Cast", [x], to=stash)
+
+    def mean(value: str, out: str | None = None) -> str:
+        if emit.opset >= 18:
+            return emit.op("ReduceMean", [value, emit.ints(axes)], out, keepdims=1)
+        return emit.op("ReduceMean", [value], out, axes=axes, keepdims=1)
+
+    mu = mean(wide, outputs[1] or None)
+    centred = emit.op("Sub", [wide, mu])
+    variance = mean(emit.op("Mul", [centred, centred]))
+    deviation = emit.op("Sqrt", [emit.op("Add", [variance, _float_constant(emit, given.get("epsilon", 1e-5), stash)])])
+    if outputs[2]:
+        emit.op("Reciprocal", [deviation], outputs[2])
+    return True
+
+
+def _pow_of_one_type(node, emit: Emitter, lookup: Lookup, types: dict) -> bool:
+    """A ``Pow`` whose exponent's type is not its base's, or of an integer base: the exponent cast
+    to a float base's type; an integer base's power taken in float64 and cast back."""
+    from onnx import TensorProto, helper
+
+    base, exponent = node.input[:2]
+    if base not in types or exponent not in types:
+        return False
+    base_type, exponent_type = types[base][0], types[exponent][0]
+    if helper.tensor_dtype_to_np_dtype(base_type).kind == "f":
+        if exponent_type == base_type:
+            return False
+        emit.op("Pow", [base, emit.op("Cast", [exponent], to=base_type)], node.output[0])
+        return True
+    wide = [emit.op("Cast", [name], to=TensorProto.DOUBLE) for name in (base, exponent)]
+    emit.op("Cast", [emit.op("Pow", wide)], node.output[0], to=base_type)
+    return True
+
+
+def _eye_like_cast(node, emit: Emitter, lookup: Lookup, types: dict) -> bool:
+    """An ``EyeLike`` whose ``dtype`` is not its input's (TVM's importer refuses it) as the
+    ``EyeLike`` in the input's type, cast."""
+    given = attrs(node)
+    x = node.input[0]
+    if "dtype" not in given or x not in types or given["dtype"] == types[x][0]:
+        return False
+    eye = emit.op("EyeLike", [x], **{k: v for k, v in given.items() if k != "dtype"})
+    emit.op("Cast", [eye], node.output[0], to=given["dtype"])
     return True
 
 
@@ -145,3 +243,8 @@ def _conv_transpose(node, types: dict) -> bool:
     node.attribute.extend(kept + [helper.make_attribute("pads", before + after),
                                   helper.make_attribute("output_padding", padding)])
     return True
+
+
+#: The rewrites that read their inputs' types and shapes (module docstring).
+_TYPED = {"Tile": _tile, "IsInf": _is_inf_of_one_sign, "LayerNormalization": _layer_norm_statistics,
+          "Pow": _pow_of_one_type, "EyeLike": _eye_like_cast}
