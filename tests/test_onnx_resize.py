@@ -170,3 +170,14 @@ def test_a_policy_that_leaves_unequal_scales_is_refused_in_one_line(tmp_path):
     path, _ = onnx_node_cases.saved(case, 8, str(tmp_path))
     with pytest.raises(frontend.ModelError, match="keep_aspect_ratio_policy not_smaller .* unequal scales"):
         frontend.load(path)
+
+
+def test_a_mode_the_reference_lacks_is_left_to_the_importer():
+    """Opset 11's ``tf_half_pixel_for_nn`` (dropped at 13; ONNX's reference implementation has no
+    such mode): not rewritten, no error here (TVM's importer then reads it or names the mode)."""
+    from tvm_partition.frontend.onnx_resize import resize
+
+    x = np.zeros((1, 1, 4, 6), np.float32)
+    _, proto = _resize_proto(x, [1, 1, 0.6, 0.6], 11, mode="nearest",
+                             coordinate_transformation_mode="tf_half_pixel_for_nn")
+    assert resize(proto, {"x": list(x.shape)}) == 0

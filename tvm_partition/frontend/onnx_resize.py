@@ -86,7 +86,10 @@ def _write(node, emit: Emitter, types: dict, lookup: Lookup) -> bool:
         return False
     if any(spec is not None and shape[a] * spec[1] > MAX_AXIS_ELEMENTS for a, spec in enumerate(axes)):
         return False  # the probe alone would be as large
-    maps = [(a, *_probe(node, emit.opset, shape[a], spec)) for a, spec in enumerate(axes) if spec is not None]
+    try:
+        maps = [(a, *_probe(node, emit.opset, shape[a], spec)) for a, spec in enumerate(axes) if spec is not None]
+    except (ValueError, RuntimeError):  # a mode the reference lacks (opset 11's tf_half_pixel_for_nn)
+        return False  # TVM's importer then reads it (and names what it cannot)
     if not all(_gathers(m, c) or dtype.kind == "f" for _, m, c in maps):
         return False  # TVM's importer then reads it (and names what it cannot)
     value = x

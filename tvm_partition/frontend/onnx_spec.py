@@ -95,7 +95,7 @@ def _tile(node, emit: Emitter, lookup: Lookup, types: dict) -> bool:
     return True
 
 
-def _float_constant(emit: Emitter, value: float, elem_type: int) -> str:
+def _scalar(emit: Emitter, value: float, elem_type: int) -> str:
     """A scalar ``Constant`` node of ``value`` in ONNX element type ``elem_type``."""
     import numpy as np
     from onnx import helper, numpy_helper
@@ -113,7 +113,7 @@ def _is_inf_of_one_sign(node, emit: Emitter, lookup: Lookup, types: dict) -> boo
         return False
     inf = emit.op("IsInf", [x])
     if positive or negative:
-        side = emit.op("Greater" if positive else "Less", [x, _float_constant(emit, 0.0, types[x][0])])
+        side = emit.op("Greater" if positive else "Less", [x, _scalar(emit, 0.0, types[x][0])])
     else:
         side = emit.op("Not", [inf])  # neither sign: nothing is detected
     emit.op("And", [inf, side], node.output[0])
@@ -144,7 +144,7 @@ def _layer_norm_statistics(node, emit: Emitter, lookup: Lookup, types: dict) -> 
     mu = mean(wide, outputs[1] or None)
     centred = emit.op("Sub", [wide, mu])
     variance = mean(emit.op("Mul", [centred, centred]))
-    deviation = emit.op("Sqrt", [emit.op("Add", [variance, _float_constant(emit, given.get("epsilon", 1e-5), stash)])])
+    deviation = emit.op("Sqrt", [emit.op("Add", [variance, _scalar(emit, given.get("epsilon", 1e-5), stash)])])
     if outputs[2]:
         emit.op("Reciprocal", [deviation], outputs[2])
     return True
