@@ -76,6 +76,8 @@ def resize(proto, input_shapes: dict[str, list[int]]) -> int:
 
 
 def _write(node, emit: Emitter, types: dict, lookup: Lookup) -> bool:
+    """One node as one map per resized axis; False (the node kept) where TVM's importer reads it
+    right, or its input's shape or its scales are not static, or an axis is too long to probe."""
     x = node.input[0]
     if x not in types or not types[x][1]:
         return False
