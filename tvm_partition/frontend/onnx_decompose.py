@@ -30,7 +30,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .onnx_graph import Emitter, Lookup, attrs, rewrite_nodes, static_types
+from .onnx_graph import Emitter, Lookup, attrs, input_name, rewrite_typed
 
 #: Largest DFT or STFT matrix written (elements): 16 M floats, 64 MB of weights.
 MAX_MATRIX_ELEMENTS = 1 << 24
@@ -40,26 +40,11 @@ MAX_SCAN = 1024
 def decompose(proto, input_shapes: dict[str, list[int]]) -> int:
     """Replace, in place, every node of ``proto``'s main graph of the operators above that its
     inputs' static shapes and constant inputs allow (module docstring). Returns how many."""
-    if not any(n.op_type in _WRITERS and n.domain in ("", "ai.onnx") for n in proto.graph.node):
-        return 0  # the shape inference below copies the model
-    return rewrite_nodes(proto, _WRITERS, "decomposed", static_types(proto, input_shapes), Lookup.of(proto.graph))
+    return rewrite_typed(proto, _WRITERS, "decomposed", input_shapes)
 
 
 def _attr(node, name: str, default):
     return attrs(node).get(name, default)
-
-
-def _input(node, k: int) -> str:
-    return node.input[k] if len(node.input) > k else ""
-
-
-def _constant(lookup: Lookup, name: str):
-    """``name``'s value where it is a constant, ``None`` where it is omitted; ``False`` where it is
-    computed at run time."""
-    if not name:
-        return None
-    value = lookup.array(name)
-    return False if value is None else value
 
 
 # --- DFT and STFT: a MatMul by the transform applied to the unit vectors ----------------------
@@ -97,8 +82,8 @@ def _float(types: dict, name: str):
 def _write_dft(node, emit: Emitter, types: dict, lookup: Lookup) -> bool:
     x = node.input[0]
     typed = _float(types, x)
-    length = _constant(lookup, _input(node, 1))
-    axis_in = _constant(lookup, _input(node, 2))
+    length = lookup.constant(input_name(node, 1))
+    axis_in = lookup.constant(input_name(node, 2))
     if typed is None or length is False or axis_in is False or len(typed[1]) < 3:
         return False
     dtype, shape = typed
@@ -129,13 +114,13 @@ def _write_dft(node, emit: Emitter, types: dict, lookup: Lookup) -> bool:
 def _write_stft(node, emit: Emitter, types: dict, lookup: Lookup) -> bool:
     x = node.input[0]
     typed = _float(types, x)
-    step, window, frame = (_constant(lookup, _input(node, k)) for k in (1, 2, 3))
+    step, window, frame = (lookup.constant(input_name(node, k)) for k in (1, 2, 3))
     if typed is None or len(typed[1]) != 3 or step is None or step is False or frame is False:
         return False
     dtype, shape = typed
     step = int(np.asarray(step).reshape(()))
     computed = window is False  # a window computed at run time multiplies the frames, not the matrix
-    length = types.get(_input(node, 2), (0, ()))[1] if computed else np.shape(window)
+    length = types.get(input_name(node, 2), (0, ()))[1] if computed else np.shape(window)
     if frame is not None:
         frame = int(np.asarray(frame).reshape(()))
     elif window is not None:
@@ -211,7 +196,7 @@ def _write_reverse_sequence(node, emit: Emitter, types: dict, lookup: Lookup) ->
 
 def _write_cumprod(node, emit: Emitter, types: dict, lookup: Lookup) -> bool:
     x = node.input[0]
-    axis = _constant(lookup, _input(node, 1))
+    axis = lookup.constant(input_name(node, 1))
     if x not in types or axis is None or axis is False:
         return False
     shape = list(types[x][1])

@@ -60,6 +60,20 @@ def rewrite_nodes(proto, writers: dict, hint: str, *context) -> int:
     return count
 
 
+def rewrite_typed(proto, writers: dict, hint: str, input_shapes: dict[str, list[int]]) -> int:
+    """:func:`rewrite_nodes` of ``writers``, each called with ``(node, emit, types, lookup)``: the
+    tensors' :func:`static_types` once the inputs have ``input_shapes``, and the graph's
+    :class:`Lookup`. The shape inference (a copy of the model) runs only where a node is to rewrite."""
+    if not any(n.op_type in writers and n.domain in ("", "ai.onnx") for n in proto.graph.node):
+        return 0
+    return rewrite_nodes(proto, writers, hint, static_types(proto, input_shapes), Lookup.of(proto.graph))
+
+
+def input_name(node, k: int) -> str:
+    """The name of ``node``'s input ``k``; empty where it is omitted (an optional input)."""
+    return node.input[k] if len(node.input) > k else ""
+
+
 def default_opset(proto) -> int:
     """The version of the default ONNX domain ``proto`` imports (1 where it names none)."""
     return next((o.version for o in proto.opset_import if o.domain in ("", "ai.onnx")), 1)
@@ -139,6 +153,14 @@ class Lookup:
             return numpy_helper.to_array(const.attribute[0].t)
         return None
 
+    def constant(self, name: str):
+        """``name``'s value where it is a constant, ``None`` where it is omitted (the empty name);
+        ``False`` where it is computed at run time."""
+        if not name:
+            return None
+        value = self.array(name)
+        return False if value is None else value
+
 
 class Emitter:
     """New nodes (in order) and initializers of one replaced node, under names it owns."""
@@ -184,11 +206,15 @@ class Emitter:
         self.graph.initializer.append(numpy_helper.from_array(np.ascontiguousarray(array), name))
         return name
 
-    def ints(self, values) -> str:
-        """An int64 ``Constant`` node (indices and shapes stay constants, not weights)."""
+    def constant(self, array: np.ndarray, hint: str = "c") -> str:
+        """A ``Constant`` node of ``array`` (a constant, not a weight of ``main``)."""
         from onnx import numpy_helper
 
-        return self.op("Constant", [], value=numpy_helper.from_array(np.asarray(values, np.int64), self.name("i")))
+        return self.op("Constant", [], value=numpy_helper.from_array(np.asarray(array), self.name(hint)))
+
+    def ints(self, values) -> str:
+        """An int64 ``Constant`` node (indices and shapes stay constants, not weights)."""
+        return self.constant(np.asarray(values, np.int64), "i")
 
     def slice(self, x: str, axis: int, lo: int, hi: int) -> str:
         if self.opset < 10:

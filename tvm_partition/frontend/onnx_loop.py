@@ -97,15 +97,12 @@ def _trip_count(lookup: Lookup, node) -> int | None:
 
 def _write_out(node, body, trips: int, emit: Emitter) -> list[str]:
     """Emit ``trips`` copies of ``body`` and the loop's outputs; return each copy's condition."""
-    from onnx import numpy_helper
-
     carried = list(node.input[2:])
     n_carried = len(carried)
     scans = [[] for _ in body.output[1 + n_carried:]]
     conditions = []
     for i in range(trips):
-        rename = {body.input[0].name: emit.op("Constant", [], value=numpy_helper.from_array(np.array(i, np.int64))),
-                  body.input[1].name: emit.op("Constant", [], value=numpy_helper.from_array(np.array(True)))}
+        rename = {body.input[0].name: emit.constant(np.array(i, np.int64)), body.input[1].name: emit.constant(np.array(True))}
         rename.update({b.name: v for b, v in zip(body.input[2:], carried)})
         emit.copies(body.node, rename, f"it{i}")
         outs = [rename.get(o.name, o.name) for o in body.output]

@@ -51,7 +51,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .onnx_graph import Emitter, Lookup, attrs, rewrite_nodes, static_types
+from .onnx_graph import Emitter, Lookup, attrs, input_name, rewrite_typed
 
 #: Largest matrix of one axis written (elements): 4 M weights, a 2048-pixel axis from 2048.
 MAX_AXIS_ELEMENTS = 1 << 22
@@ -69,19 +69,18 @@ class ResizeError(ValueError):
 def resize(proto, input_shapes: dict[str, list[int]]) -> int:
     """Rewrite, in place, the ``Resize`` and ``Upsample`` nodes of ``proto``'s main graph that TVM's
     importer misreads (module docstring). Returns how many; raises :class:`ResizeError`."""
-    if not any(n.op_type in ("Resize", "Upsample") and n.domain in ("", "ai.onnx") for n in proto.graph.node):
-        return 0  # the shape inference below copies the model
-    writers = {"Resize": _write, "Upsample": _write}
-    return rewrite_nodes(proto, writers, "resize", static_types(proto, input_shapes), Lookup.of(proto.graph))
+    return rewrite_typed(proto, {"Resize": _write, "Upsample": _write}, "resize", input_shapes)
 
 
 def _write(node, emit: Emitter, types: dict, lookup: Lookup) -> bool:
     """One node as one map per resized axis; False (the node kept) where TVM's importer reads it
     right, or its input's shape or its scales are not static, or an axis is too long to probe."""
+    from onnx import helper
+
     x = node.input[0]
     if x not in types or not types[x][1]:
         return False
-    dtype = np.dtype(_np_dtype(types[x][0]))
+    dtype = np.dtype(helper.tensor_dtype_to_np_dtype(types[x][0]))
     shape = [int(d) for d in types[x][1]]
     axes = _axes(node, emit.opset, shape, lookup)
     if axes is None or _tvm_reads_it(node, emit.opset, shape, axes):
@@ -101,12 +100,6 @@ def _write(node, emit: Emitter, types: dict, lookup: Lookup) -> bool:
     return True
 
 
-def _np_dtype(elem_type: int):
-    from onnx import helper
-
-    return helper.tensor_dtype_to_np_dtype(elem_type)
-
-
 # --- what each axis does ------------------------------------------------------------------------
 
 def _axes(node, opset: int, shape: list[int], lookup: Lookup) -> list | None:
@@ -121,7 +114,7 @@ def _axes(node, opset: int, shape: list[int], lookup: Lookup) -> list | None:
             return None
         scales = np.asarray(scales, np.float32)
         return [None if s == 1 else (s, int(np.floor(np.float64(s) * n)), None) for s, n in zip(scales, shape)]
-    roi, scales, sizes = (_constant(lookup, node, k) for k in (1, 2, 3))
+    roi, scales, sizes = (lookup.constant(input_name(node, k)) for k in (1, 2, 3))
     if roi is False or scales is False or sizes is False:
         return None
     if (scales is None or not scales.size) and sizes is None:
@@ -147,14 +140,6 @@ def _axes(node, opset: int, shape: list[int], lookup: Lookup) -> list | None:
             s, n, _ = out[d] or (None, shape[d], None)
             out[d] = (s, n, full_roi[d])
     return out
-
-
-def _constant(lookup: Lookup, node, k: int):
-    name = node.input[k] if len(node.input) > k else ""
-    if not name:
-        return None
-    value = lookup.array(name)
-    return False if value is None else value
 
 
 def _keep_aspect(node, shape: list[int], along: list[int], sizes) -> list[tuple[int, int]]:

@@ -98,10 +98,9 @@ def _tile(node, emit: Emitter, lookup: Lookup, types: dict) -> bool:
 def _scalar(emit: Emitter, value: float, elem_type: int) -> str:
     """A scalar ``Constant`` node of ``value`` in ONNX element type ``elem_type``."""
     import numpy as np
-    from onnx import helper, numpy_helper
+    from onnx import helper
 
-    array = np.asarray(value, helper.tensor_dtype_to_np_dtype(elem_type))
-    return emit.op("Constant", [], value=numpy_helper.from_array(array, emit.name("c")))
+    return emit.constant(np.asarray(value, helper.tensor_dtype_to_np_dtype(elem_type)))
 
 
 def _is_inf_of_one_sign(node, emit: Emitter, lookup: Lookup, types: dict) -> bool:
