@@ -1,12 +1,17 @@
-"""ONNX ``Loop`` nodes of a known trip count written out (``frontend.onnx_loop``), against
-onnxruntime running the same graph before and after, and end to end through our build.
+"""ONNX ``Loop`` nodes of a known trip count and ``Scan`` nodes written out
+(``frontend.onnx_loop``), against onnxruntime running the same graph before and after, ONNX's own
+``Scan`` and ``LinearAttention`` cases, and end to end through our build.
 
 The loops are written here the way PyTorch exports ``nn.EmbeddingBag`` (its trip count the length
 of a tensor of offsets, read through ``Shape``; each iteration a slice of the indices), plus
 loop-carried values and loops that must be left alone (a computed condition, too many iterations).
+The scans read their inputs along other axes and backwards, and write their outputs so.
 """
 
 from __future__ import annotations
+
+import os
+import sys
 
 import numpy as np
 import onnx
@@ -171,3 +176,82 @@ def test_an_embedding_bag_classifier_builds_and_matches_onnxruntime(tmp_path):
     (got,) = runner.run({"ids": ids})
     (want,) = run_ort(proto, {"ids": ids})
     np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
+
+
+def scan_model(length=5, opset=17, x_dims=None) -> onnx.ModelProto:
+    """A ``Scan`` of two states (``s = s * 0.5 + x_t``, ``p = p + y_t``) over ``x`` read along its
+    axis 1 and ``y`` read backwards along its last axis, writing ``s`` along axis 1, ``x_t - y_t``
+    reversed along axis -1 and ``p`` along axis 0: every axis and direction attribute used."""
+    body = helper.make_graph(
+        [helper.make_node("Constant", [], ["half"], value=numpy_helper.from_array(np.array(0.5, np.float32))),
+         helper.make_node("Mul", ["s_in", "half"], ["s_half"]),
+         helper.make_node("Add", ["s_half", "x_t"], ["s_out"]),
+         helper.make_node("Add", ["p_in", "y_t"], ["p_out"]),
+         helper.make_node("Sub", ["x_t", "y_t"], ["d_t"]),
+         helper.make_node("Identity", ["s_out"], ["s_scan"]),
+         helper.make_node("Identity", ["p_out"], ["p_scan"])],
+        "body", [helper.make_tensor_value_info(n, TensorProto.FLOAT, [2, 3]) for n in ("s_in", "p_in", "x_t", "y_t")],
+        [helper.make_tensor_value_info(n, TensorProto.FLOAT, None) for n in ("s_out", "p_out", "s_scan", "d_t", "p_scan")])
+    scan = helper.make_node("Scan", ["s0", "p0", "x", "y"], ["s_last", "p_last", "ss", "ds", "ps"], body=body,
+                            num_scan_inputs=2, scan_input_axes=[1, -1], scan_input_directions=[0, 1],
+                            scan_output_axes=[1, -1, 0], scan_output_directions=[0, 1, 0])
+    graph = helper.make_graph(
+        [scan], "scan",
+        [helper.make_tensor_value_info("s0", TensorProto.FLOAT, [2, 3]), helper.make_tensor_value_info("p0", TensorProto.FLOAT, [2, 3]),
+         helper.make_tensor_value_info("x", TensorProto.FLOAT, x_dims or [2, length, 3]),
+         helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 3, length])],
+        [helper.make_tensor_value_info(n, TensorProto.FLOAT, None) for n in ("s_last", "p_last", "ss", "ds", "ps")])
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)])
+
+
+def scan_feeds(length=5, seed=2):
+    rng = np.random.default_rng(seed)
+    return {"s0": rng.standard_normal((2, 3)).astype(np.float32), "p0": rng.standard_normal((2, 3)).astype(np.float32),
+            "x": rng.standard_normal((2, length, 3)).astype(np.float32),
+            "y": rng.standard_normal((2, 3, length)).astype(np.float32)}
+
+
+def scan_shapes(length=5):
+    return {"s0": [2, 3], "p0": [2, 3], "x": [2, length, 3], "y": [2, 3, length]}
+
+
+@pytest.mark.parametrize("opset", [11, 17])
+@pytest.mark.parametrize("length", [1, 5])
+def test_a_scan_is_written_out_step_by_step_along_its_axes_and_directions(length, opset):
+    proto = scan_model(length, opset)
+    feeds = scan_feeds(length)
+    want = run_ort(proto, feeds)
+    assert unroll_loops(folded(proto, scan_shapes(length)), scan_shapes(length)) == 1
+    assert "Scan" not in op_types(proto)
+    got = run_ort(proto, feeds)
+    assert [g.shape for g in got] == [w.shape for w in want]
+    assert want[3].shape == (2, 3, length)  # written along the last axis, not a new first one
+    for g, w in zip(got, want):
+        np.testing.assert_allclose(g, w, rtol=1e-6, atol=1e-6)
+
+
+@pytest.mark.parametrize("model, shapes", [
+    (scan_model(opset=8), scan_shapes()),  # opset 8's Scan: a batch axis and sequence lengths
+    (scan_model(MAX_ITERATIONS + 1), scan_shapes(MAX_ITERATIONS + 1)),
+    (scan_model(x_dims=[2, "n", 3]), {})],  # its length not known
+    ids=["opset-8", "too-long", "free-length"])
+def test_scans_of_no_known_length_or_opset_8_are_left_alone(model, shapes):
+    before = model.SerializeToString()
+    assert unroll_loops(model, shapes) == 0
+    assert model.SerializeToString() == before
+
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "benchmarks"))
+
+
+@pytest.mark.parametrize("name", ["test_scan9_multi_state", "test_linear_attention_gated_delta_gqa",
+                                  "test_linear_attention_prefill_with_past_expanded"])
+def test_onnx_own_scan_cases_build_and_match_the_reference(name, tmp_path):
+    """ONNX's cases through ``benchmarks/onnx_node_cases.py``'s steps: ``LinearAttention`` (opset
+    27) is a function whose body is a ``Scan``; TVM's importer refused both."""
+    import onnx_node_cases
+
+    (case,) = [c for c in onnx_node_cases.cases(name) if c.name == name]
+    path, inputs = onnx_node_cases.saved(case, 8, str(tmp_path))
+    got = onnx_node_cases.run_ours(path, inputs, "equal", str(tmp_path))
+    assert onnx_node_cases.compare(got, list(case.data_sets[0][1]), case.rtol, case.atol) is None
