@@ -1166,3 +1166,16 @@ def test_a_matmul_on_columns_outer_and_wide_tiles_computes_the_product(m, k, n, 
     rows_outer = templates._schedule_matmul(kmod, TARGET, dataclasses.replace(plan, columns_outer=False))
     assert func.script() != rows_outer.script()
     np.testing.assert_allclose(run(func), run(kmod["main"]), rtol=1e-4, atol=1e-4)
+
+
+def test_a_failed_check_in_tvms_lowering_is_one_build_error(monkeypatch):
+    """A check of TVM's passes failing while we lower (``SplitLayoutRewritePreproc`` on a kernel with
+    no blocks did, beside a SegNet's unpooling) reaches the user as one line, not a traceback."""
+    from tvm_partition.build import executable
+
+    def failing(*args):
+        raise tvm.error.InternalError("Check failed: (current_subtree_ == -1) is false")
+
+    monkeypatch.setattr(executable, "lower", failing)
+    with pytest.raises(executable.BuildError, match="could not lower the partitioned module: Check failed"):
+        executable.build(None, None)

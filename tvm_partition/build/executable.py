@@ -228,7 +228,7 @@ def lift_weight_packing(mod: tvm.IRModule, placed: dict[str, str]) -> tuple[tvm.
     if not any(isinstance(f, tvm.tirx.PrimFunc) and f.attrs and "layout_free_buffers" in f.attrs
                for _, f in mod.functions_items()):
         return mod, placed
-    mod = relax.transform.SplitLayoutRewritePreproc()(mod)
+    mod = _split_layout_rewrite(mod)
     mod = PropagateVDevice()(mod)  # the packed weight stays on its weight's device
     mod = relax.transform.LiftTransformParams()(mod)
     # and where its weight was a parameter of main with none (a padded weight: R.nn.pad infers no
@@ -250,6 +250,22 @@ def lift_weight_packing(mod: tvm.IRModule, placed: dict[str, str]) -> tuple[tvm.
             gv = mod.get_global_var(name)
             mod[gv] = mod[gv].with_attr(SCHEDULE_ATTR, PACKING_LABEL)
     return mod, out
+
+
+def _split_layout_rewrite(mod: tvm.IRModule) -> tvm.IRModule:
+    """``relax.transform.SplitLayoutRewritePreproc`` on the kernels that pack weights only. TVM
+    0.27's pass walks every kernel's body for blocks and fails ("There should be a compute block if
+    there is only one subtree under the root") on a kernel that has none: TOPI's ``scatter_elements``
+    and ``scatter_nd`` are written with the IR builder (a SegNet's unpooling beside a convolution
+    template's packed weights). The other kernels are set aside and put back unchanged."""
+    aside = {gv: f for gv, f in mod.functions_items()
+             if isinstance(f, tvm.tirx.PrimFunc) and not (f.attrs and "layout_free_buffers" in f.attrs)}
+    kept = tvm.IRModule({gv: f for gv, f in mod.functions_items() if gv not in aside}, attrs=mod.attrs,
+                        global_infos=mod.global_infos)
+    split = relax.transform.SplitLayoutRewritePreproc()(kept)
+    for gv, f in aside.items():
+        split[gv] = f
+    return split
 
 
 def kernel_schedules(mod: tvm.IRModule) -> dict[str, str]:
@@ -423,7 +439,10 @@ def build(mod: tvm.IRModule, plan: Plan, graph=None, schedules=None) -> BuildRes
     """Apply ``plan`` to ``mod`` (high-level Relax, ``main`` with ``num_input``) and compile it,
     with the schedules ``schedules`` (:class:`tvm_partition.build.tuning.Schedules`) has for its kernels."""
     t0 = time.perf_counter()
-    lowered, placed = lower(mod, plan, graph, schedules)
+    try:
+        lowered, placed = lower(mod, plan, graph, schedules)
+    except tvm.error.InternalError as e:  # a check of TVM's passes failed: its message, in one line
+        raise BuildError(f"TVM could not lower the partitioned module: {e}") from e
     pipeline = link_pipeline(lowered, placed, plan.host)
     try:
         try:
