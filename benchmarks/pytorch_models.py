@@ -2,13 +2,15 @@
 
     python benchmarks/pytorch_models.py [--out build/pytorch_models] [--exporters torchscript,dynamo]
 
-Writes ``{name}_{exporter}.onnx`` for nine architectures a user brings and none of this
+Writes ``{name}_{exporter}.onnx`` for ten architectures a user brings and none of this
 project's zoo has: a dilated causal TCN (``F.pad``), a pre-norm causal transformer language model
 (``nn.TransformerEncoder`` with a mask), a Conformer block (GLU, a depthwise ``Conv1d``, batch
 norm, SiLU, ``nn.MultiheadAttention``), ESPCN super-resolution (``F.pixel_shuffle``), an MLP-Mixer,
 a YOLO-like detection head (LeakyReLU, nearest upsampling, a concat, a permute), causal
 ``F.scaled_dot_product_attention``, a bag-of-words classifier on ``nn.EmbeddingBag`` and an
-EfficientNet-like block (squeeze-and-excitation). Seeded weights, batch as given below.
+EfficientNet-like block (squeeze-and-excitation), and a SegNet-like encoder-decoder (its decoder
+unpools at its encoder's pooling indices: ``MaxPool`` with ``Indices``; PyTorch 2.13's TorchScript
+exporter refuses its ``MaxUnpool2d``). Seeded weights, batch as given below.
 ``torchscript``: ``torch.onnx.export(..., dynamo=False, opset_version=17)``; ``dynamo``: PyTorch's
 default exporter since 2.9 (needs ``onnxscript``); a model an exporter refuses is reported and
 skipped. Needs ``torch`` (not a dependency of this project); then ``tvm-partition bench --models
@@ -162,8 +164,26 @@ def models():
             y = y * torch.sigmoid(self.se2(F.silu(self.se1(F.adaptive_avg_pool2d(y, 1)))))
             return self.fc(torch.flatten(F.adaptive_avg_pool2d(self.pw(y), 1), 1))
 
+    class SegNet(nn.Module):
+        """SegNet's pattern (Badrinarayanan et al., 2017), two stages: each encoder stage's pooling
+        indices read by its decoder's ``MaxUnpool2d``."""
+
+        def __init__(self, classes=12):
+            super().__init__()
+            block = lambda i, o: nn.Sequential(nn.Conv2d(i, o, 3, padding=1), nn.BatchNorm2d(o), nn.ReLU())
+            self.e1, self.e2, self.d2, self.d1 = block(3, 32), block(32, 64), block(64, 32), block(32, 32)
+            self.pool, self.unpool = nn.MaxPool2d(2, 2, return_indices=True), nn.MaxUnpool2d(2, 2)
+            self.out = nn.Conv2d(32, classes, 1)
+
+        def forward(self, x):
+            y, i1 = self.pool(self.e1(x))
+            y, i2 = self.pool(self.e2(y))
+            y = self.d2(self.unpool(y, i2))
+            return self.out(self.d1(self.unpool(y, i1)))
+
     torch.manual_seed(0)
     return {
+        "segnet": (SegNet(), torch.randn(1, 3, 128, 128)),
         "tcn": (TCN(), torch.randn(1, 16, 1000)),
         "causal_lm": (CausalLM(), torch.randint(0, 2000, (1, 64))),
         "conformer": (Conformer(), torch.randn(1, 100, 144)),

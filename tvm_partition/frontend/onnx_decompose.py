@@ -2,7 +2,9 @@
 operators it converts, before it reads the graph.
 
 TVM 0.27's Relax importer refuses ``DFT``, ``STFT``, ``LpNormalization``, ``ReverseSequence`` and
-``CumProd`` (``OpNotImplemented``; ONNX's own test cases of them, ``benchmarks/onnx_node_cases.py``);
+``CumProd`` (``OpNotImplemented``; ONNX's own test cases of them, ``benchmarks/onnx_node_cases.py``),
+a ``MaxPool``'s second output, ``Indices`` ("Missing outputs during conversion"), and a
+``MaxUnpool``'s ``output_shape``;
 :mod:`.onnx_functions` writes out only operators the standard defines as functions, and these it
 does not. With the inputs' shapes bound (this tool builds static shapes only):
 
@@ -21,6 +23,23 @@ does not. With the inputs' shapes bound (this tool builds static shapes only):
   elsewhere (``GatherElements``), its lengths read at run time.
 * ``CumProd`` multiplies, for each position, the elements up to it: a ``ReduceProd`` over a
   triangular ``Where`` of its axis against itself (``n x n`` per row, :data:`MAX_SCAN` at most).
+* ``MaxPool`` whose ``Indices`` are read (SegNet's and ENet's decoders unpool at them; PyTorch
+  writes them for every ``MaxPool2d(return_indices=True)``, beside a 1x1 ``MaxPool`` whose indices
+  it subtracts to make them per plane): each tap of the window is a strided ``Slice`` of the input
+  (padded where windows reach past it), and a chain over the taps keeps the largest value so far
+  and its flat index (``Greater``, two ``Where``\ s). Strictly greater, so the first of equal
+  maxima in the window's row-major order wins, as ONNX's reference implementation and onnxruntime
+  choose; padding is never chosen (constant masks of the taps inside the input, the first such tap
+  taken whatever its value); the index is into the unpadded input, ``(n * C + c) * H * W + h * W +
+  w`` (``h + w * H`` for ``storage_order`` 1). The values come from the same chain. Windows of at
+  most :data:`MAX_POOL_TAPS` taps, opset 11 on (a ``Slice``'s steps, ``Pad``'s inputs).
+* ``MaxUnpool`` with an ``output_shape`` (TVM's converter fails on it: "'GenericConst' object has
+  no attribute 'tolist'") is its input scattered at its indices (``ScatterElements``) into zeros of
+  that shape, flattened: the indices are read as a ``MaxPool`` of an input of that shape wrote
+  them, as onnxruntime and PyTorch's ``max_unpool2d(output_size=...)`` read them. ONNX's reference
+  implementation (and so its one case of it) reads them in the shape the attributes infer and pads
+  that to ``output_shape`` after: the two differ where the shapes do (its 2 x 2 unpooled into
+  5 x 5).
 
 Each needs its attributes' inputs (``dft_length``, ``axis``, ``frame_step``, the window) as
 constants, which :mod:`.onnx_fold` has made them where a graph computes them from shapes.
@@ -217,5 +236,97 @@ def _write_cumprod(node, emit: Emitter, types: dict, lookup: Lookup) -> bool:
     return True
 
 
+#: Most taps a ``MaxPool``'s window may have for its indices to be written out (each a strided
+#: slice and two ``Where``\ s).
+MAX_POOL_TAPS = 64
+
+
+def _write_max_pool_indices(node, emit: Emitter, types: dict, lookup: Lookup) -> bool:
+    """A ``MaxPool`` whose ``Indices`` output is read: the values TVM's pooling, the indices the
+    first tap equal to them (module docstring); False where they are not read, or a shape is not
+    static, or the window has more than :data:`MAX_POOL_TAPS` taps."""
+    if (len(node.output) < 2 or not node.output[1] or emit.opset < 11 or node.input[0] not in types
+            or node.output[0] not in types):
+        return False
+    x, x_shape = node.input[0], types[node.input[0]][1]
+    out_shape = types[node.output[0]][1]
+    a = attrs(node)
+    kernel = list(a["kernel_shape"])
+    n_sp = len(kernel)
+    if len(x_shape) != n_sp + 2 or np.prod(kernel) > MAX_POOL_TAPS:
+        return False
+    spatial, outs = list(x_shape[2:]), list(out_shape[2:])
+    strides, dilations = list(a.get("strides", [1] * n_sp)), list(a.get("dilations", [1] * n_sp))
+    begin = _pool_begin_pads(a, spatial, outs, kernel, strides, dilations)
+    values = emit.op("MaxPool", [x], node.output[0], **{k: v for k, v in a.items() if k != "storage_order"})
+    # the input padded so every tap's strided slice lies within it (the padding is never chosen)
+    ends = [max(0, (o - 1) * s + (k - 1) * d + 1 - b - n) for o, s, k, d, b, n in
+            zip(outs, strides, kernel, dilations, begin, spatial)]
+    padded = emit.op("Pad", [x, emit.ints([0, 0] + begin + [0, 0] + ends)]) if any(begin) or any(ends) else x
+    if a.get("storage_order", 0):
+        place = np.cumprod([1] + spatial[:-1])  # column-major: the first spatial axis varies fastest
+    else:
+        place = np.cumprod(([1] + spatial[::-1])[:-1])[::-1]
+    grid = np.meshgrid(*[np.arange(o) for o in outs], indexing="ij")
+    taps = []
+    for tap in np.ndindex(*kernel):
+        at = [g * s - b + t * d for g, s, b, t, d in zip(grid, strides, begin, tap, dilations)]
+        valid = np.logical_and.reduce([(p >= 0) & (p < n) for p, n in zip(at, spatial)]).reshape([1, 1] + outs)
+        flat = sum(p * w for p, w in zip(at, place)).astype(np.int64).reshape([1, 1] + outs)
+        taps.append((tap, valid, flat))
+    # from the last tap back to the first, so the first tap equal to the maximum is the one kept;
+    # one chain of element-wise ops, which TVM fuses into one kernel with the taps' slices (a chain
+    # that also carried the running maximum shared its comparisons with the values' chain, and
+    # TVM's fusion then left each slice, comparison and select a kernel of its own)
+    index = emit.ints(np.where(taps[0][1], taps[0][2], 0))
+    for tap, valid, flat in reversed(taps if len(taps) > 1 else []):  # one tap (PyTorch's 1x1): constants
+        value = _tap(emit, padded, [t * d for t, d in zip(tap, dilations)], outs, strides)
+        hit = emit.op("Equal", [value, values])
+        if not valid.all():
+            hit = emit.op("And", [hit, emit.constant(valid)])
+        index = emit.op("Where", [hit, emit.ints(flat), index])
+    planes = (np.arange(x_shape[0] * x_shape[1]) * int(np.prod(spatial))).reshape([x_shape[0], x_shape[1]] + [1] * n_sp)
+    emit.op("Add", [index, emit.ints(planes)], node.output[1])
+    return True
+
+
+def _pool_begin_pads(a: dict, spatial, outs, kernel, strides, dilations) -> list[int]:
+    """The padding before each spatial axis, as the specification's ``auto_pad`` derives it."""
+    auto = a.get("auto_pad", b"NOTSET")
+    auto = auto.decode() if isinstance(auto, bytes) else auto
+    if auto in ("SAME_UPPER", "SAME_LOWER"):
+        total = [max(0, (o - 1) * s + (k - 1) * d + 1 - n) for o, s, k, d, n in zip(outs, strides, kernel, dilations, spatial)]
+        return [t // 2 if auto == "SAME_UPPER" else t - t // 2 for t in total]
+    if auto == "VALID":
+        return [0] * len(kernel)
+    return list(a.get("pads", [0] * 2 * len(kernel))[:len(kernel)])
+
+
+def _tap(emit: Emitter, x: str, offset: list[int], outs: list[int], strides: list[int]) -> str:
+    """The elements of ``x`` (padded) one tap of the window reads at every output position: a
+    slice from ``offset`` by ``strides`` along the spatial axes (``x`` itself where that is all)."""
+    n_sp = len(offset)
+    ends = [f + (o - 1) * s + 1 for f, o, s in zip(offset, outs, strides)]
+    axes = list(range(2, 2 + n_sp))
+    return emit.op("Slice", [x, emit.ints(offset), emit.ints(ends), emit.ints(axes), emit.ints(strides)])
+
+
+def _write_max_unpool(node, emit: Emitter, types: dict, lookup: Lookup) -> bool:
+    """A ``MaxUnpool`` given its ``output_shape``: its input scattered at its indices into zeros of
+    that shape, flattened (the indices are into the whole tensor); without one, TVM's converter."""
+    from onnx import helper
+
+    shape = lookup.constant(input_name(node, 2))
+    if shape is None or shape is False or node.input[0] not in types:
+        return False
+    shape = [int(d) for d in np.asarray(shape).reshape(-1)]
+    zeros = emit.op("ConstantOfShape", [emit.ints([int(np.prod(shape))])],
+                    value=helper.make_tensor("zero", types[node.input[0]][0], [1], [0]))
+    flat = emit.op("ScatterElements", [zeros, emit.reshape(node.input[1], [-1]), emit.reshape(node.input[0], [-1])], axis=0)
+    emit.reshape(flat, shape, node.output[0])
+    return True
+
+
 _WRITERS = {"DFT": _write_dft, "STFT": _write_stft, "LpNormalization": _write_lp_normalization,
-            "ReverseSequence": _write_reverse_sequence, "CumProd": _write_cumprod}
+            "ReverseSequence": _write_reverse_sequence, "CumProd": _write_cumprod, "MaxPool": _write_max_pool_indices,
+            "MaxUnpool": _write_max_unpool}
