@@ -199,3 +199,39 @@ def test_a_shape_behind_a_reshape_to_a_computed_shape_is_folded_in_the_same_pass
     runner = Runner(compile_model(frontend.load(str(path)), parse_devices("cpu"), "cpu").save(str(tmp_path / "art")))
     (got,) = runner.run({"x": x})
     np.testing.assert_allclose(got, want, rtol=1e-6, atol=1e-6)
+
+
+def _shape_model(path, with_relu: bool):
+    nodes = [helper.make_node("Shape", ["x"], ["s"])] + ([helper.make_node("Relu", ["x"], ["r"])] if with_relu else [])
+    outputs = ([helper.make_tensor_value_info("r", TensorProto.FLOAT, None)] if with_relu else []) + [
+        helper.make_tensor_value_info("s", TensorProto.INT64, None)]
+    graph = helper.make_graph(nodes, "shape", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [3, 4, 5])], outputs)
+    proto = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    onnx.save(proto, path)
+    return proto
+
+
+def test_a_model_whose_every_output_is_a_constant_is_refused_in_one_line(tmp_path):
+    """ONNX's ``Shape`` and ``Size`` cases: folded, the model computes nothing, and the build had
+    stopped in the VM's code generator ("Var gv is not defined": TVM's ``LiftTransformParams`` drops
+    a weight ``main`` returns with nothing computed beside it)."""
+    from tvm_partition import frontend
+
+    path = str(tmp_path / "shape.onnx")
+    _shape_model(path, with_relu=False)
+    with pytest.raises(frontend.ModelError, match="every output is a constant"):
+        frontend.load(path)
+
+
+def test_a_constant_output_beside_a_computed_one_builds(tmp_path):
+    from tvm_partition import frontend
+    from tvm_partition.cli.compile import compile_model
+    from tvm_partition.devices import parse_devices
+    from tvm_partition.runtime.runner import Runner
+
+    path = str(tmp_path / "shape2.onnx")
+    proto = _shape_model(path, with_relu=True)
+    runner = Runner(compile_model(frontend.load(path), parse_devices("cpu,cpu"), "cpu").save(str(tmp_path / "art")))
+    x = np.random.default_rng(3).standard_normal((3, 4, 5)).astype(np.float32)
+    for got, want in zip(runner.run({"x": x}), run_ort(proto, {"x": x})):
+        np.testing.assert_array_equal(got, want)

@@ -29,6 +29,7 @@ from .model import Model
 from . import onnx_shapes
 from .onnx_fold import fold_constants
 from .onnx_functions import inline_unconverted_functions
+from .onnx_graph import Lookup
 from .onnx_quant import QuantError, quantized_as_float
 from .onnx_loop import unroll_loops
 from .onnx_branches import data_branches, inline_constant_branches, select_branches
@@ -274,6 +275,11 @@ def _from_onnx(path: str, shapes: dict[str, int | None], seed: int) -> Model:
     conform(proto, shape_dict)
     unroll_loops(proto, shape_dict)
     select_branches(proto, shape_dict)
+    if all(Lookup.of(proto.graph).array(o.name) is not None for o in proto.graph.output):
+        # TVM's LiftTransformParams drops a weight main returns with no computation on the inputs
+        # beside it, and the VM's code generator then stops at "Var gv is not defined"
+        raise ModelError(f"{path}: every output is a constant once the inputs' shapes are bound "
+                         "(a Shape or Size of an input, a constant): nothing to compile")
     left = data_branches(proto)
     if left:
         raise ModelError(f"{path}: If {left[0]!r} branches on the data to outputs of different "
