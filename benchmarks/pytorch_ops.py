@@ -3,7 +3,7 @@
     python benchmarks/pytorch_ops.py [--out build/pytorch_ops] [--big]
     python benchmarks/pytorch_ops.py --check equal,auto [--devices cpu,cpu] [--big] [--only TEXT]
 
-Writes ``{name}.onnx`` for 70 modules (TorchScript exporter, opset 17): element-wise activations
+Writes ``{name}.onnx`` for 71 modules (TorchScript exporter, opset 17): element-wise activations
 and their ONNX forms (Mish, HardSwish, Celu, PReLU, ...), normalisations (``F.normalize``,
 group, instance and layer norms), pads of every mode, resizes, scatters and gathers, sorts,
 top-k and scans, einsums, masked attention, recurrent layers, a U-Net, a channel shuffle and
@@ -164,6 +164,9 @@ def modules(big: bool) -> dict:
                                     @ x.view(*x.shape[:2], 4, 8).permute(0, 2, 3, 1)), seq, {}),
         "argmax_gather": (lambda s, x: torch.gather(x, 1, x.argmax(1, keepdim=True)), seq, {}),
         "segmentation_argmax": (lambda s, x: s.c(x).softmax(1).argmax(1).float(), img, {"c": nn.Conv2d(8, 5, 3, padding=1)}),
+        # a MaxPool's Indices (the 1x1 pool and the subtraction PyTorch writes beside it) read back
+        "max_pool_indices": (lambda s, x: (lambda p, i: p + torch.gather(x.flatten(2), 2, i.flatten(2)).view_as(p))(
+            *F.max_pool2d(x, 3, 2, 1, return_indices=True)), img, {}),
         "float_mask_attention": (lambda s, x: torch.softmax(x @ x.transpose(1, 2)
                                                             + (1 - (x[:, :, :1] > 0).float().transpose(1, 2)) * -1e4, -1) @ x,
                                  seq, {}),

@@ -25,14 +25,15 @@ does not. With the inputs' shapes bound (this tool builds static shapes only):
   triangular ``Where`` of its axis against itself (``n x n`` per row, :data:`MAX_SCAN` at most).
 * ``MaxPool`` whose ``Indices`` are read (SegNet's and ENet's decoders unpool at them; PyTorch
   writes them for every ``MaxPool2d(return_indices=True)``, beside a 1x1 ``MaxPool`` whose indices
-  it subtracts to make them per plane): each tap of the window is a strided ``Slice`` of the input
-  (padded where windows reach past it), and a chain over the taps keeps the largest value so far
-  and its flat index (``Greater``, two ``Where``\ s). Strictly greater, so the first of equal
-  maxima in the window's row-major order wins, as ONNX's reference implementation and onnxruntime
-  choose; padding is never chosen (constant masks of the taps inside the input, the first such tap
-  taken whatever its value); the index is into the unpadded input, ``(n * C + c) * H * W + h * W +
-  w`` (``h + w * H`` for ``storage_order`` 1). The values come from the same chain. Windows of at
-  most :data:`MAX_POOL_TAPS` taps, opset 11 on (a ``Slice``'s steps, ``Pad``'s inputs).
+  it subtracts to make them per plane): the values stay TVM's pooling; the index is that of the
+  first tap of the window (row-major) whose element equals the maximum, as ONNX's reference
+  implementation and onnxruntime choose among equal maxima: each tap a strided ``Slice`` of the
+  input (padded where windows reach past it), compared (``Equal``) and selected (``Where``) from
+  the last tap back. Padding is never chosen (constant masks of the taps inside the input, so a
+  window whose elements are all ``-inf`` points at its first); the index is into the unpadded
+  input, ``(n * C + c) * H * W + h * W + w`` (``h + w * H`` for ``storage_order`` 1). A one-tap
+  window's indices are constants. Windows of at most :data:`MAX_POOL_TAPS` taps, opset 11 on (a
+  ``Slice``'s steps, ``Pad``'s inputs).
 * ``MaxUnpool`` with an ``output_shape`` (TVM's converter fails on it: "'GenericConst' object has
   no attribute 'tolist'") is its input scattered at its indices (``ScatterElements``) into zeros of
   that shape, flattened: the indices are read as a ``MaxPool`` of an input of that shape wrote
@@ -237,7 +238,7 @@ def _write_cumprod(node, emit: Emitter, types: dict, lookup: Lookup) -> bool:
 
 
 #: Most taps a ``MaxPool``'s window may have for its indices to be written out (each a strided
-#: slice and two ``Where``\ s).
+#: slice, an ``Equal`` and a ``Where``).
 MAX_POOL_TAPS = 64
 
 
@@ -304,7 +305,7 @@ def _pool_begin_pads(a: dict, spatial, outs, kernel, strides, dilations) -> list
 
 def _tap(emit: Emitter, x: str, offset: list[int], outs: list[int], strides: list[int]) -> str:
     """The elements of ``x`` (padded) one tap of the window reads at every output position: a
-    slice from ``offset`` by ``strides`` along the spatial axes (``x`` itself where that is all)."""
+    slice from ``offset`` by ``strides`` along the spatial axes."""
     n_sp = len(offset)
     ends = [f + (o - 1) * s + 1 for f, o, s in zip(offset, outs, strides)]
     axes = list(range(2, 2 + n_sp))
