@@ -27,7 +27,8 @@ pytestmark = [pytest.mark.filterwarnings("ignore:Renaming name:UserWarning"),
 NAMES = ("test_dft", "test_dft_axis_opset19", "test_dft_inverse", "test_dft_rfft", "test_dft_irfft",
          "test_stft", "test_stft_with_window", "test_lpnormalization_default", "test_reversesequence_batch",
          "test_reversesequence_time", "test_cumprod_1d_reverse_exclusive", "test_cumprod_2d_axis_0", "test_if",
-         "test_maxpool_with_argmax_2d_precomputed_pads", "test_maxpool_with_argmax_2d_precomputed_strides")
+         "test_maxpool_with_argmax_2d_precomputed_pads", "test_maxpool_with_argmax_2d_precomputed_strides",
+         "test_col2im_strides", "test_col2im_5d")
 
 
 @pytest.fixture(scope="module")
@@ -39,8 +40,8 @@ def found():
 def test_onnx_own_cases_of_the_operators_written_out(name, found, tmp_path):
     """``DFT`` (forward, along another axis at opset 19, inverse, one-sided, the inverse of a
     one-sided one), ``STFT`` (a constant window and one given as an input), ``LpNormalization``,
-    ``ReverseSequence`` (either axis first), ``CumProd``, an ``If`` on an input and a ``MaxPool``'s
-    indices (column-major in one): each was refused (``OpNotImplemented``; the ``If`` an
+    ``ReverseSequence`` (either axis first), ``CumProd``, an ``If`` on an input, a ``MaxPool``'s
+    indices (column-major in one) and ``Col2Im`` (2-D and 3-D): each was refused (``OpNotImplemented``; the ``If`` an
     ``IndexError`` on its scalar input; the ``MaxPool`` "Missing outputs")."""
     case = found[name]
     path, inputs = onnx_node_cases.saved(case, 8, str(tmp_path))
@@ -245,3 +246,36 @@ def test_a_one_tap_pools_indices_are_constants():
     proto = _pool_model((1, 3, 4, 4), kernel_shape=[1, 1])
     assert decompose(proto, {"x": [1, 3, 4, 4]}) == 1
     assert not {"Equal", "Where"} & {n.op_type for n in proto.graph.node}
+
+
+@pytest.mark.parametrize("image, block, attrs", [
+    ([6, 7], [2, 3], {}),
+    ([9, 8], [3, 2], dict(strides=[2, 3], dilations=[1, 2], pads=[1, 0, 2, 1])),
+    ([5, 5], [3, 3], dict(strides=[2, 2], pads=[1, 1, 1, 1])),  # windows that overlap: sums
+], ids=["plain", "strided-dilated-padded", "overlapping"])
+def test_col2im_matches_onnxruntime(image, block, attrs):
+    """``Col2Im`` (``nn.Fold``) written out, against onnxruntime on the graph before; blocks that
+    overlap add, taps that fall in the padding are dropped."""
+    from onnx import TensorProto, helper
+
+    from tvm_partition.frontend.onnx_decompose import decompose
+
+    ort = pytest.importorskip("onnxruntime")
+    dims = len(image)
+    pads, strides, dilations = (attrs.get("pads", [0] * 2 * dims), attrs.get("strides", [1] * dims),
+                                attrs.get("dilations", [1] * dims))
+    blocks = [(i + pads[k] + pads[k + dims] - d * (b - 1) - 1) // s + 1
+              for k, (i, b, d, s) in enumerate(zip(image, block, dilations, strides))]
+    shape = [2, 3 * int(np.prod(block)), int(np.prod(blocks))]
+    const = lambda name, v: helper.make_node("Constant", [], [name], value=onnx.numpy_helper.from_array(np.array(v, np.int64)))
+    nodes = [const("image", image), const("block", block), helper.make_node("Col2Im", ["x", "image", "block"], ["y"], **attrs)]
+    graph = helper.make_graph(nodes, "fold", [helper.make_tensor_value_info("x", TensorProto.FLOAT, shape)],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)])
+    proto = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18)])
+    x = np.random.default_rng(7).standard_normal(shape).astype(np.float32)
+    run = lambda p: ort.InferenceSession(p.SerializeToString(), providers=["CPUExecutionProvider"]).run(None, {"x": x})
+    (want,) = run(proto)
+    assert decompose(proto, {"x": shape}) == 1
+    assert "Col2Im" not in [n.op_type for n in proto.graph.node]
+    (got,) = run(proto)
+    np.testing.assert_allclose(got, want, rtol=1e-6, atol=1e-6)

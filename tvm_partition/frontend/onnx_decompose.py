@@ -3,8 +3,8 @@ operators it converts, before it reads the graph.
 
 TVM 0.27's Relax importer refuses ``DFT``, ``STFT``, ``LpNormalization``, ``ReverseSequence`` and
 ``CumProd`` (``OpNotImplemented``; ONNX's own test cases of them, ``benchmarks/onnx_node_cases.py``),
-a ``MaxPool``'s second output, ``Indices`` ("Missing outputs during conversion"), and a
-``MaxUnpool``'s ``output_shape``;
+``Col2Im``, a ``MaxPool``'s second output, ``Indices`` ("Missing outputs during conversion"),
+and a ``MaxUnpool``'s ``output_shape``;
 :mod:`.onnx_functions` writes out only operators the standard defines as functions, and these it
 does not. With the inputs' shapes bound (this tool builds static shapes only):
 
@@ -41,6 +41,12 @@ does not. With the inputs' shapes bound (this tool builds static shapes only):
   implementation (and so its one case of it) reads them in the shape the attributes infer and pads
   that to ``output_shape`` after: the two differ where the shapes do (its 2 x 2 unpooled into
   5 x 5).
+* ``Col2Im`` (PyTorch's ``nn.Fold``, the inverse of an unfolding into patches: T2T-ViT's soft
+  split, video inpainting's patch embeddings) sums each patch's columns back into the image. Each
+  output element is the sum, over the kernel's taps, of the one column entry (if any) whose block
+  covers it at that tap: a ``Gather`` of constant indices (one per tap and output element, a zero
+  appended to each channel's columns for a tap no block covers there) and a ``ReduceSum`` over the
+  taps, which TVM fuses; any ``strides``, ``dilations``, ``pads`` and number of spatial axes.
 
 Each needs its attributes' inputs (``dft_length``, ``axis``, ``frame_step``, the window) as
 constants, which :mod:`.onnx_fold` has made them where a graph computes them from shapes.
@@ -328,6 +334,40 @@ def _write_max_unpool(node, emit: Emitter, types: dict, lookup: Lookup) -> bool:
     return True
 
 
+#: Largest ``Col2Im`` written out: its constant indices (one per kernel tap and output element).
+MAX_COL2IM_INDICES = 1 << 24
+
+
+def _write_col2im(node, emit: Emitter, types: dict, lookup: Lookup) -> bool:
+    """``Col2Im`` (module docstring): each output element the sum, over the kernel's taps, of the
+    one column entry of that tap whose block covers it (a constant index per tap and element; a
+    zero appended to each channel's columns for a tap whose blocks miss it)."""
+    image, block = lookup.constant(input_name(node, 1)), lookup.constant(input_name(node, 2))
+    if image is None or image is False or block is None or block is False or node.input[0] not in types:
+        return False
+    image, block = [int(d) for d in np.ravel(image)], [int(d) for d in np.ravel(block)]
+    n, rows, length = types[node.input[0]][1]
+    a, dims, taps = attrs(node), len(image), int(np.prod(block))
+    dilations, strides = a.get("dilations", [1] * dims), a.get("strides", [1] * dims)
+    pads = a.get("pads", [0] * 2 * dims)
+    blocks = [(i + pads[k] + pads[k + dims] - d * (b - 1) - 1) // s + 1
+              for k, (i, b, d, s) in enumerate(zip(image, block, dilations, strides))]
+    if rows % taps or int(np.prod(blocks)) != length or taps * int(np.prod(image)) > MAX_COL2IM_INDICES:
+        return False
+    channels, pixels = rows // taps, int(np.prod(image))
+    index = np.full((taps, pixels), taps * length, np.int64)  # the appended zero
+    starts = np.stack(np.unravel_index(np.arange(length), blocks), 1) * strides - pads[:dims]  # [length, dims]
+    for j, tap in enumerate(np.ndindex(*block)):
+        at = starts + np.asarray(tap) * dilations
+        inside = np.all((at >= 0) & (at < image), 1)
+        index[j, np.ravel_multi_index(at[inside].T, image)] = j * length + np.flatnonzero(inside)
+    columns = emit.reshape(node.input[0], [n, channels, taps * length])
+    padded = emit.op("Pad", [columns, emit.ints([0, 0, 0, 0, 0, 1])])
+    picked = emit.reshape(emit.op("Gather", [padded, emit.ints(index.reshape(-1))], axis=2), [n, channels, taps, pixels])
+    emit.reshape(_reduce(emit, "ReduceSum", picked, 2, keepdims=0), [n, channels, *image], node.output[0])
+    return True
+
+
 _WRITERS = {"DFT": _write_dft, "STFT": _write_stft, "LpNormalization": _write_lp_normalization,
             "ReverseSequence": _write_reverse_sequence, "CumProd": _write_cumprod, "MaxPool": _write_max_pool_indices,
-            "MaxUnpool": _write_max_unpool}
+            "MaxUnpool": _write_max_unpool, "Col2Im": _write_col2im}
