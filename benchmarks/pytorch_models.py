@@ -2,15 +2,16 @@
 
     python benchmarks/pytorch_models.py [--out build/pytorch_models] [--exporters torchscript,dynamo]
 
-Writes ``{name}_{exporter}.onnx`` for ten architectures a user brings and none of this
+Writes ``{name}_{exporter}.onnx`` for eleven architectures a user brings and none of this
 project's zoo has: a dilated causal TCN (``F.pad``), a pre-norm causal transformer language model
 (``nn.TransformerEncoder`` with a mask), a Conformer block (GLU, a depthwise ``Conv1d``, batch
 norm, SiLU, ``nn.MultiheadAttention``), ESPCN super-resolution (``F.pixel_shuffle``), an MLP-Mixer,
 a YOLO-like detection head (LeakyReLU, nearest upsampling, a concat, a permute), causal
 ``F.scaled_dot_product_attention``, a bag-of-words classifier on ``nn.EmbeddingBag`` and an
-EfficientNet-like block (squeeze-and-excitation), and a SegNet-like encoder-decoder (its decoder
+EfficientNet-like block (squeeze-and-excitation), a SegNet-like encoder-decoder (its decoder
 unpools at its encoder's pooling indices: ``MaxPool`` with ``Indices``; PyTorch 2.13's TorchScript
-exporter refuses its ``MaxUnpool2d``). Seeded weights, batch as given below.
+exporter refuses its ``MaxUnpool2d``) and T2T-ViT's soft split folded back (``F.fold``: ``Col2Im``;
+the TorchScript exporter refuses it). Seeded weights, batch as given below.
 ``torchscript``: ``torch.onnx.export(..., dynamo=False, opset_version=17)``; ``dynamo``: PyTorch's
 default exporter since 2.9 (needs ``onnxscript``); a model an exporter refuses is reported and
 skipped. Needs ``torch`` (not a dependency of this project); then ``tvm-partition bench --models
@@ -181,9 +182,22 @@ def models():
             y = self.d2(self.unpool(y, i2))
             return self.out(self.d1(self.unpool(y, i1)))
 
+    class SoftSplit(nn.Module):
+        """T2T-ViT's soft split and its inverse: overlapping 3x3 patches (stride 2) unfolded, each
+        mixed by a linear layer, folded back (``F.fold``, where overlaps add: ONNX's ``Col2Im``)."""
+
+        def __init__(self, channels=16):
+            super().__init__()
+            self.mix = nn.Linear(channels * 9, channels * 9)
+
+        def forward(self, x):
+            patches = self.mix(F.unfold(x, 3, padding=1, stride=2).transpose(1, 2)).transpose(1, 2)
+            return F.fold(patches, x.shape[-2:], 3, padding=1, stride=2)
+
     torch.manual_seed(0)
     return {
         "segnet": (SegNet(), torch.randn(1, 3, 128, 128)),
+        "soft_split": (SoftSplit(), torch.randn(1, 16, 64, 64)),
         "tcn": (TCN(), torch.randn(1, 16, 1000)),
         "causal_lm": (CausalLM(), torch.randint(0, 2000, (1, 64))),
         "conformer": (Conformer(), torch.randn(1, 100, 144)),
