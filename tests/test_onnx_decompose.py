@@ -279,3 +279,65 @@ def test_col2im_matches_onnxruntime(image, block, attrs):
     assert "Col2Im" not in [n.op_type for n in proto.graph.node]
     (got,) = run(proto)
     np.testing.assert_allclose(got, want, rtol=1e-6, atol=1e-6)
+
+
+def _cache_update(shape, update_shape, mode, axis=None, indices=True, opset=24):
+    from onnx import TensorProto, helper
+
+    kw = dict(mode=mode) if axis is None else dict(mode=mode, axis=axis)
+    inputs = ["cache", "update"] + (["at"] if indices else [])
+    graph = helper.make_graph(
+        [helper.make_node("TensorScatter", inputs, ["y"], **kw)], "kv",
+        [helper.make_tensor_value_info("cache", TensorProto.FLOAT, shape),
+         helper.make_tensor_value_info("update", TensorProto.FLOAT, update_shape)]
+        + ([helper.make_tensor_value_info("at", TensorProto.INT64, [shape[0]])] if indices else []),
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)])
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)])
+
+
+@pytest.mark.parametrize("shape, update_shape, mode, axis, at", [
+    ([2, 3, 8, 4], [2, 3, 3, 4], "linear", None, [0, 5]),
+    ([2, 3, 8, 4], [2, 3, 3, 4], "circular", None, [6, 2]),  # wraps round the end
+    ([3, 6, 5], [3, 2, 5], "linear", 1, [4, 0, 1]),
+    ([2, 5, 4], [2, 1, 4], "circular", -2, None),  # no write indices: from 0
+], ids=["linear", "circular-wraps", "3d-axis-1", "no-indices"])
+def test_tensor_scatter_matches_onnx_reference(shape, update_shape, mode, axis, at):
+    """``TensorScatter`` (a decoder step's cache update) written out, against ONNX's reference
+    implementation on the graph before, the write indices a graph input (read at run time)."""
+    from onnx.reference import ReferenceEvaluator
+
+    from tvm_partition.frontend.onnx_decompose import decompose
+
+    proto = _cache_update(shape, update_shape, mode, axis, at is not None)
+    rng = np.random.default_rng(4)
+    feeds = {"cache": rng.standard_normal(shape).astype(np.float32),
+             "update": rng.standard_normal(update_shape).astype(np.float32)}
+    if at is not None:
+        feeds["at"] = np.array(at, np.int64)
+    (want,) = ReferenceEvaluator(proto).run(None, feeds)
+    shapes = {k: list(v.shape) for k, v in feeds.items()}
+    assert decompose(proto, shapes) == 1
+    assert "TensorScatter" not in [n.op_type for n in proto.graph.node]
+    (got,) = ReferenceEvaluator(proto).run(None, feeds)
+    np.testing.assert_array_equal(got, want)
+
+
+def test_a_cache_update_builds_and_takes_its_write_indices_at_run_time(tmp_path):
+    from onnx.reference import ReferenceEvaluator
+
+    from tvm_partition import frontend
+    from tvm_partition.cli.compile import compile_model
+    from tvm_partition.devices import parse_devices
+    from tvm_partition.runtime.runner import Runner
+
+    proto = _cache_update([2, 4, 16, 8], [2, 4, 1, 8], "linear")
+    path = str(tmp_path / "kv.onnx")
+    onnx.save(proto, path)
+    runner = Runner(compile_model(frontend.load(path), parse_devices("cpu,cpu"), "cpu").save(str(tmp_path / "art")))
+    rng = np.random.default_rng(5)
+    feeds = {"cache": rng.standard_normal((2, 4, 16, 8)).astype(np.float32),
+             "update": rng.standard_normal((2, 4, 1, 8)).astype(np.float32)}
+    for at in ([0, 15], [7, 3]):
+        feeds["at"] = np.array(at, np.int64)
+        (want,) = ReferenceEvaluator(proto).run(None, feeds)
+        np.testing.assert_array_equal(runner.run(feeds)[0], want)

@@ -3,8 +3,8 @@ operators it converts, before it reads the graph.
 
 TVM 0.27's Relax importer refuses ``DFT``, ``STFT``, ``LpNormalization``, ``ReverseSequence`` and
 ``CumProd`` (``OpNotImplemented``; ONNX's own test cases of them, ``benchmarks/onnx_node_cases.py``),
-``Col2Im``, a ``MaxPool``'s second output, ``Indices`` ("Missing outputs during conversion"),
-and a ``MaxUnpool``'s ``output_shape``;
+``Col2Im``, ``TensorScatter``, a ``MaxPool``'s second output, ``Indices`` ("Missing outputs
+during conversion"), and a ``MaxUnpool``'s ``output_shape``;
 :mod:`.onnx_functions` writes out only operators the standard defines as functions, and these it
 does not. With the inputs' shapes bound (this tool builds static shapes only):
 
@@ -47,6 +47,12 @@ does not. With the inputs' shapes bound (this tool builds static shapes only):
   covers it at that tap: a ``Gather`` of constant indices (one per tap and output element, a zero
   appended to each channel's columns for a tap no block covers there) and a ``ReduceSum`` over the
   taps, which TVM fuses; any ``strides``, ``dilations``, ``pads`` and number of spatial axes.
+* ``TensorScatter`` (opset 24: a key-value cache updated in place by a decoder step, at a write
+  index per batch, ``linear`` or ``circular``) is the cache where no update lands and the update
+  where one does: a position's offset from its batch's write index (``Sub``; modulo the cache's
+  length in ``circular`` mode) says whether it receives an element and which (``GatherElements`` of
+  the offset clipped to the update, ``Where``), one element-wise pass over the cache, the write
+  indices read at run time.
 
 Each needs its attributes' inputs (``dft_length``, ``axis``, ``frame_step``, the window) as
 constants, which :mod:`.onnx_fold` has made them where a graph computes them from shapes.
@@ -368,6 +374,36 @@ def _write_col2im(node, emit: Emitter, types: dict, lookup: Lookup) -> bool:
     return True
 
 
+def _write_tensor_scatter(node, emit: Emitter, types: dict, lookup: Lookup) -> bool:
+    """``TensorScatter`` (module docstring): each cache position takes the update's element it
+    receives (``GatherElements`` of the clipped offset from the batch's write index), where one
+    does, else keeps the past cache's (``Where``)."""
+    cache, update = node.input[0], node.input[1]
+    if cache not in types or update not in types:
+        return False
+    shape, a = list(types[cache][1]), attrs(node)
+    axis = a.get("axis", -2) % len(shape)
+    length = types[update][1][axis]
+    if axis == 0 or length < 1:  # the first axis is the batch the write indices are of
+        return False
+    mode = a.get("mode", b"linear")
+    circular = (mode.decode() if isinstance(mode, bytes) else mode) == "circular"
+    places = np.arange(shape[axis], dtype=np.int64).reshape([1] * axis + [-1] + [1] * (len(shape) - axis - 1))
+    offset = emit.ints(places)
+    if input_name(node, 2):  # offset = place - write index of the batch
+        starts = emit.reshape(node.input[2], [shape[0]] + [1] * (len(shape) - 1))
+        offset = emit.op("Sub", [offset, starts])
+    if circular:  # from the write index round the end of the cache and back to its start
+        offset = emit.op("Mod", [emit.op("Add", [offset, emit.ints(shape[axis])]), emit.ints(shape[axis])])
+        hit = emit.op("Less", [offset, emit.ints(length)])
+    else:
+        hit = emit.op("And", [emit.op("GreaterOrEqual", [offset, emit.ints(0)]), emit.op("Less", [offset, emit.ints(length)])])
+    clipped = emit.op("Min", [emit.op("Max", [offset, emit.ints(0)]), emit.ints(length - 1)])
+    picked = emit.op("GatherElements", [update, emit.op("Expand", [clipped, emit.ints(shape)])], axis=axis)
+    emit.op("Where", [hit, picked, cache], node.output[0])
+    return True
+
+
 _WRITERS = {"DFT": _write_dft, "STFT": _write_stft, "LpNormalization": _write_lp_normalization,
             "ReverseSequence": _write_reverse_sequence, "CumProd": _write_cumprod, "MaxPool": _write_max_pool_indices,
-            "MaxUnpool": _write_max_unpool, "Col2Im": _write_col2im}
+            "MaxUnpool": _write_max_unpool, "Col2Im": _write_col2im, "TensorScatter": _write_tensor_scatter}
