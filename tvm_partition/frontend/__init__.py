@@ -275,7 +275,8 @@ def _from_onnx(path: str, shapes: dict[str, int | None], seed: int) -> Model:
     conform(proto, shape_dict)
     unroll_loops(proto, shape_dict)
     select_branches(proto, shape_dict)
-    if all(Lookup.of(proto.graph).array(o.name) is not None for o in proto.graph.output):
+    lookup = Lookup.of(proto.graph)
+    if all(lookup.array(o.name) is not None for o in proto.graph.output):
         # TVM's LiftTransformParams drops a weight main returns with no computation on the inputs
         # beside it, and the VM's code generator then stops at "Var gv is not defined"
         raise ModelError(f"{path}: every output is a constant once the inputs' shapes are bound "

@@ -24,6 +24,7 @@ at run time (a while loop), that runs more than :data:`MAX_ITERATIONS` times or 
 its own, and opset 8's ``Scan`` (a batch axis and sequence lengths of its own) are left to TVM's
 importer, which then names them in its error.
 """
+
 from __future__ import annotations
 
 import numpy as np
