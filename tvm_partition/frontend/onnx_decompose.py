@@ -280,13 +280,8 @@ def _write_max_pool_indices(node, emit: Emitter, types: dict, lookup: Lookup) ->
         place = np.cumprod([1] + spatial[:-1])  # column-major: the first spatial axis varies fastest
     else:
         place = np.cumprod(([1] + spatial[::-1])[:-1])[::-1]
-    grid = np.meshgrid(*[np.arange(o) for o in outs], indexing="ij")
-    taps = []
-    for tap in np.ndindex(*kernel):
-        at = [g * s - b + t * d for g, s, b, t, d in zip(grid, strides, begin, tap, dilations)]
-        valid = np.logical_and.reduce([(p >= 0) & (p < n) for p, n in zip(at, spatial)]).reshape([1, 1] + outs)
-        flat = sum(p * w for p, w in zip(at, place)).astype(np.int64).reshape([1, 1] + outs)
-        taps.append((tap, valid, flat))
+    taps = [(tap, inside.reshape([1, 1] + outs), (at @ place).astype(np.int64).reshape([1, 1] + outs))
+            for tap, at, inside in _window_reads(outs, kernel, strides, begin, dilations, spatial)]
     # from the last tap back to the first, so the first tap equal to the maximum is the one kept;
     # one chain of element-wise ops, which TVM fuses into one kernel with the taps' slices (a chain
     # that also carried the running maximum shared its comparisons with the values' chain, and
@@ -303,10 +298,19 @@ def _write_max_pool_indices(node, emit: Emitter, types: dict, lookup: Lookup) ->
     return True
 
 
+def _window_reads(counts, kernel, strides, begin, dilations, extent):
+    """For each tap of a window placed ``counts`` times along each axis (by ``strides``, from
+    ``-begin``; taps ``dilations`` apart): ``(tap, the coordinates it reads [placements, axes],
+    placements in row-major order, whether each lies inside ``extent``)``."""
+    starts = np.stack(np.unravel_index(np.arange(int(np.prod(counts))), counts), 1) * strides - np.asarray(begin)
+    for tap in np.ndindex(*kernel):
+        at = starts + np.asarray(tap) * dilations
+        yield tap, at, np.all((at >= 0) & (at < extent), 1)
+
+
 def _pool_begin_pads(a: dict, spatial, outs, kernel, strides, dilations) -> list[int]:
     """The padding before each spatial axis, as the specification's ``auto_pad`` derives it."""
-    auto = a.get("auto_pad", b"NOTSET")
-    auto = auto.decode() if isinstance(auto, bytes) else auto
+    auto = a.get("auto_pad", b"NOTSET").decode()
     if auto in ("SAME_UPPER", "SAME_LOWER"):
         total = [max(0, (o - 1) * s + (k - 1) * d + 1 - n) for o, s, k, d, n in zip(outs, strides, kernel, dilations, spatial)]
         return [t // 2 if auto == "SAME_UPPER" else t - t // 2 for t in total]
@@ -362,10 +366,7 @@ def _write_col2im(node, emit: Emitter, types: dict, lookup: Lookup) -> bool:
         return False
     channels, pixels = rows // taps, int(np.prod(image))
     index = np.full((taps, pixels), taps * length, np.int64)  # the appended zero
-    starts = np.stack(np.unravel_index(np.arange(length), blocks), 1) * strides - pads[:dims]  # [length, dims]
-    for j, tap in enumerate(np.ndindex(*block)):
-        at = starts + np.asarray(tap) * dilations
-        inside = np.all((at >= 0) & (at < image), 1)
+    for j, (_, at, inside) in enumerate(_window_reads(blocks, block, strides, pads[:dims], dilations, image)):
         index[j, np.ravel_multi_index(at[inside].T, image)] = j * length + np.flatnonzero(inside)
     columns = emit.reshape(node.input[0], [n, channels, taps * length])
     padded = emit.op("Pad", [columns, emit.ints([0, 0, 0, 0, 0, 1])])
@@ -386,8 +387,7 @@ def _write_tensor_scatter(node, emit: Emitter, types: dict, lookup: Lookup) -> b
     length = types[update][1][axis]
     if axis == 0 or length < 1:  # the first axis is the batch the write indices are of
         return False
-    mode = a.get("mode", b"linear")
-    circular = (mode.decode() if isinstance(mode, bytes) else mode) == "circular"
+    circular = a.get("mode", b"linear").decode() == "circular"
     places = np.arange(shape[axis], dtype=np.int64).reshape([1] * axis + [-1] + [1] * (len(shape) - axis - 1))
     offset = emit.ints(places)
     if input_name(node, 2):  # offset = place - write index of the batch
