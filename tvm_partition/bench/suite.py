@@ -53,7 +53,7 @@ from ..devices import usable_cpus
 from . import results
 from .runtime import BUNDLE_SPEC, RESULTS, measure_isolated
 from ..errors import TvmPartitionError
-from ..runtime.ort import agreement
+from ..runtime.ort import agreement, spread
 
 REPO = results.workspace()
 #: EOP Table 3's workloads; their zoo defaults are the paper's settings.
@@ -299,7 +299,9 @@ class Bench:
 
         row["tuned_kernels"] = None
         bench_ort.save(model, art, self.threads or usable_cpus())
-        agreed = agreement(bench_ort.run(art), reference_outputs(model), quantizes(model.mod))
+        quantized = quantizes(model.mod)
+        agreed = agreement(bench_ort.run(art), reference_outputs(model), quantized,
+                           spread(model, self.threads or usable_cpus()) if quantized else None)
         row["max_abs_err_vs_ort"] = float(f"{agreed.err:.3g}") if agreed.err != float("inf") else None
         if not agreed.ok:
             raise bench_ort.OrtError(f"outputs differ from TVM's unpartitioned model by {agreed.err:.3g} (tolerance "

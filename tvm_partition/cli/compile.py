@@ -10,7 +10,7 @@ machine's profile), so the plan is priced on measurements, not XGBoost guesses. 
 model.so, params.npz, plan.json, manifest.json and plan.png (the predicted schedule). ``--check`` runs the unpartitioned and the partitioned
 model on the same seeded input on this machine's devices (``cpu,cpu`` where there is no GPU),
 prints ``max_abs_err=<value>`` and fails beyond tolerance (a quantized model's flipped roundings
-counted: :class:`tvm_partition.runtime.ort.Agreement`); an .onnx model is compared with
+counted, and set against onnxruntime's own: :class:`tvm_partition.runtime.ort.Agreement`); an .onnx model is compared with
 onnxruntime's outputs too (``max_abs_err_onnxruntime=<value>``, where onnxruntime is installed). ``auto`` (default) keeps the best
 predicted plan of the cheap strategies; ``eop`` is the EOP planner (:mod:`.planners.eop`). Every
 plan is priced on the cost model by :mod:`.simulate`. The placement strategies (milp,
@@ -430,15 +430,18 @@ def main(argv=None) -> int:
 
         outs, ref = check_outputs(compiled, args.out)
         quantized = quantizes(model.mod)
-        if not reported(ort.agreement(outs, ref, quantized), "max_abs_err", "the unpartitioned model"):
+        spread = ort.spread(compiled.model, compiled.num_threads) if quantized else None
+        if not reported(ort.agreement(outs, ref, quantized, spread), "max_abs_err", "the unpartitioned model"):
             return 1
-        return check_onnxruntime(compiled, outs, quantized)
+        return check_onnxruntime(compiled, outs, quantized, spread)
     return 0
 
 
-def check_onnxruntime(compiled: Compiled, outs: list[np.ndarray], quantized: bool = False) -> int:
+def check_onnxruntime(compiled: Compiled, outs: list[np.ndarray], quantized: bool = False,
+                      spread: float | None = None) -> int:
     """``--check``'s second oracle for an .onnx model: onnxruntime's outputs on the same inputs
-    (:mod:`tvm_partition.runtime.ort`). Prints ``max_abs_err_onnxruntime=<value>``
+    (:mod:`tvm_partition.runtime.ort`; a quantized model's ``spread`` is onnxruntime's own,
+    :func:`tvm_partition.runtime.ort.spread`). Prints ``max_abs_err_onnxruntime=<value>``
     and returns 1 beyond tolerance; says on stderr why it compared nothing where onnxruntime
     cannot run the model (0: TVM's own check stands)."""
     if ort.source(compiled.model) is None:
@@ -448,7 +451,7 @@ def check_onnxruntime(compiled: Compiled, outs: list[np.ndarray], quantized: boo
     except ort.OrtError as e:
         print(f"note: not compared with onnxruntime: {e}", file=sys.stderr)
         return 0
-    return 0 if reported(ort.agreement(outs, ref, quantized), "max_abs_err_onnxruntime", "onnxruntime's") else 1
+    return 0 if reported(ort.agreement(outs, ref, quantized, spread), "max_abs_err_onnxruntime", "onnxruntime's") else 1
 
 
 def reported(agreed: ort.Agreement, key: str, reference: str) -> bool:

@@ -33,6 +33,21 @@ RTOL = 1e-4
 #: than FLIPPED_RANGE of its output's largest value; a wrong scale or axis moves most of them.
 FLIPPED_SHARE, FLIPPED_RANGE = 0.02, 0.1
 
+#: Where a quantized model quantizes its activations dynamically (a scale from each tensor's own
+#: minimum and maximum) a flip moves a whole tensor's grid, and the flips cascade: DistilBERT quantized
+#: by onnxruntime's ``quantize_dynamic`` differs in 96-97% of its outputs, by up to 1.2% of their
+#: range, between onnxruntime with its graph optimizations and without (their fused GELU and attention
+#: sum in other orders), and our build about as much from either: mean differences 0.0059 between
+#: onnxruntime's two, 0.0079 from TVM's unpartitioned build, 0.010 from onnxruntime (``compile
+#: --check``'s seeded inputs, 2026-12-05).
+#: Such a model agrees where its mean difference is within SPREAD_FACTOR of onnxruntime's own (its
+#: outputs with and without graph optimizations: :func:`spread`) and none further than FLIPPED_RANGE
+#: of the range. Our build sums in other orders than onnxruntime at more ops than its two runs differ
+#: by: DistilBERT 1.3x and 1.7x, a stack of 24 dynamically quantized matmuls and GELUs 1.55x (12 of
+#: them: 1.03x; tests/test_onnx_quant.py), hence 3; a wrong scale or zero point moves every
+#: element by a step or more.
+SPREAD_FACTOR = 3.0
+
 
 class OrtError(TvmPartitionError, ValueError):
     """onnxruntime cannot run the model here; the message says why and what to do."""
@@ -56,8 +71,9 @@ def feeds(model) -> dict[str, np.ndarray]:
     return dict(zip(names, model.inputs.values()))
 
 
-def session(model_path: str, num_threads: int):
-    """onnxruntime's CPU session with our CPU build's thread count."""
+def session(model_path: str, num_threads: int, optimized: bool = True):
+    """onnxruntime's CPU session with our CPU build's thread count (its graph optimizations off
+    where not ``optimized``)."""
     try:
         import onnxruntime as ort
     except ImportError:
@@ -65,7 +81,8 @@ def session(model_path: str, num_threads: int):
     opts = ort.SessionOptions()
     opts.intra_op_num_threads = int(num_threads)
     opts.inter_op_num_threads = 1
-    opts.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+    opts.graph_optimization_level = (ort.GraphOptimizationLevel.ORT_ENABLE_ALL if optimized
+                                     else ort.GraphOptimizationLevel.ORT_DISABLE_ALL)
     opts.log_severity_level = 3
     try:
         return ort.InferenceSession(model_path, opts, providers=["CPUExecutionProvider"])
@@ -73,15 +90,27 @@ def session(model_path: str, num_threads: int):
         raise OrtError(f"onnxruntime cannot load {model_path}: {_first_line(e)}") from None
 
 
-def outputs(model, num_threads: int) -> list[np.ndarray]:
-    """onnxruntime's outputs of ``model``'s .onnx file on ``model.inputs``; :class:`OrtError`
-    where there is no file, no onnxruntime, or onnxruntime cannot load or run it."""
+def outputs(model, num_threads: int, optimized: bool = True) -> list[np.ndarray]:
+    """onnxruntime's outputs of ``model``'s .onnx file on ``model.inputs`` (its graph optimizations
+    off where not ``optimized``); :class:`OrtError` where there is no file, no onnxruntime, or
+    onnxruntime cannot load or run it."""
     inputs = feeds(model)
-    sess = session(source(model), num_threads)
+    sess = session(source(model), num_threads, optimized)
     try:
         return [np.asarray(o) for o in sess.run(None, inputs)]
     except Exception as e:  # noqa: BLE001 - onnxruntime's own error types; keep the message
         raise OrtError(f"onnxruntime cannot run {source(model)}: {_first_line(e)}") from None
+
+
+def spread(model, num_threads: int) -> float | None:
+    """onnxruntime's own spread on ``model``: the mean difference of its outputs with its graph
+    optimizations and without (two evaluations of the model, each as valid: see
+    :data:`SPREAD_FACTOR`); None where onnxruntime cannot run it or they do not pair up."""
+    try:
+        fused, plain = outputs(model, num_threads), outputs(model, num_threads, optimized=False)
+    except OrtError:
+        return None
+    return mean_abs_err(fused, plain)
 
 
 def _first_line(e: Exception) -> str:
@@ -102,6 +131,14 @@ def max_abs_err(outs: list[np.ndarray], ref: list[np.ndarray]) -> tuple[float, f
     return (err if np.isfinite(err) else float("inf")), tolerance(ref)
 
 
+def mean_abs_err(outs: list[np.ndarray], ref: list[np.ndarray]) -> float | None:
+    """The mean ``|out - ref|`` over every output element; None where they do not pair up."""
+    if len(outs) != len(ref) or any(np.shape(o) != np.shape(r) for o, r in zip(outs, ref)):
+        return None
+    total = sum(float(np.sum(np.abs(np.asarray(o, np.float64) - r))) for o, r in zip(outs, ref))
+    return total / max(sum(int(np.size(r)) for r in ref), 1)
+
+
 def flipped_share(outs: list[np.ndarray], ref: list[np.ndarray], tol: float) -> float | None:
     """The share of output elements further than ``tol`` from ``ref``, where none is further than
     :data:`FLIPPED_RANGE` of its output's largest value; None where one is (or they do not pair)."""
@@ -120,25 +157,41 @@ def flipped_share(outs: list[np.ndarray], ref: list[np.ndarray], tol: float) -> 
 class Agreement:
     """A build's outputs against a reference's: the largest difference, the tolerance, and for a
     quantized model beyond it, the share of elements beyond it (None: one is far beyond, or the
-    model is not quantized)."""
+    model is not quantized), their mean difference and onnxruntime's own (:func:`spread`; None
+    where not measured)."""
 
     err: float
     tol: float
     share: float | None = None
+    mean: float | None = None
+    spread: float | None = None
 
     @property
     def ok(self) -> bool:
-        return self.err <= self.tol or (self.share is not None and self.share <= FLIPPED_SHARE)
+        return self.err <= self.tol or (self.share is not None and (self.share <= FLIPPED_SHARE or self.within_spread))
+
+    @property
+    def within_spread(self) -> bool:
+        """Whether the mean difference is within :data:`SPREAD_FACTOR` of onnxruntime's own."""
+        return self.spread is not None and self.mean is not None and self.mean <= SPREAD_FACTOR * self.spread
 
     def note(self) -> str | None:
         """What a quantized model's flipped roundings came to, where some did."""
         if self.err <= self.tol or self.share is None:
             return None
-        return (f"beyond_tolerance={self.share:.2%} of the elements (a quantized model: roundings that flip "
-                f"where sums differ in order; at most {FLIPPED_SHARE:.0%}, each within {FLIPPED_RANGE:.0%} of the range)")
+        flips = (f"beyond_tolerance={self.share:.2%} of the elements (a quantized model: roundings that flip "
+                 f"where sums differ in order; at most {FLIPPED_SHARE:.0%}, each within {FLIPPED_RANGE:.0%} of the range")
+        if self.share <= FLIPPED_SHARE or self.spread is None:
+            return flips + ")"
+        return (f"{flips}, or a mean difference within {SPREAD_FACTOR:g}x onnxruntime's with its graph optimizations "
+                f"and without: mean_abs_err={self.mean:.3g}, spread_onnxruntime={self.spread:.3g})")
 
 
-def agreement(outs: list[np.ndarray], ref: list[np.ndarray], quantized: bool) -> Agreement:
-    """:class:`Agreement` of ``outs`` with ``ref``; a ``quantized`` model's flips counted."""
+def agreement(outs: list[np.ndarray], ref: list[np.ndarray], quantized: bool,
+              spread: float | None = None) -> Agreement:
+    """:class:`Agreement` of ``outs`` with ``ref``; a ``quantized`` model's flips counted, and its
+    mean difference set against onnxruntime's own ``spread`` where given."""
     err, tol = max_abs_err(outs, ref)
-    return Agreement(err, tol, flipped_share(outs, ref, tol) if quantized and err > tol else None)
+    if not quantized or err <= tol:
+        return Agreement(err, tol)
+    return Agreement(err, tol, flipped_share(outs, ref, tol), mean_abs_err(outs, ref), spread)
