@@ -156,20 +156,75 @@ def test_a_statically_quantized_model_matches_onnxruntime(form, quantized, tmp_p
 
 
 def test_a_dynamically_quantized_model_matches_onnxruntime(quantized, tmp_path):
-    """``ConvInteger`` as a float convolution of integers (exact at these sizes), ``MatMulInteger``
-    and ``DynamicQuantizeLinear`` by TVM's importer, its scalar min and max on the reduction
-    template."""
+    """``ConvInteger`` and ``MatMulInteger`` as a float convolution and product of integers (exact at
+    these sizes), ``DynamicQuantizeLinear`` by TVM's importer, its scalar min and max on the
+    reduction template."""
     path = quantized["dynamic"]
     assert {"ConvInteger", "MatMulInteger", "DynamicQuantizeLinear"} <= _kinds(path)
-    # the convolutions' integers stay floats: each is read by a cast to float (TVM's cast to int32
-    # after a convolution took LLVM a minute to compile)
+    # the integers stay floats: each is read by a cast to float (TVM's cast to int32 after a
+    # convolution took LLVM a minute to compile)
     proto = onnx.load(str(path))
-    assert onnx_quant.quantized_as_float(proto) == 2
+    assert onnx_quant.quantized_as_float(proto) == 3  # two convolutions, one product
     assert not [n for n in proto.graph.node if n.op_type == "Cast" and n.attribute[0].i == TensorProto.INT32]
     x = np.random.default_rng(3).standard_normal(X_SHAPE).astype(np.float32)
     _, outs = run_split(frontend.load(str(path)), tmp_path, [x], schedules=True)
     for out, ref in zip(outs, ort_run(onnx.load(str(path)), [x])):
         np.testing.assert_allclose(out, ref, rtol=1e-4, atol=1e-5)
+
+
+def _matmul_integer(path, a_shape, b, a_zp, b_zp, computed_zp=False) -> None:
+    """``MatMulInteger(a, b, a_zp, b_zp)``: ``a`` a uint8 input, ``b`` and the zero points
+    constants, unless ``computed_zp``: then ``a_zp`` is an input too."""
+    inits = [numpy_helper.from_array(b, "b"), numpy_helper.from_array(b_zp, "b_zp")]
+    inputs = [helper.make_tensor_value_info("a", TensorProto.UINT8, a_shape)]
+    if computed_zp:
+        inputs.append(helper.make_tensor_value_info("a_zp", TensorProto.UINT8, a_zp.shape))
+    else:
+        inits.append(numpy_helper.from_array(a_zp, "a_zp"))
+    nodes = [helper.make_node("MatMulInteger", ["a", "b", "a_zp", "b_zp"], ["y"])]
+    y_shape = [*a_shape[:-1], b.shape[-1]]
+    graph = helper.make_graph(nodes, "mmi", inputs, [helper.make_tensor_value_info("y", TensorProto.INT32, y_shape)], inits)
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)]), str(path))
+
+
+@pytest.mark.parametrize("zps", ["scalars", "vectors", "batched"])
+def test_a_matmul_of_integers_is_a_float_product_that_matches_the_reference(zps, tmp_path):
+    """``MatMulInteger``'s zero points per tensor, per row of ``a`` and column of ``b`` (vectors), or
+    per row of each matrix of a batch (a constant of more axes, broadcast), against its schema's
+    meaning in numpy (onnxruntime's kernel takes only a scalar ``a`` zero point; ONNX's reference
+    implementation fails on a vector); the product a float one, cast to int32 (its reader is no
+    cast to float)."""
+    rng = np.random.default_rng(0)
+    a_shape = (2, 5, 12) if zps == "batched" else (5, 12)
+    b = rng.integers(-128, 128, (12, 7), dtype=np.int8)
+    a_zp = {"scalars": np.array(3, np.uint8), "vectors": rng.integers(0, 255, 5, dtype=np.uint8),
+            "batched": rng.integers(0, 255, (2, 5, 1), dtype=np.uint8)}[zps]
+    b_zp = np.array(-2, np.int8) if zps == "scalars" else rng.integers(-128, 128, 7, dtype=np.int8)
+    _matmul_integer(tmp_path / "mmi.onnx", a_shape, b, a_zp, b_zp)
+    proto = onnx.load(str(tmp_path / "mmi.onnx"))
+    assert onnx_quant.quantized_as_float(proto) == 1
+    assert [n.op_type for n in proto.graph.node][-2:] == ["MatMul", "Cast"]
+    a = rng.integers(0, 256, a_shape, dtype=np.uint8)
+    _, outs = run_split(frontend.load(str(tmp_path / "mmi.onnx")), tmp_path, [a], strategy="cpu", schedules=True)
+    rows = a_zp.reshape(-1, 1) if a_zp.ndim == 1 else a_zp
+    ref = (a.astype(np.int64) - rows) @ (b.astype(np.int64) - b_zp)
+    assert outs[0].dtype == np.int32
+    np.testing.assert_array_equal(outs[0], ref)
+
+
+def test_a_matmul_of_integers_whose_zero_point_is_computed_is_left_to_tvm(tmp_path):
+    """A zero point computed other than by a ``DynamicQuantizeLinear`` (a scalar) may be a batch's
+    of more axes, which a ``DequantizeLinear`` cannot take: TVM's importer converts that one (here a
+    scalar given as an input)."""
+    rng = np.random.default_rng(1)
+    b = rng.integers(-128, 128, (12, 7), dtype=np.int8)
+    a_zp = np.array(7, np.uint8)
+    _matmul_integer(tmp_path / "mmi.onnx", (5, 12), b, a_zp, np.array(0, np.int8), computed_zp=True)
+    proto = onnx.load(str(tmp_path / "mmi.onnx"))
+    assert onnx_quant.quantized_as_float(proto) == 0
+    a = rng.integers(0, 256, (5, 12), dtype=np.uint8)
+    _, outs = run_split(frontend.load(str(tmp_path / "mmi.onnx")), tmp_path, [a, a_zp], strategy="cpu")
+    np.testing.assert_array_equal(outs[0], (a.astype(np.int64) - 7) @ b.astype(np.int64))
 
 
 def _one_op(path, node, x_shape, y_shape, opset=17) -> onnx.ModelProto:

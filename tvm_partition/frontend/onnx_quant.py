@@ -12,6 +12,10 @@ for convolutions, ``ConvInteger``. TVM 0.27 converts ``QuantizeLinear``, ``Dequa
 ``DynamicQuantizeLinear`` and ``MatMulInteger`` and none of the others: such a model was refused
 ("OpNotImplemented: The following operators are not supported for frontend ONNX: QGemm,
 QLinearConv", a CNN and an MLP quantized by onnxruntime 1.32 in its QOperator form, 2026-12-05).
+Its ``MatMulInteger`` is a product of int32s, which ran slower than the float one (no vector
+instruction multiplies int32s as fast): DistilBERT quantized dynamically 101 ms a run against 47 for
+the float model (``bench``, rocketlake-2c, 2026-12-05); written here as ``ConvInteger`` is, a float
+product of the integers.
 
 Each operator's definition is that of its schema (onnxruntime's contrib schemas for
 ``com.microsoft``): ``QLinearAdd``'s ``C = (A_scale * (A - A_zp) + B_scale * (B - B_zp)) / C_scale +
@@ -22,8 +26,9 @@ are dequantized here, once, into float weights; only activations keep a ``Dequan
 The float arithmetic is not onnxruntime's integer one: onnxruntime accumulates a convolution's
 products of integers exactly and rounds once when it requantizes, the float form rounds each sum.
 Results differ where a value lands within that rounding of a quantization step's midpoint: an output
-one step apart, rarely (tests: the CNN and MLP above against onnxruntime). ``ConvInteger``'s float
-convolution of integers is exact while its partial sums stay below 2**24 (a float32's integers).
+one step apart, rarely (tests: the CNN and MLP above against onnxruntime). The float convolution or
+product of integers of ``ConvInteger`` and ``MatMulInteger`` is exact while its partial sums stay
+below 2**24 (a float32's integers).
 """
 
 from __future__ import annotations
@@ -71,15 +76,19 @@ FORMS = {
     (MS, "QLinearAveragePool"): _Form("AveragePool", (0,), 3),
     (MS, "QLinearReduceMean"): _Form("ReduceMean", (0,), 3),
 }
+#: The integer operators of dynamic quantization: their float operator, and the axes of a vector of
+#: zero points of each operand (ONNX's schemas: a convolution's weights per output channel; a
+#: product's ``a`` per row, ``b`` per column).
+INTEGER_OPS = {("", "ConvInteger"): ("Conv", (None, 0)), ("", "MatMulInteger"): ("MatMul", (-2, -1))}
 #: Every quantized operator :func:`_rewrite` writes in float form.
-KNOWN = frozenset(FORMS) | {("", "ConvInteger"), (MS, "QLinearConcat")}
+KNOWN = frozenset(FORMS) | set(INTEGER_OPS) | {(MS, "QLinearConcat")}
 #: The int32 bias input of these, and which operands' scales (times ``alpha``) are its scale.
 BIAS = {("", "QLinearConv"): 8, (MS, "QGemm"): 6}
 
 
 def quantized_as_float(proto) -> int:
     """Rewrite in place every quantized operator of ``proto`` (subgraphs included) this module
-    knows (:data:`FORMS`, ``QLinearConcat``, ``ConvInteger``) in float form, and each data movement
+    knows (:data:`FORMS`, ``QLinearConcat``, :data:`INTEGER_OPS`) in float form, and each data movement
     between a dequantize and a quantize of one grid on the integers (:func:`_moves_on_integers`).
     Returns how many nodes it rewrote."""
     opset = default_opset(proto)
@@ -150,19 +159,19 @@ def _rewrite(graph, opset: int) -> int:
     floats = _read_as_floats(graph)
     for node in graph.node:
         key = _key(node)
-        if node.op_type == "Cast" and node.input[0] in floats:  # a ConvInteger's, float already
+        if node.op_type == "Cast" and node.input[0] in floats:  # an integer op's, float already
             identity = type(node)()
             identity.CopyFrom(node)
             identity.op_type = "Identity"
             del identity.attribute[:]
             nodes.append(identity)
             continue
-        if key not in KNOWN:
+        if key not in KNOWN or key == ("", "MatMulInteger") and not _zero_points_known(lookup, node):
             nodes.append(node)
             continue
         em = Emitter(graph, f"{node.output[0]}/float", opset)
-        if key == ("", "ConvInteger"):
-            _conv_integer(em, lookup, node, node.output[0] in floats)
+        if key in INTEGER_OPS:
+            _integer_op(em, lookup, node, node.output[0] in floats)
         elif key == (MS, "QLinearConcat"):
             _concat(em, lookup, node)
         else:
@@ -238,15 +247,15 @@ def _concat(em: Emitter, lookup: Lookup, node) -> None:
 
 
 def _read_as_floats(graph) -> set[str]:
-    """The ``ConvInteger`` outputs every reader of which casts to float (``quantize_dynamic``
-    scales each so): their float convolution is kept a float. Why: TVM's importer writes a cast from
-    float to int32 as checks of finiteness and a wrap-around modulo, fused after the convolution,
+    """The outputs of :data:`INTEGER_OPS` every reader of which casts to float (``quantize_dynamic``
+    scales each so): their float convolution or product is kept a float. Why: TVM's importer writes
+    a cast from float to int32 as checks of finiteness and a wrap-around modulo, fused after it,
     and LLVM took 63 s to compile the two such kernels of a 16 x 16 CNN on their transferred
     schedules (2.2 s on TVM's default ones; the cast back to float is exact: integers)."""
     nodes = list(graph.node)
     readers = _readers(nodes)
     kept = {o.name for o in graph.output} | subgraph_reads(graph)
-    return {node.output[0] for node in nodes if node.op_type == "ConvInteger" and node.output[0] not in kept
+    return {node.output[0] for node in nodes if _key(node) in INTEGER_OPS and node.output[0] not in kept
             and readers.get(node.output[0]) and all(nodes[r].op_type == "Cast" and attrs(nodes[r]).get("to") == FLOAT
                                                      for r in readers[node.output[0]])}
 
@@ -260,18 +269,49 @@ def _readers(nodes: list) -> dict[str, list[int]]:
     return readers
 
 
-def _conv_integer(em: Emitter, lookup: Lookup, node, as_float: bool) -> None:
-    """``ConvInteger(x, w, x_zp, w_zp)``: the int32 convolution of ``x - x_zp`` and ``w - w_zp`` (a
-    zero point per output channel where ``w_zp`` is a vector), as a float one, cast to int32 unless
-    ``as_float`` (:func:`_read_as_floats`)."""
+def _integer_op(em: Emitter, lookup: Lookup, node, as_float: bool) -> None:
+    """``ConvInteger(x, w, x_zp, w_zp)`` or ``MatMulInteger(a, b, a_zp, b_zp)``: the int32
+    convolution or product of ``x - x_zp`` and ``w - w_zp``, as a float one, cast to int32 unless
+    ``as_float`` (:func:`_read_as_floats`). A vector of zero points lies along the axis of
+    :data:`INTEGER_OPS` (a convolution's output channels; a product's rows of ``a``, columns of
+    ``b``); a zero point of more axes broadcasts as it is (a batched product's, constants only:
+    :func:`_zero_points_known`)."""
     ins = list(node.input) + [""] * 4
-    one = np.array(1.0, np.float32)
-    x = dequantized(em, lookup, ins[0], one, ins[2], None)
-    w = dequantized(em, lookup, ins[1], one, ins[3], 0)
+    op, axes = INTEGER_OPS[_key(node)]
+    x, w = (_shifted(em, lookup, ins[i], ins[i + 2], axis) for i, axis in zip((0, 1), axes))
     if as_float:
-        em.op("Conv", [x, w], node.output[0], **attrs(node))
+        em.op(op, [x, w], node.output[0], **attrs(node))
     else:
-        em.op("Cast", [em.op("Conv", [x, w], **attrs(node))], node.output[0], to=INT32)
+        em.op("Cast", [em.op(op, [x, w], **attrs(node))], node.output[0], to=INT32)
+
+
+def _shifted(em: Emitter, lookup: Lookup, x: str, zp: str, axis: int | None) -> str:
+    """``x - zp`` in float: a weight where both are constants; a constant zero point as a float
+    constant subtracted (a vector along ``axis``, counted from the end, else broadcast as it is: a
+    ``DequantizeLinear`` takes neither a zero point of more axes nor, in TVM's converter, a vector
+    along an axis of a rank it does not know); a computed one (:func:`_zero_points_known`) by a
+    ``DequantizeLinear``."""
+    one, value = np.array(1.0, np.float32), lookup.constant(zp)
+    if value is False:  # a vector along ``axis``, but a DynamicQuantizeLinear's is a scalar
+        scalar = getattr(lookup.producers.get(zp), "op_type", "") == "DynamicQuantizeLinear"
+        return dequantized(em, lookup, x, one, zp, None if scalar else axis)
+    vector = value is not None and value.ndim == 1 and value.size > 1
+    if lookup.array(x) is not None or (vector and axis >= 0):
+        return dequantized(em, lookup, x, one, zp, axis if vector else None)
+    floats = em.op("Cast", [x], to=FLOAT)
+    if value is None:
+        return floats
+    shifts = value.reshape(value.shape + (1,) * (-axis - 1)) if vector else value
+    return em.op("Sub", [floats, em.weight(shifts.astype(np.float32), "zero_point")])
+
+
+def _zero_points_known(lookup: Lookup, node) -> bool:
+    """Whether a ``MatMulInteger``'s zero points are each omitted, a constant or a
+    ``DynamicQuantizeLinear``'s (a scalar): one computed otherwise may be a row's of a batch, which
+    a ``DequantizeLinear`` cannot take; TVM's importer converts that one."""
+    zps = list(node.input[2:4])
+    return all(lookup.constant(zp) is not False or getattr(lookup.producers.get(zp), "op_type", "") == "DynamicQuantizeLinear"
+               for zp in zps)
 
 
 def dequantized(em: Emitter, lookup: Lookup, x: str, scale: str | np.ndarray, zp: str, axis: int | None) -> str:
