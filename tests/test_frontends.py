@@ -93,3 +93,30 @@ def test_torch_exported_program():
     assert err <= tol
     (out,) = reference_outputs(model)  # torch's exporter returns a 1-tuple
     np.testing.assert_allclose(out, net(example).detach().numpy(), rtol=1e-4, atol=1e-4)
+
+
+def test_token_ids_of_an_onnx_model_span_their_embedding(tmp_path):
+    """An integer input read only as the indices of constant tables draws over the smallest
+    table's rows, through a QDQ model's dequantized table (too large to fold); one read otherwise
+    (a mask) keeps 0 and 1; a token type's two-row table, two values."""
+    import onnx
+    from onnx import TensorProto, helper, numpy_helper
+
+    rng = np.random.default_rng(0)
+    table = rng.standard_normal((500, 4)).astype(np.float32)
+    inits = [numpy_helper.from_array(table, "words"), numpy_helper.from_array(table[:300], "more"),
+             numpy_helper.from_array(rng.integers(-128, 128, (20_000, 4), dtype=np.int8), "q_words"),
+             numpy_helper.from_array(np.array(0.1, np.float32), "s"), numpy_helper.from_array(table[:2], "types")]
+    n = helper.make_node
+    nodes = [n("Gather", ["words", "ids"], ["a"]), n("Gather", ["more", "ids"], ["b"]),
+             n("DequantizeLinear", ["q_words", "s"], ["dq"]), n("Gather", ["dq", "qids"], ["c"]),
+             n("Gather", ["types", "tids"], ["d"]), n("Cast", ["mask"], ["m"], to=TensorProto.FLOAT),
+             n("Unsqueeze", ["m", "last"], ["m2"]), n("Gather", ["words", "mask"], ["e"]),
+             n("Sum", ["a", "b", "c", "d", "e"], ["s1"]), n("Mul", ["s1", "m2"], ["y"])]
+    inits.append(numpy_helper.from_array(np.array([-1], np.int64), "last"))
+    ints = [helper.make_tensor_value_info(name, TensorProto.INT64, [1, 64]) for name in ("ids", "qids", "tids", "mask")]
+    graph = helper.make_graph(nodes, "tokens", ints, [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 64, 4])], inits)
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)]), str(tmp_path / "tokens.onnx"))
+    inputs = frontend.load(str(tmp_path / "tokens.onnx")).inputs
+    assert 50 < inputs["ids"].max() < 300 and 500 < inputs["qids"].max() < 20_000
+    assert set(np.unique(inputs["tids"])) == {0, 1} and set(np.unique(inputs["mask"])) == {0, 1}

@@ -29,7 +29,7 @@ from .model import Model
 from . import onnx_shapes
 from .onnx_fold import fold_constants
 from .onnx_functions import inline_unconverted_functions
-from .onnx_graph import Lookup
+from .onnx_graph import Lookup, index_bounds
 from .onnx_quant import QuantError, quantized_as_float
 from .onnx_loop import unroll_loops
 from .onnx_branches import data_branches, inline_constant_branches, select_branches
@@ -307,7 +307,8 @@ def _from_onnx(path: str, shapes: dict[str, int | None], seed: int) -> Model:
     # renames some ("input.1", PyTorch's default, is main's parameter input_1) and keeps their order
     data = main.params[:num_input]
     names = [gi.name for gi in graph_inputs] if len(graph_inputs) == len(data) else [p.name for p in data]
-    inputs = {n: random_input(_static_shape(p), p.ty.dtype, rng) for n, p in zip(names, data)}
+    bounds = index_bounds(proto.graph)  # token ids over their embedding's rows, not 0 and 1
+    inputs = {n: random_input(_static_shape(p), p.ty.dtype, rng, bounds.get(n, 2)) for n, p in zip(names, data)}
     name = os.path.splitext(os.path.basename(path))[0]
     if name == "model":  # model zoos ship <name>/model.onnx
         name = os.path.basename(os.path.dirname(os.path.abspath(path))) or name

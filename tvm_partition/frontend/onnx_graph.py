@@ -162,6 +162,46 @@ class Lookup:
         return False if value is None else value
 
 
+#: Nodes between a constant table and a ``Gather`` of it that keep its rows (a QDQ model's
+#: dequantized embedding, too large for :mod:`.onnx_fold` to evaluate).
+KEEPS_ROWS = frozenset({"DequantizeLinear", "Cast", "Identity"})
+
+
+def index_bounds(graph) -> dict[str, int]:
+    """The graph inputs read only as the indices of ``Gather``s of constant tables (token ids into
+    an embedding), ``{name: rows of the smallest such table}``, in a graph whose small constant
+    computations are folded (a ``Shape`` of a bound input). Why:
+    seeded inputs of 0 and 1 (:func:`tvm_partition.inputs.random_input`) made a BERT's tokens
+    two rows of its embedding, and a check on them weak: onnxruntime's two runs of a quantized
+    DistilBERT agreed on them exactly, where on tokens over the vocabulary they differ as ours do."""
+    lookup, readers = Lookup.of(graph), {}
+    for node in graph.node:
+        for k, name in enumerate(node.input):
+            readers.setdefault(name, []).append((node, k))
+    bounds = {}
+    for graph_input in graph.input:
+        reads = readers.get(graph_input.name, [])
+        rows = [_table_rows(lookup, node) for node, k in reads if node.op_type == "Gather" and k == 1]
+        if rows and all(r is not None for r in rows) and len(rows) == len(reads):
+            bounds[graph_input.name] = min(rows)
+    return bounds
+
+
+def _table_rows(lookup: Lookup, gather) -> int | None:
+    """How many rows a ``Gather`` picks from along its axis, where its table is a constant (through
+    :data:`KEEPS_ROWS`); None otherwise."""
+    name = gather.input[0]
+    while name not in lookup.inits and getattr(lookup.producers.get(name), "op_type", "") in KEEPS_ROWS:
+        name = lookup.producers[name].input[0]
+    init = lookup.inits.get(name)
+    dims = list(init.dims) if init is not None else None
+    const = lookup.producers.get(name)
+    if dims is None and const is not None and const.op_type == "Constant" and const.attribute[0].name == "value":
+        dims = list(const.attribute[0].t.dims)
+    axis = attrs(gather).get("axis", 0)
+    return dims[axis] if dims and -len(dims) <= axis < len(dims) and dims[axis] > 0 else None
+
+
 class Emitter:
     """New nodes (in order) and initializers of one replaced node, under names it owns."""
 
