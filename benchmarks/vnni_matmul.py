@@ -1,0 +1,185 @@
+"""What an integer matmul on VNNI would give a dynamically quantized transformer: a uint8 x int8
+matmul summed in int32 by AVX-512 VNNI's ``vpdpbusd`` (four byte products a 32-bit lane), against
+the float matmul our build runs in its place (``frontend/onnx_quant.py`` writes ``MatMulInteger``
+as a float product of the integers), on the same shapes, side by side.
+
+    TVM_NUM_THREADS=2 python benchmarks/vnni_matmul.py [--shapes 128x768x3072,128x3072x768,128x768x768] [--rounds 5]
+
+Not a build path: no integer kernel is built by ``compile``. The integer kernel is a TE matmul of
+the weights packed as ``[N/16][K/4][16][4]`` (the layout ``vpdpbusd`` reads: 16 columns of 4 bytes
+of the reduction a register), a tile of 4 rows by 4 vectors of 16 columns (16 accumulators),
+the tiles in parallel, the 16 x 4 dot product tensorized. TVM 0.27's own ``VNNI_DOT_16x4_INTRIN``
+fails LLVM's verifier on the LLVM it bundles (22: ``llvm.x86.avx512.vpdpbusd.512`` takes
+``<64 x i8>`` operands, the intrinsic passes ``<16 x i32>``): an implementation of the same
+description with byte vectors is registered here. The float side is a one-``MatMul`` ONNX model of
+the same shape, weights constant, compiled by ``compile_model`` as a user's build is (the matmul
+template, packed weights) and timed end to end by the runner (its VM adds some microseconds). Each
+round times each side ``--repeat`` times; the medians over rounds are printed, with both outputs
+checked (the integer one exactly against numpy's).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import sys
+import tempfile
+import time
+
+import numpy as np
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, REPO)  # this checkout's package, not another installed copy
+
+
+def _register_intrinsic() -> str:
+    """The 16 x 4 uint8 x int8 dot product of TVM's description, implemented with the byte vectors
+    LLVM 22's ``vpdpbusd`` takes; its registered name."""
+    from tvm.s_tir import TensorIntrin
+    from tvm.script import tirx as T
+
+    # TVM's own description (tvm.s_tir.tensor_intrin.x86), written here: importing that package
+    # registers every target's intrinsics, 24 s on this VM
+    @T.prim_func(s_tir=True)
+    def description(a_handle: T.handle, b_handle: T.handle, c_handle: T.handle) -> None:
+        a = T.match_buffer(a_handle, (4,), "uint8", offset_factor=1)
+        b = T.match_buffer(b_handle, (16, 4), "int8", offset_factor=1)
+        c = T.match_buffer(c_handle, (16,), "int32", offset_factor=1)
+        with T.sblock("root"):
+            T.reads(c[0:16], a[0:4], b[0:16, 0:4])
+            T.writes(c[0:16])
+            for i, k in T.grid(16, 4):
+                with T.sblock("update"):
+                    vi, vk = T.axis.remap("SR", [i, k])
+                    c[vi] = c[vi] + T.cast(a[vk], "int32") * T.cast(b[vi, vk], "int32")
+
+    @T.prim_func(s_tir=True)
+    def implementation(a_handle: T.handle, b_handle: T.handle, c_handle: T.handle) -> None:
+        a = T.match_buffer(a_handle, (4,), "uint8", offset_factor=1)
+        b = T.match_buffer(b_handle, (16, 4), "int8", offset_factor=1)
+        c = T.match_buffer(c_handle, (16,), "int32", offset_factor=1)
+        with T.sblock("root"):
+            T.reads(c[0:16], a[0:4], b[0:16, 0:4])
+            T.writes(c[0:16])
+            four = T.reinterpret(a.vload([0], "uint8x4"), dtype="int32")
+            c[T.ramp(T.int32(0), 1, 16)] = T.call_llvm_pure_intrin(
+                T.llvm_lookup_intrinsic_id("llvm.x86.avx512.vpdpbusd.512"), c.vload([0], dtype="int32x16"),
+                T.reinterpret(T.broadcast(four, 16), dtype="int8x64"), b.vload([0, 0], dtype="int8x64"),
+                dtype="int32x16")
+
+    name = "tvm_partition_bench_vnni_16x4"
+    TensorIntrin.register(name, description, implementation, override=True)
+    return name
+
+
+def integer_kernel(m: int, k: int, n: int, target):
+    """The compiled uint8 x int8 -> int32 matmul of packed weights (module docstring)."""
+    import tvm
+    from tvm import te
+
+    a = te.placeholder((m, k), "uint8", name="a")
+    b = te.placeholder((n // 16, k // 4, 16, 4), "int8", name="b")
+    r = te.reduce_axis((0, k), name="r")
+    c = te.compute((m, n), lambda i, j: te.sum(a[i, r].astype("int32") * b[j // 16, r // 4, j % 16, r % 4].astype("int32"),
+                                               axis=r), name="c")
+    sch = tvm.s_tir.Schedule(te.create_prim_func([a, b, c]))
+    block = sch.get_sblock("c")
+    i, j, red = sch.get_loops(block)
+    rows, i_in = sch.split(i, [None, 4])
+    cols, vectors, lanes = sch.split(j, [None, 4, 16])
+    red_out, red_in = sch.split(red, [None, 4])
+    sch.reorder(cols, rows, red_out, i_in, vectors, lanes, red_in)
+    sch.parallel(sch.fuse(cols, rows))  # before tensorize: parallel wants a complete block below
+    sch.decompose_reduction(block, red_out)
+    sch.tensorize(lanes, _register_intrinsic())
+    sch.unroll(i_in)
+    sch.unroll(vectors)
+    return tvm.compile(sch.mod, target=target)
+
+
+def float_runner(m: int, k: int, n: int, weights: np.ndarray, folder: str):
+    """A one-``MatMul`` ONNX model of constant ``weights`` built as ``compile`` builds it on this
+    machine's CPU, loaded by the runner."""
+    import onnx
+    from onnx import TensorProto, helper, numpy_helper
+
+    from tvm_partition import frontend
+    from tvm_partition.cli.compile import compile_model
+    from tvm_partition.devices import parse_devices
+    from tvm_partition.runtime.runner import Runner
+
+    graph = helper.make_graph([helper.make_node("MatMul", ["x", "w"], ["y"])], "matmul",
+                              [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, m, k])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, m, n])],
+                              [numpy_helper.from_array(weights, "w")])
+    path = os.path.join(folder, f"matmul_{m}x{k}x{n}.onnx")
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)]), path)
+    compiled = compile_model(frontend.load(path), parse_devices("cpu,cpu"), "cpu",
+                             tuning_db=os.path.join(folder, "no-database"))
+    return Runner(compiled.save(os.path.join(folder, f"art_{m}x{k}x{n}")))
+
+
+def _timed(run, repeat: int) -> float:
+    t0 = time.perf_counter()
+    for _ in range(repeat):
+        run()
+    return (time.perf_counter() - t0) / repeat * 1e6
+
+
+def measure(m: int, k: int, n: int, rounds: int, repeat: int, folder: str) -> dict:
+    import tvm
+
+    from tvm_partition.devices import host_target
+
+    rng = np.random.default_rng(0)
+    a = rng.integers(0, 256, (m, k), dtype=np.uint8)
+    b = rng.integers(-128, 128, (k, n), dtype=np.int8)
+    kernel = integer_kernel(m, k, n, host_target())
+    dev = tvm.cpu()
+    packed = b.reshape(k // 4, 4, n // 16, 16).transpose(2, 0, 3, 1).copy()
+    args = [tvm.runtime.tensor(v, dev) for v in (a, packed, np.zeros((m, n), np.int32))]
+    kernel(*args)
+    exact = a.astype(np.int64) @ b.astype(np.int64)
+    assert np.array_equal(args[2].numpy(), exact), "the integer kernel's product is wrong"
+    runner = float_runner(m, k, n, b.astype(np.float32), folder)
+    x = {runner.input_info[0]["name"]: a.astype(np.float32)[None]}
+    np.testing.assert_allclose(runner.run(x)[0][0], exact, rtol=1e-5, atol=1e-3 * np.abs(exact).max())
+    ints, floats = [], []
+    for _ in range(rounds):  # alternated: the VM's phases touch both alike
+        ints.append(_timed(lambda: kernel(*args), repeat))
+        floats.append(statistics.median(runner.time(x, repeat, warmup=3)))
+    return {"shape": f"{m}x{k}x{n}", "int8_vnni_us": statistics.median(ints), "float_build_us": statistics.median(floats),
+            "spread_int8": max(ints) / min(ints), "spread_float": max(floats) / min(floats)}
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--shapes", default="128x768x3072,128x3072x768,128x768x768",
+                    help="comma-separated MxKxN, K a multiple of 4, N of 64, M of 4 (default: DistilBERT's "
+                         "feed-forward and projections at sequence 128)")
+    ap.add_argument("--rounds", type=int, default=5, help="alternating rounds (default 5)")
+    ap.add_argument("--repeat", type=int, default=20, help="runs of each side a round (default 20)")
+    args = ap.parse_args(argv)
+    shapes = []
+    for text in args.shapes.split(","):
+        try:
+            m, k, n = (int(v) for v in text.split("x"))
+        except ValueError:
+            raise SystemExit(f"error: --shapes {text!r}: write MxKxN, e.g. 128x768x3072") from None
+        if m % 4 or k % 4 or n % 64:
+            raise SystemExit(f"error: --shapes {text!r}: M must be a multiple of 4, K of 4, N of 64")
+        shapes.append((m, k, n))
+    print("| shape (MxKxN) | int8, VNNI (us) | float, our build (us) | float / int8 | spread over rounds |")
+    print("| --- | ---: | ---: | ---: | --- |")
+    with tempfile.TemporaryDirectory(prefix="vnni-") as folder:
+        for m, k, n in shapes:
+            r = measure(m, k, n, args.rounds, args.repeat, folder)
+            print(f"| {r['shape']} | {r['int8_vnni_us']:.0f} | {r['float_build_us']:.0f} | "
+                  f"{r['float_build_us'] / r['int8_vnni_us']:.2f}x | {r['spread_int8']:.2f}, {r['spread_float']:.2f} |",
+                  flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
