@@ -295,7 +295,7 @@ def _shifted(em: Emitter, lookup: Lookup, x: str, zp: str, axis: int | None) -> 
     if value is False:  # a vector along ``axis``, but a DynamicQuantizeLinear's is a scalar
         scalar = getattr(lookup.producers.get(zp), "op_type", "") == "DynamicQuantizeLinear"
         return dequantized(em, lookup, x, one, zp, None if scalar else axis)
-    vector = value is not None and value.ndim == 1 and value.size > 1
+    vector = axis is not None and value is not None and value.ndim == 1 and value.size > 1
     if lookup.array(x) is not None or (vector and axis >= 0):
         return dequantized(em, lookup, x, one, zp, axis if vector else None)
     floats = em.op("Cast", [x], to=FLOAT)
