@@ -153,6 +153,17 @@ class Lookup:
             return numpy_helper.to_array(const.attribute[0].t)
         return None
 
+    def constant_dims(self, name: str) -> list[int] | None:
+        """The shape of ``name`` where :meth:`array` has a value for it, read without converting it
+        (an embedding table of millions of elements); else None."""
+        init = self.inits.get(name)
+        if init is not None:
+            return list(init.dims)
+        const = self.producers.get(name)
+        if const is not None and const.op_type == "Constant" and const.attribute and const.attribute[0].name == "value":
+            return list(const.attribute[0].t.dims)
+        return None
+
     def constant(self, name: str):
         """``name``'s value where it is a constant, ``None`` where it is omitted (the empty name);
         ``False`` where it is computed at run time."""
@@ -160,6 +171,16 @@ class Lookup:
             return None
         value = self.array(name)
         return False if value is None else value
+
+
+def readers(graph) -> dict[str, list]:
+    """``{tensor: [(node, input position), ...]}``: the nodes of ``graph`` reading each tensor (not
+    its subgraphs')."""
+    reads: dict[str, list] = {}
+    for node in graph.node:
+        for k, name in enumerate(node.input):
+            reads.setdefault(name, []).append((node, k))
+    return reads
 
 
 #: Nodes between a constant table and a ``Gather`` of it that keep its rows (a QDQ model's
@@ -174,13 +195,9 @@ def index_bounds(graph) -> dict[str, int]:
     seeded inputs of 0 and 1 (:func:`tvm_partition.inputs.random_input`) made a BERT's tokens
     two rows of its embedding, and a check on them weak: onnxruntime's two runs of a quantized
     DistilBERT agreed on them exactly, where on tokens over the vocabulary they differ as ours do."""
-    lookup, readers = Lookup.of(graph), {}
-    for node in graph.node:
-        for k, name in enumerate(node.input):
-            readers.setdefault(name, []).append((node, k))
-    bounds = {}
+    lookup, reads_of, bounds = Lookup.of(graph), readers(graph), {}
     for graph_input in graph.input:
-        reads = readers.get(graph_input.name, [])
+        reads = reads_of.get(graph_input.name, [])
         rows = [_table_rows(lookup, node) for node, k in reads if node.op_type == "Gather" and k == 1]
         if rows and all(r is not None for r in rows) and len(rows) == len(reads):
             bounds[graph_input.name] = min(rows)
@@ -193,12 +210,7 @@ def _table_rows(lookup: Lookup, gather) -> int | None:
     name = gather.input[0]
     while name not in lookup.inits and getattr(lookup.producers.get(name), "op_type", "") in KEEPS_ROWS:
         name = lookup.producers[name].input[0]
-    init = lookup.inits.get(name)
-    dims = list(init.dims) if init is not None else None
-    const = lookup.producers.get(name)
-    if dims is None and const is not None and const.op_type == "Constant" and const.attribute[0].name == "value":
-        dims = list(const.attribute[0].t.dims)
-    axis = attrs(gather).get("axis", 0)
+    dims, axis = lookup.constant_dims(name), attrs(gather).get("axis", 0)
     return dims[axis] if dims and -len(dims) <= axis < len(dims) and dims[axis] > 0 else None
 
 

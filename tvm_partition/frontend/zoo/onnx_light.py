@@ -31,6 +31,8 @@ import zlib
 
 import numpy as np
 
+from ..onnx_graph import readers
+
 NAMES = ("bvlc_alexnet", "densenet121", "inception_v1", "inception_v2", "resnet50", "shufflenet", "squeezenet",
          "vgg19", "zfnet512")
 #: The gain of a classifier feeding a Softmax (He's is 2). With He's, ResNet-50's and
@@ -65,11 +67,8 @@ class _Uses:
         import onnx
 
         graph = proto.graph
-        self.consumers: dict[str, list] = {}
+        self.consumers = readers(graph)
         self.producers = {out: node for node in graph.node for out in node.output}
-        for node in graph.node:
-            for k, name in enumerate(node.input):
-                self.consumers.setdefault(name, []).append((node, k))
         inferred = onnx.shape_inference.infer_shapes(proto).graph
         self.shapes = {}
         for v in [*inferred.input, *inferred.value_info, *inferred.output]:
