@@ -301,6 +301,10 @@ def test_a_quantized_models_check_sets_its_mean_difference_against_onnxruntimes_
     assert agreement([out], ref, quantized=True, spread=3e-4 / SPREAD_FACTOR * 1.01).note().endswith(
         "mean_abs_err=0.0003, spread_onnxruntime=0.000101)")
     assert not agreement([out], ref, quantized=True, spread=3e-4 / SPREAD_FACTOR * 0.99).ok
+    assert agreement([out], ref, quantized=True, spread=lambda: 3e-4 / SPREAD_FACTOR * 1.01).ok  # measured lazily
+    few = ref[0].copy()
+    few[:10] += 0.01  # 1%: within FLIPPED_SHARE, so onnxruntime's spread is never measured
+    assert agreement([few], ref, quantized=True, spread=lambda: pytest.fail("spread measured")).ok
     assert not agreement([out], ref, quantized=False, spread=1.0).ok
     out[0] += 0.2  # 20% of the range
     assert not agreement([out], ref, quantized=True, spread=1.0).ok

@@ -299,9 +299,8 @@ class Bench:
 
         row["tuned_kernels"] = None
         bench_ort.save(model, art, self.threads or usable_cpus())
-        quantized = quantizes(model.mod)
-        agreed = agreement(bench_ort.run(art), reference_outputs(model), quantized,
-                           spread(model, self.threads or usable_cpus()) if quantized else None)
+        agreed = agreement(bench_ort.run(art), reference_outputs(model), quantizes(model.mod),
+                           lambda: spread(model, self.threads or usable_cpus()))
         row["max_abs_err_vs_ort"] = float(f"{agreed.err:.3g}") if agreed.err != float("inf") else None
         if not agreed.ok:
             raise bench_ort.OrtError(f"outputs differ from TVM's unpartitioned model by {agreed.err:.3g} (tolerance "

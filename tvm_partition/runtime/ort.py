@@ -12,6 +12,7 @@ compiler. onnxruntime is the ``test`` extra's; it is imported only where a sessi
 from __future__ import annotations
 
 import dataclasses
+from typing import Callable
 
 import numpy as np
 
@@ -189,10 +190,15 @@ class Agreement:
 
 
 def agreement(outs: list[np.ndarray], ref: list[np.ndarray], quantized: bool,
-              spread: float | None = None) -> Agreement:
+              spread: float | Callable[[], float | None] | None = None) -> Agreement:
     """:class:`Agreement` of ``outs`` with ``ref``; a ``quantized`` model's flips counted, and its
-    mean difference set against onnxruntime's own ``spread`` where given."""
+    mean difference set against onnxruntime's own ``spread`` where given: a value, or a function
+    measuring it (:func:`spread`: two onnxruntime runs), called only where more than
+    :data:`FLIPPED_SHARE` of the elements flipped."""
     err, tol = max_abs_err(outs, ref)
     if not quantized or err <= tol:
         return Agreement(err, tol)
-    return Agreement(err, tol, flipped_share(outs, ref, tol), mean_abs_err(outs, ref), spread)
+    share = flipped_share(outs, ref, tol)
+    if callable(spread):
+        spread = spread() if share is not None and share > FLIPPED_SHARE else None
+    return Agreement(err, tol, share, mean_abs_err(outs, ref), spread)
