@@ -228,8 +228,8 @@ def _write_reverse_sequence(node, emit: Emitter, types: dict, lookup: Lookup) ->
 
 def _write_cumprod(node, emit: Emitter, types: dict, lookup: Lookup) -> bool:
     x = node.input[0]
-    axis = lookup.constant(input_name(node, 1))
-    if x not in types or axis is None or axis is False:
+    axis = lookup.array(input_name(node, 1))  # None: omitted or computed
+    if x not in types or axis is None:
         return False
     shape = list(types[x][1])
     axis = int(np.asarray(axis).reshape(())) % len(shape)
@@ -333,8 +333,8 @@ def _write_max_unpool(node, emit: Emitter, types: dict, lookup: Lookup) -> bool:
     that shape, flattened (the indices are into the whole tensor); without one, TVM's converter."""
     from onnx import helper
 
-    shape = lookup.constant(input_name(node, 2))
-    if shape is None or shape is False or node.input[0] not in types:
+    shape = lookup.array(input_name(node, 2))  # None: omitted or computed
+    if shape is None or node.input[0] not in types:
         return False
     shape = [int(d) for d in np.asarray(shape).reshape(-1)]
     zeros = emit.op("ConstantOfShape", [emit.ints([int(np.prod(shape))])],
@@ -352,8 +352,8 @@ def _write_col2im(node, emit: Emitter, types: dict, lookup: Lookup) -> bool:
     """``Col2Im`` (module docstring): each output element the sum, over the kernel's taps, of the
     one column entry of that tap whose block covers it (a constant index per tap and element; a
     zero appended to each channel's columns for a tap whose blocks miss it)."""
-    image, block = lookup.constant(input_name(node, 1)), lookup.constant(input_name(node, 2))
-    if image is None or image is False or block is None or block is False or node.input[0] not in types:
+    image, block = lookup.array(input_name(node, 1)), lookup.array(input_name(node, 2))
+    if image is None or block is None or node.input[0] not in types:
         return False
     image, block = [int(d) for d in np.ravel(image)], [int(d) for d in np.ravel(block)]
     n, rows, length = types[node.input[0]][1]
