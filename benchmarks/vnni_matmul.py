@@ -1,17 +1,15 @@
-"""What an integer matmul on VNNI would give a dynamically quantized transformer: a uint8 x int8
+"""What an integer matmul on VNNI gives a dynamically quantized transformer: a uint8 x int8
 matmul summed in int32 by AVX-512 VNNI's ``vpdpbusd`` (four byte products a 32-bit lane), against
-the float matmul our build runs in its place (``frontend/onnx_quant.py`` writes ``MatMulInteger``
-as a float product of the integers), on the same shapes, side by side.
+the float matmul our build runs in its place where a device has no VNNI (``frontend/onnx_quant.py``
+writes ``MatMulInteger`` as a float product of the integers), on the same shapes, side by side.
 
     TVM_NUM_THREADS=2 python benchmarks/vnni_matmul.py [--shapes 128x768x3072,128x3072x768,128x768x768] [--rounds 5]
 
-Not a build path: no integer kernel is built by ``compile``. The integer kernel is a TE matmul of
+It sized the integer path a build now takes (:mod:`tvm_partition.build.vnni`, whose template is
+this kernel's schedule and whose dot product it tensorizes). The integer kernel is a TE matmul of
 the weights packed as ``[N/16][K/4][16][4]`` (the layout ``vpdpbusd`` reads: 16 columns of 4 bytes
 of the reduction a register), a tile of 4 rows by 4 vectors of 16 columns (16 accumulators),
-the tiles in parallel, the 16 x 4 dot product tensorized. TVM 0.27's own ``VNNI_DOT_16x4_INTRIN``
-fails LLVM's verifier on the LLVM it bundles (22: ``llvm.x86.avx512.vpdpbusd.512`` takes
-``<64 x i8>`` operands, the intrinsic passes ``<16 x i32>``): an implementation of the same
-description with byte vectors is registered here. The float side is a one-``MatMul`` ONNX model of
+the tiles in parallel, the 16 x 4 dot product tensorized. The float side is a one-``MatMul`` ONNX model of
 the same shape, weights constant, compiled by ``compile_model`` as a user's build is (the matmul
 template, packed weights) and timed end to end by the runner (its VM adds some microseconds). Each
 round times each side ``--repeat`` times; the medians over rounds are printed, with both outputs
@@ -33,50 +31,12 @@ REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, REPO)  # this checkout's package, not another installed copy
 
 
-def _register_intrinsic() -> str:
-    """The 16 x 4 uint8 x int8 dot product of TVM's description, implemented with the byte vectors
-    LLVM 22's ``vpdpbusd`` takes; its registered name."""
-    from tvm.s_tir import TensorIntrin
-    from tvm.script import tirx as T
-
-    # TVM's own description (tvm.s_tir.tensor_intrin.x86), written here: importing that package
-    # registers every target's intrinsics, 24 s on this VM
-    @T.prim_func(s_tir=True)
-    def description(a_handle: T.handle, b_handle: T.handle, c_handle: T.handle) -> None:
-        a = T.match_buffer(a_handle, (4,), "uint8", offset_factor=1)
-        b = T.match_buffer(b_handle, (16, 4), "int8", offset_factor=1)
-        c = T.match_buffer(c_handle, (16,), "int32", offset_factor=1)
-        with T.sblock("root"):
-            T.reads(c[0:16], a[0:4], b[0:16, 0:4])
-            T.writes(c[0:16])
-            for i, k in T.grid(16, 4):
-                with T.sblock("update"):
-                    vi, vk = T.axis.remap("SR", [i, k])
-                    c[vi] = c[vi] + T.cast(a[vk], "int32") * T.cast(b[vi, vk], "int32")
-
-    @T.prim_func(s_tir=True)
-    def implementation(a_handle: T.handle, b_handle: T.handle, c_handle: T.handle) -> None:
-        a = T.match_buffer(a_handle, (4,), "uint8", offset_factor=1)
-        b = T.match_buffer(b_handle, (16, 4), "int8", offset_factor=1)
-        c = T.match_buffer(c_handle, (16,), "int32", offset_factor=1)
-        with T.sblock("root"):
-            T.reads(c[0:16], a[0:4], b[0:16, 0:4])
-            T.writes(c[0:16])
-            four = T.reinterpret(a.vload([0], "uint8x4"), dtype="int32")
-            c[T.ramp(T.int32(0), 1, 16)] = T.call_llvm_pure_intrin(
-                T.llvm_lookup_intrinsic_id("llvm.x86.avx512.vpdpbusd.512"), c.vload([0], dtype="int32x16"),
-                T.reinterpret(T.broadcast(four, 16), dtype="int8x64"), b.vload([0, 0], dtype="int8x64"),
-                dtype="int32x16")
-
-    name = "tvm_partition_bench_vnni_16x4"
-    TensorIntrin.register(name, description, implementation, override=True)
-    return name
-
-
 def integer_kernel(m: int, k: int, n: int, target):
     """The compiled uint8 x int8 -> int32 matmul of packed weights (module docstring)."""
     import tvm
     from tvm import te
+
+    from tvm_partition.build.vnni import intrinsic
 
     a = te.placeholder((m, k), "uint8", name="a")
     b = te.placeholder((n // 16, k // 4, 16, 4), "int8", name="b")
@@ -92,7 +52,7 @@ def integer_kernel(m: int, k: int, n: int, target):
     sch.reorder(cols, rows, red_out, i_in, vectors, lanes, red_in)
     sch.parallel(sch.fuse(cols, rows))  # before tensorize: parallel wants a complete block below
     sch.decompose_reduction(block, red_out)
-    sch.tensorize(lanes, _register_intrinsic())
+    sch.tensorize(lanes, intrinsic())
     sch.unroll(i_in)
     sch.unroll(vectors)
     return tvm.compile(sch.mod, target=target)

@@ -175,6 +175,7 @@ import math
 import tvm
 
 from ..ir.relax_utils import matmul_row_axis
+from . import vnni
 from .transfer import root_children
 
 #: Labels of the kernels scheduled here (the manifest and ``--explain`` show them beside tuned,
@@ -190,6 +191,8 @@ LAYER_NORM_LABEL = "template (layer norm, rows in parallel, vectorised reduction
 POOL_LABEL = "template (pooling, channels in parallel, padding per row)"
 MATMUL_LABEL = "template (matmul, packed weights)"
 BATCHED_MATMUL_LABEL = "template (matmul, operands read in place)"
+#: :mod:`.vnni`'s: a uint8 x int8 product summed by ``vpdpbusd``
+INTEGER_MATMUL_LABEL = "template (uint8 x int8 matmul, VNNI, packed weights)"
 #: The matmul template's labels: a record tuned here for the kernel can outrank it (see
 #: :class:`tvm_partition.build.tuning.Schedules`), as for no other template
 MATMUL_LABELS = (MATMUL_LABEL, BATCHED_MATMUL_LABEL)
@@ -642,10 +645,12 @@ def inner_tiles(kmod: tvm.IRModule, target) -> dict[int, int]:
     depthwise = _depthwise_plan(kmod, target)
     if depthwise is not None:
         return {1: depthwise.lanes}
+    rank = len(kmod["main"].params[-1].shape)  # the output's (kernel_module form: outputs last)
+    if vnni.plan(kmod, target, _root_blocks(kmod), _iter_kinds) is not None:
+        return {rank - 2: vnni.ROWS, rank - 1: vnni.VECTORS * vnni.LANES}
     mm = _matmul_plan(kmod, target) or _matmul_plan(kmod, target, fallback=True)
     if mm is None:
         return {}
-    rank = len(kmod["main"].params[-1].shape)  # the output's (kernel_module form: outputs last)
     return {mm.row_axis % (rank - 1): mm.rows, rank - 1: mm.lanes * mm.blocks}
 
 
@@ -1453,6 +1458,8 @@ def templated(kmod: tvm.IRModule, target) -> tuple[tvm.tirx.PrimFunc, str] | Non
         func, name = _schedule_pointwise(kmod, target, pointwise), POINTWISE_LABEL
     elif (plan := _plan(kmod, target)) is not None:
         func, name = _schedule_conv(kmod, target, plan), CONV_LABEL
+    elif (integer := vnni.plan(kmod, target, _root_blocks(kmod), _iter_kinds)) is not None:
+        func, name = vnni.schedule(kmod, integer), INTEGER_MATMUL_LABEL
     elif (mm := _matmul_plan(kmod, target)) is not None:
         func, name = _schedule_matmul(kmod, target, mm), MATMUL_LABEL if mm.packed else BATCHED_MATMUL_LABEL
     elif (depthwise := _depthwise_plan(kmod, target)) is not None:
