@@ -121,6 +121,7 @@ def compile_model(model, devices: list[DeviceSpec], strategy: str = "auto", plan
     from ..build.align import align_splits
     from ..build.tuning import open_schedules
 
+    model = for_devices(model, devices)
     g = graph_mod.OpGraph(model.mod)
     if schedules is None:
         schedules = open_schedules(tuning_db) if tuning_db else None
@@ -134,6 +135,18 @@ def compile_model(model, devices: list[DeviceSpec], strategy: str = "auto", plan
     return Compiled(model, g, plan, result, plan_s, schedules.path if schedules else None,
                     num_threads or usable_cpus(), sim, schedules,
                     list(getattr(planning.get("cost_model"), "threads", []) or []))
+
+
+def for_devices(model, devices: list[DeviceSpec]):
+    """``model`` in the form ``devices`` run it quickest: its dynamically quantized matmuls as
+    products of bytes where every device is a CPU that sums them (:mod:`tvm_partition.build.vnni`);
+    a GPU, or a CPU without VNNI, keeps the float form (a split op's parts run one computation)."""
+    from ..build.vnni import sums_bytes
+    from ..frontend.integer_matmul import integer_matmuls
+
+    if all(d.kind == "cpu" and sums_bytes(d.tvm_target()) for d in devices):
+        return integer_matmuls(model)
+    return model
 
 
 def _tune_plan(model, plan: Plan, graph, tuning_db: str, budget_s: float):
@@ -393,7 +406,8 @@ def main(argv=None) -> int:
 
     devices = parse_devices(args.devices, gpu_arch=args.gpu_arch, cpu_mcpu=args.target_cpu)
     t0 = time.perf_counter()
-    model = frontend.load_from_args(args.model, args, seed=args.seed)
+    # here, not only in compile_model: the profile and the exported problem see the ops it builds
+    model = for_devices(frontend.load_from_args(args.model, args, seed=args.seed), devices)
     print(f"model {model.name}: inputs {[(i['name'], i['shape']) for i in model.input_info()]}")
     tuning_db = None if args.no_tuning else local_database(args.tuning_logs)
     topology = load_topology(args.topology) if args.topology else None

@@ -227,6 +227,15 @@ def tensor_bytes(expr) -> int:
     return math.prod(nominal_shape(expr)) * _dtype_bytes(ty.dtype)
 
 
+#: A product of bytes (:mod:`tvm_partition.build.vnni`) is priced as a float matmul of a third of
+#: its multiply-adds: the VNNI template ran DistilBERT's matmul shapes 3.0-3.6x quicker than the
+#: float one (``benchmarks/vnni_matmul.py``; ``vpdpbusd`` sums four byte products a lane where an FMA
+#: sums one). Why: the cost model, which has seen float kernels only, priced DistilBERT's integer
+#: build at 41.0 ms, measured 18.7 (a quarter of the work: 14.8; 2026-12-06, rocketlake-2c).
+BYTE_PRODUCTS = 3
+_BYTES = ("uint8", "int8")
+
+
 def _member_flops(var, call) -> float:
     name = _op_name(call)
     try:
@@ -234,8 +243,9 @@ def _member_flops(var, call) -> float:
     except IllegalSplit:
         return 0.0
     if name == "matmul":
-        a = tensor_operands(call)[0]
-        return 2.0 * out * nominal_shape(a)[-1]
+        a, b = tensor_operands(call)[:2]
+        work = 2.0 * out * nominal_shape(a)[-1]
+        return work / BYTE_PRODUCTS if a.ty.dtype in _BYTES and b.ty.dtype in _BYTES else work
     if name == "conv2d":
         w = tensor_operands(call)[1]
         ws = nominal_shape(w)

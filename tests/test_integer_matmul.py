@@ -1,0 +1,160 @@
+"""Dynamically quantized matmuls as products of bytes summed in int32
+(:mod:`tvm_partition.frontend.integer_matmul`), and the VNNI template that sums them
+(:mod:`tvm_partition.build.vnni`).
+
+Oracle: onnxruntime running the model ``quantize_dynamic`` wrote (its ``MatMulInteger`` sums the
+integers exactly, as the rewrite does), and numpy's int64 product for the kernel alone. The
+template's tests need a CPU with AVX-512 VNNI and skip without one; the rewrite's run anywhere (TVM's
+default schedule sums the same integers)."""
+
+from __future__ import annotations
+
+import numpy as np
+import onnx
+import pytest
+import tvm
+from onnx import TensorProto, helper, numpy_helper
+
+from test_onnx import ort_run, run_split
+from tvm_partition import frontend
+from tvm_partition.build import templates, vnni
+from tvm_partition.cli.compile import for_devices, reference_outputs
+from tvm_partition.devices import host_target, parse_devices
+from tvm_partition.frontend.integer_matmul import integer_matmuls
+
+pytestmark = [pytest.mark.filterwarnings("ignore:Renaming name:UserWarning")]
+
+VNNI = vnni.sums_bytes(host_target())
+needs_vnni = pytest.mark.skipif(not VNNI, reason="this CPU has no AVX-512 VNNI")
+ROWS, K, N = 8, 256, 128
+
+
+def _dense(path, rows: int = ROWS, k: int = K, n: int = N, layers: int = 2) -> None:
+    """``layers`` matmuls by seeded weights, each with a bias and a ReLU (a feed-forward stack),
+    float; :func:`_quantized` quantizes it as a user would."""
+    rng = np.random.default_rng(0)
+    nodes, inits, x, width = [], [], "x", k
+    for i in range(layers):
+        out = n if i == layers - 1 else k
+        inits += [numpy_helper.from_array((rng.standard_normal((width, out)) * width ** -0.5).astype(np.float32), f"w{i}"),
+                  numpy_helper.from_array((rng.standard_normal(out) * 0.1).astype(np.float32), f"b{i}")]
+        nodes += [helper.make_node("MatMul", [x, f"w{i}"], [f"m{i}"]), helper.make_node("Add", [f"m{i}", f"b{i}"], [f"a{i}"]),
+                  helper.make_node("Relu", [f"a{i}"], [f"y{i}"])]
+        x, width = f"y{i}", out
+    graph = helper.make_graph(nodes, "dense", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, rows, k])],
+                              [helper.make_tensor_value_info(x, TensorProto.FLOAT, [1, rows, n])], inits)
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), str(path))
+
+
+@pytest.fixture(scope="module")
+def quantized(tmp_path_factory):
+    from onnxruntime.quantization import quantize_dynamic
+
+    folder = tmp_path_factory.mktemp("integer_matmul")
+    _dense(folder / "float.onnx")
+    quantize_dynamic(str(folder / "float.onnx"), str(folder / "dyn.onnx"))
+    return folder / "dyn.onnx"
+
+
+def _x(seed: int = 1) -> np.ndarray:
+    return np.random.default_rng(seed).standard_normal((1, ROWS, K)).astype(np.float32)
+
+
+def _matmuls(model) -> list:
+    found = []
+    matmul = tvm.ir.Op.get("relax.matmul")
+    tvm.relax.analysis.post_order_visit(
+        model.mod["main"], lambda e: found.append(e) if isinstance(e, tvm.relax.Call) and e.op.same_as(matmul) else None)
+    return found
+
+
+def test_a_dynamically_quantized_matmul_becomes_a_product_of_bytes_that_matches_onnxruntime(quantized):
+    """Both matmuls rewritten, their weights stored as int8 (the float copies dropped), and the
+    unpartitioned build of the rewritten model gives onnxruntime's outputs: its integer sums are
+    exact, as onnxruntime's are."""
+    model = frontend.load(str(quantized), seed=0)
+    model.inputs = {"x": _x()}
+    rewritten = integer_matmuls(model)
+    products = _matmuls(rewritten)
+    assert len(products) == 2 and all((str(p.args[0].ty.dtype), str(p.args[1].ty.dtype), str(p.ty.dtype)) == ("uint8", "int8", "int32")
+                                      for p in products)
+    float_weights = sum(p.size for p in model.params if p.ndim == 2)
+    assert sum(p.size for p in rewritten.params if p.dtype == np.int8) == float_weights
+    assert not [p for p in rewritten.params if p.ndim == 2 and p.dtype != np.int8]
+    ours, ref = reference_outputs(rewritten), ort_run(onnx.load(str(quantized)), [_x()])
+    np.testing.assert_allclose(ours[0], ref[0], rtol=1e-6, atol=1e-6)
+
+
+@pytest.mark.parametrize("change", [lambda w: w + 128, lambda w: w - 128, lambda w: w * 0.5],
+                         ids=["above-int8", "below-int8", "not-integers"])
+def test_a_weight_that_is_no_int8_matrix_keeps_its_float_product(quantized, change):
+    """A weight holding values beyond int8's range, or not integers, keeps the float product (the
+    other matmul is still rewritten); a float model has nothing to rewrite."""
+    model = frontend.load(str(quantized))
+    first = next(i for i, p in enumerate(model.params) if p.ndim == 2)
+    model.params[first] = change(model.params[first])
+    assert sorted(str(p.ty.dtype) for p in _matmuls(integer_matmuls(model))) == ["float32", "int32"]
+
+
+def test_a_product_of_bytes_is_priced_as_a_third_of_its_multiply_adds(quantized):
+    """The OpGraph counts a byte matmul's work as the float one's divided by
+    :data:`~tvm_partition.ir.graph.BYTE_PRODUCTS` (the VNNI template's measured speed-up), so the
+    cost model, which knows float kernels, prices it near its time."""
+    from tvm_partition.ir.graph import BYTE_PRODUCTS, OpGraph
+
+    model = frontend.load(str(quantized))
+    square = 2.0 * ROWS * K * K  # the first matmul's multiply-adds (its epilogue adds a few %)
+    work = [max(op.flops for op in OpGraph(m.mod).ops.values()) for m in (model, integer_matmuls(model))]
+    assert work == [pytest.approx(square, rel=0.05), pytest.approx(square / BYTE_PRODUCTS, rel=0.05)]
+
+
+def test_a_float_model_is_left_as_it_is(tmp_path):
+    _dense(tmp_path / "float.onnx")
+    model = frontend.load(str(tmp_path / "float.onnx"))
+    assert integer_matmuls(model) is model
+
+
+def test_only_cpus_that_sum_bytes_get_the_integer_form(quantized):
+    """A GPU in the plan, or a CPU without VNNI (Zen 3), keeps the float form: a split op's parts run
+    one computation, and the integer matmul has no quick schedule there."""
+    model = frontend.load(str(quantized))
+    assert for_devices(model, parse_devices("cpu,gpu")) is model
+    assert for_devices(model, parse_devices("cpu,cpu", cpu_mcpu="znver3")) is model
+    assert for_devices(model, parse_devices("cpu,cpu", cpu_mcpu="icelake-server")) is not model
+
+
+@needs_vnni
+@pytest.mark.parametrize("strategy", ["cpu", "equal"])
+def test_the_vnni_template_sums_the_products_and_matches_onnxruntime(quantized, tmp_path, strategy):
+    """Built as a user's build is (templates, weights packed at load time), whole and split in two
+    over ``cpu,cpu``: every integer matmul kernel takes the VNNI template, and the outputs are
+    onnxruntime's."""
+    model = frontend.load(str(quantized))
+    compiled, outs = run_split(model, tmp_path, [_x()], strategy=strategy, schedules=True)
+    labels = list(compiled.kernel_schedules.values())
+    assert labels.count(templates.INTEGER_MATMUL_LABEL) == (2 if strategy == "cpu" else 4), labels
+    np.testing.assert_allclose(outs[0], ort_run(onnx.load(str(quantized)), [_x()])[0], rtol=1e-5, atol=1e-5)
+
+
+@needs_vnni
+def test_the_vnni_kernel_sums_exactly():
+    """The template's kernel on a matmul alone against numpy's int64 product, the extremes of both
+    types included, its weights packed by the block the build lifts to load time."""
+    from tvm import te
+
+    a = te.placeholder((1, 8, 32), "uint8", name="a")
+    b = te.placeholder((32, 64), "int8", name="b")
+    r = te.reduce_axis((0, 32), name="k")
+    c = te.compute((1, 8, 64), lambda z, i, j: te.sum(a[z, i, r].astype("int32") * b[r, j].astype("int32"), axis=r),
+                   name="matmul")
+    kmod = tvm.IRModule({"main": te.create_prim_func([a, b, c])})
+    done = templates.templated(kmod, host_target())
+    assert done is not None and done[1] == templates.INTEGER_MATMUL_LABEL
+    kernel = tvm.compile(tvm.IRModule({"main": done[0]}), target=host_target())
+    rng = np.random.default_rng(0)
+    x = rng.integers(0, 256, (1, 8, 32), dtype=np.uint8)
+    w = rng.integers(-128, 128, (32, 64), dtype=np.int8)
+    x[0, 0], w[:, 0] = 255, -128
+    args = [tvm.runtime.tensor(v) for v in (x, w, np.zeros((1, 8, 64), np.int32))]
+    kernel(*args)
+    np.testing.assert_array_equal(args[2].numpy(), x.astype(np.int64) @ w.astype(np.int64))
