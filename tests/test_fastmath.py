@@ -108,3 +108,38 @@ def test_softmax_over_the_last_axis_exponentiates_on_the_polynomial():
 def test_other_softmaxes_are_legalized_as_tvm_does(dtype, axis):
     ours = legalize_ops()(_softmax_module(dtype, axis))
     assert tvm_ffi.structural_equal(ours, relax.transform.LegalizeOps()(_softmax_module(dtype, axis)))
+
+
+def _softmax_on(shape, vdevice=None):
+    x = relax.Var("x", relax.TensorType(shape, "float32", vdevice=vdevice))
+    bb = relax.BlockBuilder()
+    with bb.function("main", [x]):
+        with bb.dataflow():
+            out = bb.emit_output(bb.emit(relax.op.nn.softmax(x, axis=-1)))
+        bb.emit_func_output(out)
+    mod = bb.get() if vdevice is None else tvm.IRModule(bb.get().functions, global_infos={"vdevice": [vdevice]})
+    [text] = [f.script() for gv, f in legalize_ops()(mod).functions_items() if gv.name_hint.startswith("softmax")]
+    return text
+
+
+@pytest.mark.parametrize("row,tailed", [(197, True), (49, True), (20, False), (128, False), (7, False)])
+def test_a_softmax_over_rows_of_no_whole_vector_keeps_its_maximum_and_sum_in_lanes(row, tailed):
+    """Rows no whole number of 4-lane vectors fills, longer than one vector of 16, take
+    ``tailed_softmax`` (the softmax template's partial results need whole vectors); the others keep
+    ``fast_softmax``."""
+    assert ('T.sblock("T_softmax_maxelem_lanes")' in _softmax_on((3, row))) == tailed
+
+
+@pytest.mark.parametrize("how", ["vdevice", "current-target"])
+def test_a_softmax_on_a_gpu_keeps_tvms_blocks(how):
+    """dlight's reduction rules know ``fast_softmax``'s blocks, not ``tailed_softmax``'s: a build
+    says a GPU by the virtual device, a GPU profile sample by the current target."""
+    from tvm_partition.ir.legalize import under_gpu_target
+
+    cuda = tvm.target.Target({"kind": "cuda", "arch": "sm_90"})
+    if how == "vdevice":
+        text = _softmax_on((3, 197), relax.VDevice(cuda, 0, "global"))
+    else:
+        with under_gpu_target(cuda):
+            text = _softmax_on((3, 197))
+    assert 'T.sblock("T_softmax_maxelem")' in text and "T_softmax_maxelem_lanes" not in text

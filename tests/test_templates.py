@@ -697,7 +697,6 @@ def softmax(shape, pad_rows=0, scaled=False, guarded=False):
     ((3, 5, 24), 0, False, False),  # 24: 8-lane vectors where 16 do not divide
     ((2, 3, 20), 0, False, False),  # 20: 4-lane vectors
     ((4, 8), 0, False, False),  # a row of one vector: nothing to accumulate across vectors
-    ((4, 97, 197), 0, False, False),  # ViT's rows of 197, no whole vector: rows in parallel, reductions scalar
     ((2, 4, 37, 64), 3, False, False),  # its rows padded for the matmul after it: a loop nest of its own
     ((2, 3, 24), 0, True, False),  # an element-wise epilogue: inlined into the division
     ((2, 3, 16, 128), 0, False, True),  # an epilogue that reads the softmax twice
@@ -719,6 +718,41 @@ def test_the_softmax_template_computes_what_the_default_schedule_computes(shape,
     assert (f"T.vectorized(T.int64({templates.ROW_VECTOR}))" in text) == long_row
     assert ("_partition" in text) == (long_row and shape[-1] % templates.ROW_VECTOR != 0)
     np.testing.assert_allclose(run(templates.schedule(kmod, TARGET)), run(kmod["main"]), rtol=1e-5, atol=1e-7)
+
+
+@pytest.mark.parametrize("shape,pad_rows,guarded", [
+    ((4, 97, 197), 0, False),  # ViT's rows of 197 (prime): 12 vectors of 16 and a tail of 5
+    ((2, 4, 37, 49), 3, False),  # a window's 49 tokens, its rows padded for the matmul after it
+    ((2, 3, 16, 197), 0, True),  # under the epilogue that reads the softmax twice
+    ((3, 17), 0, False),  # one whole vector and one element past it
+])
+def test_a_softmax_whose_rows_hold_no_whole_vector_keeps_its_partial_results_in_vectors(shape, pad_rows, guarded):
+    """``fastmath.tailed_softmax``'s blocks (what our legalization makes of such a softmax) on the
+    template: one parallel loop over the rows (the padding one of its own), the maximum's and the
+    sum's lanes vectorised; against numpy's softmax, and against the same blocks unscheduled."""
+    kmod = softmax(shape, pad_rows, guarded=guarded)
+    assert "T_softmax_maxelem_lanes" in [b.name_hint for b in templates._root_blocks(kmod)]
+    assert templates.label(kmod, TARGET) == templates.SOFTMAX_LABEL
+    func = templates.schedule(kmod, TARGET)
+    text = func.script()
+    assert text.count("T.parallel") == 1 + bool(pad_rows)
+    assert re.search(r"T\.vectorized\(T\.int64\(16\)\):\s+with T\.sblock\(\"T_softmax_maxelem_lanes", text)
+    np.testing.assert_allclose(run(func), run(kmod["main"]), rtol=1e-5, atol=1e-7)
+
+
+def test_a_tailed_softmax_matches_numpy():
+    from tvm import te
+
+    from tvm_partition.ir.fastmath import tailed_softmax
+
+    x = te.placeholder((5, 197), "float32", name="x")
+    func = te.create_prim_func([x, tailed_softmax(x)])
+    v = (np.random.default_rng(0).standard_normal((5, 197)) * 10).astype(np.float32)
+    v[0, 196], v[1, 3], v[2, 192] = 80.0, 80.0, 80.0  # the largest in the tail, in a lane, first of the tail
+    out = tvm.runtime.tensor(np.zeros_like(v))
+    tvm.compile(tvm.IRModule({"main": func}), target=TARGET)["main"](tvm.runtime.tensor(v), out)
+    e = np.exp(v.astype(np.float64) - v.max(-1, keepdims=True))
+    np.testing.assert_allclose(out.numpy(), e / e.sum(-1, keepdims=True), rtol=2e-6, atol=1e-7)
 
 
 def test_a_softmax_whose_rows_hold_no_whole_vector_keeps_its_schedule():

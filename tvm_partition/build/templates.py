@@ -174,6 +174,7 @@ import math
 
 import tvm
 
+from ..ir.fastmath import ROW_LANES, TAILED_SOFTMAX_BLOCKS
 from ..ir.relax_utils import matmul_row_axis
 from . import vnni
 from .transfer import root_children
@@ -1468,6 +1469,8 @@ def templated(kmod: tvm.IRModule, target) -> tuple[tvm.tirx.PrimFunc, str] | Non
         func, name = _schedule_group(kmod, group), GROUP_LABEL
     elif (lanes := _softmax_lanes(kmod, target)) is not None:
         func, name = _schedule_softmax(kmod, lanes), SOFTMAX_LABEL
+    elif (tailed := _tailed_softmax_epilogue(kmod, target)) is not None:
+        func, name = _schedule_tailed_softmax(kmod, tailed), SOFTMAX_LABEL
     elif (norm := _layer_norm_plan(kmod, target)) is not None:
         func, name = _schedule_layer_norm(kmod, *norm), LAYER_NORM_LABEL
     elif (pool := _pool_nest(kmod, target)) is not None:
@@ -1808,7 +1811,9 @@ def _softmax_lanes(kmod: tvm.IRModule, target, fallback: bool = False) -> int | 
     its rows for the matmul after it), its rows a whole number of vectors (the register's, 8 or 4
     lanes), or else 1 (reductions left scalar) where it has :data:`MIN_MOVED_ELEMENTS` elements:
     ViT-B/16's 12 x 197 rows of 197 ran 457 us so, TVM's default schedule 661 (alone, 2 Zen 4
-    threads, 2026-11-30); ``fallback``: 1 at any size (:func:`fallback`); else None."""
+    threads, 2026-11-30; such rows, longer than a vector, are now legalized as
+    :func:`~tvm_partition.ir.fastmath.tailed_softmax`, :func:`_schedule_tailed_softmax`);
+    ``fallback``: 1 at any size (:func:`fallback`); else None."""
     if target.kind.name != "llvm":
         return None
     blocks = _root_blocks(kmod)
@@ -1822,6 +1827,59 @@ def _softmax_lanes(kmod: tvm.IRModule, target, fallback: bool = False) -> int | 
     if lanes is None and (fallback or math.prod(int(v.dom.extent) for v in norm) >= MIN_MOVED_ELEMENTS):
         return 1
     return lanes
+
+
+#: :func:`tvm_partition.ir.fastmath.tailed_softmax`'s blocks but its reductions' (which come first).
+_TAILED_REST = ("T_softmax_delta", "T_fast_exp", "T_softmax_norm")
+
+
+def _division_and_epilogue(sch, epilogue: tuple[str, ...], lanes: int) -> None:
+    """A softmax template's last steps, its rows' loops placed: ``epilogue`` in parallel
+    (:func:`_epilogue_in_parallel`), then the exponentials and the division vectorised along the
+    row (last: a partition renames the blocks). A division that took an epilogue in (DistilBERT's
+    ``where(isnan(p), 0, p)``) stays one vector of the row: in vectors of 16 its rows of 512 ran
+    2.52 ms against 2.13 (each alone; the exponentials' vectors alone 1.72)."""
+    _epilogue_in_parallel(sch, epilogue, lanes)
+    for name in ("T_fast_exp",) + (() if epilogue else ("T_softmax_norm",)):
+        _vectorised_row(sch, sch.get_loops(sch.get_sblock(name))[-1])
+    if epilogue:
+        sch.vectorize(sch.get_loops(sch.get_sblock("T_softmax_norm"))[-1])
+
+
+def _tailed_softmax_epilogue(kmod: tvm.IRModule, target) -> tuple[str, ...] | None:
+    """The epilogue (:func:`_epilogue_of`; empty: none) of an llvm kernel of
+    :func:`~tvm_partition.ir.fastmath.tailed_softmax`'s blocks, None for any other kernel."""
+    if target.kind.name != "llvm":
+        return None
+    blocks = _root_blocks(kmod)
+    core = len(TAILED_SOFTMAX_BLOCKS) + len(_TAILED_REST)
+    if sorted(b.name_hint for b in blocks[:core]) != sorted(TAILED_SOFTMAX_BLOCKS + _TAILED_REST):
+        return None
+    return _epilogue_of(blocks, core)
+
+
+def _schedule_tailed_softmax(kmod: tvm.IRModule, epilogue: tuple[str, ...]) -> tvm.tirx.PrimFunc | None:
+    """Every row in parallel, all of its work under its iteration (as :func:`_schedule_softmax`):
+    the maximum's and the sum's :data:`~tvm_partition.ir.fastmath.ROW_LANES` partial results
+    accumulated a vector at a time over the row's whole vectors, the exponentials and the division
+    vectorised (:func:`_vectorised_row`), the tails and the combinations scalar."""
+    sch = tvm.s_tir.Schedule(tvm.IRModule({"main": kmod["main"]}))
+    try:
+        sch.compute_inline(sch.get_sblock("T_softmax_delta"))
+        row = sch.fuse(*sch.get_loops(sch.get_sblock("T_softmax_norm"))[:-1])
+        sch.parallel(row)
+        expsum, maxelem = TAILED_SOFTMAX_BLOCKS[4:][::-1], TAILED_SOFTMAX_BLOCKS[:4][::-1]
+        for name in expsum + ("T_fast_exp",) + maxelem:  # consumers first, under the row
+            sch.compute_at(sch.get_sblock(name), row)
+        for name in ("T_softmax_maxelem_lanes", "T_softmax_expsum_lanes"):
+            loops = sch.get_loops(sch.get_sblock(name))
+            if len(loops) == 3:  # row, lane, vector (one vector a row: its loop of one is gone)
+                sch.reorder(loops[2], loops[1])
+            sch.vectorize(loops[1])
+        _division_and_epilogue(sch, epilogue, ROW_LANES)
+    except tvm.s_tir.schedule.ScheduleError:
+        return None
+    return sch.mod["main"].with_attr("tirx.is_scheduled", True)
 
 
 def _epilogue_of(blocks: tuple, core: int) -> tuple[str, ...] | None:
@@ -1946,14 +2004,7 @@ def _schedule_softmax(kmod: tvm.IRModule, lanes: int) -> tvm.tirx.PrimFunc | Non
             sch.get_sblock("T_softmax_expsum"), partial.get("T_softmax_expsum"), sch.get_sblock("T_fast_exp"),
             sch.get_sblock("T_softmax_maxelem"), partial.get("T_softmax_maxelem")], partial, vectorised=False)
         epilogue = _epilogue_of(_root_blocks(kmod), len(SOFTMAX_BLOCKS))
-        _epilogue_in_parallel(sch, epilogue, lanes)
-        # last: a partition renames the blocks. A division that took an epilogue in (DistilBERT's
-        # where(isnan(p), 0, p)) stays one vector of the row: in vectors of 16 its rows of 512 ran
-        # 2.52 ms against 2.13 (each alone; the exponentials' vectors alone 1.72)
-        for name in ("T_fast_exp",) + (() if epilogue else ("T_softmax_norm",)):
-            _vectorised_row(sch, sch.get_loops(sch.get_sblock(name))[-1])
-        if epilogue:
-            sch.vectorize(sch.get_loops(sch.get_sblock("T_softmax_norm"))[-1])
+        _division_and_epilogue(sch, epilogue, lanes)
     except tvm.s_tir.schedule.ScheduleError:
         return None
     return sch.mod["main"].with_attr("tirx.is_scheduled", True)

@@ -16,7 +16,9 @@ ONNX's ``Gelu``), and an MLP-Mixer's feed-forward matmul with that epilogue ran 
 libm's ``erff``, 99 us as ``gelu`` (``run --kernels``, amd-epyc-znver3-2c, 2026-11-30). ``softmax`` over the last axis exponentiates
 every element the same way: it becomes ``topi.nn.fast_softmax`` (BERT-tiny's attention softmax,
 16 x 2 x 128 x 128, took 493 us on a transferred record with libm's ``expf``; on ``fast_exp`` and
-the softmax template, 75 us; amd-epyc-znver5-2c, 2026-11-26). LRN's pool over the channels (an
+the softmax template, 75 us; amd-epyc-znver5-2c, 2026-11-26); on a CPU, one over rows no whole
+number of vectors fills (ViT's 197) becomes :func:`tailed_softmax`, whose maximum and sum the
+template keeps in vectors. LRN's pool over the channels (an
 ``avg_pool3d`` TVM legalizes as a reduction, which fuses with nothing) is written out as a sum of
 neighbours that ``FuseOps`` joins to the rest of the LRN (:func:`_avg_pool3d`).
 
@@ -53,7 +55,60 @@ def _softmax(bb, call):
     axis = int(call.attrs.axis)
     if x.ty.dtype != "float32" or axis not in (-1, len(x.ty.shape) - 1):
         return tvm.ir.Op.get("relax.nn.softmax").get_attr("FLegalize")(bb, call)
+    row = x.ty.shape[-1]
+    if isinstance(row, tvm.tirx.IntImm) and int(row) > ROW_LANES and int(row) % NARROWEST_LANES and not _off_cpu(x):
+        return bb.call_te(tailed_softmax, x, primfunc_name_hint="softmax")
     return bb.call_te(topi.nn.fast_softmax, x, -1, primfunc_name_hint="softmax")
+
+
+#: The lanes a row's maximum and sum are kept in by :func:`tailed_softmax` (a zmm register's floats;
+#: two ymm's on AVX2).
+ROW_LANES = 16
+#: Rows a whole number of vectors of this many lanes fill (the narrowest the softmax template takes)
+#: keep ``fast_softmax``, whose partial results the template keeps in such vectors; only rows of
+#: none (ViT's 197, a window's 49) take :func:`tailed_softmax`.
+NARROWEST_LANES = 4
+#: :func:`tailed_softmax`'s reduction blocks, in order.
+TAILED_SOFTMAX_BLOCKS = tuple(f"T_softmax_{r}{part}" for r in ("maxelem", "expsum") for part in ("_lanes", "_over", "_tail", ""))
+
+
+def _off_cpu(x) -> bool:
+    """Whether ``x`` lies on a GPU: its virtual device's (a build), else the current target's (a GPU
+    profile sample, :func:`tvm_partition.ir.legalize.under_gpu_target`)."""
+    vdevice = getattr(x.ty, "vdevice", None)
+    target = vdevice.target if vdevice is not None else tvm.target.Target.current(allow_none=True)
+    return target is not None and target.kind.name != "llvm"
+
+
+def tailed_softmax(x):
+    """``fast_softmax`` over a last axis of ``n`` elements, no whole number of vectors
+    (:data:`NARROWEST_LANES`), with its maximum and its sum each kept in :data:`ROW_LANES` lanes over the row's whole vectors
+    (``*_lanes``), combined (``*_over``) with the ``n % ROW_LANES`` elements past them (``*_tail``).
+
+    Why: ``topi.nn.fast_softmax`` reduces a row in one loop, which the softmax template can give
+    partial results only where a whole number of vectors divides it (``rfactor`` after a split that
+    does not divide the row loses the split's predicate: results off by 0.17; ``loop_partition``
+    gives each part its own ``init``), so a row of 197 (ViT's 197 tokens; prime) kept two scalar
+    chains of dependent compares and adds: 12 x 197 rows took 1,485 us on one thread, these blocks
+    288 (2026-12-06, rocketlake). Every read stays within the row. CPUs only: a GPU keeps TVM's
+    blocks, which dlight's reduction rules know."""
+    *lead, n = (int(d) for d in x.shape)
+    whole, tail = n - n % ROW_LANES, n % ROW_LANES
+
+    def reduced(src, name: str, reduce, combine):
+        k = te.reduce_axis((0, whole // ROW_LANES), "k")
+        lanes = te.compute([*lead, ROW_LANES], lambda *i: reduce(src[(*i[:-1], k * ROW_LANES + i[-1])], axis=k),
+                           name=f"{name}_lanes")
+        lane = te.reduce_axis((0, ROW_LANES), "lane")
+        over = te.compute(lead, lambda *i: reduce(lanes[(*i, lane)], axis=lane), name=f"{name}_over")
+        t = te.reduce_axis((0, tail), "t")
+        rest = te.compute(lead, lambda *i: reduce(src[(*i, whole + t)], axis=t), name=f"{name}_tail")
+        return te.compute(lead, lambda *i: combine(over[i], rest[i]), name=name)
+
+    top = reduced(x, "T_softmax_maxelem", te.max, te.max)
+    exp = topi.fast_exp(te.compute(x.shape, lambda *i: x[i] - top[i[:-1]], name="T_softmax_delta"))
+    total = reduced(exp, "T_softmax_expsum", te.sum, lambda a, b: a + b)
+    return te.compute(x.shape, lambda *i: exp[i] / total[i[:-1]], name="T_softmax_norm")
 
 
 def _window_sum(x, k: int, front: int, depth: int):
