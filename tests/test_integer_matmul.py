@@ -158,3 +158,17 @@ def test_the_vnni_kernel_sums_exactly():
     args = [tvm.runtime.tensor(v) for v in (x, w, np.zeros((1, 8, 64), np.int32))]
     kernel(*args)
     np.testing.assert_array_equal(args[2].numpy(), x.astype(np.int64) @ w.astype(np.int64))
+
+
+@pytest.mark.parametrize("rows,k,n,fits", [(8, 32, 64, True), (6, 32, 64, False), (8, 30, 64, False), (8, 32, 48, False)],
+                         ids=["tiles", "rows", "reduction", "columns"])
+def test_the_vnni_template_takes_whole_tiles_only(rows, k, n, fits):
+    """Rows in tiles of 4, the reduction in steps of 4 bytes, the columns in 4 vectors of 16."""
+    from tvm import te
+
+    a = te.placeholder((rows, k), "uint8", name="a")
+    b = te.placeholder((k, n), "int8", name="b")
+    r = te.reduce_axis((0, k), name="k")
+    c = te.compute((rows, n), lambda i, j: te.sum(a[i, r].astype("int32") * b[r, j].astype("int32"), axis=r), name="matmul")
+    kmod = tvm.IRModule({"main": te.create_prim_func([a, b, c])})
+    assert vnni.fits(templates._root_blocks(kmod)[0]) == fits

@@ -647,7 +647,7 @@ def inner_tiles(kmod: tvm.IRModule, target) -> dict[int, int]:
     if depthwise is not None:
         return {1: depthwise.lanes}
     rank = len(kmod["main"].params[-1].shape)  # the output's (kernel_module form: outputs last)
-    if vnni.plan(kmod, target, _root_blocks(kmod), _iter_kinds) is not None:
+    if _integer_matmul_plan(kmod, target) is not None:
         return {rank - 2: vnni.ROWS, rank - 1: vnni.VECTORS * vnni.LANES}
     mm = _matmul_plan(kmod, target) or _matmul_plan(kmod, target, fallback=True)
     if mm is None:
@@ -1334,6 +1334,26 @@ def _matmul_plan(kmod: tvm.IRModule, target, fallback: bool = False) -> _MatmulP
                        tile_rows, axis, shared, columns_outer, chunk)
 
 
+def _integer_matmul_plan(kmod: tvm.IRModule, target) -> vnni.Plan | None:
+    """The :class:`.vnni.Plan` of an llvm kernel of TOPI's ``matmul`` block (first) that
+    :func:`.vnni.fits` the template, by a weight parameter (:func:`_weight`), then element-wise
+    blocks only, on a :func:`.vnni.sums_bytes` target; None for any other kernel."""
+    if not vnni.sums_bytes(target):
+        return None
+    blocks = _root_blocks(kmod)
+    if not blocks or blocks[0].name_hint != _MATMUL:
+        return None
+    mm, rank = blocks[0], len(blocks[0].iter_vars) - 1
+    if rank < 2 or _iter_kinds(mm) != "S" * rank + "R" or any(_iter_kinds(b) != "S" * rank for b in blocks[1:]):
+        return None
+    weight = _weight(kmod, mm)
+    if weight is None or not vnni.fits(mm):
+        return None
+    from .transfer import serial
+
+    return vnni.Plan(tuple(b.name_hint for b in blocks[1:]), weight, not serial(kmod, target))
+
+
 def _matmul_chunk(mm, columns: int, tiles: int) -> int:
     """:data:`MATMUL_CHUNK` where a columns-outer matmul's block of ``columns`` columns' weights over
     its whole reduction outgrow :data:`MATMUL_CHUNK_FROM_BYTES`, the chunk divides the reduction,
@@ -1459,7 +1479,7 @@ def templated(kmod: tvm.IRModule, target) -> tuple[tvm.tirx.PrimFunc, str] | Non
         func, name = _schedule_pointwise(kmod, target, pointwise), POINTWISE_LABEL
     elif (plan := _plan(kmod, target)) is not None:
         func, name = _schedule_conv(kmod, target, plan), CONV_LABEL
-    elif (integer := vnni.plan(kmod, target, _root_blocks(kmod), _iter_kinds)) is not None:
+    elif (integer := _integer_matmul_plan(kmod, target)) is not None:
         func, name = vnni.schedule(kmod, integer), INTEGER_MATMUL_LABEL
     elif (mm := _matmul_plan(kmod, target)) is not None:
         func, name = _schedule_matmul(kmod, target, mm), MATMUL_LABEL if mm.packed else BATCHED_MATMUL_LABEL

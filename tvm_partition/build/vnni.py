@@ -54,33 +54,18 @@ class Plan:
     parallel: bool
 
 
-def plan(kmod: tvm.IRModule, target, blocks: tuple, kinds) -> Plan | None:
-    """The :class:`Plan` of ``kmod`` (``blocks``: its root blocks, ``kinds(block)`` its iterator
-    kinds, as :mod:`.templates` reads them) where its first block is a uint8 x int8 -> int32
-    ``matmul`` by a rank-2 weight parameter, its rows a multiple of :data:`ROWS`, reduction of
-    :data:`BYTES` and columns of :data:`VECTORS` x :data:`LANES`, followed by element-wise blocks
-    only, on a :func:`sums_bytes` target; None otherwise."""
-    if not sums_bytes(target) or not blocks or blocks[0].name_hint != _MATMUL:
-        return None
-    mm = blocks[0]
-    rank = len(mm.iter_vars) - 1
-    if rank < 2 or kinds(mm) != "S" * rank + "R" or len(mm.reads) != 2:
-        return None
+def fits(mm) -> bool:
+    """Whether ``mm`` (TOPI's ``matmul`` block of a kernel) sums uint8 x int8 products in int32 by a
+    rank-2 weight, its extents static, its rows a multiple of :data:`ROWS`, its reduction of
+    :data:`BYTES` and its columns of :data:`VECTORS` x :data:`LANES`."""
     x, w = (r.source for r in mm.reads)
     if (str(x.dtype), str(w.dtype), str(mm.writes[0].source.dtype)) != ("uint8", "int8", "int32") or len(w.shape) != 2:
-        return None
-    weight = next((n for n, buf in enumerate(kmod["main"].params) if buf.same_as(w)), None)
+        return False
     extents = [v.dom.extent for v in mm.iter_vars]
-    if weight is None or not all(isinstance(e, tvm.tirx.IntImm) for e in extents):
-        return None
-    rows, cols, red = int(extents[rank - 2]), int(extents[rank - 1]), int(extents[rank])
-    if rows % ROWS or red % BYTES or cols % (VECTORS * LANES):
-        return None
-    if any(kinds(b) != "S" * rank for b in blocks[1:]):
-        return None
-    from .transfer import serial
-
-    return Plan(tuple(b.name_hint for b in blocks[1:]), weight, not serial(kmod, target))
+    if not all(isinstance(e, tvm.tirx.IntImm) for e in extents):
+        return False
+    rows, cols, red = (int(e) for e in extents[-3:])
+    return not (rows % ROWS or red % BYTES or cols % (VECTORS * LANES))
 
 
 def schedule(kmod: tvm.IRModule, p: Plan) -> tvm.tirx.PrimFunc:

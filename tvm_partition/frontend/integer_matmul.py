@@ -15,20 +15,22 @@ out_dtype="int32")`` of the uint8 activation and the weight as int8, minus the z
 weight's column sums (``(q - zp) @ w = q @ w - zp * colsum(w)``, ONNX's ``MatMulInteger`` with a
 per-tensor ``a_zero_point`` and none for ``b``), cast to float: exact where the float form rounded
 each partial sum past 2**24. The template that sums it with ``vpdpbusd`` is
-:func:`tvm_partition.build.templates.integer_matmul`; the build takes this form only where every
-device is a CPU with VNNI (:func:`tvm_partition.devices.sums_bytes`): a GPU, or a CPU without it,
-keeps the float one. The weights are stored as int8 (a quarter of the float ones' bytes).
+:mod:`tvm_partition.build.vnni`'s; the build takes this form only where every device is a CPU with
+VNNI (:func:`tvm_partition.cli.compile.for_devices`, :func:`tvm_partition.build.vnni.sums_bytes`): a
+GPU, or a CPU without it, keeps the float one. The weights are stored as int8 (a quarter of the float ones' bytes).
 """
 
 from __future__ import annotations
 
 import dataclasses
+import math
 
 import numpy as np
 import tvm
 from tvm import relax
 
-from ..ir.relax_utils import Constant, calls_op, rebuilt
+from ..ir.relax_utils import Constant, calls_op, copy_module, rebuilt
+from ..ir.split_rules import static_shape
 from .model import Model
 
 _MATMUL = tvm.ir.Op.get("relax.matmul")
@@ -41,19 +43,18 @@ def integer_matmuls(model: Model) -> Model:
     its rows perhaps padded) by a rank-2 weight holding int8 values as the integer product of the module docstring; the
     weights only it read dropped. ``model`` itself where there is none."""
     main = model.mod["main"]
-    weights = list(main.params)[len(main.params) - len(model.params):]
+    num_input = len(main.params) - len(model.params)
+    inputs, weights = list(main.params)[:num_input], list(main.params)[num_input:]
     values = dict(zip(weights, model.params))
-    mod = tvm.IRModule(dict(model.mod.functions_items()), attrs=model.mod.attrs, global_infos=model.mod.global_infos)
+    mod = copy_module(model.mod)
     mutator = _Integers(model.mod, values)
     mod["main"] = mutator.visit_expr(main)
     if not mutator.rewritten:
         return model
     mod = relax.transform.DeadCodeElimination(["main"])(mod)  # the dequantizes the products read
-    read = set()
-    relax.analysis.post_order_visit(mod["main"].body, lambda e: read.add(e) if isinstance(e, relax.Var) else None)
-    num_input = len(main.params) - len(model.params)
+    read = set(relax.analysis.free_vars(mod["main"].body))
     kept = [w for w in weights if w in read]
-    mod = rebuilt(mod, params=list(main.params)[:num_input] + kept)
+    mod = rebuilt(mod, params=inputs + kept)
     mod, extra = _lifted(mod)
     return dataclasses.replace(model, mod=mod, params=[values[w] for w in kept] + extra)
 
@@ -94,7 +95,7 @@ class _Integers(relax.PyExprMutator):
         q, scale, zp = dq.args
         scales = self._value(scale)
         if q.ty.dtype != "uint8" or scales is None or not np.all(scales == 1) or zp.ty.dtype != "uint8" \
-                or _elements(zp) != 1 or call.ty.dtype != "float32":
+                or static_shape(zp) is None or math.prod(static_shape(zp)) != 1 or call.ty.dtype != "float32":
             return call
         self.rewritten += 1
         w8 = weight.astype(np.int8)
@@ -112,10 +113,3 @@ def _int8_valued(weight: np.ndarray | None) -> bool:
     return (weight is not None and weight.ndim == 2 and weight.dtype == np.float32 and weight.size > 0
             and float(weight.min()) >= -128 and float(weight.max()) <= 127 and bool(np.all(weight == np.round(weight))))
 
-
-def _elements(expr) -> int | None:
-    shape = expr.ty.shape
-    try:
-        return int(np.prod([int(d) for d in shape]))
-    except (TypeError, AttributeError):
-        return None
