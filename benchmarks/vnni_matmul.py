@@ -31,19 +31,26 @@ REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, REPO)  # this checkout's package, not another installed copy
 
 
-def integer_kernel(m: int, k: int, n: int, target):
-    """The compiled uint8 x int8 -> int32 matmul of packed weights (module docstring)."""
-    import tvm
+def packed_matmul(m: int, k: int, n: int):
+    """The PrimFunc of ``c[m, n] (int32) = a[m, k] (uint8) @ w[k, n] (int8)``, ``w`` packed
+    ``[N/16][K/4][16][4]`` (its block ``c``)."""
     from tvm import te
-
-    from tvm_partition.build.vnni import intrinsic
 
     a = te.placeholder((m, k), "uint8", name="a")
     b = te.placeholder((n // 16, k // 4, 16, 4), "int8", name="b")
     r = te.reduce_axis((0, k), name="r")
     c = te.compute((m, n), lambda i, j: te.sum(a[i, r].astype("int32") * b[j // 16, r // 4, j % 16, r % 4].astype("int32"),
                                                axis=r), name="c")
-    sch = tvm.s_tir.Schedule(te.create_prim_func([a, b, c]))
+    return te.create_prim_func([a, b, c])
+
+
+def integer_kernel(m: int, k: int, n: int, target):
+    """The compiled uint8 x int8 -> int32 matmul of packed weights (module docstring)."""
+    import tvm
+
+    from tvm_partition.build.vnni import intrinsic
+
+    sch = tvm.s_tir.Schedule(packed_matmul(m, k, n))
     block = sch.get_sblock("c")
     i, j, red = sch.get_loops(block)
     rows, i_in = sch.split(i, [None, 4])
@@ -113,6 +120,21 @@ def measure(m: int, k: int, n: int, rounds: int, repeat: int, folder: str) -> di
             "spread_int8": max(ints) / min(ints), "spread_float": max(floats) / min(floats)}
 
 
+def parse_shapes(text: str, rows: int, reduction: int, columns: int) -> list[tuple[int, int, int]]:
+    """``--shapes``' comma-separated ``MxKxN``, each a multiple of ``rows``, ``reduction`` and
+    ``columns``; SystemExit with one line otherwise."""
+    shapes = []
+    for shape in text.split(","):
+        try:
+            m, k, n = (int(v) for v in shape.split("x"))
+        except ValueError:
+            raise SystemExit(f"error: --shapes {shape!r}: write MxKxN, e.g. 128x768x3072") from None
+        if m % rows or k % reduction or n % columns:
+            raise SystemExit(f"error: --shapes {shape!r}: M must be a multiple of {rows}, K of {reduction}, N of {columns}")
+        shapes.append((m, k, n))
+    return shapes
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--shapes", default="128x768x3072,128x3072x768,128x768x768",
@@ -121,15 +143,7 @@ def main(argv=None) -> int:
     ap.add_argument("--rounds", type=int, default=5, help="alternating rounds (default 5)")
     ap.add_argument("--repeat", type=int, default=20, help="runs of each side a round (default 20)")
     args = ap.parse_args(argv)
-    shapes = []
-    for text in args.shapes.split(","):
-        try:
-            m, k, n = (int(v) for v in text.split("x"))
-        except ValueError:
-            raise SystemExit(f"error: --shapes {text!r}: write MxKxN, e.g. 128x768x3072") from None
-        if m % 4 or k % 4 or n % 64:
-            raise SystemExit(f"error: --shapes {text!r}: M must be a multiple of 4, K of 4, N of 64")
-        shapes.append((m, k, n))
+    shapes = parse_shapes(args.shapes, 4, 4, 64)
     print("| shape (MxKxN) | int8, VNNI (us) | float, our build (us) | float / int8 | spread over rounds |")
     print("| --- | ---: | ---: | ---: | --- |")
     with tempfile.TemporaryDirectory(prefix="vnni-") as folder:

@@ -85,6 +85,26 @@ def test_a_dynamically_quantized_matmul_becomes_a_product_of_bytes_that_matches_
     np.testing.assert_allclose(ours[0], ref[0], rtol=1e-6, atol=1e-6)
 
 
+@pytest.mark.parametrize("rows, tiled", [(28, 32), (26, 32), (20, 20), (32, 32)],
+                         ids=["padded", "padded-on", "too-many", "whole"])
+def test_an_activation_is_padded_on_to_whole_tiles_and_sliced_back(tmp_path, rows, tiled):
+    """With a tile of 32 rows (AMX's), 28 rows compute 32 (4 more: within a quarter) and are sliced
+    back, as 26 are, which the float form padded to 28; 20 would need 12 more and stay; the
+    outputs are onnxruntime's either way."""
+    from onnxruntime.quantization import quantize_dynamic
+
+    _dense(tmp_path / "float.onnx", rows=rows)
+    quantize_dynamic(str(tmp_path / "float.onnx"), str(tmp_path / "dyn.onnx"))
+    model = frontend.load(str(tmp_path / "dyn.onnx"))
+    x = np.random.default_rng(1).standard_normal((1, rows, K)).astype(np.float32)
+    model.inputs = {"x": x}
+    rewritten = integer_matmuls(model, row_multiple=32)
+    assert [p.args[0].ty.shape[-2] for p in _matmuls(rewritten)] == [tiled, tiled]
+    ours, ref = reference_outputs(rewritten), ort_run(onnx.load(str(tmp_path / "dyn.onnx")), [x])
+    assert ours[0].shape == (1, rows, N)
+    np.testing.assert_allclose(ours[0], ref[0], rtol=1e-6, atol=1e-6)
+
+
 @pytest.mark.parametrize("change", [lambda w: w + 128, lambda w: w - 128, lambda w: w * 0.5],
                          ids=["above-int8", "below-int8", "not-integers"])
 def test_a_weight_that_is_no_int8_matrix_keeps_its_float_product(quantized, change):
@@ -172,3 +192,92 @@ def test_the_vnni_template_takes_whole_tiles_only(rows, k, n, fits):
     c = te.compute((rows, n), lambda i, j: te.sum(a[i, r].astype("int32") * b[r, j].astype("int32"), axis=r), name="matmul")
     kmod = tvm.IRModule({"main": te.create_prim_func([a, b, c])})
     assert vnni.fits(templates._root_blocks(kmod)[0]) == fits
+
+
+def _amx() -> bool:
+    """Whether this CPU has AMX's int8 tiles (Linux's flags; the kernel asks for them itself)."""
+    try:
+        flags = open("/proc/cpuinfo").read()
+    except OSError:
+        return False
+    return "amx_int8" in flags and "amx_tile" in flags
+
+
+needs_amx = pytest.mark.skipif(not _amx(), reason="this CPU has no AMX int8 tiles")
+#: A target with AMX: the CPUs that have it are Sapphire Rapids and later (this VM's LLVM names
+#: its CPU rocketlake, whose target has none).
+AMX_CPU = "sapphirerapids"
+
+
+@needs_amx
+def test_the_amx_kernel_sums_exactly():
+    """The AMX template's kernel (two tiles of 32 x 32 over a reduction of 3 steps of 64) on a
+    matmul with a ReLU epilogue, against numpy's int64 product, the extremes of both types
+    included; a target without AMX takes the VNNI template for the same kernel."""
+    from tvm import te
+
+    from tvm_partition.build import amx
+
+    rows, red, cols = 64, 192, 64
+    a = te.placeholder((1, rows, red), "uint8", name="a")
+    b = te.placeholder((red, cols), "int8", name="b")
+    r = te.reduce_axis((0, red), name="k")
+    c = te.compute((1, rows, cols), lambda z, i, j: te.sum(a[z, i, r].astype("int32") * b[r, j].astype("int32"), axis=r),
+                   name="matmul")
+    d = te.compute((1, rows, cols), lambda z, i, j: te.max(c[z, i, j], 0), name="relu")
+    kmod = tvm.IRModule({"main": te.create_prim_func([a, b, d])})
+    target = host_target(AMX_CPU)
+    assert amx.multiplies_tiles(target) and not amx.multiplies_tiles(host_target("icelake-server"))
+    done = templates.templated(kmod, target)
+    assert done is not None and done[1] == templates.INTEGER_TILES_LABEL
+    assert templates.templated(kmod, host_target("icelake-server"))[1] == templates.INTEGER_MATMUL_LABEL
+    kernel = tvm.compile(tvm.IRModule({"main": done[0]}), target=target)
+    rng = np.random.default_rng(0)
+    x = rng.integers(0, 256, (1, rows, red), dtype=np.uint8)
+    w = rng.integers(-128, 128, (red, cols), dtype=np.int8)
+    x[0, 0], w[:, 0] = 255, -128
+    args = [tvm.runtime.tensor(v) for v in (x, w, np.zeros((1, rows, cols), np.int32))]
+    kernel(*args)
+    np.testing.assert_array_equal(args[2].numpy(), np.maximum(x.astype(np.int64) @ w.astype(np.int64), 0))
+
+
+@pytest.mark.parametrize("shape, tiles", [((32, 64, 32), True), ((64, 128, 64), True), ((16, 64, 32), False),
+                                          ((32, 96, 32), False), ((32, 64, 48), False)])
+def test_the_amx_template_takes_whole_tiles_only(shape, tiles):
+    """Rows and columns of 32, a reduction of 64 bytes: an AMX tile's; else the VNNI template."""
+    from tvm import te
+
+    from tvm_partition.build import amx
+
+    rows, red, cols = shape
+    a = te.placeholder((rows, red), "uint8", name="a")
+    b = te.placeholder((red, cols), "int8", name="b")
+    r = te.reduce_axis((0, red), name="k")
+    c = te.compute((rows, cols), lambda i, j: te.sum(a[i, r].astype("int32") * b[r, j].astype("int32"), axis=r), name="matmul")
+    func = te.create_prim_func([a, b, c])
+    block = templates._root_blocks(tvm.IRModule({"main": func}))[0]
+    assert amx.fits(block) is tiles
+
+
+def test_this_machines_cpu_is_compiled_with_the_tiles_linux_lists(monkeypatch):
+    """A VM's CPU may carry an older LLVM name than it is (this one: ``rocketlake``, no AMX, where
+    Linux lists ``amx_int8 amx_tile``): a target naming this machine's CPU compiles with AMX's
+    features where Linux lists them, and the AMX template is chosen for it; another CPU's name, or
+    an ``mattr`` that says something of AMX, is left as given."""
+    from tvm_partition import devices
+    from tvm_partition.build import amx
+
+    monkeypatch.setattr(devices, "host_cpu_name", lambda: "rocketlake")
+    monkeypatch.setattr(devices, "_cpu_flags", lambda: frozenset({"avx512_vnni", "amx_int8", "amx_tile"}))
+    amx._tiles.cache_clear()
+    here = {"kind": "llvm", "mcpu": "rocketlake"}
+    assert devices.codegen_target(here)["mattr"][-2:] == list(devices.AMX_FEATURES)
+    assert amx.multiplies_tiles(tvm.target.Target({**here, "num-cores": 2}))  # MetaSchedule's target
+    assert devices.AMX_FEATURES[0] not in devices.codegen_target({**here, "mcpu": "icelake-server"})["mattr"]
+    assert devices.codegen_target({**here, "mattr": ["-amx-tile"]})["mattr"][0] == "-amx-tile"
+    assert len(devices.codegen_target({**here, "mattr": ["-amx-tile"]})["mattr"]) == 2  # and no gathers
+    monkeypatch.setattr(devices, "_cpu_flags", lambda: frozenset({"avx512_vnni"}))
+    amx._tiles.cache_clear()
+    assert devices.AMX_FEATURES[0] not in devices.codegen_target(here)["mattr"]
+    assert not amx.multiplies_tiles(tvm.target.Target({**here, "num-cores": 2}))
+    amx._tiles.cache_clear()

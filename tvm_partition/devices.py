@@ -108,14 +108,44 @@ def cpu_target(mcpu: str | None = None) -> dict:
 NO_GATHER = "+prefer-no-gather"
 
 
+#: The LLVM target features of AMX's int8 tiles (:mod:`tvm_partition.build.amx`), and Linux's
+#: names of them in /proc/cpuinfo.
+AMX_FEATURES, AMX_FLAGS = ("+amx-tile", "+amx-int8"), ("amx_tile", "amx_int8")
+
+
 def codegen_target(target: dict) -> dict:
     """A CPU ``target`` as builds compile for it: on x86, with :data:`NO_GATHER` unless its own
-    ``mattr`` says something of gathers. MetaSchedule keeps ``target`` as given
+    ``mattr`` says something of gathers, and with :data:`AMX_FEATURES` where it names this
+    machine's CPU, which has them (:func:`_this_cpus_tiles`). MetaSchedule keeps ``target`` as given
     (:func:`tvm_partition.build.tuning.tuning_target`): its records are looked up by target."""
     mattr = list(target.get("mattr", ()))
-    if target.get("kind") != "llvm" or not _x86(target) or any("gather" in a for a in mattr):
+    if target.get("kind") != "llvm" or not _x86(target):
         return target
-    return {**target, "mattr": mattr + [NO_GATHER]}
+    extra = ([] if any("gather" in a for a in mattr) else [NO_GATHER]) + _this_cpus_tiles(target, mattr)
+    return {**target, "mattr": mattr + extra} if extra else target
+
+
+def _this_cpus_tiles(target: dict, mattr: list[str]) -> list[str]:
+    """:data:`AMX_FEATURES` where ``target`` is this machine's CPU by LLVM's name, Linux lists its
+    tiles and ``mattr`` says nothing of them. Why: LLVM names a CPU by its model number, which a VM
+    may report for an older CPU than it runs on (this VM: ``rocketlake``, no AMX, where Linux lists
+    ``amx_int8 amx_tile``, as Sapphire Rapids has; 2026-12-06); the features follow the machine."""
+    if target.get("mcpu") != host_cpu_name() or any("amx" in a for a in mattr):
+        return []
+    return list(AMX_FEATURES) if set(AMX_FLAGS) <= _cpu_flags() else []
+
+
+@functools.lru_cache(maxsize=None)
+def _cpu_flags() -> frozenset[str]:
+    """The flags Linux lists for this machine's first CPU (none where it lists none)."""
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8") as f:
+            for line in f:
+                if line.startswith("flags"):
+                    return frozenset(line.split(":", 1)[1].split())
+    except OSError:
+        pass
+    return frozenset()
 
 
 def _x86(target: dict) -> bool:

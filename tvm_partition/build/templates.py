@@ -176,7 +176,7 @@ import tvm
 
 from ..ir.fastmath import ROW_LANES, TAILED_SOFTMAX_BLOCKS
 from ..ir.relax_utils import matmul_row_axis
-from . import vnni
+from . import amx, vnni
 from .transfer import root_children
 
 #: Labels of the kernels scheduled here (the manifest and ``--explain`` show them beside tuned,
@@ -194,6 +194,8 @@ MATMUL_LABEL = "template (matmul, packed weights)"
 BATCHED_MATMUL_LABEL = "template (matmul, operands read in place)"
 #: :mod:`.vnni`'s: a uint8 x int8 product summed by ``vpdpbusd``
 INTEGER_MATMUL_LABEL = "template (uint8 x int8 matmul, VNNI, packed weights)"
+#: :mod:`.amx`'s: the same product summed in AMX tiles by ``tdpbusd``, where the CPU has them
+INTEGER_TILES_LABEL = "template (uint8 x int8 matmul, AMX tiles, packed weights)"
 #: The matmul template's labels: a record tuned here for the kernel can outrank it (see
 #: :class:`tvm_partition.build.tuning.Schedules`), as for no other template
 MATMUL_LABELS = (MATMUL_LABEL, BATCHED_MATMUL_LABEL)
@@ -647,8 +649,9 @@ def inner_tiles(kmod: tvm.IRModule, target) -> dict[int, int]:
     if depthwise is not None:
         return {1: depthwise.lanes}
     rank = len(kmod["main"].params[-1].shape)  # the output's (kernel_module form: outputs last)
-    if _integer_matmul_plan(kmod, target) is not None:
-        return {rank - 2: vnni.ROWS, rank - 1: vnni.VECTORS * vnni.LANES}
+    if _integer_matmul_plan(kmod, target) is not None:  # AMX's tiles where they fit, else VNNI's (which they divide)
+        tiles = amx.multiplies_tiles(target) and amx.fits(_root_blocks(kmod)[0])
+        return {rank - 2: amx.ROWS if tiles else vnni.ROWS, rank - 1: vnni.VECTORS * vnni.LANES}
     mm = _matmul_plan(kmod, target) or _matmul_plan(kmod, target, fallback=True)
     if mm is None:
         return {}
@@ -1480,7 +1483,10 @@ def templated(kmod: tvm.IRModule, target) -> tuple[tvm.tirx.PrimFunc, str] | Non
     elif (plan := _plan(kmod, target)) is not None:
         func, name = _schedule_conv(kmod, target, plan), CONV_LABEL
     elif (integer := _integer_matmul_plan(kmod, target)) is not None:
-        func, name = vnni.schedule(kmod, integer), INTEGER_MATMUL_LABEL
+        if amx.multiplies_tiles(target) and amx.fits(_root_blocks(kmod)[0]):
+            func, name = amx.schedule(kmod, integer), INTEGER_TILES_LABEL
+        else:
+            func, name = vnni.schedule(kmod, integer), INTEGER_MATMUL_LABEL
     elif (mm := _matmul_plan(kmod, target)) is not None:
         func, name = _schedule_matmul(kmod, target, mm), MATMUL_LABEL if mm.packed else BATCHED_MATMUL_LABEL
     elif (depthwise := _depthwise_plan(kmod, target)) is not None:

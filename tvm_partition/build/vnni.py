@@ -71,6 +71,24 @@ def fits(mm) -> bool:
 def schedule(kmod: tvm.IRModule, p: Plan) -> tvm.tirx.PrimFunc:
     """The schedule of the module docstring: ``n_o lead m_o | k_o | m_i n_b (n_i k_i: the tensorized
     dot product)``, the first three one parallel loop, the weights packed at load time."""
+    sch, mm = packed(kmod, p)
+    *lead, m, n, k = sch.get_loops(mm)
+    m_o, m_i = sch.split(m, [None, ROWS])
+    n_o, n_b, n_i = sch.split(n, [None, VECTORS, LANES])
+    k_o, k_i = sch.split(k, [None, BYTES])
+    sch.reorder(n_o, *lead, m_o, k_o, m_i, n_b, n_i, k_i)
+    epilogue_per_tile(sch, mm, p, [n_o, *lead, m_o])
+    sch.decompose_reduction(mm, k_o)
+    sch.tensorize(n_i, intrinsic())
+    sch.unroll(m_i)
+    sch.unroll(n_b)
+    return sch.mod["main"].with_attr("tirx.is_scheduled", True)
+
+
+def packed(kmod: tvm.IRModule, p: Plan):
+    """``(schedule, matmul block)`` of the kernel, its epilogue inlined but for its last block, the
+    weights packed ``[n/16, k/4, 16, 4]`` by a block the build lifts to load time (the AMX
+    template's B tiles read the same layout)."""
     func = kmod["main"].with_attr("layout_free_buffers", [p.weight])
     sch = tvm.s_tir.Schedule(tvm.IRModule({"main": func}))
     for name in p.epilogue[:-1]:
@@ -79,28 +97,25 @@ def schedule(kmod: tvm.IRModule, p: Plan) -> tvm.tirx.PrimFunc:
     packing = sch.cache_read(mm, 1, "global")
     sch.transform_layout(mm, ("read", 1), lambda k, n: (n // LANES, k // BYTES, n % LANES, k % BYTES))
     sch.annotate(packing, "meta_schedule.layout_rewrite_preproc", True)
-    *lead, m, n, k = sch.get_loops(mm)
-    m_o, m_i = sch.split(m, [None, ROWS])
-    n_o, n_b, n_i = sch.split(n, [None, VECTORS, LANES])
-    k_o, k_i = sch.split(k, [None, BYTES])
-    sch.reorder(n_o, *lead, m_o, k_o, m_i, n_b, n_i, k_i)
-    acc = sch.cache_write(mm, 0, "global")  # the intrinsic's scope: a tile of the stack, in registers
-    sch.reverse_compute_at(acc, m_o)
+    return sch, mm
+
+
+def epilogue_per_tile(sch, mm, p: Plan, tile_loops: list) -> None:
+    """The product summed into a tile's int32 accumulator (``global``: the intrinsics' scope; a tile
+    of the stack) and the epilogue computed per tile, under ``tile_loops`` fused into one loop,
+    parallel where ``p`` says, both written a vector of 16 columns at a time."""
+    acc = sch.cache_write(mm, 0, "global")
+    sch.reverse_compute_at(acc, tile_loops[-1])
     written = [acc]
     if p.epilogue:
         last = sch.get_sblock(p.epilogue[-1])
-        sch.reverse_compute_at(last, m_o)
+        sch.reverse_compute_at(last, tile_loops[-1])
         written.append(last)
-    tile = sch.fuse(n_o, *lead, m_o)
+    tile = sch.fuse(*tile_loops)
     if p.parallel:
         sch.parallel(tile)  # before tensorize: a parallel loop wants whole blocks below it
-    for block in written:  # a vector of 16 columns at a time
+    for block in written:
         sch.vectorize(sch.split(sch.get_loops(block)[-1], [None, LANES])[1])
-    sch.decompose_reduction(mm, k_o)
-    sch.tensorize(n_i, intrinsic())
-    sch.unroll(m_i)
-    sch.unroll(n_b)
-    return sch.mod["main"].with_attr("tirx.is_scheduled", True)
 
 
 @functools.cache

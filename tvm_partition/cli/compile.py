@@ -139,13 +139,16 @@ def compile_model(model, devices: list[DeviceSpec], strategy: str = "auto", plan
 
 def for_devices(model, devices: list[DeviceSpec]):
     """``model`` in the form ``devices`` run it quickest: its dynamically quantized matmuls as
-    products of bytes where every device is a CPU that sums them (:mod:`tvm_partition.build.vnni`);
-    a GPU, or a CPU without VNNI, keeps the float form (a split op's parts run one computation)."""
+    products of bytes where every device is a CPU that sums them (:mod:`tvm_partition.build.vnni`),
+    their rows in AMX's tiles where every one has them (:mod:`tvm_partition.build.amx`); a GPU, or
+    a CPU without VNNI, keeps the float form (a split op's parts run one computation)."""
+    from ..build.amx import ROWS, multiplies_tiles
     from ..build.vnni import sums_bytes
     from ..frontend.integer_matmul import integer_matmuls
 
-    if all(d.kind == "cpu" and sums_bytes(d.tvm_target()) for d in devices):
-        return integer_matmuls(model)
+    targets = [d.tvm_target() for d in devices]
+    if all(d.kind == "cpu" and sums_bytes(t) for d, t in zip(devices, targets)):
+        return integer_matmuls(model, ROWS if all(multiplies_tiles(t) for t in targets) else 1)
     return model
 
 
