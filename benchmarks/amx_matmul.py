@@ -110,8 +110,10 @@ def main(argv=None) -> int:
     ap.add_argument("--rounds", type=int, default=5, help="alternating rounds (default 5)")
     ap.add_argument("--repeat", type=int, default=20, help="runs of each side a round (default 20)")
     args = ap.parse_args(argv)
-    if "amx_int8" not in open("/proc/cpuinfo").read():
-        raise SystemExit("error: this CPU has no AMX int8 tiles (Linux lists no amx_int8)")
+    from tvm_partition.devices import AMX_FLAGS, cpu_flags
+
+    if not set(AMX_FLAGS) <= cpu_flags():
+        raise SystemExit("error: this CPU has no AMX int8 tiles (Linux lists no amx_int8, amx_tile)")
     shapes = parse_shapes(args.shapes, 32, 64, 64)
     threads = int(os.environ.get("TVM_NUM_THREADS") or os.cpu_count() or 1)
     print("| shape (MxKxN) | AMX template (us) | VNNI template (us) | onnxruntime (us) | AMX GMAC/s | VNNI / AMX | "

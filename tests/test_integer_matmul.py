@@ -19,7 +19,7 @@ from test_onnx import ort_run, run_split
 from tvm_partition import frontend
 from tvm_partition.build import templates, vnni
 from tvm_partition.cli.compile import for_devices, reference_outputs
-from tvm_partition.devices import host_target, parse_devices
+from tvm_partition.devices import AMX_FLAGS, cpu_flags, host_target, parse_devices
 from tvm_partition.frontend.integer_matmul import integer_matmuls
 
 pytestmark = [pytest.mark.filterwarnings("ignore:Renaming name:UserWarning")]
@@ -194,16 +194,7 @@ def test_the_vnni_template_takes_whole_tiles_only(rows, k, n, fits):
     assert vnni.fits(templates._root_blocks(kmod)[0]) == fits
 
 
-def _amx() -> bool:
-    """Whether this CPU has AMX's int8 tiles (Linux's flags; the kernel asks for them itself)."""
-    try:
-        flags = open("/proc/cpuinfo").read()
-    except OSError:
-        return False
-    return "amx_int8" in flags and "amx_tile" in flags
-
-
-needs_amx = pytest.mark.skipif(not _amx(), reason="this CPU has no AMX int8 tiles")
+needs_amx = pytest.mark.skipif(not set(AMX_FLAGS) <= cpu_flags(), reason="this CPU has no AMX int8 tiles")
 #: A target with AMX: the CPUs that have it are Sapphire Rapids and later (this VM's LLVM names
 #: its CPU rocketlake, whose target has none).
 AMX_CPU = "sapphirerapids"
@@ -268,7 +259,7 @@ def test_this_machines_cpu_is_compiled_with_the_tiles_linux_lists(monkeypatch):
     from tvm_partition.build import amx
 
     monkeypatch.setattr(devices, "host_cpu_name", lambda: "rocketlake")
-    monkeypatch.setattr(devices, "_cpu_flags", lambda: frozenset({"avx512_vnni", "amx_int8", "amx_tile"}))
+    monkeypatch.setattr(devices, "cpu_flags", lambda: frozenset({"avx512_vnni", "amx_int8", "amx_tile"}))
     amx._tiles.cache_clear()
     here = {"kind": "llvm", "mcpu": "rocketlake"}
     assert devices.codegen_target(here)["mattr"][-2:] == list(devices.AMX_FEATURES)
@@ -276,7 +267,7 @@ def test_this_machines_cpu_is_compiled_with_the_tiles_linux_lists(monkeypatch):
     assert devices.AMX_FEATURES[0] not in devices.codegen_target({**here, "mcpu": "icelake-server"})["mattr"]
     assert devices.codegen_target({**here, "mattr": ["-amx-tile"]})["mattr"][0] == "-amx-tile"
     assert len(devices.codegen_target({**here, "mattr": ["-amx-tile"]})["mattr"]) == 2  # and no gathers
-    monkeypatch.setattr(devices, "_cpu_flags", lambda: frozenset({"avx512_vnni"}))
+    monkeypatch.setattr(devices, "cpu_flags", lambda: frozenset({"avx512_vnni"}))
     amx._tiles.cache_clear()
     assert devices.AMX_FEATURES[0] not in devices.codegen_target(here)["mattr"]
     assert not amx.multiplies_tiles(tvm.target.Target({**here, "num-cores": 2}))

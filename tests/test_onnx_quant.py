@@ -408,7 +408,7 @@ def test_nudged_moves_scales_apart_and_each_quantizes_input_away_from_its_scale(
     x = np.array([2.5, 3.5, -2.5, 6.5], np.float32)
     even, down, up = [2, 4, -2, 6], [2, 3, -2, 6], [3, 4, -3, 7]  # down and up: in magnitude
     for sign, ways in ((1, (down, up)), (-1, (up, down))):
-        proto = nudged(str(tmp_path / "m.onnx"), ulps, sign)
+        proto = nudged(onnx.load(str(tmp_path / "m.onnx")), ulps, sign)
         scales = {t.name: float(numpy_helper.to_array(t)) for t in onnx.load_from_string(proto).graph.initializer
                   if t.name in ("s0", "s1")}
         assert scales == {"s0": _from_one(sign * ulps), "s1": _from_one(-sign * ulps)}

@@ -132,11 +132,11 @@ def _this_cpus_tiles(target: dict, mattr: list[str]) -> list[str]:
     ``amx_int8 amx_tile``, as Sapphire Rapids has; 2026-12-06); the features follow the machine."""
     if target.get("mcpu") != host_cpu_name() or any("amx" in a for a in mattr):
         return []
-    return list(AMX_FEATURES) if set(AMX_FLAGS) <= _cpu_flags() else []
+    return list(AMX_FEATURES) if set(AMX_FLAGS) <= cpu_flags() else []
 
 
 @functools.lru_cache(maxsize=None)
-def _cpu_flags() -> frozenset[str]:
+def cpu_flags() -> frozenset[str]:
     """The flags Linux lists for this machine's first CPU (none where it lists none)."""
     try:
         with open("/proc/cpuinfo", encoding="utf-8") as f:

@@ -650,8 +650,7 @@ def inner_tiles(kmod: tvm.IRModule, target) -> dict[int, int]:
         return {1: depthwise.lanes}
     rank = len(kmod["main"].params[-1].shape)  # the output's (kernel_module form: outputs last)
     if _integer_matmul_plan(kmod, target) is not None:  # AMX's tiles where they fit, else VNNI's (which they divide)
-        tiles = amx.multiplies_tiles(target) and amx.fits(_root_blocks(kmod)[0])
-        return {rank - 2: amx.ROWS if tiles else vnni.ROWS, rank - 1: vnni.VECTORS * vnni.LANES}
+        return {rank - 2: amx.ROWS if _in_tiles(kmod, target) else vnni.ROWS, rank - 1: vnni.VECTORS * vnni.LANES}
     mm = _matmul_plan(kmod, target) or _matmul_plan(kmod, target, fallback=True)
     if mm is None:
         return {}
@@ -1357,6 +1356,12 @@ def _integer_matmul_plan(kmod: tvm.IRModule, target) -> vnni.Plan | None:
     return vnni.Plan(tuple(b.name_hint for b in blocks[1:]), weight, not serial(kmod, target))
 
 
+def _in_tiles(kmod: tvm.IRModule, target) -> bool:
+    """Whether an integer matmul kernel (:func:`_integer_matmul_plan`'s) takes :mod:`.amx`'s
+    template: its CPU has the tiles and the kernel is whole ones."""
+    return amx.multiplies_tiles(target) and amx.fits(_root_blocks(kmod)[0])
+
+
 def _matmul_chunk(mm, columns: int, tiles: int) -> int:
     """:data:`MATMUL_CHUNK` where a columns-outer matmul's block of ``columns`` columns' weights over
     its whole reduction outgrow :data:`MATMUL_CHUNK_FROM_BYTES`, the chunk divides the reduction,
@@ -1483,7 +1488,7 @@ def templated(kmod: tvm.IRModule, target) -> tuple[tvm.tirx.PrimFunc, str] | Non
     elif (plan := _plan(kmod, target)) is not None:
         func, name = _schedule_conv(kmod, target, plan), CONV_LABEL
     elif (integer := _integer_matmul_plan(kmod, target)) is not None:
-        if amx.multiplies_tiles(target) and amx.fits(_root_blocks(kmod)[0]):
+        if _in_tiles(kmod, target):
             func, name = amx.schedule(kmod, integer), INTEGER_TILES_LABEL
         else:
             func, name = vnni.schedule(kmod, integer), INTEGER_MATMUL_LABEL

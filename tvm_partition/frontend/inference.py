@@ -246,7 +246,7 @@ class _Ungrouped(relax.PyExprMutator):
         emit = self.builder_.emit
         ws = static_shape(w)
         by_group = emit(relax.op.reshape(w, [groups, cout, *ws[1:]]))
-        padded = emit(relax.op.nn.pad(by_group, _widths(len(ws) + 1, 1, pad)))
+        padded = emit(relax.op.nn.pad(by_group, pad_widths(len(ws) + 1, 1, pad)))
         out = emit(conv2d_like(call, x, emit(relax.op.reshape(padded, [groups * (cout + pad), *ws[1:]])), groups))
         n, _, h, wd = static_shape(out)
         kept = emit(relax.op.strided_slice(emit(relax.op.reshape(out, [n, groups, cout + pad, h, wd])), [2], [0], [cout]))
@@ -266,7 +266,7 @@ class _Padded(relax.PyExprMutator):
         if pad == 0:
             return call
         x, w = call.args
-        padded = self.builder_.emit(relax.op.nn.pad(w, _widths(4, 0, pad)))
+        padded = self.builder_.emit(relax.op.nn.pad(w, pad_widths(4, 0, pad)))
         out = self.builder_.emit(conv2d_like(call, x, padded, groups=1))
         return relax.op.strided_slice(out, [1], [0], [cout])
 
@@ -296,15 +296,15 @@ class _PaddedMatmul(relax.PyExprMutator):
         if not (pad_rows or pad_cols):
             return call
         if pad_rows:
-            x = self.builder_.emit(relax.op.nn.pad(x, _widths(len(xs), axis, pad_rows)))
+            x = self.builder_.emit(relax.op.nn.pad(x, pad_widths(len(xs), axis, pad_rows)))
         if pad_cols:
-            w = self.builder_.emit(relax.op.nn.pad(w, _widths(len(ws), len(ws) - 1, pad_cols)))
+            w = self.builder_.emit(relax.op.nn.pad(w, pad_widths(len(ws), len(ws) - 1, pad_cols)))
         padded = self.builder_.emit(relax.op.matmul(x, w, out_dtype=call.attrs.out_dtype))
         axes = [axis + len(out) - len(xs), len(out) - 1]
         return relax.op.strided_slice(padded, axes, [0, 0], [rows, cols])
 
 
-def _widths(rank: int, axis: int, pad: int) -> list[int]:
+def pad_widths(rank: int, axis: int, pad: int) -> list[int]:
     """``relax.op.nn.pad``'s widths that add ``pad`` elements at the end of ``axis``."""
     widths = [0] * (2 * rank)
     widths[2 * axis + 1] = pad

@@ -31,6 +31,7 @@ from tvm import relax
 
 from ..ir.relax_utils import Constant, calls_op, copy_module, rebuilt
 from ..ir.split_rules import static_shape
+from .inference import pad_widths
 from .model import Model
 
 _MATMUL = tvm.ir.Op.get("relax.matmul")
@@ -118,9 +119,7 @@ class _Integers(relax.PyExprMutator):
         axis, rows, padded = len(shape) - 2, shape[-2], padded_shape[-2]
         tiled = _tile_rows(rows, padded, self.row_multiple)
         if tiled != rows:  # the padding's rows are sliced off after the product: any value does
-            widths = [0] * (2 * len(shape))
-            widths[2 * axis + 1] = tiled - rows
-            q = self.builder_.emit(relax.op.nn.pad(q, widths))
+            q = self.builder_.emit(relax.op.nn.pad(q, pad_widths(len(shape), axis, tiled - rows)))
         product = self.builder_.emit(relax.op.matmul(q, relax.const(w8), out_dtype="int32"))
         out = relax.op.astype(relax.op.subtract(product, self.builder_.emit(shift)), "float32")
         if tiled == padded:

@@ -119,7 +119,8 @@ def spread(model, num_threads: int) -> float | None:
     try:
         ref = outputs(model, num_threads)
         others = [outputs(model, num_threads, optimized=False)]
-        others += [outputs(model, num_threads, proto=nudged(source(model), ulps, sign)) for ulps, sign in NUDGES]
+        read = _read(source(model))  # once: DistilBERT's file is 66 MB, and each nudge copies it
+        others += [outputs(model, num_threads, proto=nudged(read, ulps, sign)) for ulps, sign in NUDGES]
     except OrtError:
         return None
     spreads = [mean_abs_err(o, ref) for o in others]
@@ -139,23 +140,21 @@ _SCALED = ("QLinear", "QGemm")
 NUDGES = tuple((ulps, sign) for ulps in (1, 2, 4) for sign in (1, -1))
 
 
-def nudged(path: str, ulps: int = 1, sign: int = 1) -> bytes:
-    """The model at ``path`` with every quantization scale it holds ``ulps`` units in the last place
-    off, up and down in turn (by name, from up where ``sign`` is 1: two scales of one rounding move
+def nudged(model, ulps: int = 1, sign: int = 1) -> bytes:
+    """``model`` (an onnx ``ModelProto``, left as it is) with every quantization scale it holds
+    ``ulps`` units in the last place off, up and down in turn (by name, from up where ``sign`` is 1: two scales of one rounding move
     apart, as two evaluations' float32 roundings of one product do) and the input of every quantize
     whose float32 scale it holds as far the other way: the model's meaning within float32's
     rounding, whose roundings flip where a value lies that close to a step's midpoint. A dynamic
     quantize, whose scale is computed, stays (moving all of a tensor moves its scale: a stack of 24
     dynamically quantized GELU blocks 0.012 by 2 units, 14x our build's difference; their spread
-    without graph optimizations, 0.00057, is 0.65x it). :class:`OrtError` where it cannot be read
-    or written again (a model over 2 GB)."""
+    without graph optimizations, 0.00057, is 0.65x it). :class:`OrtError` where it cannot be
+    written again (a model over 2 GB)."""
     import onnx
     from onnx import numpy_helper
 
-    try:
-        proto = onnx.load(path)
-    except Exception as e:  # noqa: BLE001 - onnx's own error types; keep the message
-        raise OrtError(f"cannot read {path}: {_first_line(e)}") from None
+    proto = onnx.ModelProto()
+    proto.CopyFrom(model)
     graph = proto.graph
     inits = {t.name: t for t in graph.initializer}
     moved = {}
@@ -180,7 +179,17 @@ def nudged(path: str, ulps: int = 1, sign: int = 1) -> bytes:
     try:
         return proto.SerializeToString()
     except ValueError as e:
-        raise OrtError(f"cannot serialize {path} again: {_first_line(e)}") from None
+        raise OrtError(f"cannot serialize {graph.name or 'the model'} again: {_first_line(e)}") from None
+
+
+def _read(path: str):
+    """The onnx ``ModelProto`` at ``path``; :class:`OrtError` where onnx cannot read it."""
+    import onnx
+
+    try:
+        return onnx.load(path)
+    except Exception as e:  # noqa: BLE001 - onnx's own error types; keep the message
+        raise OrtError(f"cannot read {path}: {_first_line(e)}") from None
 
 
 def _float32(inits: dict, name: str) -> bool:
