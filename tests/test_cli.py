@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import os
+import platform
 import re
 import shutil
 import subprocess
@@ -20,6 +21,8 @@ from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 import pytest
+
+from tvm_partition.devices import cpu_flags
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 LSTM = ["lstm", "--seq-len", "3", "--batch", "2"]
@@ -246,6 +249,10 @@ def cli_results(tmp_path_factory):
     return res
 
 
+#: an x86 extension this machine's CPU lacks: AMD's on Intel's, Intel's on AMD's
+_LACKED = next(f for f in ("sse4a", "fma4", "amx_fp16", "avx512_vp2intersect") if f not in cpu_flags())
+
+
 def _after_art(d, art) -> dict:
     from tvm_partition.inputs import random_input
 
@@ -266,8 +273,10 @@ def _after_art(d, art) -> dict:
     params["p0"] = params["p0"] + 1.0
     np.savez(d / "tampered" / "params.npz", **params)
     shutil.copytree(art, d / "no_sha")
-    del manifest["sha256"]
-    (d / "no_sha" / "manifest.json").write_text(json.dumps(manifest))
+    (d / "no_sha" / "manifest.json").write_text(json.dumps({k: v for k, v in manifest.items() if k != "sha256"}))
+    # a copy whose kernels would need an extension this CPU lacks (as an artifact compiled elsewhere)
+    shutil.copytree(art, d / "other_cpu")
+    (d / "other_cpu" / "manifest.json").write_text(json.dumps({**manifest, "cpu_flags": manifest["cpu_flags"] + [_LACKED]}))
 
     jobs = {
         "run-repeat": ("run", art, "--repeat", 5, "--output", d / "out.npz"),
@@ -276,6 +285,7 @@ def _after_art(d, art) -> dict:
         "plan-ratio": ("compile", *LSTM, *CPU2, "--plan", d / "ratio_plan.json"),
         "run-tampered": ("run", d / "tampered"),
         "run-no-sha": ("run", d / "no_sha"),
+        "run-other-cpu": ("run", d / "other_cpu"),
         "run-wrong-name": ("run", art, "--input", d / "wrong_name.npz"),
         "run-wrong-shape": ("run", art, "--input", d / "wrong_shape.npz"),
         "run-unwritable-output": ("run", art, "--output", d / "a_file" / "out.npz"),
@@ -325,6 +335,9 @@ def test_out_writes_artifact_and_manifest(cli_results):
     assert [(d["name"], d["kind"]) for d in manifest["devices"]] == [("cpu", "cpu"), ("cpu1", "cpu")]
     assert set(manifest["targets"]) == {"cpu", "cpu1"}
     assert all(t["kind"] == "llvm" for t in manifest["targets"].values())
+    # the extensions of this machine's CPU the kernels are compiled with, and which it has
+    if platform.machine() == "x86_64":
+        assert {"avx2", "fma"} <= set(manifest["cpu_flags"]) <= cpu_flags()
     assert manifest["tvm_version"] == tvm.__version__
     assert set(manifest["sha256"]) == {"model.so", "params.npz", "plan.json"}
     plan = json.loads((art / "plan.json").read_text())
@@ -486,6 +499,13 @@ def test_run_refuses_tampered_params(cli_results):
 
 def test_run_refuses_manifest_without_checksums(cli_results):
     assert_clean_error(cli_results["run-no-sha"], r"manifest lacks sha256")
+
+
+def test_run_refuses_a_cpu_lacking_the_kernels_extensions(cli_results):
+    """Not the process killed by its first kernel (SIGILL): one line naming what is lacking."""
+    if not cpu_flags():
+        pytest.skip("Linux lists no CPU flags here: nothing to tell by")
+    assert_clean_error(cli_results["run-other-cpu"], rf"instructions this CPU lacks \({_LACKED}; compiled for \S+\)")
 
 
 def test_run_gpu_artifact_without_gpu(cli_results):

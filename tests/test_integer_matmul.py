@@ -272,3 +272,25 @@ def test_this_machines_cpu_is_compiled_with_the_tiles_linux_lists(monkeypatch):
     assert devices.AMX_FEATURES[0] not in devices.codegen_target(here)["mattr"]
     assert not amx.multiplies_tiles(tvm.target.Target({**here, "num-cores": 2}))
     amx._tiles.cache_clear()
+
+
+def test_an_artifact_needs_the_extensions_its_targets_compile_with(monkeypatch):
+    """What a manifest records (Linux's names, LLVM's features of the target) and the Runner's
+    refusal of a CPU lacking one: AVX2 CPUs (``x86-64-v3``) run no AVX-512, Ice Lake's VNNI needs
+    ``avx512_vnni``, this machine's name with Linux's AMX flags needs the tiles; nothing off x86,
+    nothing to refuse where Linux lists no flags."""
+    from tvm_partition import devices
+
+    monkeypatch.setattr(devices, "host_cpu_name", lambda: "rocketlake")
+    monkeypatch.setattr(devices, "cpu_flags", lambda: frozenset({"avx2", "fma", "avx512_vnni", "amx_int8", "amx_tile"}))
+    v3 = devices.cpu_flags_needed(devices.cpu_target("x86-64-v3"))
+    assert {"avx2", "fma", "f16c"} <= set(v3) and not any(f.startswith("avx512") for f in v3)
+    assert {"avx512f", "avx512_vnni"} <= set(devices.cpu_flags_needed(devices.cpu_target("icelake-server")))
+    assert not {"amx_tile", "amx_int8"} & set(devices.cpu_flags_needed(devices.cpu_target("icelake-server")))
+    assert {"amx_tile", "amx_int8"} <= set(devices.cpu_flags_needed(devices.cpu_target("rocketlake")))
+    assert devices.cpu_flags_needed({"kind": "llvm", "mtriple": "aarch64-linux-gnu", "mcpu": "cortex-a78"}) == []
+    devices.check_cpu_flags(["avx2", "amx_tile"])  # had
+    with pytest.raises(devices.DeviceError, match=r"lacks \(avx512_fp16, avx512f; compiled for sapphirerapids\)"):
+        devices.check_cpu_flags(["avx2", "avx512f", "avx512_fp16"], "sapphirerapids")
+    monkeypatch.setattr(devices, "cpu_flags", lambda: frozenset())
+    devices.check_cpu_flags(["avx512f"])

@@ -148,6 +148,48 @@ def cpu_flags() -> frozenset[str]:
     return frozenset()
 
 
+#: LLVM's names of the x86 instruction-set extensions a kernel may be compiled with, and Linux's
+#: in /proc/cpuinfo. A build records those of its CPU targets in its manifest
+#: (:func:`cpu_flags_needed`); a Runner refuses to load it on a CPU that lacks one
+#: (:func:`check_cpu_flags`), where its first kernel using them would kill the process
+#: (``SIGILL``). Only extensions LLVM emits in numerical code, which Linux lists on every machine
+#: that has them: a VM may hide others its CPU's name implies (this VM's LLVM name ``rocketlake``
+#: implies ``sha``, ``vaes``...).
+X86_FLAGS = {
+    "sse3": "pni", "ssse3": "ssse3", "sse4.1": "sse4_1", "sse4.2": "sse4_2", "popcnt": "popcnt",
+    "avx": "avx", "avx2": "avx2", "fma": "fma", "f16c": "f16c", "bmi": "bmi1", "bmi2": "bmi2",
+    "avx512f": "avx512f", "avx512bw": "avx512bw", "avx512dq": "avx512dq", "avx512vl": "avx512vl",
+    "avx512cd": "avx512cd", "avx512vnni": "avx512_vnni", "avx512bf16": "avx512_bf16",
+    "avx512fp16": "avx512_fp16", "avxvnni": "avx_vnni",
+    "amx-tile": "amx_tile", "amx-int8": "amx_int8", "amx-bf16": "amx_bf16",
+}
+
+
+def cpu_flags_needed(target: dict) -> list[str]:
+    """Linux's names of the extensions (:data:`X86_FLAGS`) a CPU ``target``'s kernels are compiled
+    with (:func:`codegen_target`, LLVM's features of its ``mcpu`` and ``mattr``); none off x86."""
+    import tvm
+    from tvm.target import codegen
+
+    if target.get("kind") != "llvm" or not _x86(target):
+        return []
+    features = codegen.llvm_get_cpu_features(tvm.target.Target(codegen_target(target)))
+    return sorted(X86_FLAGS[f] for f in map(str, features) if f in X86_FLAGS)
+
+
+def check_cpu_flags(needed, compiled_for: str = "another CPU") -> None:
+    """Raise a DeviceError naming the extensions of ``needed`` (Linux's names) this machine's CPU
+    lacks; nothing where Linux lists no flags (another OS: nothing to tell by)."""
+    have = cpu_flags()
+    missing = sorted(set(needed) - have) if have else []
+    if missing:
+        raise DeviceError(
+            f"this artifact's CPU kernels use instructions this CPU lacks ({', '.join(missing)}; "
+            f"compiled for {compiled_for}): compile it again with --target-cpu naming this machine's "
+            "CPU (e.g. x86-64-v3 for any CPU with AVX2)"
+        )
+
+
 def _x86(target: dict) -> bool:
     from tvm.target import codegen
 

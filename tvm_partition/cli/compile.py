@@ -35,7 +35,7 @@ import numpy as np
 from ..runtime import artifact, ort
 from ..runtime.ort import max_abs_err
 from .. import flags
-from ..devices import DeviceSpec, cpu_target, gpu_available, hardware_fingerprint, parse_devices, usable_cpus
+from ..devices import DeviceSpec, cpu_flags_needed, cpu_target, gpu_available, hardware_fingerprint, parse_devices, usable_cpus
 from ..plan import Plan, PlanError
 
 
@@ -84,6 +84,8 @@ class Compiled:
             "outputs": self.model.output_info(),
             "devices": [d.to_json() for d in self.plan.devices],
             "targets": {d.name: d.target for d in self.plan.devices},
+            # the instruction-set extensions its CPU kernels use: a Runner refuses a CPU without one
+            "cpu_flags": sorted({f for d in self.plan.devices if d.kind == "cpu" for f in cpu_flags_needed(d.target)}),
             "strategy": self.plan.strategy,
             "tvm_version": tvm.__version__,
             "hardware_fingerprint": hardware_fingerprint(),

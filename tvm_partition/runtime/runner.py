@@ -12,7 +12,7 @@ import time
 import numpy as np
 
 from . import artifact
-from ..devices import check_local, gpu_available, load_runtime_extra, use_cpu_threads
+from ..devices import check_cpu_flags, check_local, gpu_available, load_runtime_extra, use_cpu_threads
 from ..inputs import random_input
 from .threads import governor
 
@@ -71,6 +71,8 @@ class Runner:
         from tvm.runtime import vm as rvm
 
         check_local(self.devices)
+        # an artifact of a build before the manifest recorded them: runs as before
+        check_cpu_flags(self.manifest.get("cpu_flags", ()), str(self.devices[0].target.get("mcpu", "another CPU")))
         #: CPU threads this process runs with: the build's, fewer where this process may use fewer
         #: CPUs (affinity, cgroup quota) or TVM_NUM_THREADS says so (:func:`devices.use_cpu_threads`)
         self.threads = use_cpu_threads(self.manifest.get("num_threads"))
