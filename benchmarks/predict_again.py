@@ -13,8 +13,8 @@ made on a machine that is gone (the H100 machine's rows, 2026-11-27) without mea
 A ``bench --split-ops`` row's artifact (model ``MODEL/KERNEL``: one op cut out of a model) has no
 model to load again: it is listed as skipped (a bundle's ``artifacts/*`` holds both kinds).
 
-``--bench``: ``bench`` results folders instead (``results.json`` and the ``plans/`` it writes
-beside it), their op rows too (the op cut out of its model again, priced as its model's op, as
+``--bench``: ``bench`` results folders instead (``results.json`` and the ``plans.zip`` it writes
+beside it, or an older folder's ``plans/``), their op rows too (the op cut out of its model again, priced as its model's op, as
 ``bench --split-ops`` prices it): each row's error as built and now, run by run, and how many rows
 of each run fall within ``--band`` percent. Why: this VM moves one build 1.27-1.5x within an hour,
 so a change to the cost model is judged on the same measurements, not on a new run in another
@@ -98,8 +98,8 @@ def bench_predictions(folder: str, onnx_dir: str | None = None) -> dict:
         raise FileNotFoundError(f"{folder}: no {results.RESULTS_JSON} (a bench --out folder)")
     models, costs, out = {}, {}, {}
     for row in results.load(folder):
-        path = os.path.join(folder, "plans", results.row_id(row) + ".json")
-        if not os.path.exists(path) or not results.measured(row) or row.get("predicted_us") is None:
+        text = results.load_plan(folder, row)
+        if text is None or not results.measured(row) or row.get("predicted_us") is None:
             continue
         if row["devices"] not in costs:
             costs[row["devices"]] = default_cost_model(parse_devices(row["devices"]))[0]
@@ -114,7 +114,7 @@ def bench_predictions(folder: str, onnx_dir: str | None = None) -> dict:
             cost = bench_ops.as_parent(cost, parent, op_id, graph)
         else:
             graph = load_model(models, source, row["config"])[1]
-        now = simulate(graph, Plan.load(path), cost.for_graph(graph)).latency_us
+        now = simulate(graph, Plan.loads(text), cost.for_graph(graph)).latency_us
         out[(row["model"], row["strategy"], row["devices"])] = (row, now)
     return out
 
@@ -156,7 +156,7 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("artifacts", nargs="*", help="artifact folders (manifest.json, plan.json)")
     ap.add_argument("--results", help="a bench results.json holding these rows' measurements")
-    ap.add_argument("--bench", nargs="+", metavar="FOLDER", help="bench results folders (results.json, plans/) instead")
+    ap.add_argument("--bench", nargs="+", metavar="FOLDER", help="bench results folders (results.json, plans.zip) instead")
     ap.add_argument("--band", type=float, default=10.0, help="the error, in percent, a row counts within (--bench)")
     ap.add_argument("--onnx-dir", metavar="DIR", help="--bench: rows of .onnx models whose settings name no file "
                     "load DIR/<model>.onnx (benchmarks/onnx_light.py --out DIR writes the light ones)")

@@ -14,6 +14,7 @@ import os
 import shutil
 import subprocess
 import sys
+import zipfile
 
 import pytest
 
@@ -51,6 +52,7 @@ def test_rows_have_the_schema_and_measured_times(measured):
     out, text = measured
     rows = rows_of(out)
     assert [r["strategy"] for r in rows] == ["cpu", "equal", "tvm-cpu"]
+    from tvm_partition.bench import results
     from tvm_partition.devices import fingerprint_id, hardware_fingerprint
 
     cpu_name = hardware_fingerprint()["cpu"]
@@ -75,8 +77,11 @@ def test_rows_have_the_schema_and_measured_times(measured):
     assert tuple(table[0]) == FIELDS
     assert [(t["strategy"], float(t["measured_median_us"])) for t in table] == \
         [(r["strategy"], r["measured_median_us"]) for r in rows]
-    assert sorted(os.listdir(out / "plans")) == sorted(f"lstm-batch2-layers2-seq_len4-cpu_cpu-{s}.json"
-                                                       for s in ("cpu", "equal", "tvm-cpu"))
+    with zipfile.ZipFile(out / results.PLANS_ZIP) as z:
+        assert sorted(z.namelist()) == sorted(f"lstm-batch2-layers2-seq_len4-cpu_cpu-{s}.json"
+                                              for s in ("cpu", "equal", "tvm-cpu"))
+        assert json.loads(z.read(f"{results.row_id(equal)}.json"))["strategy"] == "equal"
+    assert not os.path.exists(out / "plans")
     # the summary: one table, speedups over the cpu row (the only single-device row here)
     assert "lstm (batch=2 layers=2 seq_len=4) on cpu,cpu" in text and "speedup" in text
     speedup = cpu["measured_median_us"] / equal["measured_median_us"]
@@ -877,9 +882,13 @@ def test_predict_again_prices_a_bench_folders_rows_again_its_op_rows_too(tmp_pat
              "predicted_us": op_us, "measured_median_us": op_us * 1.25}]
     folder = tmp_path / "bench"
     results.save(str(folder), rows)
-    (folder / "plans").mkdir()
-    plan.save(str(folder / "plans" / f"{results.row_id(rows[0])}.json"))
-    split.save(str(folder / "plans" / f"{results.row_id(rows[1])}.json"))
+    # the plans in the zip bench writes, the first row's saved twice: the second replaces the
+    # first, and keeps the other row's (a folder of plans, as kept before: the next test)
+    results.save_plan(str(folder), rows[0], split.dumps())
+    results.save_plan(str(folder), rows[1], split.dumps())
+    results.save_plan(str(folder), rows[0], plan.dumps())
+    with zipfile.ZipFile(folder / results.PLANS_ZIP) as z:
+        assert sorted(z.namelist()) == sorted(f"{results.row_id(r)}.json" for r in rows)
     got = predict_again.bench_predictions(str(folder))
     assert got[("bert-tiny", "cpu", "cpu,cpu")][1] == pytest.approx(sim.latency_us)
     assert got[(om.name, "split", "cpu,cpu")][1] == pytest.approx(op_us)

@@ -80,6 +80,51 @@ def row_id(row: dict) -> str:
     return text
 
 
+#: The plans a results folder's rows ran, ``<row id>.json`` each, in one zip beside
+#: ``results.json`` (``benchmarks/predict_again.py --bench`` prices them again). Why one zip, not a
+#: folder: plans are JSON that deflates ~10x, and the device tool sends the whole checkout with
+#: every call of the GPU kit (``benchmarks/gpu_proof/kit.py``: 64 MiB in all); the committed
+#: results' ``plans/`` folders had grown to 9.3 of the checkout's 47.6 MiB (2026-12-06).
+PLANS_ZIP = "plans.zip"
+#: where folders written before kept them (read still)
+PLANS_DIR = "plans"
+
+
+def save_plan(folder: str, row: dict, text: str) -> None:
+    """Keep ``row``'s plan (its JSON ``text``) in ``folder``'s :data:`PLANS_ZIP`, replacing the
+    plan an earlier run of the row kept; atomically."""
+    import zipfile
+
+    path, name = os.path.join(folder, PLANS_ZIP), row_id(row) + ".json"
+    kept = {}
+    if os.path.exists(path):
+        with zipfile.ZipFile(path) as z:
+            kept = {n: z.read(n) for n in z.namelist() if n != name}
+    os.makedirs(folder, exist_ok=True)
+    with zipfile.ZipFile(path + ".tmp", "w", zipfile.ZIP_DEFLATED) as z:
+        for n, data in {**kept, name: text.encode()}.items():
+            z.writestr(n, data)
+    os.replace(path + ".tmp", path)
+
+
+def load_plan(folder: str, row: dict) -> str | None:
+    """The JSON text of the plan ``row`` ran (:func:`save_plan`, or an older folder's
+    :data:`PLANS_DIR`); None where none was kept."""
+    import zipfile
+
+    name = row_id(row) + ".json"
+    try:
+        with zipfile.ZipFile(os.path.join(folder, PLANS_ZIP)) as z:
+            return z.read(name).decode()
+    except (FileNotFoundError, KeyError):
+        pass
+    try:
+        with open(os.path.join(folder, PLANS_DIR, name), encoding="utf-8") as f:
+            return f.read()
+    except FileNotFoundError:
+        return None
+
+
 def measured(row: dict) -> bool:
     return row.get("measured_median_us") is not None and "error" not in row
 

@@ -269,7 +269,7 @@ class Bench:
 
     def save_compiled(self, model, strategy: str, plan, cost_model, art: str, row: dict, plans: str | None) -> None:
         """Plan (or take ``plan``), compile and save one of our strategies or tvm-cpu into ``art``;
-        its plan also into ``plans``."""
+        its plan also into the results folder ``plans`` (:func:`results.save_plan`)."""
         compiled = self.compile(model, strategy, plan, cost_model)
         plan = compiled.plan
         row.update(predicted_us=_round(plan.predicted_latency_us), compile_s=round(compiled.build.compile_s, 3),
@@ -286,8 +286,8 @@ class Bench:
         compiled.save(art)
         del compiled
         if plans:
-            os.makedirs(plans, exist_ok=True)
-            shutil.copy(os.path.join(art, "plan.json"), os.path.join(plans, results.row_id(row) + ".json"))
+            with open(os.path.join(art, "plan.json"), encoding="utf-8") as f:
+                results.save_plan(plans, row, f.read())
         if self.export:
             self.share_params(art)
 
@@ -517,7 +517,7 @@ def run(args, out: str) -> tuple[list[tuple], int]:
                     say(f"{model.name} {strategy}: done before, skipped (--force measures it again)")
                     bar.update(1)
                     return
-                pending.append(bench.row(model, config, strategy, None if args.export_bundle else os.path.join(out, "plans"),
+                pending.append(bench.row(model, config, strategy, None if args.export_bundle else out,
                                          plan, extra, cost_model))
 
             def flush():
