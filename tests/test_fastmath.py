@@ -6,6 +6,7 @@ text (no libm call is left, TVM's names are kept), and TVM's own legalization wh
 from __future__ import annotations
 
 import math
+import platform
 
 import numpy as np
 import pytest
@@ -143,3 +144,40 @@ def test_a_softmax_on_a_gpu_keeps_tvms_blocks(how):
         with under_gpu_target(cuda):
             text = _softmax_on((3, 197))
     assert 'T.sblock("T_softmax_maxelem")' in text and "T_softmax_maxelem_lanes" not in text
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float16", "float64"])
+def test_isnan_and_isinf_test_the_bits_and_vectorise(dtype):
+    """``isnan`` / ``isinf`` legalized as tests of the bits (TVM's ``tir.isnan`` scalarises the loop
+    around it): every special value as numpy says, and a vectorised loop of them compiles to
+    vector compares, no scalar one."""
+    @tvm.script.ir_module
+    class Tests:
+        @R.function
+        def main(x: R.Tensor((4, 16), dtype)):
+            with R.dataflow():
+                y = (R.isnan(x), R.isinf(x))
+                R.output(y)
+            return y
+
+    legal = legalize_ops()(Tests)
+    funcs = {gv.name_hint: f for gv, f in legal.functions_items() if isinstance(f, tvm.tirx.PrimFunc)}
+    assert {"tir_isnan", "tir_isinf"} <= set(funcs)
+    assert not any(f"T.{t}(" in f.script() for f in funcs.values() for t in ("isnan", "isinf"))
+    info = np.finfo(dtype)
+    bits = np.dtype(dtype.replace("float", "uint"))
+    special = np.array([np.nan, -np.nan, np.inf, -np.inf, 0.0, -0.0, info.max, -info.max, info.tiny,
+                        info.smallest_subnormal, 1.0, -1.0], dtype)
+    nans = (np.array([np.inf], dtype).view(bits) | 1).view(dtype)  # the NaN next to infinity (signalling)
+    x = np.resize(np.concatenate([special, nans, -nans]), (4, 16)).astype(dtype)
+    vm = relax.VirtualMachine(tvm.compile(legal, target=tvm.target.Target(cpu_target())), tvm.cpu())
+    nan, inf = (t.numpy() for t in vm["main"](tvm.runtime.tensor(x)))
+    np.testing.assert_array_equal(nan, np.isnan(x))
+    np.testing.assert_array_equal(inf, np.isinf(x))
+    if dtype != "float32" or platform.machine() != "x86_64":
+        return
+    sch = tvm.s_tir.Schedule(tvm.IRModule({"main": funcs["tir_isnan"].with_attr("global_symbol", "main")}))
+    block = sch.get_sblock("T_isnan")
+    sch.vectorize(sch.get_loops(block)[-1])
+    asm = tvm.compile(sch.mod, target=tvm.target.Target(cpu_target())).mod.inspect_source("asm")
+    assert "vucomiss" not in asm and "ucomiss" not in asm
