@@ -50,24 +50,27 @@ def measured(path: str | None) -> dict:
             if "op" not in r and r.get("measured_median_us")}
 
 
-def load_model(cache: dict, source: str, config: dict, op_id: str | None = None) -> tuple:
+def load_model(cache: dict, source: str, config: dict, op_id: str | None = None, devices: list | None = None) -> tuple:
     """``(model, OpGraph)`` of ``source`` (an ONNX file's path; a zoo model's name) at the settings
-    of ``config`` it takes, loaded once per ``cache``; with ``op_id``, that op of it alone
-    (``bench --split-ops``' op model) and the model's own pair, ``(op model, its OpGraph, model,
-    model's OpGraph)``."""
+    of ``config`` it takes, in the form a build for ``devices`` compiles
+    (:func:`tvm_partition.cli.compile.for_devices`: a quantized model's byte matmuls), loaded once
+    per ``cache``; with ``op_id``, that op of it alone (``bench --split-ops``' op model) and the
+    model's own pair, ``(op model, its OpGraph, model, model's OpGraph)``."""
     from tvm_partition import frontend
     from tvm_partition.bench import ops as bench_ops
+    from tvm_partition.cli.compile import for_devices
     from tvm_partition.frontend import model_options
     from tvm_partition.ir.graph import OpGraph
 
     opts = {k: v for k, v in config.items() if k in model_options(source)}
-    key = (source, json.dumps(opts, sort_keys=True), op_id)
+    key = (source, json.dumps(opts, sort_keys=True), op_id, json.dumps([d.to_json() for d in devices or []]))
     if key not in cache:
         if op_id is None:
             model = frontend.load(source, seed=0, **opts)
+            model = for_devices(model, devices) if devices else model
             cache[key] = (model, OpGraph(model.mod))
         else:
-            model, graph = load_model(cache, source, config)
+            model, graph = load_model(cache, source, config, devices=devices)
             op_model = bench_ops.op_model(model, graph, op_id)
             cache[key] = (op_model, OpGraph(op_model.mod), model, graph)
     return cache[key]
@@ -101,8 +104,9 @@ def bench_predictions(folder: str, onnx_dir: str | None = None) -> dict:
         text = results.load_plan(folder, row)
         if text is None or not results.measured(row) or row.get("predicted_us") is None:
             continue
+        devices = parse_devices(row["devices"])
         if row["devices"] not in costs:
-            costs[row["devices"]] = default_cost_model(parse_devices(row["devices"]))[0]
+            costs[row["devices"]] = default_cost_model(devices)[0]
         cost = costs[row["devices"]]
         source = row_source(row, onnx_dir)
         if not source.endswith(".onnx") and source not in ZOO_MODELS:
@@ -110,10 +114,10 @@ def bench_predictions(folder: str, onnx_dir: str | None = None) -> dict:
             continue
         if "op" in row:  # bench --split-ops: the op alone, priced as its model's op
             op_id = row["op"]["op"]
-            _, graph, _, parent = load_model(models, source, row["config"], op_id)
+            _, graph, _, parent = load_model(models, source, row["config"], op_id, devices)
             cost = bench_ops.as_parent(cost, parent, op_id, graph)
         else:
-            graph = load_model(models, source, row["config"])[1]
+            graph = load_model(models, source, row["config"], devices=devices)[1]
         now = simulate(graph, Plan.loads(text), cost.for_graph(graph)).latency_us
         out[(row["model"], row["strategy"], row["devices"])] = (row, now)
     return out
@@ -173,11 +177,12 @@ def main(argv=None) -> int:
         if "/" in m["model"] and "source" not in m["config"]:  # a split-op row's one op
             print(f"{os.path.basename(os.path.normpath(art))[:58]:58s} skipped: one op of a model")
         elif m["strategy"] not in {"tvm-cpu"} and os.path.exists(os.path.join(art, "plan.json")):
-            graph = load_model(graphs, m["config"].get("source", m["model"]), m["config"])[1]
+            devices = [DeviceSpec.from_json(d) for d in m["devices"]]
+            graph = load_model(graphs, m["config"].get("source", m["model"]), m["config"], devices=devices)[1]
             plan = Plan.load(os.path.join(art, "plan.json"))
             where = json.dumps(m["devices"], sort_keys=True)
             if where not in models:
-                models[where] = default_cost_model([DeviceSpec.from_json(d) for d in m["devices"]])[0]
+                models[where] = default_cost_model(devices)[0]
             now = simulate(graph, plan, models[where].for_graph(graph)).latency_us
             run = runs.get(_key(m["model"], m["config"], m["strategy"]))
             err = f"{now / run - 1:+8.0%}" if run else f"{'-':>8s}"

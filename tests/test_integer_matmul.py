@@ -98,7 +98,7 @@ def test_an_activation_is_padded_on_to_whole_tiles_and_sliced_back(tmp_path, row
     model = frontend.load(str(tmp_path / "dyn.onnx"))
     x = np.random.default_rng(1).standard_normal((1, rows, K)).astype(np.float32)
     model.inputs = {"x": x}
-    rewritten = integer_matmuls(model, row_multiple=32)
+    rewritten = integer_matmuls(model, (32, 32, 64))
     assert [p.args[0].ty.shape[-2] for p in _matmuls(rewritten)] == [tiled, tiled]
     ours, ref = reference_outputs(rewritten), ort_run(onnx.load(str(tmp_path / "dyn.onnx")), [x])
     assert ours[0].shape == (1, rows, N)
@@ -116,16 +116,22 @@ def test_a_weight_that_is_no_int8_matrix_keeps_its_float_product(quantized, chan
     assert sorted(str(p.ty.dtype) for p in _matmuls(integer_matmuls(model))) == ["float32", "int32"]
 
 
-def test_a_product_of_bytes_is_priced_as_a_third_of_its_multiply_adds(quantized):
+def test_a_product_of_bytes_is_priced_as_a_third_of_its_multiply_adds_a_sixth_in_tiles(quantized):
     """The OpGraph counts a byte matmul's work as the float one's divided by
-    :data:`~tvm_partition.ir.graph.BYTE_PRODUCTS` (the VNNI template's measured speed-up), so the
-    cost model, which knows float kernels, prices it near its time."""
-    from tvm_partition.ir.graph import BYTE_PRODUCTS, OpGraph
+    :data:`~tvm_partition.ir.graph.BYTE_PRODUCTS` (the VNNI template's measured speed-up), by
+    :data:`~tvm_partition.ir.graph.TILED_BYTE_PRODUCTS` where the module says its devices sum them
+    in tiles that hold its extents whole (AMX's), so the cost model, which knows float kernels,
+    prices it near its time."""
+    from tvm_partition.ir.graph import BYTE_PRODUCTS, TILED_BYTE_PRODUCTS, OpGraph, byte_tiles
 
     model = frontend.load(str(quantized))
     square = 2.0 * ROWS * K * K  # the first matmul's multiply-adds (its epilogue adds a few %)
-    work = [max(op.flops for op in OpGraph(m.mod).ops.values()) for m in (model, integer_matmuls(model))]
-    assert work == [pytest.approx(square, rel=0.05), pytest.approx(square / BYTE_PRODUCTS, rel=0.05)]
+    forms = [model, integer_matmuls(model), integer_matmuls(model, (ROWS, 32, 64)), integer_matmuls(model, (ROWS, 96, 64))]
+    work = [max(op.flops for op in OpGraph(m.mod).ops.values()) for m in forms]
+    assert work[:2] == [pytest.approx(square, rel=0.05), pytest.approx(square / BYTE_PRODUCTS, rel=0.05)]
+    epilogue = work[1] - square / BYTE_PRODUCTS  # the same in every integer form
+    assert work[2:] == [pytest.approx(square / TILED_BYTE_PRODUCTS + epilogue), pytest.approx(work[1])]
+    assert [byte_tiles(m.mod) for m in forms] == [None, None, (ROWS, 32, 64), (ROWS, 96, 64)]
 
 
 def test_a_float_model_is_left_as_it_is(tmp_path):

@@ -144,13 +144,13 @@ def for_devices(model, devices: list[DeviceSpec]):
     products of bytes where every device is a CPU that sums them (:mod:`tvm_partition.build.vnni`),
     their rows in AMX's tiles where every one has them (:mod:`tvm_partition.build.amx`); a GPU, or
     a CPU without VNNI, keeps the float form (a split op's parts run one computation)."""
-    from ..build.amx import ROWS, multiplies_tiles
+    from ..build.amx import COLUMNS, ROWS, STEP, multiplies_tiles
     from ..build.vnni import sums_bytes
     from ..frontend.integer_matmul import integer_matmuls
 
     targets = [d.tvm_target() for d in devices]
     if all(d.kind == "cpu" and sums_bytes(t) for d, t in zip(devices, targets)):
-        return integer_matmuls(model, ROWS if all(multiplies_tiles(t) for t in targets) else 1)
+        return integer_matmuls(model, (ROWS, COLUMNS, STEP) if all(multiplies_tiles(t) for t in targets) else None)
     return model
 
 

@@ -29,6 +29,7 @@ import numpy as np
 import tvm
 from tvm import relax
 
+from ..ir.graph import BYTE_TILES
 from ..ir.relax_utils import Constant, calls_op, copy_module, rebuilt
 from ..ir.split_rules import static_shape
 from .inference import pad_widths
@@ -46,12 +47,15 @@ _PAD = tvm.ir.Op.get("relax.nn.pad")
 MAX_TILE_PADDING = 1 / 4
 
 
-def integer_matmuls(model: Model, row_multiple: int = 1) -> Model:
+def integer_matmuls(model: Model, tile: tuple[int, int, int] | None = None) -> Model:
     """``model`` with every float matmul of a dequantized uint8 activation (scale 1, one zero point;
     its rows perhaps padded) by a rank-2 weight holding int8 values as the integer product of the
-    module docstring; the weights only it read dropped. Its rows are padded on to a multiple of
-    ``row_multiple`` (the tile of the kernel that will sum it) where that adds at most
-    :data:`MAX_TILE_PADDING` of them, sliced off after it. ``model`` itself where there is none."""
+    module docstring; the weights only it read dropped. ``tile``: (rows, columns, reduction) of the
+    tiles every device sums them in (AMX's), its rows padded on to a multiple of the tile's where
+    that adds at most :data:`MAX_TILE_PADDING` of them, sliced off after it, and the module says so
+    (:data:`tvm_partition.ir.graph.BYTE_TILES`: the OpGraph prices them). ``model`` itself where
+    there is none."""
+    row_multiple = tile[0] if tile else 1
     main = model.mod["main"]
     num_input = len(main.params) - len(model.params)
     inputs, weights = list(main.params)[:num_input], list(main.params)[num_input:]
@@ -66,6 +70,8 @@ def integer_matmuls(model: Model, row_multiple: int = 1) -> Model:
     kept = [w for w in weights if w in read]
     mod = rebuilt(mod, params=inputs + kept)
     mod, extra = _lifted(mod)
+    if tile:
+        mod = mod.with_attr(BYTE_TILES, list(tile))
     return dataclasses.replace(model, mod=mod, params=[values[w] for w in kept] + extra)
 
 

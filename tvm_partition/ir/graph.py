@@ -233,10 +233,37 @@ def tensor_bytes(expr) -> int:
 #: sums one). Why: the cost model, which has seen float kernels only, priced DistilBERT's integer
 #: build at 41.0 ms, measured 18.7 (a quarter of the work: 14.8; 2026-12-06, rocketlake-2c).
 BYTE_PRODUCTS = 3
+#: The same on AMX's tiles (:mod:`tvm_partition.build.amx`), a matmul whose extents are whole tiles
+#: of the module's :data:`BYTE_TILES`: a sixth. Why: in DistilBERT's builds (``run --kernels``,
+#: sequence 128) the float matmuls ran 5.3-9.6x the time of the AMX ones, 6.4x in all (43.2 ms
+#: against 6.8); at VNNI's third the cost model priced the AMX builds of DistilBERT, BERT-base and
+#: GPT-2 62-74% over their medians, at a sixth 12-16% (BENCHMARKS.md, "Byte matmuls priced by the
+#: tiles they run in"; 2026-12-06, rocketlake-2c).
+TILED_BYTE_PRODUCTS = 6
+#: The IRModule attribute naming the tile (rows, columns, reduction) byte matmuls are summed in on
+#: every device of the build (:func:`tvm_partition.frontend.integer_matmul.integer_matmuls` sets
+#: it where they all have AMX); absent where none is.
+BYTE_TILES = "tvm_partition.byte_tiles"
 _BYTES = ("uint8", "int8")
 
 
-def _member_flops(var, call) -> float:
+def byte_tiles(mod: tvm.IRModule) -> tuple[int, ...] | None:
+    """The tile ``mod``'s byte matmuls are summed in (:data:`BYTE_TILES`), None where none is."""
+    tiles = mod.attrs.get(BYTE_TILES) if mod.attrs else None
+    return tuple(int(v) for v in tiles) if tiles is not None else None
+
+
+def _byte_products(a, b, tiles: tuple[int, ...] | None) -> int:
+    """The float multiply-adds one byte product of ``a @ b`` is priced as (:data:`BYTE_PRODUCTS`,
+    :data:`TILED_BYTE_PRODUCTS` where the module's ``tiles`` hold its extents whole)."""
+    if tiles is None:
+        return BYTE_PRODUCTS
+    rows, reduction = nominal_shape(a)[-2:]
+    columns = nominal_shape(b)[-1]
+    return BYTE_PRODUCTS if rows % tiles[0] or columns % tiles[1] or reduction % tiles[2] else TILED_BYTE_PRODUCTS
+
+
+def _member_flops(var, call, tiles: tuple[int, ...] | None = None) -> float:
     name = _op_name(call)
     try:
         out = math.prod(nominal_shape(var))
@@ -245,7 +272,7 @@ def _member_flops(var, call) -> float:
     if name == "matmul":
         a, b = tensor_operands(call)[:2]
         work = 2.0 * out * nominal_shape(a)[-1]
-        return work / BYTE_PRODUCTS if a.ty.dtype in _BYTES and b.ty.dtype in _BYTES else work
+        return work / _byte_products(a, b, tiles) if a.ty.dtype in _BYTES and b.ty.dtype in _BYTES else work
     if name == "conv2d":
         w = tensor_operands(call)[1]
         ws = nominal_shape(w)
@@ -483,7 +510,8 @@ class OpGraph:
         kinds = [_op_name(self.bindings[m].value) or "call" for m in members]
         kind = max(kinds, key=lambda k: (_ANCHOR_RANK.get(k, 1 if k not in _VIEW_KINDS else 0)))
         data_inputs = [x for x in inputs if is_tensor(x)]
-        flops = sum(_member_flops(self.bindings[m].var, self.bindings[m].value) for m in members)
+        tiles = byte_tiles(self.mod)
+        flops = sum(_member_flops(self.bindings[m].var, self.bindings[m].value, tiles) for m in members)
         io_bytes = sum(tensor_bytes(x) for x in data_inputs) + sum(tensor_bytes(o) for o in outputs if is_tensor(o))
         return Op(
             id=op_id, kind=kind, fused_name=fused_name, members=members, inputs=inputs, outputs=outputs,
