@@ -300,3 +300,25 @@ def test_an_artifact_needs_the_extensions_its_targets_compile_with(monkeypatch):
         devices.check_cpu_flags(["avx2", "avx512f", "avx512_fp16"], "sapphirerapids")
     monkeypatch.setattr(devices, "cpu_flags", lambda: frozenset())
     devices.check_cpu_flags(["avx512f"])
+
+
+def test_profile_samples_the_form_builds_compile(quantized, tmp_path, monkeypatch):
+    """``profile MODEL`` times a quantized model's ops in the form a build for its devices compiles
+    (:func:`tvm_partition.cli.compile.for_devices`): byte matmuls where every device sums bytes."""
+    from tvm_partition.build.vnni import sums_bytes
+    from tvm_partition.cli import profile
+    from tvm_partition.profiling import profiler
+
+    class Sampled(Exception):
+        pass
+
+    def sample(graphs, devices, folder, schedules, *args, models=None):
+        raise Sampled(models)
+
+    monkeypatch.setattr(profiler, "profile_with_progress", sample)
+    with pytest.raises(Sampled) as sampled:
+        profile.main([str(quantized), "--devices", "cpu,cpu", "--tuning-logs", str(tmp_path)])
+    [model] = sampled.value.args[0]
+    devices = parse_devices("cpu,cpu")
+    dtypes = sorted(str(p.ty.dtype) for p in _matmuls(model))
+    assert dtypes == (["int32", "int32"] if sums_bytes(devices[0].tvm_target()) else ["float32", "float32"])

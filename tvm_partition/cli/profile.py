@@ -56,10 +56,15 @@ def parser():
     return ap
 
 
-def _models(args) -> list:
+def _models(args, devices=None) -> list:
+    """The models named, in the form a build for ``devices`` compiles them
+    (:func:`tvm_partition.cli.compile.for_devices`: a quantized model's byte matmuls), so their
+    samples time the kernels builds run."""
     from .. import frontend
+    from .compile import for_devices
 
-    return [frontend.load_from_args(name, args) for name in args.models]
+    models = [frontend.load_from_args(name, args) for name in args.models]
+    return [for_devices(m, devices) for m in models] if devices else models
 
 
 def _graphs(args, models=None):
@@ -157,7 +162,7 @@ def _profile(args, devices, folder) -> int:
     from ..build.align import align_splits
     from ..build.tuning import open_schedules
 
-    models = _models(args)
+    models = _models(args, devices)
     graphs = _graphs(args, models)
     schedules = open_schedules(folder)
     for g in graphs:  # sample the part sizes builds cut (multiples of the kernels' inner tiles)
