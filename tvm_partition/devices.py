@@ -167,14 +167,19 @@ X86_FLAGS = {
 
 def cpu_flags_needed(target: dict) -> list[str]:
     """Linux's names of the extensions (:data:`X86_FLAGS`) a CPU ``target``'s kernels are compiled
-    with (:func:`codegen_target`, LLVM's features of its ``mcpu`` and ``mattr``); none off x86."""
+    with (:func:`codegen_target`, LLVM's features of its ``mcpu`` and ``mattr``); none off x86. For
+    this machine's CPU, only those Linux lists here. Why: LLVM's features follow the CPU's name, and
+    a VM may hide some its name implies (a Sapphire Rapids guest without AMX, whose float kernels
+    use none): its own artifacts must run on it."""
     import tvm
     from tvm.target import codegen
 
     if target.get("kind") != "llvm" or not _x86(target):
         return []
     features = codegen.llvm_get_cpu_features(tvm.target.Target(codegen_target(target)))
-    return sorted(X86_FLAGS[f] for f in map(str, features) if f in X86_FLAGS)
+    needed = {X86_FLAGS[f] for f in map(str, features) if f in X86_FLAGS}
+    here = cpu_flags() if target.get("mcpu") == host_cpu_name() else frozenset()
+    return sorted(needed & here if here else needed)
 
 
 def check_cpu_flags(needed, compiled_for: str = "another CPU") -> None:

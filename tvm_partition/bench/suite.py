@@ -267,9 +267,9 @@ class Bench:
             except OSError:  # no hard links on this file system: keep the copy
                 pass
 
-    def save_compiled(self, model, strategy: str, plan, cost_model, art: str, row: dict, plans: str | None) -> None:
+    def save_compiled(self, model, strategy: str, plan, cost_model, art: str, row: dict, results_dir: str | None) -> None:
         """Plan (or take ``plan``), compile and save one of our strategies or tvm-cpu into ``art``;
-        its plan also into the results folder ``plans`` (:func:`results.save_plan`)."""
+        its plan also into ``results_dir``'s plans (:func:`results.save_plan`)."""
         compiled = self.compile(model, strategy, plan, cost_model)
         plan = compiled.plan
         row.update(predicted_us=_round(plan.predicted_latency_us), compile_s=round(compiled.build.compile_s, 3),
@@ -285,9 +285,9 @@ class Bench:
             row["chosen"] = plan.meta["auto"]["chosen"]
         compiled.save(art)
         del compiled
-        if plans:
+        if results_dir:
             with open(os.path.join(art, "plan.json"), encoding="utf-8") as f:
-                results.save_plan(plans, row, f.read())
+                results.save_plan(results_dir, row, f.read())
         if self.export:
             self.share_params(art)
 
@@ -319,10 +319,11 @@ class Bench:
         if bench_torch.available():  # else the measuring machine checks it, before it times it
             row["max_abs_err_vs_torch"] = float(f"{bench_torch.check(art):.3g}")
 
-    def row(self, model, config: dict, strategy: str, plans: str | None, plan=None, extra: dict | None = None,
+    def row(self, model, config: dict, strategy: str, results_dir: str | None, plan=None, extra: dict | None = None,
             cost_model=None) -> tuple[dict, str | None]:
-        """Plan (or take ``plan``), compile and save (or export) one row; ``extra``: more fields of
-        the row; ``cost_model``: instead of the bench's. Returns the row and the artifact folder
+        """Plan (or take ``plan``), compile and save (or export) one row, its plan kept in
+        ``results_dir`` (None: not kept); ``extra``: more fields of the row; ``cost_model``: instead
+        of the bench's. Returns the row and the artifact folder
         :meth:`measure` measures (None: exported, or failed, the row saying why). Never raises for a
         failing strategy."""
         row = {"model": model.name, "config": config, "devices": self.label, "strategy": strategy,
@@ -335,7 +336,7 @@ class Bench:
             elif strategy in bench_torch.NAMES:
                 self.save_torch(model, art, row, strategy)
             else:
-                self.save_compiled(model, strategy, plan, cost_model, art, row, plans)
+                self.save_compiled(model, strategy, plan, cost_model, art, row, results_dir)
             if self.export:
                 row.update(id=results.row_id(row), artifact=os.path.relpath(art, self.export))
                 return row, None
