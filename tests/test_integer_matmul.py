@@ -256,27 +256,39 @@ def test_the_amx_template_takes_whole_tiles_only(shape, tiles):
     assert amx.fits(block) is tiles
 
 
-def test_this_machines_cpu_is_compiled_with_the_tiles_linux_lists(monkeypatch):
+def test_this_machines_cpu_is_compiled_with_the_extensions_linux_lists(monkeypatch):
     """A VM's CPU may carry an older LLVM name than it is (this one: ``rocketlake``, no AMX, where
     Linux lists ``amx_int8 amx_tile``): a target naming this machine's CPU compiles with AMX's
     features where Linux lists them, and the AMX template is chosen for it; another CPU's name, or
-    an ``mattr`` that says something of AMX, is left as given."""
+    an ``mattr`` that says something of AMX, is left as given. And a VM may hide what its name
+    implies: a Sapphire Rapids guest without AMX compiles without it, on the VNNI template."""
     from tvm_partition import devices
     from tvm_partition.build import amx
 
+    def flags(mcpu, plus=(), minus=()):
+        return frozenset(devices.X86_FLAGS[f] for f in devices._implied(mcpu)) - set(minus) | set(plus)
+
     monkeypatch.setattr(devices, "host_cpu_name", lambda: "rocketlake")
-    monkeypatch.setattr(devices, "cpu_flags", lambda: frozenset({"avx512_vnni", "amx_int8", "amx_tile"}))
+    monkeypatch.setattr(devices, "cpu_flags", lambda: flags("rocketlake", plus=devices.AMX_FLAGS))
     amx._tiles.cache_clear()
     here = {"kind": "llvm", "mcpu": "rocketlake"}
-    assert devices.codegen_target(here)["mattr"][-2:] == list(devices.AMX_FEATURES)
+    assert devices.codegen_target(here)["mattr"] == [devices.NO_GATHER, *devices.AMX_FEATURES]
     assert amx.multiplies_tiles(tvm.target.Target({**here, "num-cores": 2}))  # MetaSchedule's target
-    assert devices.AMX_FEATURES[0] not in devices.codegen_target({**here, "mcpu": "icelake-server"})["mattr"]
-    assert devices.codegen_target({**here, "mattr": ["-amx-tile"]})["mattr"][0] == "-amx-tile"
-    assert len(devices.codegen_target({**here, "mattr": ["-amx-tile"]})["mattr"]) == 2  # and no gathers
-    monkeypatch.setattr(devices, "cpu_flags", lambda: frozenset({"avx512_vnni"}))
+    assert devices.codegen_target({**here, "mcpu": "icelake-server"})["mattr"] == [devices.NO_GATHER]
+    assert devices.codegen_target({**here, "mattr": ["-amx-tile"]})["mattr"] == ["-amx-tile", devices.NO_GATHER]
+    monkeypatch.setattr(devices, "cpu_flags", lambda: flags("rocketlake"))
     amx._tiles.cache_clear()
-    assert devices.AMX_FEATURES[0] not in devices.codegen_target(here)["mattr"]
+    assert devices.codegen_target(here)["mattr"] == [devices.NO_GATHER]
     assert not amx.multiplies_tiles(tvm.target.Target({**here, "num-cores": 2}))
+    hidden = ("amx_tile", "amx_int8", "amx_bf16", "avx512_fp16")
+    monkeypatch.setattr(devices, "host_cpu_name", lambda: "sapphirerapids")
+    monkeypatch.setattr(devices, "cpu_flags", lambda: flags("sapphirerapids", minus=hidden))
+    amx._tiles.cache_clear()
+    guest = {"kind": "llvm", "mcpu": "sapphirerapids"}
+    assert sorted(devices.codegen_target(guest)["mattr"][1:]) == ["-amx-bf16", "-amx-int8", "-amx-tile", "-avx512fp16"]
+    assert not amx.multiplies_tiles(tvm.target.Target(guest))
+    assert vnni.sums_bytes(tvm.target.Target(devices.codegen_target(guest)))
+    assert not set(hidden) & set(devices.cpu_flags_needed(guest))
     amx._tiles.cache_clear()
 
 
@@ -289,17 +301,18 @@ def test_an_artifact_needs_the_extensions_its_targets_compile_with(monkeypatch):
     from tvm_partition import devices
 
     monkeypatch.setattr(devices, "host_cpu_name", lambda: "rocketlake")
-    monkeypatch.setattr(devices, "cpu_flags", lambda: frozenset({"avx2", "fma", "avx512_vnni", "amx_int8", "amx_tile"}))
+    listed = {devices.X86_FLAGS[f] for f in devices._implied("rocketlake")} - {"avx512_vnni"} | set(devices.AMX_FLAGS)
+    monkeypatch.setattr(devices, "cpu_flags", lambda: frozenset(listed))
     v3 = devices.cpu_flags_needed(devices.cpu_target("x86-64-v3"))
     assert {"avx2", "fma", "f16c"} <= set(v3) and not any(f.startswith("avx512") for f in v3)
     assert {"avx512f", "avx512_vnni"} <= set(devices.cpu_flags_needed(devices.cpu_target("icelake-server")))
     assert not {"amx_tile", "amx_int8"} & set(devices.cpu_flags_needed(devices.cpu_target("icelake-server")))
-    # this machine's CPU (its LLVM name faked): only what Linux lists of what the name implies
-    assert devices.cpu_flags_needed(devices.cpu_target("rocketlake")) == ["amx_int8", "amx_tile", "avx2", "avx512_vnni", "fma"]
+    # this machine's CPU (its LLVM name faked): what Linux lists of what the name implies, and AMX
+    assert devices.cpu_flags_needed(devices.cpu_target("rocketlake")) == sorted(listed)
     assert devices.cpu_flags_needed({"kind": "llvm", "mtriple": "aarch64-linux-gnu", "mcpu": "cortex-a78"}) == []
     devices.check_cpu_flags(["avx2", "amx_tile"])  # had
-    with pytest.raises(devices.DeviceError, match=r"lacks \(avx512_fp16, avx512f; compiled for sapphirerapids\)"):
-        devices.check_cpu_flags(["avx2", "avx512f", "avx512_fp16"], "sapphirerapids")
+    with pytest.raises(devices.DeviceError, match=r"lacks \(avx512_fp16, avx512_vnni; compiled for sapphirerapids\)"):
+        devices.check_cpu_flags(["avx2", "avx512_vnni", "avx512_fp16"], "sapphirerapids")
     monkeypatch.setattr(devices, "cpu_flags", lambda: frozenset())
     devices.check_cpu_flags(["avx512f"])
 

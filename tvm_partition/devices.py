@@ -115,24 +115,41 @@ AMX_FEATURES, AMX_FLAGS = ("+amx-tile", "+amx-int8"), ("amx_tile", "amx_int8")
 
 def codegen_target(target: dict) -> dict:
     """A CPU ``target`` as builds compile for it: on x86, with :data:`NO_GATHER` unless its own
-    ``mattr`` says something of gathers, and with :data:`AMX_FEATURES` where it names this
-    machine's CPU, which has them (:func:`_this_cpus_tiles`). MetaSchedule keeps ``target`` as given
+    ``mattr`` says something of gathers, and where it names this machine's CPU, with the extensions
+    Linux lists here (:func:`_this_cpus_features`). MetaSchedule keeps ``target`` as given
     (:func:`tvm_partition.build.tuning.tuning_target`): its records are looked up by target."""
     mattr = list(target.get("mattr", ()))
     if target.get("kind") != "llvm" or not _x86(target):
         return target
-    extra = ([] if any("gather" in a for a in mattr) else [NO_GATHER]) + _this_cpus_tiles(target, mattr)
+    extra = ([] if any("gather" in a for a in mattr) else [NO_GATHER]) + _this_cpus_features(target, mattr)
     return {**target, "mattr": mattr + extra} if extra else target
 
 
-def _this_cpus_tiles(target: dict, mattr: list[str]) -> list[str]:
-    """:data:`AMX_FEATURES` where ``target`` is this machine's CPU by LLVM's name, Linux lists its
-    tiles and ``mattr`` says nothing of them. Why: LLVM names a CPU by its model number, which a VM
-    may report for an older CPU than it runs on (this VM: ``rocketlake``, no AMX, where Linux lists
-    ``amx_int8 amx_tile``, as Sapphire Rapids has; 2026-12-06); the features follow the machine."""
-    if target.get("mcpu") != host_cpu_name() or any("amx" in a for a in mattr):
+def _this_cpus_features(target: dict, mattr: list[str]) -> list[str]:
+    """Where ``target`` is this machine's CPU by LLVM's name and Linux lists its flags: the
+    :data:`AMX_FEATURES` Linux lists (where ``mattr`` says nothing of AMX), and every extension of
+    :data:`X86_FLAGS` the name implies that Linux does not list taken off (``-avx512f``...; where
+    ``mattr`` does not name it). Why: LLVM names a CPU by the model number a VM reports, and the VM
+    decides what it has: this one is named ``rocketlake`` (no AMX) where Linux lists ``amx_int8
+    amx_tile``, as Sapphire Rapids has (2026-12-06); a Sapphire Rapids guest whose hypervisor hides
+    AMX would otherwise run the AMX template and die of SIGILL. The features follow the machine."""
+    here = cpu_flags()
+    if target.get("mcpu") != host_cpu_name() or not here:
         return []
-    return list(AMX_FEATURES) if set(AMX_FLAGS) <= cpu_flags() else []
+    named = {a.lstrip("+-") for a in mattr}
+    tiles = set(AMX_FLAGS) <= here and not any("amx" in n for n in named)
+    hidden = [f"-{f}" for f in _implied(str(target["mcpu"])) if X86_FLAGS[f] not in here and f not in named]
+    return (list(AMX_FEATURES) if tiles else []) + hidden
+
+
+@functools.lru_cache(maxsize=None)
+def _implied(mcpu: str) -> tuple[str, ...]:
+    """The extensions of :data:`X86_FLAGS` LLVM's CPU ``mcpu`` has, by LLVM's names."""
+    import tvm
+    from tvm.target import codegen
+
+    features = codegen.llvm_get_cpu_features(tvm.target.Target({"kind": "llvm", "mcpu": mcpu}))
+    return tuple(sorted(f for f in map(str, features) if f in X86_FLAGS))
 
 
 @functools.lru_cache(maxsize=None)
@@ -167,19 +184,15 @@ X86_FLAGS = {
 
 def cpu_flags_needed(target: dict) -> list[str]:
     """Linux's names of the extensions (:data:`X86_FLAGS`) a CPU ``target``'s kernels are compiled
-    with (:func:`codegen_target`, LLVM's features of its ``mcpu`` and ``mattr``); none off x86. For
-    this machine's CPU, only those Linux lists here. Why: LLVM's features follow the CPU's name, and
-    a VM may hide some its name implies (a Sapphire Rapids guest without AMX, whose float kernels
-    use none): its own artifacts must run on it."""
+    with (:func:`codegen_target`: LLVM's features of its ``mcpu`` and ``mattr``, for this machine's
+    CPU those Linux lists here); none off x86."""
     import tvm
     from tvm.target import codegen
 
     if target.get("kind") != "llvm" or not _x86(target):
         return []
     features = codegen.llvm_get_cpu_features(tvm.target.Target(codegen_target(target)))
-    needed = {X86_FLAGS[f] for f in map(str, features) if f in X86_FLAGS}
-    here = cpu_flags() if target.get("mcpu") == host_cpu_name() else frozenset()
-    return sorted(needed & here if here else needed)
+    return sorted({X86_FLAGS[f] for f in map(str, features) if f in X86_FLAGS})
 
 
 def check_cpu_flags(needed, compiled_for: str = "another CPU") -> None:
