@@ -337,3 +337,18 @@ def test_profile_samples_the_form_builds_compile(quantized, tmp_path, monkeypatc
     devices = parse_devices("cpu,cpu")
     dtypes = sorted(str(p.ty.dtype) for p in _matmuls(model))
     assert dtypes == (["int32", "int32"] if sums_bytes(devices[0].tvm_target()) else ["float32", "float32"])
+
+
+def test_profile_explains_the_ops_of_the_form_builds_compile(quantized, monkeypatch, capsys):
+    """``profile --explain MODEL`` lists the fits of the ops a build for the devices compiles (a
+    quantized model's byte matmuls where every device sums bytes), not those of the float form."""
+    from tvm_partition.cli import profile
+    from tvm_partition.cost_models.profiled import ProfiledCostModel
+    from tvm_partition.ir.graph import OpGraph, op_signature
+
+    asked = []
+    monkeypatch.setattr(ProfiledCostModel, "explain", lambda self, sigs=None: asked.append(sigs) or "explained")
+    assert profile.main([str(quantized), "--devices", "cpu,cpu", "--explain"]) == 0
+    model = for_devices(frontend.load(str(quantized)), parse_devices("cpu,cpu"))
+    assert asked == [{op_signature(op) for op in OpGraph(model.mod).ops.values()}]
+    assert capsys.readouterr().out == "explained\n"

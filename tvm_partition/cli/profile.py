@@ -98,19 +98,19 @@ def main(argv=None) -> int:
             out = args.out or os.path.join("benchmarks", "results", os.path.basename(folder.rstrip("/")))
             print(evaluate(folder, out))
             return 0
+        text = args.devices if args.devices.split(",")[0].strip() == "cpu" else "cpu," + args.devices
+        devices = parse_devices(text, gpu_arch=args.gpu_arch, cpu_mcpu=args.target_cpu)
         if args.explain:
             from ..cost_models.profiled import ProfiledCostModel
             from ..ir.graph import op_signature
 
             sigs = None
-            if args.models:
-                sigs = {op_signature(op) for g in _graphs(args) for op in g.ops.values()}
+            if args.models:  # the ops of the form a build for the devices compiles
+                sigs = {op_signature(op) for g in _graphs(args, _models(args, devices)) for op in g.ops.values()}
             print(ProfiledCostModel(folder).explain(sigs) or f"no profile in {folder}")
             return 0
         if not args.models:
             raise flags.UsageError("name at least one model (e.g. lstm), or use --import / --explain / --evaluate")
-        text = args.devices if args.devices.split(",")[0].strip() == "cpu" else "cpu," + args.devices
-        devices = parse_devices(text, gpu_arch=args.gpu_arch, cpu_mcpu=args.target_cpu)
         return _profile(args, devices, folder)
     except (ValueError, OSError) as e:  # unreadable results or logs (JSON, files)
         print(f"error: {e}", file=sys.stderr)
