@@ -18,7 +18,6 @@ with AMX (Sapphire Rapids or later; Linux lists ``amx_int8``).
 
 from __future__ import annotations
 
-import argparse
 import os
 import statistics
 import sys
@@ -28,7 +27,7 @@ import numpy as np
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, REPO)  # this checkout's package, not another installed copy
 
-from vnni_matmul import _timed, integer_kernel, packed_matmul, parse_shapes  # noqa: E402 - this folder's
+from vnni_matmul import _timed, integer_kernel, packed_matmul, parse_shapes, shapes_parser  # noqa: E402 - this folder's
 
 
 def amx_kernel(m: int, k: int, n: int, target):
@@ -103,13 +102,10 @@ def _ort_times(a: np.ndarray, w: np.ndarray, exact: np.ndarray, threads: int, ro
 
 
 def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--shapes", default="128x768x3072,128x3072x768,128x768x768,224x768x3072,224x3072x768,224x768x768",
-                    help="comma-separated MxKxN, M and N multiples of 32 and 64, K of 64 (default: BERT's "
-                         "feed-forward and projections at sequence 128, ViT-base's at 197 tokens padded to 224)")
-    ap.add_argument("--rounds", type=int, default=5, help="alternating rounds (default 5)")
-    ap.add_argument("--repeat", type=int, default=20, help="runs of each side a round (default 20)")
-    args = ap.parse_args(argv)
+    args = shapes_parser(__doc__, "128x768x3072,128x3072x768,128x768x768,224x768x3072,224x3072x768,224x768x768",
+                         "comma-separated MxKxN, M and N multiples of 32 and 64, K of 64 (default: BERT's "
+                         "feed-forward and projections at sequence 128, ViT-base's at 197 tokens padded to "
+                         "224)").parse_args(argv)
     from tvm_partition.devices import AMX_FLAGS, cpu_flags
 
     if not set(AMX_FLAGS) <= cpu_flags():

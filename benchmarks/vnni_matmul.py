@@ -135,14 +135,19 @@ def parse_shapes(text: str, rows: int, reduction: int, columns: int) -> list[tup
     return shapes
 
 
-def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--shapes", default="128x768x3072,128x3072x768,128x768x768",
-                    help="comma-separated MxKxN, K a multiple of 4, N of 64, M of 4 (default: DistilBERT's "
-                         "feed-forward and projections at sequence 128)")
+def shapes_parser(doc: str, shapes: str, shapes_help: str) -> argparse.ArgumentParser:
+    """The matmul benchmarks' arguments: ``--shapes`` (default ``shapes``), ``--rounds``, ``--repeat``."""
+    ap = argparse.ArgumentParser(description=doc.split("\n\n")[0])
+    ap.add_argument("--shapes", default=shapes, help=shapes_help)
     ap.add_argument("--rounds", type=int, default=5, help="alternating rounds (default 5)")
     ap.add_argument("--repeat", type=int, default=20, help="runs of each side a round (default 20)")
-    args = ap.parse_args(argv)
+    return ap
+
+
+def main(argv=None) -> int:
+    args = shapes_parser(__doc__, "128x768x3072,128x3072x768,128x768x768",
+                         "comma-separated MxKxN, K a multiple of 4, N of 64, M of 4 (default: DistilBERT's "
+                         "feed-forward and projections at sequence 128)").parse_args(argv)
     shapes = parse_shapes(args.shapes, 4, 4, 64)
     print("| shape (MxKxN) | int8, VNNI (us) | float, our build (us) | float / int8 | spread over rounds |")
     print("| --- | ---: | ---: | ---: | --- |")

@@ -178,17 +178,14 @@ def _bits_test(test: str):
 
         return te.compute(x.shape, element, name=f"T_{test}", tag="elemwise")
 
+    return _legalize(f"relax.{test}", compute, f"tir_{test}", tuple(_INFINITY_BITS))
+
+
+def _legalize(op: str, fn, name: str, dtypes: tuple[str, ...] = ("float32",)):
+    """``op`` legalized as ``fn`` of its operand where that is of ``dtypes`` (``fast_exp`` /
+    ``fast_tanh`` are float32 only), else as TVM legalizes it."""
     def legalize(bb, call):
-        if str(call.args[0].ty.dtype) not in _INFINITY_BITS:
-            return tvm.ir.Op.get(f"relax.{test}").get_attr("FLegalize")(bb, call)
-        return bb.call_te(compute, call.args[0], primfunc_name_hint=f"tir_{test}")
-
-    return legalize
-
-
-def _legalize(op: str, fn, name: str):
-    def legalize(bb, call):
-        if call.args[0].ty.dtype != "float32":  # fast_exp / fast_tanh are float32 only: TVM's way
+        if str(call.args[0].ty.dtype) not in dtypes:
             return tvm.ir.Op.get(op).get_attr("FLegalize")(bb, call)
         return bb.call_te(fn, call.args[0], primfunc_name_hint=name)
 

@@ -304,6 +304,8 @@ class OpGraph:
         if func_name not in [gv.name_hint for gv in mod.get_global_vars()]:
             raise GraphError(f"module has no function {func_name!r}")
         self.mod = mod
+        #: the tile the module's byte matmuls are summed in (:func:`byte_tiles`), for their pricing
+        self.byte_tiles = byte_tiles(mod)
         self.func = mod[func_name]
         self.func_name = func_name
         self.bindings = _bindings(self.func)
@@ -510,8 +512,7 @@ class OpGraph:
         kinds = [_op_name(self.bindings[m].value) or "call" for m in members]
         kind = max(kinds, key=lambda k: (_ANCHOR_RANK.get(k, 1 if k not in _VIEW_KINDS else 0)))
         data_inputs = [x for x in inputs if is_tensor(x)]
-        tiles = byte_tiles(self.mod)
-        flops = sum(_member_flops(self.bindings[m].var, self.bindings[m].value, tiles) for m in members)
+        flops = sum(_member_flops(self.bindings[m].var, self.bindings[m].value, self.byte_tiles) for m in members)
         io_bytes = sum(tensor_bytes(x) for x in data_inputs) + sum(tensor_bytes(o) for o in outputs if is_tensor(o))
         return Op(
             id=op_id, kind=kind, fused_name=fused_name, members=members, inputs=inputs, outputs=outputs,
