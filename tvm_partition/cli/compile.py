@@ -189,20 +189,15 @@ def local_devices(devices: list[DeviceSpec]) -> list[DeviceSpec]:
     return [DeviceSpec(d.name, "cpu", i, cpu_target()) for i, d in enumerate(devices)]
 
 
-#: LLVM's optimisation level of the reference build: its kernels run once, and -O3 cost more than
-#: it saved (the README's LSTM, seq 100: compiled and run in 12.6 s at the default level, 9.0 s at
-#: 0, the same outputs to the bit; amd-epyc-znver3-2c, 2026-11-29).
-REFERENCE_OPT_LEVEL = 0
-
-
 def reference_outputs(model) -> list[np.ndarray]:
-    """Outputs of the unpartitioned model, built with TVM's standard CPU pipeline
-    (:data:`REFERENCE_OPT_LEVEL`)."""
+    """Outputs of the unpartitioned model, built with TVM's standard CPU pipeline, its kernels'
+    loops reordered (:mod:`tvm_partition.build.reference`: the same outputs to the bit)."""
     import tvm
     from tvm import relax
 
-    ex = tvm.compile(model.mod, target=tvm.target.Target(dict(cpu_target(), **{"opt-level": REFERENCE_OPT_LEVEL})))
-    vm = relax.VirtualMachine(ex, tvm.cpu())
+    from ..build.reference import reference_executable
+
+    vm = relax.VirtualMachine(reference_executable(model.mod), tvm.cpu())
     args = [tvm.runtime.tensor(v) for v in model.inputs.values()] + [tvm.runtime.tensor(p) for p in model.params]
     out = vm["main"](*args)
     return [o.numpy() for o in (out if not hasattr(out, "numpy") else [out])]
