@@ -1,0 +1,119 @@
+"""Hugging Face architectures this project had never compiled, seeded random weights, each compiled
+with ``--check`` and timed against onnxruntime on the same file.
+
+    TVM_NUM_THREADS=2 python benchmarks/hf_models.py [--models llama,convnext,...] [--out build/hf_models]
+        [--rounds 3] [--repeat 20]
+
+Each model is exported at a fixed shape (one image of 224 x 224, MobileViT's and SegFormer's 256;
+64 tokens; a second of 16 kHz audio) by PyTorch's TorchScript exporter at opset 17, Llama's and
+Qwen2's by its dynamo exporter at its default opset (the TorchScript one has no ``aten::diff``),
+its last hidden state the output. ``compile --devices cpu,cpu --strategy cpu --check`` builds it (its seconds and
+differences printed); then ``--rounds`` rounds, each one process of ours (``run --repeat``) and one
+of onnxruntime's (2 threads, graph optimizations on, ``--repeat`` runs after 5), in turn. One line
+of JSON a model: the medians over rounds and each side's spread.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import statistics
+import subprocess
+import sys
+import time
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, REPO)  # this checkout's package, not another installed copy
+
+#: name: (transformers' model class, its config's keyword arguments, the example input's kind)
+DECODER = dict(hidden_size=512, intermediate_size=1376, num_hidden_layers=4, num_attention_heads=8,
+               num_key_value_heads=2, vocab_size=4000, use_cache=False)
+MODELS = {"llama": ("LlamaModel", DECODER, "tokens"), "qwen2": ("Qwen2Model", DECODER, "tokens"),
+          "roberta": ("RobertaModel", {"num_hidden_layers": 4}, "tokens"), "albert": ("AlbertModel", {}, "tokens"),
+          "wav2vec2": ("Wav2Vec2Model", {"num_hidden_layers": 4}, "audio"),
+          **{n: (c, {}, "image") for n, c in [("convnext", "ConvNextModel"), ("swin", "SwinModel"),
+                                              ("mobilevit", "MobileViTModel"), ("mobilenetv2", "MobileNetV2Model"),
+                                              ("efficientnet", "EfficientNetModel"), ("segformer", "SegformerModel"),
+                                              ("deit", "DeiTModel"), ("clip-vision", "CLIPVisionModel"),
+                                              ("levit", "LevitModel"), ("regnet", "RegNetModel")]}}
+ORT_TIMER = """
+import sys, time, statistics, numpy as np, onnxruntime as ort
+o = ort.SessionOptions(); o.intra_op_num_threads = 2; o.inter_op_num_threads = 1; o.log_severity_level = 3
+s = ort.InferenceSession(sys.argv[1], o, providers=["CPUExecutionProvider"])
+i, rng = s.get_inputs()[0], np.random.default_rng(0)
+x = {i.name: rng.integers(0, 1000, i.shape).astype(np.int64) if "int64" in i.type
+     else rng.standard_normal(i.shape).astype(np.float32)}
+for _ in range(5): s.run(None, x)
+ts = []
+for _ in range(int(sys.argv[2])):
+    t = time.perf_counter(); s.run(None, x); ts.append(time.perf_counter() - t)
+print(f"median_us={statistics.median(ts) * 1e6}")
+"""
+
+
+def export(name: str, path: str) -> None:
+    import torch
+    import transformers as hf
+
+    cls, config, kind = MODELS[name]
+    torch.manual_seed(0)
+    net = getattr(hf, cls)(getattr(hf, cls.replace("Model", "Config"))(**config)).eval()
+
+    class Hidden(torch.nn.Module):  # a model returns a ModelOutput; ONNX wants tensors
+        def __init__(self):
+            super().__init__()
+            self.net = net
+
+        def forward(self, x):
+            return self.net(x, return_dict=True).last_hidden_state
+
+    size = 256 if name in ("mobilevit", "segformer") else 224
+    x = {"tokens": lambda: torch.randint(0, 1000, (1, 64)), "audio": lambda: torch.randn(1, 16000),
+         "image": lambda: torch.randn(1, 3, size, size)}[kind]()
+    with torch.no_grad():
+        if name in ("llama", "qwen2"):  # the TorchScript exporter has no aten::diff
+            torch.onnx.export(Hidden(), (x,), path, dynamo=True, input_names=["input"])
+        else:
+            torch.onnx.export(Hidden(), (x,), path, dynamo=False, opset_version=17, input_names=["input"])
+
+
+def _run(cmd: list[str], timeout: float = 3600) -> str:
+    env = dict(os.environ, TVM_NUM_THREADS=os.environ.get("TVM_NUM_THREADS", "2"))
+    done = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env=env, cwd=REPO)
+    return done.stdout + done.stderr
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--models", default=",".join(MODELS), help=f"comma-separated of {','.join(MODELS)}")
+    ap.add_argument("--out", default="build/hf_models")
+    ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--repeat", type=int, default=20)
+    args = ap.parse_args()
+    os.makedirs(args.out, exist_ok=True)
+    for name in args.models.split(","):
+        if name not in MODELS:
+            raise SystemExit(f"error: --models {name!r}: choose from {', '.join(MODELS)}")
+        path, art = os.path.join(args.out, f"{name}.onnx"), os.path.join(args.out, f"art_{name}")
+        if not os.path.exists(path):
+            export(name, path)
+        start = time.time()
+        log = _run([sys.executable, "-m", "tvm_partition", "compile", path, "--devices", "cpu,cpu",
+                    "--strategy", "cpu", "--check", "--out", art])
+        row = {"model": name, "compile_check_s": round(time.time() - start, 1),
+               **{k: float(v) for k, v in re.findall(r"(max_abs_err\w*)=([\d.e+-]+)", log)}}
+        ours, ort = [], []
+        for _ in range(args.rounds):
+            ours.append(float(re.search(r"median_us=([\d.]+)", _run(
+                [sys.executable, "-m", "tvm_partition", "run", art, "--repeat", str(args.repeat)]))[1]))
+            ort.append(float(re.search(r"median_us=([\d.]+)", _run(
+                [sys.executable, "-c", ORT_TIMER, path, str(args.repeat)]))[1]))
+        row.update(ours_us=statistics.median(ours), ort_us=statistics.median(ort),
+                   spread={"ours_us": [min(ours), max(ours)], "ort_us": [min(ort), max(ort)]})
+        print(json.dumps(row), flush=True)
+
+
+if __name__ == "__main__":
+    main()
