@@ -40,21 +40,21 @@ _DATA_PARALLEL, _REDUCTION = 0, 2  # tirx.IterVar's iter_type
 def reference_executable(mod: tvm.IRModule):
     """``mod`` (a Relax module, unpartitioned) compiled for this machine's CPU by TVM's default
     CPU pipeline with every kernel :func:`ordered`."""
-    legalize = tvm.transform.Sequential(cpu_generic.library_dispatch_passes(None)
-                                        + cpu_generic.legalize_passes(None))
-    with tvm.target.Target(cpu_target()):
-        mod = legalize(mod)
+    host = tvm.target.Target(cpu_target())
+    with host:
+        legalize = cpu_generic.library_dispatch_passes(host) + cpu_generic.legalize_passes(host)
+        mod = tvm.transform.Sequential(legalize)(mod)
     mod = _ordered_module(mod)
-    level = 2 if model_flops(mod) >= LARGE_FLOPS else 0
-    target = tvm.target.Target(dict(cpu_target(), **{"opt-level": level}))
+    target = tvm.target.Target(dict(cpu_target(), **{"opt-level": 2 if model_flops(mod) >= LARGE_FLOPS else 0}))
     lower = tvm.transform.Sequential(cpu_generic.dataflow_lower_passes(target) + cpu_generic.finalize_passes(target))
 
     @tvm.transform.module_pass(opt_level=0)
-    def lowered(m, _ctx):
+    def lowered(m, _ctx):  # TVM's own Relax lowering, under the target as its pipeline runs it
         with target:
             return lower(m)
 
     return tvm.compile(mod, target=target, relax_pipeline=lowered)
+
 
 
 def ordered(func: tvm.tirx.PrimFunc) -> tvm.tirx.PrimFunc:
