@@ -16,7 +16,7 @@ outputs are the default pipeline's to the bit (``tests/test_reference.py``). A k
 are not one per block variable keeps TVM's loops.
 
 LLVM vectorises the reordered innermost loop from optimisation level 2; below it the kernels run
-3.5-10x slower, and level 2 compiles slower: the README's LSTM (0.01 GFLOP) compiled in 4.8 s
+3.5-10x slower, and level 2 compiles slower: the README's LSTM (0.23 GFLOP) compiled in 4.8 s
 against 2.6 at level 0, run in 0.01 s against 0.10. Models of at least :data:`LARGE_FLOPS` compile
 at level 2.
 """
@@ -29,6 +29,7 @@ from tvm.relax.backend.cpu_generic import pipeline as cpu_generic
 
 from ..devices import cpu_target
 from ..ir.relax_utils import copy_module
+from .tuning import kernel_flops
 
 #: Work (FLOPs, every kernel call counted) from which the reference compiles at LLVM level 2: at
 #: level 0 the reordered kernels ran 0.3-2 GFLOP/s, so a model of 1 GFLOP runs about as long as
@@ -54,7 +55,6 @@ def reference_executable(mod: tvm.IRModule):
             return lower(m)
 
     return tvm.compile(mod, target=target, relax_pipeline=lowered)
-
 
 
 def ordered(func: tvm.tirx.PrimFunc) -> tvm.tirx.PrimFunc:
@@ -103,7 +103,8 @@ def _ordered_module(mod: tvm.IRModule) -> tvm.IRModule:
 
 def model_flops(mod: tvm.IRModule) -> float:
     """FLOPs of one run of ``main``: TVM's estimate of each kernel it calls, times its calls."""
-    flops = {gv: _flops(f) for gv, f in mod.functions.items() if isinstance(f, tvm.tirx.PrimFunc)}
+    flops = {gv: kernel_flops(tvm.IRModule({"main": f})) for gv, f in mod.functions.items()
+             if isinstance(f, tvm.tirx.PrimFunc)}
     total = [0.0]
     call_tir = tvm.ir.Op.get("relax.call_tir")
 
@@ -114,9 +115,3 @@ def model_flops(mod: tvm.IRModule) -> float:
     relax.analysis.post_order_visit(mod["main"].body, visit)
     return total[0]
 
-
-def _flops(func: tvm.tirx.PrimFunc) -> float:
-    try:
-        return float(tvm.s_tir.analysis.estimate_tir_flops(tvm.IRModule({"main": func})))
-    except tvm.TVMError:  # a kernel TVM's estimator does not take (data-dependent loops)
-        return 0.0
