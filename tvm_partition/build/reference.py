@@ -64,7 +64,7 @@ def ordered(func: tvm.tirx.PrimFunc) -> tvm.tirx.PrimFunc:
     sch = tvm.s_tir.Schedule(tvm.IRModule({"main": func}))
     try:
         blocks = sch.get_child_blocks(sch.get_sblock("root"))
-    except (tvm.TVMError, ValueError):  # no root block of that name: TVM's loops
+    except tvm.s_tir.ScheduleError:  # no root block (TVM's dispatched scans and sorts): TVM's loops
         return func
     for block in blocks:
         loops = sch.get_loops(block)
