@@ -725,6 +725,44 @@ def test_onnxruntime_row_runs_the_same_model_as_our_build(tmp_path):
     assert f"| tiny | batch=2 | onnxruntime | {ms_cell(ort['measured_median_us'])} |" in md
 
 
+def test_onnxruntime_row_carries_the_models_external_data(tmp_path):
+    """A model whose weights lie in files beside it (PyTorch's exporter past 2 GiB, or asked to): the
+    row's folder holds them at the same places, onnxruntime runs it there as on the original, and a
+    data file changed after the copy is a checksum error (a Llama export's row failed to load)."""
+    pytest.importorskip("onnxruntime")
+    import numpy as np
+    import onnx
+
+    from tvm_partition import frontend
+    from tvm_partition.bench import ort as bench_ort
+    from tvm_partition.runtime.ort import OrtError, session
+
+    proto = onnx.load(tiny_onnx(tmp_path / "inline.onnx"))
+    (tmp_path / "src").mkdir()
+    path = str(tmp_path / "src" / "tiny.onnx")
+    onnx.save(proto, path, save_as_external_data=True, location="tiny.data", size_threshold=0)
+    assert bench_ort.external_files(path) == ["tiny.data"]
+    model = frontend.load(path, seed=0)
+    art = str(tmp_path / "row")
+    bench_ort.save(model, art, 1)
+    assert os.path.exists(os.path.join(art, "tiny.data"))
+    feeds = {"0": next(iter(model.inputs.values()))}
+    (expected,) = session(path, 1).run(None, feeds)
+    (got,) = bench_ort.run(art)
+    assert np.abs(expected).max() > 0 and np.array_equal(got, expected)
+    with open(os.path.join(art, "tiny.data"), "r+b") as f:
+        f.write(b"\x00\x00\x80\x7f")  # the first weight made inf
+    with pytest.raises(OrtError, match="checksum mismatch"):
+        bench_ort.run(art)
+    # a location outside the model's folder: one line saying so
+    for tensor in proto.graph.initializer:  # external since onnx.save above (it converts them in place)
+        next(e for e in tensor.external_data if e.key == "location").value = "../elsewhere.data"
+    outside = tmp_path / "src" / "outside.onnx"
+    outside.write_bytes(proto.SerializeToString())
+    with pytest.raises(OrtError, match="outside the model's folder"):
+        bench_ort.external_files(str(outside))
+
+
 def test_onnxruntime_row_is_for_onnx_models_only(tmp_path):
     args = bench.parser().parse_args([])
     assert bench.strategies(args)[-4:] == ["tvm-cpu", "onnxruntime", "pytorch", "pytorch-graph"]
