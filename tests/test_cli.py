@@ -298,6 +298,7 @@ def _after_art(d, art) -> dict:
 def test_check_and_explain(cli_results):
     proc = ok(cli_results["check-explain"])
     assert max_abs_err(proc) <= 1e-4
+    assert "checking: the artifact and the unpartitioned model" in proc.stderr  # said before the silent minutes
     lines = proc.stdout.splitlines()
     header = next(i for i, line in enumerate(lines) if line.startswith("op "))
     for col in ("kind", "output", "MFLOP", "legal dims", "time from", "decision"):

@@ -444,6 +444,9 @@ def main(argv=None) -> int:
     if args.check:
         from ..ir.relax_utils import quantizes
 
+        # the reference build and both runs take a minute or two on large models (ALBERT-xxlarge: 1:45)
+        print("checking: the artifact and the unpartitioned model (TVM's default CPU pipeline) on a seeded input",
+              file=sys.stderr, flush=True)
         outs, ref = check_outputs(compiled, args.out)
         quantized = quantizes(model.mod)
         # measured once, and only where flips go past FLIPPED_SHARE (two onnxruntime runs)
