@@ -4,13 +4,13 @@ template can tile, each kernel alone on this machine's thread pool.
 
     python benchmarks/conv_1x1.py MODEL[:IMAGE_SIZE] [MODEL ...] [--rounds 3]
 
-How :func:`tvm_partition.build.templates._pointwise_plan` earned its place (BENCHMARKS.md, "1x1
+How :func:`tvm_partition.build.templates.convolution._pointwise_plan` earned its place (BENCHMARKS.md, "1x1
 convolutions"): each kernel is scheduled both ways and timed in alternating rounds
 (``tuning.time_kernel``: packed weights, the runner's threads); the table gives the medians, their
 ratio, the 1x1 template's GFLOP/s and whether builds take it (``taken``: the kernels its measured
-limits, :data:`~tvm_partition.build.templates.POINTWISE_VECTORS`,
-:data:`~tvm_partition.build.templates.ALIASED_PLANE_BYTES` and, on a full-width AVX-512 CPU,
-:data:`~tvm_partition.build.templates.POINTWISE_STRIP_BYTES`, leave to the channel-vector template
+limits, :data:`~tvm_partition.build.templates.convolution.POINTWISE_VECTORS`,
+:data:`~tvm_partition.build.templates.convolution.ALIASED_PLANE_BYTES` and, on a full-width AVX-512 CPU,
+:data:`~tvm_partition.build.templates.convolution.POINTWISE_STRIP_BYTES`, leave to the channel-vector template
 are timed with those limits lifted, to show why; ``strip KiB``: the input a 1x1 tile reads over its
 reduction). MODEL: zoo names (``resnet50:128``: at 128 px) or .onnx paths.
 """
@@ -19,10 +19,9 @@ from __future__ import annotations
 
 import os
 import sys
-from unittest import mock
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from conv_kernels import alternated, arguments, convolutions, gflops  # noqa: E402
+from conv_kernels import alternated, arguments, convolutions, gflops, patched  # noqa: E402
 
 
 def main(argv=None) -> int:
@@ -33,17 +32,16 @@ def main(argv=None) -> int:
           "| 1x1 GFLOP/s | strip KiB | taken |")
     print("| --- | --- | --- | --- | ---: | ---: | ---: | ---: | ---: | --- |")
     for label, kmod, nest in convolutions(args.models, target):
-        taken = templates._pointwise_plan(kmod, target) is not None  # noqa: SLF001 - the template's own decision
-        with mock.patch.multiple(templates, POINTWISE_VECTORS=1, ALIASED_PLANE_BYTES=1 << 62,
-                                 POINTWISE_STRIP_BYTES=1 << 62):  # limits lifted
-            pointwise = templates._pointwise_plan(kmod, target)  # noqa: SLF001
-        channels = templates._plan(kmod, target)  # noqa: SLF001
+        taken = templates.convolution._pointwise_plan(kmod, target) is not None  # noqa: SLF001 - the template's own decision
+        with patched(POINTWISE_VECTORS=1, ALIASED_PLANE_BYTES=1 << 62, POINTWISE_STRIP_BYTES=1 << 62):  # limits lifted
+            pointwise = templates.convolution._pointwise_plan(kmod, target)  # noqa: SLF001
+        channels = templates.convolution._plan(kmod, target)  # noqa: SLF001
         if pointwise is None or channels is None:
             continue
-        funcs = [templates._schedule_conv(kmod, target, channels),  # noqa: SLF001
-                 templates._schedule_pointwise(kmod, target, pointwise)]  # noqa: SLF001
+        funcs = [templates.convolution._schedule_conv(kmod, target, channels),  # noqa: SLF001
+                 templates.convolution._schedule_pointwise(kmod, target, pointwise)]  # noqa: SLF001
         (old, new), ratio = alternated(funcs, target, args.rounds)
-        strip = templates._strip_bytes(nest, pointwise.rows) // 1024  # noqa: SLF001 - the template's own measure
+        strip = templates.convolution._strip_bytes(nest, pointwise.rows) // 1024  # noqa: SLF001 - the template's own measure
         print(f"| {label} | {nest.extents} | {len(nest.epilogue)} blocks | {channels.row} x {channels.blocks} of {channels.lanes} | {old:.1f} "
               f"| {new:.1f} | {ratio:.2f} | {gflops(nest, new):.0f} | {strip} | {'yes' if taken else 'no'} |", flush=True)
     return 0

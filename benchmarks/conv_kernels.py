@@ -50,7 +50,7 @@ def model_graph(spec: str, **settings):
 
 
 def convolutions(models: list[str], target):
-    """``(model label, kernel IRModule, its templates._Nest)`` of every distinct convolution kernel
+    """``(model label, kernel IRModule, its templates.common._Nest)`` of every distinct convolution kernel
     (extents, input shape and epilogue: a strided kernel and a stride-1 one of the same output are
     two) of ``models`` that the direct-convolution template reads."""
     from tvm_partition.build import templates
@@ -63,7 +63,7 @@ def convolutions(models: list[str], target):
             if op.kind != "conv2d" or not op.split_dims:
                 continue
             kmod = kernel_of(graph, op)
-            nest = templates._nest(kmod, target, (templates._CONV,))  # noqa: SLF001 - the template's own view
+            nest = templates.common._nest(kmod, target, (templates.convolution._CONV,))  # noqa: SLF001 - the template's own view
             if nest is None:
                 continue
             key = (nest.extents, tuple(int(x) for x in nest.block.reads[0].source.shape), nest.epilogue)
@@ -71,6 +71,26 @@ def convolutions(models: list[str], target):
                 continue
             seen.add(key)
             yield label, kmod, nest
+
+
+def patched(**values):
+    """A context in which each of the templates' constants or functions named in ``values`` has that
+    value, set in the module of :mod:`tvm_partition.build.templates` that defines it (where its
+    template reads it)."""
+    import contextlib
+    from unittest import mock
+
+    from tvm_partition.build import templates
+
+    modules = [getattr(templates, m) for m in ("common", "convolution", "grouped", "matmul", "pooling", "reductions",
+                                               "elementwise")]
+    stack = contextlib.ExitStack()
+    for name, value in values.items():
+        module = next((m for m in modules if hasattr(m, name)), None)
+        if module is None:
+            raise AttributeError(f"no template defines {name}")
+        stack.enter_context(mock.patch.object(module, name, value))
+    return stack
 
 
 def alternated(funcs: list, target, rounds: int) -> tuple[list[float], float]:

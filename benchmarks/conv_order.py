@@ -3,13 +3,13 @@ on convolutions of several shapes, each kernel alone on this machine's thread po
 
     python benchmarks/conv_order.py [MODEL ...] [--rounds 5]
 
-How :func:`tvm_partition.build.templates._rows_outer` was decided (BENCHMARKS.md, "The parallel
+How :func:`tvm_partition.build.templates.convolution._rows_outer` was decided (BENCHMARKS.md, "The parallel
 loop over the larger operand"): each shape is scheduled both ways and timed in alternating rounds
 (``tuning.time_kernel``: packed weights, the runner's threads); the table gives the medians, their
 ratio and the order the template picks. With MODELs (zoo names or .onnx paths,
 :func:`conv_kernels.model_graph`), their distinct convolution kernels that ``_rows_outer`` would
 run rows first (input outweighing weights), each on the register tile its plan gives, instead of
-:data:`SHAPES`: how :data:`tvm_partition.build.templates.SUNNY_COVE_BLOCKS_FIRST_TAPS` was decided
+:data:`SHAPES`: how :data:`tvm_partition.build.templates.convolution.SUNNY_COVE_BLOCKS_FIRST_TAPS` was decided
 (BENCHMARKS.md, "Convolutions of several taps over channel blocks first on Ice Lake").
 """
 
@@ -51,7 +51,7 @@ def conv_kernel(c_in, c_out, size, k, stride):
 
 def kernels(models: list[str], target):
     """``(label, kernel)``: :data:`SHAPES`, or the convolution kernels of ``models`` that
-    :func:`~tvm_partition.build.templates._rows_outer` runs rows first."""
+    :func:`~tvm_partition.build.templates.convolution._rows_outer` runs rows first."""
     if not models:
         yield from ((str(shape), conv_kernel(*shape)) for shape in SHAPES)
         return
@@ -59,7 +59,7 @@ def kernels(models: list[str], target):
     from tvm_partition.build import templates
 
     for model, kmod, nest in convolutions(models, target):
-        if templates._rows_outer(nest.block):  # noqa: SLF001 - the rule's own question
+        if templates.convolution._rows_outer(nest.block):  # noqa: SLF001 - the rule's own question
             (_, c, h, w), (_, oc, oh, ow, _, ry, rx) = nest.block.reads[0].source.shape, nest.extents
             yield f"{model}: {int(c)} -> {oc}, {ry}x{rx}, {int(h)}x{int(w)} -> {oh}x{ow}", kmod
 
@@ -80,10 +80,10 @@ def main(argv=None) -> int:
     print(f"| {what} | channels first us | rows first us | ratio | picked |")
     print("| --- | ---: | ---: | ---: | --- |")
     for label, kmod in kernels(args.models, target):
-        plan = templates._plan(kmod, target)  # noqa: SLF001 - the template's own decision, both ways
+        plan = templates.convolution._plan(kmod, target)  # noqa: SLF001 - the template's own decision, both ways
         if plan is None:
             continue
-        funcs = [templates._schedule_conv(kmod, target, dataclasses.replace(plan, rows_outer=r))  # noqa: SLF001
+        funcs = [templates.convolution._schedule_conv(kmod, target, dataclasses.replace(plan, rows_outer=r))  # noqa: SLF001
                  for r in (False, True)]
         times = [[], []]
         for _ in range(args.rounds):

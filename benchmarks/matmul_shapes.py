@@ -7,7 +7,7 @@ Each ``MxKxN`` is ``x[M, K] @ w[K, N] + b`` (``w`` and ``b`` weights), written a
 loaded as any model is; every tile that divides it is timed alone in alternating rounds
 (``tuning.time_kernel``: packed weights, the runner's threads) and printed as its time over the
 chosen one's. Why: :mod:`benchmarks.matmul_tiles` times the kernels of models, and a rule of the
-template (``templates.COLUMNS_OUTER_MIN_REDUCTION``) was read off shapes no model here had in a row
+template (``templates.matmul.COLUMNS_OUTER_MIN_REDUCTION``) was read off shapes no model here had in a row
 (BENCHMARKS.md, "Matmul tiles of 8 rows only over long reductions").
 """
 
@@ -64,12 +64,12 @@ def main(argv=None) -> int:
             m, k, n = (int(x) for x in spec.split("x"))
             graph = OpGraph(frontend.load(matmul_model(m, k, n, folder)).mod)
             op = next(o for o in graph.ops.values() if "matmul" in o.fused_name)
-            kmod = templates._epilogue_operands_inlined(kernel_of(graph, op))  # noqa: SLF001
-            plan = templates._matmul_plan(kmod, target)  # noqa: SLF001
+            kmod = templates.common._epilogue_operands_inlined(kernel_of(graph, op))  # noqa: SLF001
+            plan = templates.matmul._matmul_plan(kmod, target)  # noqa: SLF001
             if plan is None:
                 print(f"{spec}: the template does not apply")
                 continue
-            funcs = {name: templates._schedule_matmul(kmod, target, p)  # noqa: SLF001
+            funcs = {name: templates.matmul._schedule_matmul(kmod, target, p)  # noqa: SLF001
                      for name, p in tiles(plan, m, n).items()}
             times = {name: [] for name in funcs}
             for r in range(args.rounds):

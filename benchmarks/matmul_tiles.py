@@ -1,6 +1,6 @@
 """The matmul template's loop order and register tile: what it chooses against the 4-row tile with
-the rows outer (what it chose before :func:`~tvm_partition.build.templates._columns_outer` and
-:data:`~tvm_partition.build.templates.WIDE_MATMUL_ROWS`), and the order alone, on every distinct
+the rows outer (what it chose before :func:`~tvm_partition.build.templates.matmul._columns_outer` and
+:data:`~tvm_partition.build.templates.matmul.WIDE_MATMUL_ROWS`), and the order alone, on every distinct
 matmul kernel of some models where they differ, each kernel alone on this machine's thread pool.
 
     python benchmarks/matmul_tiles.py MODEL [MODEL ...] [--rounds 3] [--target-cpu MCPU] [--chunks]
@@ -15,8 +15,8 @@ dimensions; ``--target-cpu``: plan and compile for another CPU's ``-mcpu``, time
 
 ``--chunks`` times the chosen plan against what transfer rules 48 chose instead (7 or 13 rows
 where they divide the rows, else 4, the reduction whole), where they differ: the 8-row tiles and
-reduction chunks of :data:`~tvm_partition.build.templates.COLUMNS_OUTER_ROWS` and
-:data:`~tvm_partition.build.templates.MATMUL_CHUNK` (BENCHMARKS.md, "Hugging Face exports").
+reduction chunks of :data:`~tvm_partition.build.templates.matmul.COLUMNS_OUTER_ROWS` and
+:data:`~tvm_partition.build.templates.matmul.MATMUL_CHUNK` (BENCHMARKS.md, "Hugging Face exports").
 """
 
 from __future__ import annotations
@@ -31,7 +31,7 @@ from conv_kernels import alternated, arguments, model_graph  # noqa: E402
 
 
 def matmuls(models: list[str], target):
-    """``(model label, op name, kernel IRModule, its templates._MatmulPlan)`` of every distinct matmul kernel
+    """``(model label, op name, kernel IRModule, its templates.matmul._MatmulPlan)`` of every distinct matmul kernel
     of ``models`` that the template takes with packed weights and more than one row."""
     from tvm_partition.build import templates
     from tvm_partition.build.align import kernel_of
@@ -44,9 +44,9 @@ def matmuls(models: list[str], target):
             if op.kind != "matmul":
                 continue
             # an op with no legal split (a padding in its epilogue) is still a kernel: sampled whole
-            kmod = templates._epilogue_operands_inlined(  # noqa: SLF001 - as templated()
+            kmod = templates.common._epilogue_operands_inlined(  # noqa: SLF001 - as templated()
                 kernel_of(graph, op, *(() if op.split_dims else (0,))))
-            plan = templates._matmul_plan(kmod, target)  # noqa: SLF001 - the template's own view
+            plan = templates.matmul._matmul_plan(kmod, target)  # noqa: SLF001 - the template's own view
             if plan is None or plan.rows == 1 or not plan.packed:
                 continue
             blocks = blocks_of(kmod)  # the same kernel in two models, or twice in one, is timed once
@@ -58,7 +58,7 @@ def matmuls(models: list[str], target):
 def flops(kmod) -> float:
     from tvm_partition.build import templates
 
-    mm = templates._root_blocks(kmod)[0]  # noqa: SLF001
+    mm = templates.common._root_blocks(kmod)[0]  # noqa: SLF001
     return 2 * math.prod(int(v.dom.extent) for v in mm.iter_vars)
 
 
@@ -67,8 +67,8 @@ def rules_48(plan, rows: int):
     as ``plan``: its rows 7 or 13 where they divide the rows, else 4, on two vectors; no chunks."""
     from tvm_partition.build import templates
 
-    wide = [r for r in templates.WIDE_MATMUL_ROWS if rows % r == 0]
-    old = (wide[0] if wide else templates.MATMUL_ROWS) if plan.rows == templates.COLUMNS_OUTER_ROWS else plan.rows
+    wide = [r for r in templates.matmul.WIDE_MATMUL_ROWS if rows % r == 0]
+    old = (wide[0] if wide else templates.matmul.MATMUL_ROWS) if plan.rows == templates.matmul.COLUMNS_OUTER_ROWS else plan.rows
     return dataclasses.replace(plan, rows=old, chunk=0)
 
 
@@ -79,11 +79,11 @@ def chunks(args, target) -> int:
     print("| model | kernel | extents | rules 48 | us | now | us | ratio | GFLOP/s |")
     print("| --- | --- | --- | --- | ---: | --- | ---: | ---: | ---: |")
     for label, name, kmod, plan in matmuls(args.models, target):
-        extents = [int(v.dom.extent) for v in templates._root_blocks(kmod)[0].iter_vars]  # noqa: SLF001
+        extents = [int(v.dom.extent) for v in templates.common._root_blocks(kmod)[0].iter_vars]  # noqa: SLF001
         before = rules_48(plan, extents[plan.row_axis % (len(extents) - 2)])
         if before == plan:
             continue
-        funcs = [templates._schedule_matmul(kmod, target, p) for p in (before, plan)]  # noqa: SLF001
+        funcs = [templates.matmul._schedule_matmul(kmod, target, p) for p in (before, plan)]  # noqa: SLF001
         (old, new), ratio = alternated(funcs, target, args.rounds)
         now = f"{plan.rows} x {plan.blocks}" + (f", chunks of {plan.chunk}" if plan.chunk else "")
         print(f"| {label} | `{name[:36]}` | {extents} | {before.rows} x {before.blocks} | {old:.0f} | {now} | "
@@ -98,8 +98,8 @@ def main(argv=None) -> int:
     if args.chunks:
         return chunks(args, target)
 
-    print(f"vector lanes, registers: {templates.vector_lanes(target)}; wide rows: "
-          f"{templates.WIDE_MATMUL_ROWS if templates._full_width_fma(target) else '-'}")  # noqa: SLF001
+    print(f"vector lanes, registers: {templates.common.vector_lanes(target)}; wide rows: "
+          f"{templates.matmul.WIDE_MATMUL_ROWS if templates.common._full_width_fma(target) else '-'}")  # noqa: SLF001
     print("| model | kernel | extents | before | us | order only | us | ratio | chosen | us | ratio | GFLOP/s |")
     print("| --- | --- | --- | --- | ---: | --- | ---: | ---: | --- | ---: | ---: | ---: |")
 
@@ -108,13 +108,13 @@ def main(argv=None) -> int:
 
     for label, name, kmod, plan in matmuls(args.models, target):
         # rules 41's before, and its order alone: the reduction whole (chunks came with rules 49, columns outer only)
-        before = dataclasses.replace(plan, rows=templates.MATMUL_ROWS, columns_outer=False, chunk=0)
+        before = dataclasses.replace(plan, rows=templates.matmul.MATMUL_ROWS, columns_outer=False, chunk=0)
         order = dataclasses.replace(before, columns_outer=plan.columns_outer)
         if plan == before:
             continue
-        funcs = [templates._schedule_matmul(kmod, target, p) for p in (before, order, plan)]  # noqa: SLF001
+        funcs = [templates.matmul._schedule_matmul(kmod, target, p) for p in (before, order, plan)]  # noqa: SLF001
         (old, mid, new), ratio = alternated(funcs, target, args.rounds)
-        extents = [int(v.dom.extent) for v in templates._root_blocks(kmod)[0].iter_vars]  # noqa: SLF001
+        extents = [int(v.dom.extent) for v in templates.common._root_blocks(kmod)[0].iter_vars]  # noqa: SLF001
         print(f"| {label} | `{name[:40]}` | {extents} | {tile(before)} | {old:.1f} | {tile(order)} | {mid:.1f} | "
               f"{mid / old:.2f} | {tile(plan)} | {new:.1f} | {ratio:.2f} | {flops(kmod) / new / 1e3:.0f} |", flush=True)
     return 0

@@ -3,7 +3,7 @@ element-wise template serial and parallel, at batches 1-16 of BERT-tiny's 128 x 
 
     python benchmarks/moved_elements.py [--rounds 3]
 
-It is what sets ``tvm_partition.build.templates.MIN_MOVED_ELEMENTS``, the size from which such a
+It is what sets ``tvm_partition.build.templates.common.MIN_MOVED_ELEMENTS``, the size from which such a
 kernel gets a parallel loop (BENCHMARKS.md, "No copies between two CPUs"): the median of
 ``--rounds`` rounds per kernel, on this machine's thread pool.
 """
@@ -56,9 +56,9 @@ def main(argv=None) -> int:
         for kind in kinds:
             for b in BATCHES:
                 mod = kernel(kind, b)
-                outputs = tuple(blk.name_hint for blk in templates._root_blocks(mod))[-1:]
+                outputs = tuple(blk.name_hint for blk in templates.common._root_blocks(mod))[-1:]
                 for parallel in (False, True):
-                    func = templates._schedule_elementwise(mod, target, outputs, parallel)
+                    func = templates.elementwise._schedule_elementwise(mod, target, outputs, parallel)
                     times.setdefault((kind, b, parallel), []).append(time_kernel(func, target, min_repeat_ms=30))
     print("| kernel | output elements | serial us | parallel us | parallel / serial |")
     print("| --- | ---: | ---: | ---: | ---: |")

@@ -23,7 +23,6 @@ import contextlib
 import os
 import statistics
 import sys
-from unittest import mock
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -42,8 +41,7 @@ def main(argv=None) -> int:
     args = ap.parse_args(argv)
     batches = [{"batch": int(b)} for b in args.batch.split(",")] if args.batch else [{}]
 
-    from conv_kernels import model_graph
-    from tvm_partition.build import templates
+    from conv_kernels import model_graph, patched
     from tvm_partition.build.align import kernel_of
     from tvm_partition.build.transfer import blocks_of
     from tvm_partition.build.tuning import open_schedules, time_kernel, tuning_target
@@ -71,7 +69,7 @@ def main(argv=None) -> int:
             seen.add(blocks)
             funcs, labels = [], []
             for schedules, patch in ((records, undone), (built, {})):
-                with mock.patch.multiple(templates, **patch) if patch else contextlib.nullcontext():
+                with patched(**patch) if patch else contextlib.nullcontext():
                     func, label = schedules.schedule(kmod, target)
                 funcs.append(func or kmod["main"])
                 labels.append(label.split(" (")[0].split(" from")[0])

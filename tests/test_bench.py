@@ -249,7 +249,7 @@ def test_an_op_row_runs_its_kernel_on_the_schedule_the_model_gave_it(monkeypatch
     from tvm_partition.devices import parse_devices
     from tvm_partition.ir.graph import OpGraph
 
-    monkeypatch.setattr(templates, "_matmul_plan", lambda kmod, target, fallback=False: None)
+    monkeypatch.setattr(templates.matmul, "_matmul_plan", lambda kmod, target, fallback=False: None)
 
     # a machine with no database of its own (CI's): on the znver3 machine, whose database has a
     # record of the kernel's own shape, the op alone and in the model both run that record

@@ -133,6 +133,6 @@ def test_the_matmul_template_schedules_where_no_record_does(rows, reduction, til
     kmod = kernel(build)
     assert templates.schedule(kmod, TARGET) is None
     func, label = templates.fallback(kmod, TARGET)
-    assert label == templates.FALLBACK_MATMUL_LABEL and templates._matmul_plan(kmod, TARGET, fallback=True).rows == tile
+    assert label == templates.FALLBACK_MATMUL_LABEL and templates.matmul._matmul_plan(kmod, TARGET, fallback=True).rows == tile
     assert templates.inner_tiles(kmod, TARGET)[2] == tile
     np.testing.assert_allclose(run(func), run(kmod["main"]), rtol=1e-4, atol=1e-4)

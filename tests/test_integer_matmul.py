@@ -197,7 +197,7 @@ def test_the_vnni_template_takes_whole_tiles_only(rows, k, n, fits):
     r = te.reduce_axis((0, k), name="k")
     c = te.compute((rows, n), lambda i, j: te.sum(a[i, r].astype("int32") * b[r, j].astype("int32"), axis=r), name="matmul")
     kmod = tvm.IRModule({"main": te.create_prim_func([a, b, c])})
-    assert vnni.fits(templates._root_blocks(kmod)[0]) == fits
+    assert vnni.fits(templates.common._root_blocks(kmod)[0]) == fits
 
 
 needs_amx = pytest.mark.skipif(not set(AMX_FLAGS) <= cpu_flags(), reason="this CPU has no AMX int8 tiles")
@@ -252,7 +252,7 @@ def test_the_amx_template_takes_whole_tiles_only(shape, tiles):
     r = te.reduce_axis((0, red), name="k")
     c = te.compute((rows, cols), lambda i, j: te.sum(a[i, r].astype("int32") * b[r, j].astype("int32"), axis=r), name="matmul")
     func = te.create_prim_func([a, b, c])
-    block = templates._root_blocks(tvm.IRModule({"main": func}))[0]
+    block = templates.common._root_blocks(tvm.IRModule({"main": func}))[0]
     assert amx.fits(block) is tiles
 
 

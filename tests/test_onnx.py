@@ -198,7 +198,7 @@ def test_grouped_convolutions_of_wide_groups_become_one_per_group(cin, groups, c
     from tvm_partition.build import templates
     from tvm_partition.frontend import inference
 
-    assert inference.MIN_UNGROUPED_CHANNELS == templates.MAX_GROUP_CHANNELS + 1
+    assert inference.MIN_UNGROUPED_CHANNELS == templates.grouped.MAX_GROUP_CHANNELS + 1
     path = tmp_path / "grouped.onnx"
     proto = grouped_conv(path, cin, 32, groups)
     model = frontend.load(str(path))
@@ -420,7 +420,7 @@ def test_matmul_rows_padded_to_whole_register_tiles(rows, padded, tmp_path):
     from tvm_partition.build import templates
     from tvm_partition.frontend import inference
 
-    assert inference.MATMUL_ROW_MULTIPLE == templates.MATMUL_ROWS
+    assert inference.MATMUL_ROW_MULTIPLE == templates.matmul.MATMUL_ROWS
     rng = np.random.default_rng(0)
     weights = {"W": rng.standard_normal((24, 32)).astype(np.float32) * 0.2,
                "B": rng.standard_normal(32).astype(np.float32) * 0.1}
@@ -465,7 +465,7 @@ def test_a_sequence_first_matmul_is_tiled_over_its_tokens(tmp_path):
 
     graph = OpGraph(model.mod)
     (op,) = [op for op in graph.ops.values() if "matmul" in op.fused_name]
-    plan = templates._matmul_plan(kernel_of(graph, op, 0), tuning_target(parse_devices("cpu")[0]))
+    plan = templates.matmul._matmul_plan(kernel_of(graph, op, 0), tuning_target(parse_devices("cpu")[0]))
     assert plan.row_axis == 0 and plan.rows > 1 and 104 % plan.rows == 0  # tiles of tokens (4, or 13 on wide AVX-512)
 
 
@@ -528,7 +528,7 @@ def test_attention_matmuls_padded_to_whole_tiles_and_vectors(tokens, rows, cols,
     from tvm_partition.build import templates
     from tvm_partition.frontend import inference
 
-    assert 133 * inference.MAX_PADDED_COLUMNS >= 144 - 133 and 133 >= templates.MIN_BATCHED_REDUCTION
+    assert 133 * inference.MAX_PADDED_COLUMNS >= 144 - 133 and 133 >= templates.matmul.MIN_BATCHED_REDUCTION
     path = tmp_path / "attention.onnx"
     proto = attention(path, tokens)
     model = frontend.load(str(path))
@@ -540,7 +540,7 @@ def test_attention_matmuls_padded_to_whole_tiles_and_vectors(tokens, rows, cols,
     for strategy in ("cpu", "equal"):
         compiled, outs = run_split(model, tmp_path / strategy, [x], strategy=strategy, schedules=True)
         np.testing.assert_allclose(outs[0], ref, rtol=RTOL, atol=ATOL)
-    assert (templates.BATCHED_MATMUL_LABEL in compiled.kernel_schedules.values()) == (tokens >= templates.MIN_BATCHED_REDUCTION)
+    assert (templates.BATCHED_MATMUL_LABEL in compiled.kernel_schedules.values()) == (tokens >= templates.matmul.MIN_BATCHED_REDUCTION)
 
 
 @pytest.mark.parametrize("groups,attrs", [(1, dict(kernel_shape=[3], dilations=[2], strides=[2], pads=[2, 1])),

@@ -68,8 +68,8 @@ def test_the_template_computes_what_the_default_schedule_computes(c_in, c_out, s
     assert func is not None and func.attrs["tirx.is_scheduled"]
     text = func.script()
     assert "T.vectorized" in text and "layout_rewrite_preproc" in text
-    seen = templates._epilogue_operands_inlined(kmod)  # the kernel the templates see
-    plan = templates._pointwise_plan(seen, TARGET) or templates._plan(seen, TARGET)
+    seen = templates.common._epilogue_operands_inlined(kmod)  # the kernel the templates see
+    plan = templates.convolution._pointwise_plan(seen, TARGET) or templates.convolution._plan(seen, TARGET)
     assert plan is not None and ("T.parallel" in text) == plan.parallel
     np.testing.assert_allclose(run(func), run(kmod["main"]), rtol=1e-4, atol=1e-4)
 
@@ -80,7 +80,7 @@ def test_a_convolution_too_small_for_the_thread_pool_runs_serial(size, k, parall
     1x1s on 1x1 maps (64 -> 240: 31k FLOP) ran 35 us summed serial, 50 with the thread pool; a 3x3
     at 4x4 (4.4 MFLOP) keeps its parallel loop."""
     kmod = conv(64, 240, size, k, 1)
-    assert templates._plan(kmod, TARGET).parallel is parallel
+    assert templates.convolution._plan(kmod, TARGET).parallel is parallel
     func = templates.schedule(kmod, TARGET)
     assert ("T.parallel" in func.script()) is parallel
     np.testing.assert_allclose(run(func), run(kmod["main"]), rtol=1e-4, atol=1e-4)
@@ -89,13 +89,13 @@ def test_a_convolution_too_small_for_the_thread_pool_runs_serial(size, k, parall
 def test_narrow_outputs_take_several_vectors_of_output_channels_a_tile():
     # AVX-512 (32 registers, 16 lanes): 14-wide rows one vector, 8-wide and narrower two; never
     # fewer than MIN_CHANNEL_BLOCKS blocks for the parallel loop; AVX2 (16 registers): 4 wide and narrower
-    assert [templates._blocks(row, 512, 16, 32) for row in (14, 8, 7, 4, 2)] == [1, 2, 2, 2, 2]
-    assert [templates._blocks(row, 512, 8, 16) for row in (12, 7, 4, 2)] == [1, 1, 2, 2]
-    assert templates._blocks(7, 32, 16, 32) == 1 and templates._blocks(4, 128, 16, 32) == 2
-    assert templates._blocks(7, 48, 16, 32) == 1  # 3 vectors: no whole pair
+    assert [templates.convolution._blocks(row, 512, 16, 32) for row in (14, 8, 7, 4, 2)] == [1, 2, 2, 2, 2]
+    assert [templates.convolution._blocks(row, 512, 8, 16) for row in (12, 7, 4, 2)] == [1, 1, 2, 2]
+    assert templates.convolution._blocks(7, 32, 16, 32) == 1 and templates.convolution._blocks(4, 128, 16, 32) == 2
+    assert templates.convolution._blocks(7, 48, 16, 32) == 1  # 3 vectors: no whole pair
     kmod = conv(16, 128, 4)
-    lanes = templates.vector_lanes(TARGET)[0]
-    blocks = templates._plan(kmod, TARGET).blocks
+    lanes = templates.common.vector_lanes(TARGET)[0]
+    blocks = templates.convolution._plan(kmod, TARGET).blocks
     assert blocks > 1 and templates.inner_tiles(kmod, TARGET) == {1: blocks * lanes}
 
 
@@ -109,8 +109,8 @@ def test_narrow_outputs_take_several_vectors_of_output_channels_a_tile():
 ], ids=["28-wide", "1x1-4KiB-planes", "strided-1x1", "3x3-4KiB-planes", "14-wide", "32-channels"])
 def test_on_avx2_two_vectors_of_4_pixels_where_4_divides_the_width(kmod, tile):
     avx2 = planned_for("znver3")
-    assert templates.vector_lanes(avx2) == (8, 16)
-    plan = templates._plan(kmod, avx2)
+    assert templates.common.vector_lanes(avx2) == (8, 16)
+    plan = templates.convolution._plan(kmod, avx2)
     assert (plan.row, plan.blocks) == tile
     assert templates.inner_tiles(kmod, avx2) == {1: 8 * tile[1]}
 
@@ -133,12 +133,12 @@ def test_on_full_width_avx512_two_vectors_of_7_pixels(kmod, wide, narrow):
     ice = "1x1" if narrow == "1x1" else wide
     for mcpu, tile in (("emeraldrapids", wide), ("znver4", narrow), ("icelake-server", ice)):
         target = planned_for(mcpu)
-        assert templates.vector_lanes(target) == (16, 32)
+        assert templates.common.vector_lanes(target) == (16, 32)
         if tile == "1x1":
-            assert templates._pointwise_plan(kmod, target) is not None, mcpu
+            assert templates.convolution._pointwise_plan(kmod, target) is not None, mcpu
             continue
-        assert templates._pointwise_plan(kmod, target) is None, mcpu
-        plan = templates._plan(kmod, target)
+        assert templates.convolution._pointwise_plan(kmod, target) is None, mcpu
+        plan = templates.convolution._plan(kmod, target)
         assert (plan.row, plan.blocks) == tile, mcpu
 
 
@@ -146,8 +146,8 @@ def test_a_tile_of_7_pixels_by_2_vectors_computes_the_convolution():
     """The full-width AVX-512 tile, run here on this machine's vectors (the plan's lanes are the host's)."""
 
     for kmod in (conv(16, 64, 14), conv(64, 32, 14, k=1, padding=0, epilogue=None)):
-        plan = templates._plan(kmod, TARGET)
-        func = templates._schedule_conv(kmod, TARGET, dataclasses.replace(plan, row=7, blocks=2))
+        plan = templates.convolution._plan(kmod, TARGET)
+        func = templates.convolution._schedule_conv(kmod, TARGET, dataclasses.replace(plan, row=7, blocks=2))
         np.testing.assert_allclose(run(func), run(kmod["main"]), rtol=1e-4, atol=1e-4)
 
 
@@ -164,7 +164,7 @@ def test_a_tile_of_7_pixels_by_2_vectors_computes_the_convolution():
         "12-wide-channels-first", "14-wide-avx2"])
 def test_where_no_divisor_of_the_width_makes_a_good_tile_the_last_tile_of_a_row_is_shorter(kmod, mcpu, tile):
     target = planned_for(mcpu)
-    plan = templates._plan(kmod, target)
+    plan = templates.convolution._plan(kmod, target)
     assert (plan.row, plan.blocks) == tile
     assert templates.inner_tiles(kmod, target) == {1: plan.lanes * plan.blocks}
 
@@ -178,15 +178,15 @@ def test_where_no_divisor_of_the_width_makes_a_good_tile_the_last_tile_of_a_row_
 ], ids=["long-1x1", "long-1x1-zen4", "short-1x1", "long-1x1-14-wide", "3x3"])
 def test_long_channels_first_1x1s_take_two_vectors_of_up_to_26_accumulators(kmod, mcpu, tile):
     target = planned_for(mcpu)
-    plan = templates._plan(kmod, target)
+    plan = templates.convolution._plan(kmod, target)
     assert not plan.rows_outer and (plan.row, plan.blocks) == tile
 
 
 def test_a_long_1x1_on_two_vectors_of_13_pixels_computes_the_convolution():
 
     kmod = conv(256, 64, 13, k=1, padding=0)
-    plan = dataclasses.replace(templates._plan(kmod, TARGET), row=13, blocks=2)
-    np.testing.assert_allclose(run(templates._schedule_conv(kmod, TARGET, plan)), run(kmod["main"]), rtol=1e-4, atol=1e-4)
+    plan = dataclasses.replace(templates.convolution._plan(kmod, TARGET), row=13, blocks=2)
+    np.testing.assert_allclose(run(templates.convolution._schedule_conv(kmod, TARGET, plan)), run(kmod["main"]), rtol=1e-4, atol=1e-4)
 
 
 @pytest.mark.parametrize("kmod,chunk", [
@@ -197,7 +197,7 @@ def test_a_long_1x1_on_two_vectors_of_13_pixels_computes_the_convolution():
     (conv(2048, 128, 7, groups=2), 0),  # grouped: never chunked
 ], ids=["long", "one-vector", "short", "odd-channels", "grouped"])
 def test_a_reduction_whose_weights_outgrow_the_l2_cache_runs_in_chunks(kmod, chunk):
-    plan = templates._plan(kmod, planned_for("emeraldrapids"))
+    plan = templates.convolution._plan(kmod, planned_for("emeraldrapids"))
     assert plan.chunk == chunk, plan
 
 
@@ -208,8 +208,8 @@ def test_a_convolution_in_chunks_of_its_reduction_computes_the_convolution(kmod,
     """The chunks forced on small kernels (run here: the host's lanes), a row's tiles under each
     chunk, the sums carried in the row's accumulator, the epilogue after the last chunk."""
 
-    plan = dataclasses.replace(templates._plan(kmod, TARGET), chunk=chunk)
-    func = templates._schedule_conv(kmod, TARGET, plan)
+    plan = dataclasses.replace(templates.convolution._plan(kmod, TARGET), chunk=chunk)
+    func = templates.convolution._schedule_conv(kmod, TARGET, plan)
     np.testing.assert_allclose(run(func), run(kmod["main"]), rtol=1e-4, atol=1e-4)
 
 
@@ -225,7 +225,7 @@ def test_a_convolution_in_chunks_of_its_reduction_computes_the_convolution(kmod,
     (conv(1024, 256, 28, k=1, padding=0, groups=32), False),  # grouped
 ], ids=["fcn", "strided", "read-by-64", "read-by-32", "fits-l2", "small", "short", "3x3", "grouped"])
 def test_long_1x1s_read_a_channels_last_copy_of_their_input(kmod, last):
-    plan = templates._plan(kmod, planned_for("emeraldrapids"))
+    plan = templates.convolution._plan(kmod, planned_for("emeraldrapids"))
     assert plan.channels_last == last, plan
 
 
@@ -238,8 +238,8 @@ def test_long_1x1s_read_a_channels_last_copy_of_their_input(kmod, last):
     (conv(1024, 256, 28, k=1, padding=0), True, True),  # FCN's 3.2 MB of input: channels last on both
 ], ids=["inception", "expansion", "into-512", "densenet-7", "short", "fcn"])
 def test_ice_lake_reads_long_1x1s_channels_last_at_any_size(kmod, ice_lake, emerald_rapids):
-    assert templates._plan(kmod, planned_for("icelake-server")).channels_last == ice_lake
-    assert templates._plan(kmod, planned_for("emeraldrapids")).channels_last == emerald_rapids
+    assert templates.convolution._plan(kmod, planned_for("icelake-server")).channels_last == ice_lake
+    assert templates.convolution._plan(kmod, planned_for("emeraldrapids")).channels_last == emerald_rapids
 
 
 @pytest.mark.parametrize("kmod,parallel", [
@@ -250,8 +250,8 @@ def test_ice_lake_reads_long_1x1s_channels_last_at_any_size(kmod, ice_lake, emer
 def test_a_convolution_on_a_channels_last_copy_computes_the_convolution(kmod, parallel):
     """The copy forced on small kernels (run here: the host's lanes), in parallel and serial."""
 
-    plan = dataclasses.replace(templates._plan(kmod, TARGET), channels_last=True, parallel=parallel)
-    func = templates._schedule_conv(kmod, TARGET, plan)
+    plan = dataclasses.replace(templates.convolution._plan(kmod, TARGET), channels_last=True, parallel=parallel)
+    func = templates.convolution._schedule_conv(kmod, TARGET, plan)
     n, c, h, w = (int(x) for x in kmod["main"].params[0].shape)
     assert f"sblock_alloc_buffer(({', '.join(f'T.int64({e})' for e in (n, h, w, c))}))" in func.script(), "no copy"
     np.testing.assert_allclose(run(func), run(kmod["main"]), rtol=1e-4, atol=1e-4)
@@ -270,9 +270,9 @@ def test_a_row_whose_last_tile_is_shorter_computes_the_convolution(kmod, tile):
     vectors AVX2's): the tail's pixels under a predicate, the epilogue inlined into the write-back
     before it is placed."""
 
-    target = TARGET if templates._plan(kmod, TARGET) is not None else AVX2
-    plan = dataclasses.replace(templates._plan(kmod, target), row=tile[0], blocks=tile[1])
-    func = templates._schedule_conv(kmod, target, plan)
+    target = TARGET if templates.convolution._plan(kmod, TARGET) is not None else AVX2
+    plan = dataclasses.replace(templates.convolution._plan(kmod, target), row=tile[0], blocks=tile[1])
+    func = templates.convolution._schedule_conv(kmod, target, plan)
     assert "T.where" in func.script()
     np.testing.assert_allclose(run(func), run(kmod["main"]), rtol=1e-4, atol=1e-4)
 
@@ -284,7 +284,7 @@ def test_a_row_whose_last_tile_is_shorter_computes_the_convolution(kmod, tile):
 ])
 def test_the_parallel_loop_splits_the_larger_operand_between_the_threads(c_in, c_out, size, k, stride, rows_first):
     kmod = conv(c_in, c_out, size, k, stride)
-    assert templates._plan(kmod, TARGET).rows_outer is rows_first
+    assert templates.convolution._plan(kmod, TARGET).rows_outer is rows_first
     func = templates.schedule(kmod, TARGET)
     loops = [m.group(1) for m in re.finditer(r"for (\w+) in T\.parallel", func.script())]
     assert any(("yy_ff_0" if rows_first else "ff_0_yy") in name for name in loops), loops
@@ -301,13 +301,13 @@ def test_ice_lake_runs_stride_1_convolutions_of_several_taps_over_channel_blocks
         c_in, c_out, size, k, stride, ice_lake_rows_first):
     """Convolutions whose input outweighs their weights run rows first (the test above) but on the
     Sunny Cove CPUs, where those of several taps at stride 1 run channel blocks first on the same
-    register tile (:data:`templates.SUNNY_COVE_BLOCKS_FIRST_TAPS`)."""
+    register tile (:data:`templates.convolution.SUNNY_COVE_BLOCKS_FIRST_TAPS`)."""
     kmod = conv(c_in, c_out, size, k, stride)
-    ice, emerald = (templates._plan(kmod, planned_for(mcpu)) for mcpu in ("icelake-server", "emeraldrapids"))
+    ice, emerald = (templates.convolution._plan(kmod, planned_for(mcpu)) for mcpu in ("icelake-server", "emeraldrapids"))
     assert emerald.rows_outer and ice.rows_outer is ice_lake_rows_first
     assert (ice.row, ice.blocks) == (emerald.row, emerald.blocks)
     if not ice_lake_rows_first and size < 56:  # the order this plan gives, run here
-        func = templates._schedule_conv(kmod, TARGET, dataclasses.replace(templates._plan(kmod, TARGET), rows_outer=False))
+        func = templates.convolution._schedule_conv(kmod, TARGET, dataclasses.replace(templates.convolution._plan(kmod, TARGET), rows_outer=False))
         assert any("ff_0_yy" in m.group(1) for m in re.finditer(r"for (\w+) in T\.parallel", func.script()))
         np.testing.assert_allclose(run(func), run(kmod["main"]), rtol=1e-4, atol=1e-4)
 
@@ -316,11 +316,11 @@ def test_a_padding_that_pads_nothing_is_no_stage_of_its_own():
     """A strided 1x1 (ResNet's downsampling): TOPI writes its input's copy as ``pad_temp``; run as a
     parallel stage of its own it cost ResNet-18's 1x1s 2.4x their time. It is inlined."""
     kmod = conv(8, 64, 64, 1, 2, padding=0)
-    assert templates._copied(kmod) and templates._plan(kmod, TARGET).padded
+    assert templates.convolution._copied(kmod) and templates.convolution._plan(kmod, TARGET).padded
     func = templates.schedule(kmod, TARGET)
     assert 'T.sblock("pad_temp")' not in func.script() and func.script().count("T.parallel") == 1
     np.testing.assert_allclose(run(func), run(kmod["main"]), rtol=1e-4, atol=1e-4)
-    assert not templates._copied(conv(8, 32, 8))  # a 3x3's padding stays
+    assert not templates.convolution._copied(conv(8, 32, 8))  # a 3x3's padding stays
 
 
 def residual_conv(c_in, c_out, size):
@@ -389,11 +389,11 @@ def test_a_part_that_slices_its_residual_first_takes_the_template():
     """The residual's slice is inlined into the add that reads it (it ran TVM's default schedule:
     4.6 ms for a part whose sibling ran the template in 70 us)."""
     kmod = residual_part()
-    assert [b.name_hint for b in templates._root_blocks(kmod)][:2] == ["T_strided_slice_with_axes", "pad_temp"]
+    assert [b.name_hint for b in templates.common._root_blocks(kmod)][:2] == ["T_strided_slice_with_axes", "pad_temp"]
     done = templates.templated(kmod, TARGET)
     assert done is not None and done[1] == templates.CONV_LABEL
     # a split of it must cut whole channel tiles of the template it runs, not of no template
-    assert templates.inner_tiles(kmod, TARGET).get(1, 0) >= templates.vector_lanes(TARGET)[0]
+    assert templates.inner_tiles(kmod, TARGET).get(1, 0) >= templates.common.vector_lanes(TARGET)[0]
     np.testing.assert_allclose(run(done[0]), run(kmod["main"]), rtol=1e-4, atol=1e-4)
 
 
@@ -412,7 +412,7 @@ def test_a_part_that_slices_its_residual_first_takes_the_template():
         "3x3-32-wide", "3x3-224-wide", "3x3-112-wide"])
 def test_output_planes_that_alias_in_the_l1_cache_take_one_vector_of_channels(kmod, tile):
     for mcpu in ("znver5", "emeraldrapids"):
-        plan = templates._plan(kmod, planned_for(mcpu))
+        plan = templates.convolution._plan(kmod, planned_for(mcpu))
         assert (plan.row, plan.blocks) == tile, mcpu
 
 
@@ -422,15 +422,15 @@ def test_on_ice_lake_a_1x1_of_a_long_reduction_takes_4_channels_inside_its_vecto
     read once per 4 channels); shorter reductions keep 2 channels, other CPUs their tiles."""
     ice, emerald = planned_for("icelake-server"), planned_for("emeraldrapids")
     long, short = conv(256, 128, 56, k=1, padding=0), conv(128, 128, 56, k=1, padding=0)
-    plan = templates._pointwise_plan(long, ice)
-    assert (plan.channels, plan.channels_inner, plan.rows) == (templates.LONG_POINTWISE_CHANNELS, True, 2)
+    plan = templates.convolution._pointwise_plan(long, ice)
+    assert (plan.channels, plan.channels_inner, plan.rows) == (templates.convolution.LONG_POINTWISE_CHANNELS, True, 2)
     assert templates.inner_tiles(long, ice) == {1: 4, 2: 2}
-    assert templates._pointwise_plan(short, ice).channels == templates.POINTWISE_CHANNELS
-    assert templates._pointwise_plan(long, emerald) is None  # the direct template's 7 x 2 there
+    assert templates.convolution._pointwise_plan(short, ice).channels == templates.convolution.POINTWISE_CHANNELS
+    assert templates.convolution._pointwise_plan(long, emerald) is None  # the direct template's 7 x 2 there
     # the schedule itself, run here: the same outputs as the unscheduled kernel
     kmod = residual_conv(256, 16, 8)
-    plan = dataclasses.replace(templates._pointwise_plan(kmod, TARGET), channels=4, channels_inner=True)
-    func = templates._schedule_pointwise(kmod, TARGET, plan)
+    plan = dataclasses.replace(templates.convolution._pointwise_plan(kmod, TARGET), channels=4, channels_inner=True)
+    func = templates.convolution._schedule_pointwise(kmod, TARGET, plan)
     np.testing.assert_allclose(run(func), run(kmod["main"]), rtol=1e-4, atol=1e-4)
 
 
@@ -446,7 +446,7 @@ def test_a_1x1_convolution_is_vectorised_along_its_pixels(kmod, rows):
     assert done is not None and done[1] == templates.POINTWISE_LABEL
     text = done[0].script()
     assert "T.parallel" in text and "T.vectorized" in text and "layout_rewrite_preproc" in text
-    assert templates.inner_tiles(kmod, TARGET) == {1: templates.POINTWISE_CHANNELS, 2: rows}
+    assert templates.inner_tiles(kmod, TARGET) == {1: templates.convolution.POINTWISE_CHANNELS, 2: rows}
     np.testing.assert_allclose(run(done[0]), run(kmod["main"]), rtol=1e-4, atol=1e-4)
 
 
@@ -483,7 +483,7 @@ def test_other_convolutions_keep_vectors_of_output_channels(kmod):
 def test_timing_alone_runs_the_kernel_on_packed_weights():
     kmod = conv(8, 32, 8)
     packed = templates.without_packing(tvm.IRModule({"main": templates.schedule(kmod, TARGET)}))["main"]
-    lanes = templates.vector_lanes(TARGET)[0]
+    lanes = templates.common.vector_lanes(TARGET)[0]
     # the packing block stays, emptied (TVM's RemoveWeightLayoutRewriteBlock): the kernel reads the
     # weight parameter in the packed layout
     assert [int(x) for x in packed.params[1].shape] == [32 // lanes, 8, 3, 3, lanes]
@@ -535,7 +535,7 @@ def test_grouped_convolutions_of_whole_vectors_a_group_take_the_direct_template(
     kmod = conv(c, c, size, 3, stride, groups=groups)
     done = templates.templated(kmod, AVX2)
     assert done is not None and done[1] == templates.CONV_LABEL
-    plan = templates._plan(kmod, AVX2)
+    plan = templates.convolution._plan(kmod, AVX2)
     assert (plan.lanes, plan.blocks, plan.rows_outer) == (8, blocks, False)
     assert templates.inner_tiles(kmod, AVX2) == {1: 8 * blocks}
     np.testing.assert_allclose(run(done[0]), run(kmod["main"]), rtol=1e-4, atol=1e-4)
@@ -544,7 +544,7 @@ def test_grouped_convolutions_of_whole_vectors_a_group_take_the_direct_template(
 @pytest.mark.parametrize("stride,label", [(1, templates.GROUP_LABEL), (2, None)], ids=["stride-1", "strided"])
 def test_groups_of_four_output_channels_keep_the_grouped_template_or_their_record(stride, label):
     """ResNeXt-50's first stage (4 channels a group) ran 1.43x slower on 4-lane vectors than on the
-    grouped row template (:data:`templates.MIN_GROUP_LANES`); strided, it keeps its record."""
+    grouped row template (:data:`templates.convolution.MIN_GROUP_LANES`); strided, it keeps its record."""
     assert templates.label(conv(64, 64, 56, 3, stride, groups=16), AVX2) == label
 
 
@@ -561,7 +561,7 @@ def test_the_depthwise_template_computes_what_the_default_schedule_computes(c, s
     text = done[0].script()
     assert "T.parallel" in text and "T.vectorized" in text and "layout_rewrite_preproc" in text
     np.testing.assert_allclose(run(done[0]), run(kmod["main"]), rtol=1e-4, atol=1e-4)
-    assert templates.inner_tiles(kmod, TARGET) == {1: templates._depthwise_plan(kmod, TARGET).lanes}
+    assert templates.inner_tiles(kmod, TARGET) == {1: templates.grouped._depthwise_plan(kmod, TARGET).lanes}
 
 
 def test_the_depthwise_template_takes_a_map_of_one_row():
@@ -581,8 +581,8 @@ def test_the_depthwise_template_takes_a_map_of_one_row():
     np.testing.assert_allclose(run(done[0]), run(kmod["main"]), rtol=1e-4, atol=1e-4)
 
 
-LANES = templates.vector_lanes(TARGET)[0]
-BLOCKS = templates.MIN_DEPTHWISE_BLOCKS
+LANES = templates.common.vector_lanes(TARGET)[0]
+BLOCKS = templates.grouped.MIN_DEPTHWISE_BLOCKS
 
 
 @pytest.mark.parametrize("c,c_out,size,stride,label", [
@@ -662,8 +662,8 @@ def dense_block_concat(inputs: int, size: int, axis: int = 1):
 
 @pytest.mark.parametrize("inputs,size,axis,pieces", [
     (12, 14, 1, 12),  # 12 inputs: one loop each
-    (templates.MIN_PARTITIONED_INPUTS, 7, 1, templates.MIN_PARTITIONED_INPUTS),
-    (templates.MIN_PARTITIONED_INPUTS - 1, 14, 1, 0),  # fewer: the chain stays
+    (templates.elementwise.MIN_PARTITIONED_INPUTS, 7, 1, templates.elementwise.MIN_PARTITIONED_INPUTS),
+    (templates.elementwise.MIN_PARTITIONED_INPUTS - 1, 14, 1, 0),  # fewer: the chain stays
     (10, 14, 3, 10),  # along the innermost axis
 ], ids=["12-inputs", "fewest", "too-few", "innermost-axis"])
 def test_a_concatenation_of_many_inputs_runs_one_loop_per_input(inputs, size, axis, pieces):
@@ -711,12 +711,12 @@ def test_the_softmax_template_computes_what_the_default_schedule_computes(shape,
     text = templates.schedule(kmod, TARGET).script()
     assert "T.parallel" in text and "T.vectorized" in text
     # partial maxima and sums where a row holds more than one whole vector
-    assert ("_rf" in text) == (shape[-1] > templates._softmax_lanes(kmod, TARGET) > 1)
+    assert ("_rf" in text) == (shape[-1] > templates.reductions._softmax_lanes(kmod, TARGET) > 1)
     assert text.count("T.parallel") == 1 + bool(pad_rows)
     # a long row a register's vector at a time, what no whole vector fills in a loop of its own
-    long_row = shape[-1] > templates.WHOLE_ROW_VECTOR
-    assert (f"T.vectorized(T.int64({templates.ROW_VECTOR}))" in text) == long_row
-    assert ("_partition" in text) == (long_row and shape[-1] % templates.ROW_VECTOR != 0)
+    long_row = shape[-1] > templates.reductions.WHOLE_ROW_VECTOR
+    assert (f"T.vectorized(T.int64({templates.reductions.ROW_VECTOR}))" in text) == long_row
+    assert ("_partition" in text) == (long_row and shape[-1] % templates.reductions.ROW_VECTOR != 0)
     np.testing.assert_allclose(run(templates.schedule(kmod, TARGET)), run(kmod["main"]), rtol=1e-5, atol=1e-7)
 
 
@@ -731,7 +731,7 @@ def test_a_softmax_whose_rows_hold_no_whole_vector_keeps_its_partial_results_in_
     template: one parallel loop over the rows (the padding one of its own), the maximum's and the
     sum's lanes vectorised; against numpy's softmax, and against the same blocks unscheduled."""
     kmod = softmax(shape, pad_rows, guarded=guarded)
-    assert "T_softmax_maxelem_lanes" in [b.name_hint for b in templates._root_blocks(kmod)]
+    assert "T_softmax_maxelem_lanes" in [b.name_hint for b in templates.common._root_blocks(kmod)]
     assert templates.label(kmod, TARGET) == templates.SOFTMAX_LABEL
     func = templates.schedule(kmod, TARGET)
     text = func.script()
@@ -862,7 +862,7 @@ def test_rows_of_no_whole_vector_are_summed_in_partial_results_of_a_divisor(shap
     target = planned_for(mcpu)
     done = templates.templated(kmod, target)
     assert done is not None and done[1] == templates.REDUCE_LABEL
-    assert templates._reduce_plan(kmod, target).lanes == lanes  # noqa: SLF001
+    assert templates.reductions._reduce_plan(kmod, target).lanes == lanes  # noqa: SLF001
     np.testing.assert_allclose(run(done[0]), run(kmod["main"]), rtol=1e-5, atol=1e-5)
 
 
@@ -969,7 +969,7 @@ def pool(c, size, kind, k, stride, padding, relu=False):
 ])
 def test_the_pooling_template_computes_what_the_default_schedule_computes(c, size, kind, k, stride, padding, relu):
     kmod = pool(c, size, kind, k, stride, padding, relu)
-    epilogue = templates._pool_nest(kmod, TARGET).epilogue
+    epilogue = templates.pooling._pool_nest(kmod, TARGET).epilogue
     assert len(epilogue) == (kind == "avg") + relu  # pool_avg, then the fused ReLU
     done = templates.templated(kmod, TARGET)
     assert done is not None and done[1] == templates.POOL_LABEL
@@ -1003,18 +1003,18 @@ def test_a_stride_one_pooling_pads_each_plane_once(c, size, kind, stride, plane)
     (6, 56, "max", 2, 1, False, False, False),  # strided, 28 columns: a scalar a pixel, in a local buffer
 ])
 def test_a_pooling_computes_its_rows_as_vectors_from_13_columns(c, size, kind, stride, padding, relu, vectors, stack):
-    """Rules 62 (:data:`templates.POOL_ROW_MIN_WIDTH`): Inception-v2's stride-1 average pools at 28
+    """Rules 62 (:data:`templates.pooling.POOL_ROW_MIN_WIDTH`): Inception-v2's stride-1 average pools at 28
     and 14 columns 0.61-0.83x the time of a scalar a pixel. The template's decisions for a CPU of
     16-lane vectors (AVX-512), compiled for a generic x86 one, so that its outputs are checked on
     any CI machine."""
     from unittest import mock
 
     kmod = pool(c, size, kind, 3, stride, padding, relu)
-    with mock.patch.object(templates, "vector_lanes", lambda target: (16, 32)):
+    with mock.patch.object(templates.common, "vector_lanes", lambda target: (16, 32)):
         func, label = templates.templated(kmod, TARGET)
     assert label == templates.POOL_LABEL
     sch = tvm.s_tir.Schedule(tvm.IRModule({"main": func}))
-    update = sch.get_sblock(templates._pool_nest(kmod, TARGET).block.name_hint + "_update")
+    update = sch.get_sblock(templates.pooling._pool_nest(kmod, TARGET).block.name_hint + "_update")
     assert (sch.get(sch.get_loops(update)[-1]).kind == tvm.tirx.ForKind.VECTORIZED) == vectors
     assert ('scope="local"' not in func.script()) == stack
     np.testing.assert_allclose(run(func), run(kmod["main"]), rtol=1e-5, atol=1e-6)
@@ -1030,7 +1030,7 @@ def test_builds_compile_x86_kernels_without_vector_gathers():
     from tvm_partition.devices import NO_GATHER, codegen_target
 
     device = parse_devices("cpu", cpu_mcpu="icelake-server")[0]
-    with mock.patch.multiple(templates, POOL_ROW_MIN_WIDTH=float("inf"), POOL_STACK_MAX_WIDTH=0):
+    with mock.patch.multiple(templates.pooling, POOL_ROW_MIN_WIDTH=float("inf"), POOL_STACK_MAX_WIDTH=0):
         func = templates.schedule(pool(136, 28, "avg", 3, 2, 1), device.tvm_target())
 
     def gathers(target) -> int:
@@ -1100,7 +1100,7 @@ def test_a_matrix_vector_product_takes_one_row_tiles_of_several_vectors():
     """A classifier at batch 1 (one row): a tile of one row and as many vectors of columns as
     divide them (up to GEMV_VECTORS: independent accumulators), correct; rows that are neither 1
     nor a multiple of MATMUL_ROWS stay with their records."""
-    lanes = templates.vector_lanes(TARGET)[0]
+    lanes = templates.common.vector_lanes(TARGET)[0]
     kmod = matmul(1, 64, 6 * lanes)
     done = templates.templated(kmod, TARGET)
     assert done is not None and done[1] == templates.MATMUL_LABEL
@@ -1109,9 +1109,9 @@ def test_a_matrix_vector_product_takes_one_row_tiles_of_several_vectors():
     assert templates.inner_tiles(matmul(1, 64, 11 * lanes), TARGET) == {0: 1, 1: lanes}  # 11: prime
     assert templates.templated(matmul(6, 64, 48), TARGET) is None  # rows not a multiple of MATMUL_ROWS
     kmod = batched_matmul(2, 8, 24, 32)
-    lanes = templates.vector_lanes(TARGET)[0]
+    lanes = templates.common.vector_lanes(TARGET)[0]
     # planners cut rows at multiples of the tile's rows, columns at its vectors
-    assert templates.inner_tiles(kmod, TARGET) == {1: templates.MATMUL_ROWS, 2: 2 * lanes}
+    assert templates.inner_tiles(kmod, TARGET) == {1: templates.matmul.MATMUL_ROWS, 2: 2 * lanes}
 
 
 def scores(b, m, k, n):
@@ -1127,15 +1127,15 @@ def scores(b, m, k, n):
 def test_scores_of_a_short_reduction_take_the_template_where_their_output_is_large():
     """A reduction of 64 (a head's width) stays with its record, but for outputs of at least
     MIN_BATCHED_OUTPUT elements (Whisper's 6 x 1500 x 1504): the template computes the product."""
-    lanes = templates.vector_lanes(TARGET)[0]
-    width = templates.MIN_BATCHED_OUTPUT // (8 * 128)  # 8 x 128 x width: the floor exactly
+    lanes = templates.common.vector_lanes(TARGET)[0]
+    width = templates.matmul.MIN_BATCHED_OUTPUT // (8 * 128)  # 8 x 128 x width: the floor exactly
     assert width % (2 * lanes) == 0
-    assert templates._matmul_plan(scores(12, 128, 64, 8 * lanes), TARGET) is None  # ViT-, BERT-sized
-    assert templates._matmul_plan(scores(8, 128, 64, width), TARGET) is not None
-    assert templates._matmul_plan(scores(8, 128, 64, width - 2 * lanes), TARGET) is None
-    assert templates._matmul_plan(scores(8, 128, 128, 8 * lanes), TARGET) is not None  # a long reduction
+    assert templates.matmul._matmul_plan(scores(12, 128, 64, 8 * lanes), TARGET) is None  # ViT-, BERT-sized
+    assert templates.matmul._matmul_plan(scores(8, 128, 64, width), TARGET) is not None
+    assert templates.matmul._matmul_plan(scores(8, 128, 64, width - 2 * lanes), TARGET) is None
+    assert templates.matmul._matmul_plan(scores(8, 128, 128, 8 * lanes), TARGET) is not None  # a long reduction
     small = scores(2, 8, 16, 2 * lanes)
-    func = templates._schedule_matmul(small, TARGET, templates._matmul_plan(small, TARGET, fallback=True))
+    func = templates.matmul._schedule_matmul(small, TARGET, templates.matmul._matmul_plan(small, TARGET, fallback=True))
     np.testing.assert_allclose(run(func), run(small["main"]), rtol=1e-4, atol=1e-4)
 
 
@@ -1169,7 +1169,7 @@ def test_matmuls_whose_weights_outweigh_their_rows_sweep_rows_under_each_block_o
     them, and the reduction in chunks where a block's weights outgrow L1 and many tiles of rows pass
     them; the planners cut the rows at the tile's multiples."""
     target = planned_for(mcpu)
-    plan = templates._matmul_plan(kmod, target)
+    plan = templates.matmul._matmul_plan(kmod, target)
     assert (plan.rows, plan.columns_outer, plan.chunk) == (tile, columns_outer, chunk)
     assert templates.inner_tiles(kmod, target)[0] == tile
 
@@ -1181,11 +1181,11 @@ def test_matmuls_whose_weights_outweigh_their_rows_sweep_rows_under_each_block_o
 ], ids=["ffn", "batched", "rank-2"])
 def test_a_matmul_in_reduction_chunks_computes_the_product(kmod, rows):
 
-    kmod = templates._epilogue_operands_inlined(kmod)
-    base = templates._matmul_plan(kmod, TARGET)
-    plan = dataclasses.replace(base, rows=rows, columns_outer=True, chunk=templates.MATMUL_CHUNK)
-    func = templates._schedule_matmul(kmod, TARGET, plan)
-    assert func.script() != templates._schedule_matmul(kmod, TARGET, dataclasses.replace(plan, chunk=0)).script()
+    kmod = templates.common._epilogue_operands_inlined(kmod)
+    base = templates.matmul._matmul_plan(kmod, TARGET)
+    plan = dataclasses.replace(base, rows=rows, columns_outer=True, chunk=templates.matmul.MATMUL_CHUNK)
+    func = templates.matmul._schedule_matmul(kmod, TARGET, plan)
+    assert func.script() != templates.matmul._schedule_matmul(kmod, TARGET, dataclasses.replace(plan, chunk=0)).script()
     np.testing.assert_allclose(run(func), run(kmod["main"]), rtol=1e-4, atol=1e-4)
 
 
@@ -1194,10 +1194,10 @@ def test_a_matmul_in_reduction_chunks_computes_the_product(kmod, rows):
 def test_a_matmul_on_columns_outer_and_wide_tiles_computes_the_product(m, k, n, rows):
     """The columns-outer order and the 7-, 13-, 12- and 10-row tiles, run here on this machine's vectors."""
 
-    kmod = templates._epilogue_operands_inlined(matmul(m, k, n))
-    plan = dataclasses.replace(templates._matmul_plan(kmod, TARGET), rows=rows, blocks=2, columns_outer=True)
-    func = templates._schedule_matmul(kmod, TARGET, plan)
-    rows_outer = templates._schedule_matmul(kmod, TARGET, dataclasses.replace(plan, columns_outer=False))
+    kmod = templates.common._epilogue_operands_inlined(matmul(m, k, n))
+    plan = dataclasses.replace(templates.matmul._matmul_plan(kmod, TARGET), rows=rows, blocks=2, columns_outer=True)
+    func = templates.matmul._schedule_matmul(kmod, TARGET, plan)
+    rows_outer = templates.matmul._schedule_matmul(kmod, TARGET, dataclasses.replace(plan, columns_outer=False))
     assert func.script() != rows_outer.script()
     np.testing.assert_allclose(run(func), run(kmod["main"]), rtol=1e-4, atol=1e-4)
 

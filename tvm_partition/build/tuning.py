@@ -673,7 +673,7 @@ class Schedules:
     #: :meth:`_choose`'s answers by kernel (structural hash and target): a build asks twice for each
     #: kernel, aligning the splits (:mod:`tvm_partition.build.align`) and scheduling (ResNet-18's
     #: ``equal`` build: 123 choices, 34 of them asked before, 2.13 -> 0.91 s with the cache of
-    #: :func:`templates._root_blocks`; 2026-11-29, cProfile); not copied by ``dataclasses.replace``,
+    #: :func:`templates.common._root_blocks`; 2026-11-29, cProfile); not copied by ``dataclasses.replace``,
     #: so a copy with other settings chooses afresh
     _answers: ByStructure = dataclasses.field(default_factory=ByStructure, init=False, repr=False, compare=False)
 
@@ -763,7 +763,7 @@ class Schedules:
 #: (:func:`tvm_partition.build.transfer.blocks_of`: profile samples of layer norms found records),
 #: 9 legalizes softmax on ``fast_exp`` and schedules it by :mod:`tvm_partition.build.templates`,
 #: 10 gives narrow convolution outputs register tiles of several vectors of output channels
-#: (:func:`tvm_partition.build.templates._blocks`), 11 runs replayed CPU kernels of fewer than
+#: (:func:`tvm_partition.build.templates.convolution._blocks`), 11 runs replayed CPU kernels of fewer than
 #: :data:`tvm_partition.build.transfer.SERIAL_FLOPS` without their parallel loop, 12 raises that
 #: threshold from 350k to 700k FLOP (the RNNs' whole matmuls at batch 16 run serial too), 13
 #: accumulates a replayed reduction's register tile in a local buffer and keeps the register tile
@@ -776,74 +776,74 @@ class Schedules:
 #: replayed kernel's vector loops within its output rows (:func:`tvm_partition.build.transfer._vector_within_rows`),
 #: 18 schedules max and average pooling by :mod:`tvm_partition.build.templates` (channels in parallel),
 #: 19 runs a direct convolution whose input outweighs its weights rows first in its parallel loop
-#: (:func:`tvm_partition.build.templates._rows_outer`), 20 schedules matmuls with constant weights by
+#: (:func:`tvm_partition.build.templates.convolution._rows_outer`), 20 schedules matmuls with constant weights by
 #: :mod:`tvm_partition.build.templates` (packed weights, register tiles of 4 rows), 21 runs element-wise
-#: kernels that only move data in parallel from 65,536 elements (:data:`tvm_partition.build.templates.MIN_MOVED_ELEMENTS`, was 262,144),
+#: kernels that only move data in parallel from 65,536 elements (:data:`tvm_partition.build.templates.common.MIN_MOVED_ELEMENTS`, was 262,144),
 #: 22 schedules matrix-vector products by the matmul template too (one-row tiles:
-#: :data:`tvm_partition.build.templates.GEMV_VECTORS`), 23 vectorises 1x1 stride-1 convolutions
-#: along their pixels (:func:`tvm_partition.build.templates._pointwise_plan`), 24 leaves to the
+#: :data:`tvm_partition.build.templates.matmul.GEMV_VECTORS`), 23 vectorises 1x1 stride-1 convolutions
+#: along their pixels (:func:`tvm_partition.build.templates.convolution._pointwise_plan`), 24 leaves to the
 #: channel-vector template the 1x1s whose input planes are a multiple of 4 KiB or whose tile would
-#: hold fewer than 3 vectors (:data:`tvm_partition.build.templates.ALIASED_PLANE_BYTES`), 25 takes
+#: hold fewer than 3 vectors (:data:`tvm_partition.build.templates.convolution.ALIASED_PLANE_BYTES`), 25 takes
 #: a replay with no parallel loop only where no other candidate has one
 #: (:func:`tvm_partition.build.transfer.transfer`), 26 schedules layer norms over the last axis by
 #: :mod:`tvm_partition.build.templates` (rows in parallel, from 65,536 outputs), 27 reductions over
-#: the innermost axes too (:func:`tvm_partition.build.templates._reduce_plan`: a global average pool),
+#: the innermost axes too (:func:`tvm_partition.build.templates.reductions._reduce_plan`: a global average pool),
 #: 28 leaves strided convolutions of several input channels a group to their replayed records
-#: (:func:`tvm_partition.build.templates._group_plan`), 29 gives the matmul template batched matmuls
+#: (:func:`tvm_partition.build.templates.grouped._group_plan`), 29 gives the matmul template batched matmuls
 #: of computed operands with long reductions and sequence-first projections' tokens as rows
-#: (:data:`tvm_partition.build.templates.MIN_BATCHED_REDUCTION`, :func:`tvm_partition.ir.relax_utils.matmul_row_axis`),
+#: (:data:`tvm_partition.build.templates.matmul.MIN_BATCHED_REDUCTION`, :func:`tvm_partition.ir.relax_utils.matmul_row_axis`),
 #: and the softmax and layer norm templates a padding of their rows and softmax rows of no whole
-#: vector (:func:`tvm_partition.build.templates._epilogue_in_parallel`), 30 vectorises depthwise
-#: convolutions along their channels (:func:`tvm_partition.build.templates._depthwise_plan`), 31
+#: vector (:func:`tvm_partition.build.templates.reductions._epilogue_in_parallel`), 30 vectorises depthwise
+#: convolutions along their channels (:func:`tvm_partition.build.templates.grouped._depthwise_plan`), 31
 #: computes a convolution template's epilogue in its write-back, a vector of channels at a time
-#: (:func:`tvm_partition.build.templates._write_back_by_channels`), 32 vectorises an epilogue of
+#: (:func:`tvm_partition.build.templates.convolution._write_back_by_channels`), 32 vectorises an epilogue of
 #: another shape (a squeeze-and-excitation's scaling) and runs a direct convolution below
 #: :data:`tvm_partition.build.transfer.SERIAL_FLOPS` without its parallel loop, 33 inlines a direct
-#: convolution's padding stage where it pads nothing (:func:`tvm_partition.build.templates._copied`),
+#: convolution's padding stage where it pads nothing (:func:`tvm_partition.build.templates.convolution._copied`),
 #: 34 gives grouped convolutions whose groups' output channels fill whole vectors the
-#: direct-convolution template (:data:`tvm_partition.build.templates.MIN_GROUP_LANES`), 35 gives a
+#: direct-convolution template (:data:`tvm_partition.build.templates.convolution.MIN_GROUP_LANES`), 35 gives a
 #: matmul no record schedules the matmul template, whatever its reduction and rows
 #: (:func:`tvm_partition.build.templates.fallback`), 36 layer norms and softmaxes under their
 #: templates' floor too, 37 gives direct convolutions on full-width AVX-512 CPUs tiles of 7 pixels
 #: x 2 vectors and leaves them the 1x1s whose strip outgrows the L1 cache
-#: (:data:`tvm_partition.build.templates.PAIRED_ROW`, :data:`~tvm_partition.build.templates.POINTWISE_STRIP_BYTES`),
+#: (:data:`tvm_partition.build.templates.convolution.PAIRED_ROW`, :data:`~tvm_partition.build.templates.convolution.POINTWISE_STRIP_BYTES`),
 #: 38 gives direct convolutions whose width no good tile divides a tile whose last one in each row
-#: is shorter (:func:`tvm_partition.build.templates._tail_tile`), 39 gives reductions whose rows
-#: hold no whole vector partial results of a divisor of the row (:func:`tvm_partition.build.templates._divisor_lanes`),
+#: is shorter (:func:`tvm_partition.build.templates.convolution._tail_tile`), 39 gives reductions whose rows
+#: hold no whole vector partial results of a divisor of the row (:func:`tvm_partition.build.templates.reductions._divisor_lanes`),
 #: 40 gives channels-first 1x1s of long reductions on full-width AVX-512 two vectors of output
-#: channels where their width's tile held one (:data:`tvm_partition.build.templates.LONG_1X1_REDUCTION`),
+#: channels where their width's tile held one (:data:`tvm_partition.build.templates.convolution.LONG_1X1_REDUCTION`),
 #: 41 runs a matmul whose weights outweigh its rows columns outer
-#: (:func:`tvm_partition.build.templates._columns_outer`) and gives matmuls on full-width AVX-512
-#: tiles of 7 or 13 rows (:data:`tvm_partition.build.templates.WIDE_MATMUL_ROWS`), 42 cuts an
+#: (:func:`tvm_partition.build.templates.matmul._columns_outer`) and gives matmuls on full-width AVX-512
+#: tiles of 7 or 13 rows (:data:`tvm_partition.build.templates.matmul.WIDE_MATMUL_ROWS`), 42 cuts an
 #: element-wise kernel's concatenation of many inputs into a loop per input
-#: (:func:`tvm_partition.build.templates._concat_cuts`), 43 gives the 1x1 template the 1x1s whose
+#: (:func:`tvm_partition.build.templates.elementwise._concat_cuts`), 43 gives the 1x1 template the 1x1s whose
 #: strip outgrows the L1 cache where the direct template has no 7 x 2 tile for them
-#: (:func:`tvm_partition.build.templates._paired_tile`), 44 keeps the 1x1 template's accumulator
-#: tile on the stack, 45 the direct convolution template's (:data:`tvm_partition.build.templates.TILE_SCOPE`),
+#: (:func:`tvm_partition.build.templates.convolution._paired_tile`), 44 keeps the 1x1 template's accumulator
+#: tile on the stack, 45 the direct convolution template's (:data:`tvm_partition.build.templates.common.TILE_SCOPE`),
 #: 46 cuts the reduction of a convolution whose block of weights outgrows the L2 cache into chunks
-#: outside the row's tiles (:data:`tvm_partition.build.templates.LONG_REDUCTION_BYTES`), 47 has long
-#: 1x1 convolutions read a channels-last copy of their input (:data:`tvm_partition.build.templates.CHANNELS_LAST_INPUT`),
-#: 48 inlines a row template's epilogue forward first (:func:`tvm_partition.build.templates._epilogue_in_parallel`),
-#: 49 gives columns-outer matmuls tiles of 8 rows and reductions in chunks (:data:`tvm_partition.build.templates.MATMUL_CHUNK`),
+#: outside the row's tiles (:data:`tvm_partition.build.templates.convolution.LONG_REDUCTION_BYTES`), 47 has long
+#: 1x1 convolutions read a channels-last copy of their input (:data:`tvm_partition.build.templates.convolution.CHANNELS_LAST_INPUT`),
+#: 48 inlines a row template's epilogue forward first (:func:`tvm_partition.build.templates.reductions._epilogue_in_parallel`),
+#: 49 gives columns-outer matmuls tiles of 8 rows and reductions in chunks (:data:`tvm_partition.build.templates.matmul.MATMUL_CHUNK`),
 #: 50 batched matmuls of computed operands and short reductions with large outputs the matmul
-#: template (:data:`tvm_partition.build.templates.MIN_BATCHED_OUTPUT`), 51 vectorises a softmax's
-#: long rows a register's vector at a time (:data:`tvm_partition.build.templates.WHOLE_ROW_VECTOR`),
+#: template (:data:`tvm_partition.build.templates.matmul.MIN_BATCHED_OUTPUT`), 51 vectorises a softmax's
+#: long rows a register's vector at a time (:data:`tvm_partition.build.templates.reductions.WHOLE_ROW_VECTOR`),
 #: 52 leaves the division whole where an epilogue was inlined into it, 53 gives matmuls on full-width
-#: AVX-512 that no 7, 13 or 8 rows divide tiles of 12, 10 or 6 rows (:data:`tvm_partition.build.templates.DIVISOR_MATMUL_ROWS`),
+#: AVX-512 that no 7, 13 or 8 rows divide tiles of 12, 10 or 6 rows (:data:`tvm_partition.build.templates.matmul.DIVISOR_MATMUL_ROWS`),
 #: 54 gives the 8-row tile only to reductions of at least
-#: :data:`tvm_partition.build.templates.COLUMNS_OUTER_MIN_REDUCTION` (the RNNs' gate matmuls: 4 rows),
+#: :data:`tvm_partition.build.templates.matmul.COLUMNS_OUTER_MIN_REDUCTION` (the RNNs' gate matmuls: 4 rows),
 #: 55 gives convolutions on AVX-512 whose output planes alias in the L1 cache one vector of channels
 #: a tile where their reduction is short, a residual is read or the row keeps the accumulators
-#: (:data:`tvm_partition.build.templates.ALIASED_SHORT_REDUCTION`), 56 pads each channel's plane
-#: once in a stride-1 pooling of 13 or more output columns (:data:`tvm_partition.build.templates.PLANE_PADDING_MIN_WIDTH`),
-#: 57 gives Ice Lake's AVX-512 CPUs the 1x1 template whatever its strip (:data:`tvm_partition.build.templates.POINTWISE_ANY_STRIP`),
-#: 58 their 1x1s of long reductions tiles of 4 channels, channels innermost (:data:`tvm_partition.build.templates.LONG_POINTWISE_REDUCTION`),
+#: (:data:`tvm_partition.build.templates.convolution.ALIASED_SHORT_REDUCTION`), 56 pads each channel's plane
+#: once in a stride-1 pooling of 13 or more output columns (:data:`tvm_partition.build.templates.pooling.PLANE_PADDING_MIN_WIDTH`),
+#: 57 gives Ice Lake's AVX-512 CPUs the 1x1 template whatever its strip (:data:`tvm_partition.build.templates.convolution.POINTWISE_ANY_STRIP`),
+#: 58 their 1x1s of long reductions tiles of 4 channels, channels innermost (:data:`tvm_partition.build.templates.convolution.LONG_POINTWISE_REDUCTION`),
 #: 59 compiles x86 kernels without vector gathers (:data:`tvm_partition.devices.NO_GATHER`), 60 gives
 #: Ice Lake's 1x1s of long reductions on the direct template a channels-last copy of their input at any
-#: size (:data:`tvm_partition.build.templates.CHANNELS_LAST_ICE_LAKE_INPUT`), 61 runs Ice Lake's
-#: stride-1 convolutions of several taps over channel blocks first (:data:`tvm_partition.build.templates.SUNNY_COVE_BLOCKS_FIRST_TAPS`),
+#: size (:data:`tvm_partition.build.templates.convolution.CHANNELS_LAST_ICE_LAKE_INPUT`), 61 runs Ice Lake's
+#: stride-1 convolutions of several taps over channel blocks first (:data:`tvm_partition.build.templates.convolution.SUNNY_COVE_BLOCKS_FIRST_TAPS`),
 #: 62 computes a pooling's rows of 13 or more output columns as vectors (strided ones up to a vector's
-#: lanes) and keeps narrower ones' accumulators on the stack (:data:`tvm_partition.build.templates.POOL_ROW_MIN_WIDTH`),
+#: lanes) and keeps narrower ones' accumulators on the stack (:data:`tvm_partition.build.templates.pooling.POOL_ROW_MIN_WIDTH`),
 #: 63 replays records tuned here for kernels under :data:`tvm_partition.build.transfer.SERIAL_FLOPS` without their
 #: parallel loop (:func:`scheduled`).
 TRANSFER_RULES = 63

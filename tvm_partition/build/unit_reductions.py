@@ -23,7 +23,7 @@ import tvm
 import tvm_ffi
 from tvm import s_tir, tirx
 
-from .templates import is_one
+from .templates.reductions import is_one
 from .transfer import root_children
 
 # TVM 0.27's classes of a buffer element's load (``tirx.BufferLoad`` is a constructor function

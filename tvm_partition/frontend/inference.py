@@ -28,7 +28,7 @@ so the planners, the profiler and the build see the same ops.
   default schedule: 255 and 114 ms of the model's 380 (``run --kernels``); without it 5.8 and 2.9
   ms, the model 24 ms (onnxruntime: 15.3; amd-epyc-znver5-2c, 2026-11-26).
 * :func:`ungroup_convolutions`: a grouped convolution whose groups each have more than
-  :data:`tvm_partition.build.templates.MAX_GROUP_CHANNELS` input channels (no grouped schedule
+  :data:`tvm_partition.build.templates.grouped.MAX_GROUP_CHANNELS` input channels (no grouped schedule
   applies: :mod:`tvm_partition.build.templates`) becomes one dense convolution per group on its
   slice of the input channels and of the weights, concatenated along the output channels (the
   weight slices depend on the weights alone: the build moves them to load time). Each runs the
@@ -56,7 +56,7 @@ so the planners, the profiler and the build see the same ops.
   (512 input channels, 13 x 13) ran 807 us, padded to 1008 channels 527 us (``run --kernels``,
   amd-epyc-znver5-2c, 2026-11-26). On a CPU of 8-lane vectors the padding costs its share.
   Where two such vectors (32 channels) are within the same share, it pads to them: the template's
-  tile of two vectors (``templates.LONG_1X1_REDUCTION``) needs them; SqueezeNet's classifier,
+  tile of two vectors (``templates.convolution.LONG_1X1_REDUCTION``) needs them; SqueezeNet's classifier,
   1000 -> 1024, ran 0.82x on 13 x 2 against 13 x 1 (0.79-0.89x in three earlier runs; each alone,
   2 threads, intel-r-xeon-r-processor-emeraldrapids-2c, 2026-12-01).
   Channels that are no whole number of :data:`VECTOR_CHANNELS` (8: AVX2's lanes, half of AVX-512's)
@@ -103,7 +103,7 @@ from ..ir.relax_utils import Constant, calls_op, matmul_row_axis, rewrite_functi
 from ..ir.split_rules import static_shape
 
 #: Input channels a group needs for :func:`ungroup_convolutions` to take its convolution apart:
-#: one more than ``tvm_partition.build.templates.MAX_GROUP_CHANNELS`` (a test keeps them in step).
+#: one more than ``tvm_partition.build.templates.grouped.MAX_GROUP_CHANNELS`` (a test keeps them in step).
 MIN_UNGROUPED_CHANNELS = 33
 #: Groups :func:`ungroup_convolutions` takes apart at most: measured with 2 (AlexNet) and 4
 #: (ShuffleNet); each group adds two slices and a convolution to launch, and a ResNeXt- or
@@ -137,7 +137,7 @@ VECTOR_CHANNELS = 8
 MAX_UNVECTORISED_SHARE = 1 / 2
 
 #: :func:`pad_matmuls` pads a matmul's rows to a multiple of this: the register tile of
-#: ``tvm_partition.build.templates.MATMUL_ROWS`` rows, which the matmul template needs (a test keeps
+#: ``tvm_partition.build.templates.matmul.MATMUL_ROWS`` rows, which the matmul template needs (a test keeps
 #: them in step)...
 MATMUL_ROW_MULTIPLE = 4
 #: ... where that adds at most this share of them, by a rank-2 right operand (the template's; others

@@ -1,0 +1,158 @@
+"""Element-wise kernels (every block spatial: an imported model's unfolded batch norm + ReLU, concats,
+transposes, an RNN's gates). Why: TVM 0.27 gives a CPU kernel no schedule of its own, so such a
+kernel ran serially, each of its blocks a loop nest of its own with its intermediate tensors written
+out; DenseNet-121's 58 batch-norm + ReLU kernels took 24.8 ms of its 83 (``run --kernels``),
+onnxruntime's whole model 31.5. The template inlines every block into the outputs and runs the loops
+above the innermost in parallel (TOPI's x86 ``schedule_injective``, minus its explicit vectors): a
+[1, 160, 56, 56] batch norm + ReLU 442 -> 47 us, DenseNet-121 end to end 65.5 -> 44-48 ms
+(2026-11-25, intel-r-xeon-r-processor-2c, 2 threads). Below :data:`MIN_ELEMENTS` the blocks are
+inlined all the same and the loops stay serial
+(:data:`tvm_partition.build.templates.INLINED_LABEL`): TVM's default schedule writes each
+intermediate tensor out, and the lowering allocates every one over 1 KiB from the workspace pool at
+every call (``TVMBackendAllocWorkspace``: an LSTM gate kernel of 8 x 64 outputs made 7 allocations a
+call, seen in ``perf``); inlined, the LSTM and GRU ran 5-7% faster end to end, their split builds as
+much (amd-epyc-znver5-2c, 2026-11-26, BENCHMARKS.md). A concatenation of at least
+:data:`MIN_PARTITIONED_INPUTS` inputs has its axis's loop cut at its inputs' bounds, so that no
+element tests TOPI's ``if_then_else`` per input (:func:`_concat_cuts`: torchvision's DenseNet-121,
+up to 25 inputs a concatenation, 0.10-0.90x each kernel)."""
+
+from __future__ import annotations
+
+import tvm
+
+from ..transfer import root_children
+from . import common
+
+
+#: Output elements from which an element-wise kernel runs in parallel (smaller ones are inlined
+#: and stay serial): one that computes gained 1.8-2.6x at 2,048 elements (an LSTM's gates at
+#: batch 16, a batch norm + ReLU; 2 threads, each kernel timed alone, 2026-11-25). One that only
+#: moves data: BERT-tiny's attention transposes and a concat, parallel over serial, 0.62-0.67x at
+#: 262,144 elements, 0.59-0.64x at 131,072, 0.75-0.90x at 65,536, 0.80-1.15x at 32,768 and
+#: 0.98-1.37x at 16,384 (medians of 3 rounds, amd-epyc-znver4-2c, 2026-11-27). It was 262,144 after
+#: a concat on the Rocket Lake VM lost 5-7% up to 131,072 (2026-11-25): the halves of BERT-tiny's
+#: transposes in its ``equal`` build (131,072 elements) then ran serial, 2.5x the whole one's time.
+MIN_ELEMENTS = 1 << 11
+#: Inputs from which an element-wise kernel's concatenation has its loop partitioned at their bounds
+#: (:func:`_concat_cuts`; 2-6 measured either way, 7 not at all).
+MIN_PARTITIONED_INPUTS = 8
+
+
+def _elementwise_outputs(kmod: tvm.IRModule, target) -> tuple[tuple[str, ...], bool]:
+    """``(blocks writing the outputs, parallel)`` of an element-wise kernel, where the element-wise
+    template applies: an llvm kernel of spatial blocks only (no reduction) with outputs of rank 2
+    or more; ``parallel`` from :data:`MIN_ELEMENTS` output elements (:data:`.common.MIN_MOVED_ELEMENTS`
+    where it does no arithmetic). ``((), False)`` where it does not apply, or where a serial kernel
+    has no block to inline (TVM's default schedule is then the same loop nest)."""
+    if target.kind.name != "llvm":
+        return (), False
+    func = kmod["main"]
+    blocks = common._root_blocks(kmod)
+    if not blocks or any(int(v.iter_type) != 0 for b in blocks for v in b.iter_vars):
+        return (), False
+    outputs = [b for b in blocks if any(w.source.same_as(p) for w in b.writes for p in func.params)]
+    if not outputs:
+        return (), False
+    extents = [v.dom.extent for b in outputs for v in b.iter_vars]
+    if not all(isinstance(e, tvm.tirx.IntImm) for e in extents):
+        return (), False
+    if any(len(b.iter_vars) < 2 for b in outputs):
+        return (), False
+    moves = float(tvm.s_tir.analysis.estimate_tir_flops(kmod)) == 0
+    parallel = max(_elements(b) for b in outputs) >= (common.MIN_MOVED_ELEMENTS if moves else MIN_ELEMENTS)
+    if not parallel and len(blocks) == len(outputs):
+        return (), False  # nothing to inline: TVM's default schedule is this one
+    return tuple(b.name_hint for b in outputs), parallel
+
+
+def _elements(block) -> int:
+    n = 1
+    for v in block.iter_vars:
+        n *= int(v.dom.extent)
+    return n
+
+
+def _schedule_elementwise(kmod: tvm.IRModule, target, outputs: tuple[str, ...],
+                          parallel: bool) -> tvm.tirx.PrimFunc | None:
+    """Every block but the outputs inlined; where ``parallel``, each output's loops but the
+    innermost fused into one parallel loop, the innermost left to LLVM's loop vectoriser (as TVM's
+    default schedule leaves it). Fused and split into explicit vectors instead, the flattened
+    index's div/mod made every vector a gather: 0.2-0.6x the default schedule on one thread (2026-11-25).
+    A concatenation of many inputs (:func:`_concat_cuts`) takes its axis inside the parallel loop, cut
+    into one loop per input."""
+    sch = tvm.s_tir.Schedule(tvm.IRModule({"main": kmod["main"]}))
+    for block in root_children(sch):
+        if sch.get(block).name_hint not in outputs:
+            try:
+                sch.compute_inline(block)
+            except tvm.s_tir.schedule.ScheduleError:
+                return None
+    cuts = _concat_cuts(kmod, outputs)
+    for name in outputs if parallel or cuts else ():
+        loops = sch.get_loops(sch.get_sblock(name))
+        if cuts:  # the loops but the concatenation's axis and the innermost fused (parallel), then the axis in pieces
+            axis, sizes = cuts
+            outer = [loop for i, loop in enumerate(loops[:-1]) if i != axis]
+            sch.reorder(*outer, loops[axis], *([loops[-1]] if axis != len(loops) - 1 else []))
+            fused = sch.fuse(*outer) if len(outer) > 1 else outer[0]
+            sch.loop_partition(loops[axis], [*sizes[:-1], None])
+            if parallel:
+                sch.parallel(fused)
+            continue
+        sch.parallel(sch.fuse(*loops[:-1]) if len(loops) > 2 else loops[0])
+    return sch.mod["main"].with_attr("tirx.is_scheduled", True)
+
+
+def _concat_cuts(kmod: tvm.IRModule, outputs: tuple[str, ...]) -> tuple[int, list[int]] | None:
+    """``(axis, extent of each input along it)`` of a concatenation (TOPI's ``T_concat``) of at least
+    :data:`MIN_PARTITIONED_INPUTS` inputs in a kernel of one output of its shape (its batch norm and
+    ReLU after it, inlined), read off its ``if_then_else`` chain, where a loop besides the axis and
+    the innermost is left to run in parallel; None for any other kernel. :func:`_schedule_elementwise`
+    partitions the axis's loop at its inputs' bounds, so that each piece reads one input and the
+    chain folds away.
+
+    Why: TOPI writes a concatenation as one ``if_then_else`` per input, tested in turn for every
+    element; torchvision's DenseNet-121 concatenates every earlier layer's output before each batch
+    norm (up to 25 inputs at 14x14) and those kernels took 0.8-1.0 ms a call, 10.2 ms of a run
+    (``run --kernels``). Each alone, partitioned against not (``benchmarks/template_ab.py
+    concatenate ... --without MIN_PARTITIONED_INPUTS=inf``, 5 rounds, 2 threads,
+    intel-r-xeon-r-processor-emeraldrapids-2c, 2026-12-01): its 34 kernels of 8-25 inputs 0.10-0.90x,
+    12.1 -> 2.9 ms summed (at 14x14 and 25 inputs 918 -> 101 us); in a scratch run before, 2-6 inputs
+    0.87-1.24x (the 7 rows of a 7x7 map the only parallel tasks: 33 -> 42 us), so those keep the chain."""
+    blocks = common._root_blocks(kmod)
+    concat = [b for b in blocks if b.name_hint.startswith("T_concat")]
+    if len(concat) != 1 or len(outputs) != 1:
+        return None
+    out = next(b for b in blocks if b.name_hint == outputs[0])
+    shape = [int(x) for x in concat[0].writes[0].source.shape]
+    if [int(x) for x in out.writes[0].source.shape] != shape:
+        return None
+    bounds = _concat_bounds(concat[0])
+    if len(bounds) != 1:
+        return None
+    ((axis, starts),) = bounds.items()
+    parallel_loops = len(shape) - 1 - (axis != len(shape) - 1)  # the loops but the axis and the innermost
+    if len(starts) + 1 < MIN_PARTITIONED_INPUTS or parallel_loops == 0:
+        return None
+    cuts = [0, *sorted(starts), shape[axis]]
+    return axis, [b - a for a, b in zip(cuts, cuts[1:])]
+
+
+def _concat_bounds(concat) -> dict[int, set[int]]:
+    """``{axis: offsets where an input starts}`` of a ``T_concat`` block, from its ``if_then_else``
+    chain's conditions (``offset <= v_axis``)."""
+    iter_vars = [v.var for v in concat.iter_vars]
+    bounds: dict[int, set[int]] = {}
+
+    def walk(expr):
+        if isinstance(expr, tvm.ir.expr.Call) and expr.op.name.endswith("if_then_else"):
+            cond = expr.args[0]
+            if isinstance(cond, tvm.tirx.LE) and isinstance(cond.a, tvm.tirx.IntImm):
+                axis = next((i for i, v in enumerate(iter_vars) if cond.b.same_as(v)), None)
+                if axis is not None:
+                    bounds.setdefault(axis, set()).add(int(cond.a.value))
+            for arg in expr.args[1:]:
+                walk(arg)
+
+    walk(getattr(concat.body, "value", None))
+    return bounds

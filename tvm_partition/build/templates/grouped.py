@@ -1,0 +1,172 @@
+"""Grouped and depthwise convolutions (TOPI's ``group_conv2d_nchw``: MobileNet-V2's depthwise 3x3s,
+ShuffleNet's grouped 1x1s). Why: no record of them exists, so they ran a dense convolution's record
+replayed onto their loop nest: MobileNet-V2's four largest depthwise convolutions took 217-649 us
+each, slower than TVM's naive default schedule (141-242), and its depthwise kernels about 2 of its
+6.7 ms (``run --kernels``; amd-epyc-znver5-2c, 2026-11-25). A channel has too few inputs for a
+vector of output channels, so this schedule vectorises along the output row instead: a register tile
+of ``rows`` output rows x one row segment (the largest divisor of the width up to a vector),
+accumulated over the group's input channels and the window, each weight broadcast; the loops over
+batch, channels and row blocks one parallel loop, the padding a parallel stage of its own. Where it
+pays (each kernel alone, 2 threads): outputs at least :data:`MIN_GROUP_WIDTH` wide with at most
+:data:`MAX_GROUP_CHANNELS` input channels per group: a 32-channel 112x112 depthwise 258 -> 49 us, a
+stride-2 96-channel one 649 -> 229 us (BENCHMARKS.md); on 14- and 7-wide maps, and for ShuffleNet's
+groups of 34-136 input channels, the replayed dense record was as fast or faster (up to 2x), so
+those keep it. Nor a strided convolution of several input channels a group: each step of its row
+segment reads every other input pixel, and the replayed dense record ran 2.7-3.4x quicker
+(RegNet-Y-400MF's and ResNeXt-50's, 2 Zen 3 threads, 2026-11-30, ``benchmarks/template_ab.py
+conv2d``). Groups of whole vectors of output channels (8 or more) take the direct-convolution
+template above instead, strided or not, which outran both; this one keeps depthwise convolutions and
+groups of fewer output channels (ResNeXt-50's 4). Strided groups of 2-7 channels were not measured.
+A depthwise convolution whose channels fill whole vectors takes a schedule vectorised along its
+channels instead where that measured quicker (strided, or stride 1 with at least
+:data:`MIN_DEPTHWISE_BLOCKS` vectors of channels: :func:`_depthwise_plan`): each parallel task
+copies its channels' padded input channels innermost and accumulates a row segment of pixels x one
+vector of channels, the weights packed at load time (MobileNet-V3-Small's 576-channel 5x5 at 7x7 458
+us replayed, 109 on the row template, 16 here)."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import tvm
+
+from . import common, convolution
+
+
+#: Where the grouped-convolution template replaces a replayed dense record (see the module
+#: docstring for the measurements that set them).
+MIN_GROUP_WIDTH = 28
+MAX_GROUP_CHANNELS = 32
+#: Output rows a register tile of the grouped template holds, the first that divides the height:
+#: 4 rows ran a 112x112 depthwise in 47 us, 2 rows 77, 1 row 89 (one row segment of 16 lanes each).
+GROUP_ROWS = (4, 2, 1)
+#: Output pixels of a depthwise template's register tile (the largest divisor of the width up to
+#: it), one vector of channels each: 8 (7 on 7-, 14- and 28-wide maps) against 14 and against two
+#: rows of 7 ran 0.85-0.98x their time on MNASNet's nine depthwise kernels (each alone, 3 rounds,
+#: 2 Zen 4 threads, 2026-11-30); two rows of 7 won only on 56- and 112-wide maps of few channels,
+#: which keep the row template (:data:`MIN_DEPTHWISE_BLOCKS`).
+DEPTHWISE_ROW = 8
+#: Vectors of channels from which a stride-1 depthwise convolution takes the channel template
+#: rather than the row template (strided ones always do: a row segment reads every other pixel).
+#: Each alone, row against channel template (us, 2 Zen 4 threads, 2026-11-30): 16 and 32 channels
+#: at 112x112 (1 and 2 vectors) 38 / 126 and 145 / 228, 48 at 56x56 (3) 49 / 63; 72 at 56x56 (9
+#: vectors of 8) 69 / 58, 144 at 56x56 342 / 283.
+MIN_DEPTHWISE_BLOCKS = 4
+
+
+@dataclasses.dataclass(frozen=True)
+class _GroupPlan:
+    """What :func:`_schedule_group` needs of a grouped convolution kernel it applies to."""
+
+    epilogue: tuple[str, ...]
+    row: int  # output pixels of a row segment (vectorised)
+    rows: int  # output rows per register tile (unrolled)
+    padded: bool
+
+
+def _group_plan(kmod: tvm.IRModule, target) -> _GroupPlan | None:
+    """The :class:`_GroupPlan` of a grouped or depthwise convolution the template pays on (see
+    :data:`MIN_GROUP_WIDTH`), or None."""
+    nest = common._nest(kmod, target, (convolution._GROUP,))
+    if nest is None:
+        return None
+    _, _, oh, ow, group_channels, _, _ = nest.extents
+    if ow < MIN_GROUP_WIDTH or group_channels > MAX_GROUP_CHANNELS:
+        return None
+    if group_channels > 1 and common._column_stride(nest.block) > 1:
+        return None
+    lanes, _ = common.vector_lanes(target)
+    return _GroupPlan(nest.epilogue, common._row(ow, lanes), next(r for r in GROUP_ROWS if oh % r == 0), nest.padded)
+
+
+@dataclasses.dataclass(frozen=True)
+class _DepthwisePlan:
+    """What :func:`_schedule_depthwise` needs of a depthwise convolution kernel it applies to."""
+
+    epilogue: tuple[str, ...]
+    weight: int  # the kernel parameter holding the weights
+    lanes: int  # channels per vector
+    row: int  # output pixels per register tile
+    padded: bool
+
+
+def _depthwise_plan(kmod: tvm.IRModule, target) -> _DepthwisePlan | None:
+    """The :class:`_DepthwisePlan` of a depthwise convolution (one input channel a group, as many
+    output channels as input channels, a whole number of vectors of them) that is strided or has
+    at least :data:`MIN_DEPTHWISE_BLOCKS` vectors of channels; None for any other kernel.
+
+    Why: on 14- and 7-wide maps, where the row template's segments are 7 pixels, these kernels ran
+    a dense convolution's record replayed (MobileNet-V3-Small's 576-channel 5x5 at 7x7 458 us
+    alone, 519 a call in the model, of its 5.1 ms) or the row template on 7-lane vectors (109 us);
+    vectorised along the channels, 16 us. Every one of MobileNet-V3-Large's, MNASNet's and
+    EfficientNet-B0's depthwise kernels but the stride-1 ones of 1-3 vectors of channels ran
+    0.13-0.84x the row template's time; those 1.3-3.3x (BENCHMARKS.md, "Depthwise convolutions")."""
+    nest = common._nest(kmod, target, (convolution._GROUP,))
+    if nest is None:
+        return None
+    _, channels, _, ow, group_channels, _, _ = nest.extents
+    data = nest.block.reads[0].source if not nest.padded else common._root_blocks(kmod)[0].reads[0].source
+    weight = common._weight(kmod, nest.block)
+    if group_channels != 1 or int(data.shape[1]) != channels or weight is None:
+        return None  # grouped, or a depthwise multiplier above 1 (output channel f reads input f // m)
+    lanes = common._whole_vectors(channels, target)
+    if lanes is None or (common._column_stride(nest.block) == 1 and channels // lanes < MIN_DEPTHWISE_BLOCKS):
+        return None
+    return _DepthwisePlan(nest.epilogue, weight, lanes, common._row(ow, DEPTHWISE_ROW), nest.padded)
+
+
+def _schedule_depthwise(kmod: tvm.IRModule, target, plan: _DepthwisePlan) -> tvm.tirx.PrimFunc | None:
+    """The depthwise schedule: ``n f_o | y x_o | ry rx x_i f_i``, ``f_i`` one vector of channels,
+    ``x_i`` a row segment (unrolled, as the window), ``n f_o`` one parallel loop. Under it the
+    padded input of its channels is copied channels innermost (``[h, w, f_i]``, a gather per
+    vector), so each step of the window loads one contiguous vector and the weights (packed at load
+    time ``[f_o, ry, rx, f_i]``) another; the accumulator, laid out ``[y, x, f]``, is written out
+    through the inlined epilogue a vector of channels at a time (a scatter per vector: NCHW).
+    Measured on MobileNet-V3-Small's 576-channel 5x5: the epilogue computed from an NCHW copy of
+    the accumulator 23.9 us, inlined and vectorised 18.3, the input copy gathered a vector at a
+    time 16.1 (each alone, 2 Zen 4 threads)."""
+    func = kmod["main"].with_attr("layout_free_buffers", [plan.weight])
+    sch, conv = common._opened(func, convolution._GROUP, plan.epilogue)
+    lanes = plan.lanes
+    if not plan.padded:  # the input read in place: copy it all the same, channels innermost
+        sch.cache_read(conv, 0, "global")
+    data = sch.get_producers(conv)[0]
+    n, f, y, x, rc, ry, rx = sch.get_loops(conv)
+    f_o, f_i = sch.split(f, [None, lanes])
+    x_o, x_i = sch.split(x, [None, plan.row])
+    sch.reorder(n, f_o, y, x_o, rc, ry, rx, x_i, f_i)
+    acc = sch.cache_write(conv, 0, "local")
+    sch.transform_layout(conv, ("write", 0), lambda a, b, c, d: (a, c, d, b))
+    epilogue = convolution._epilogue_inlined(sch, acc, plan.epilogue)
+    common._per_tile(sch, acc, x_o, epilogue)
+    convolution._write_back_by_channels(sch, acc, epilogue, lanes, plan.row)
+    tasks = sch.fuse(n, f_o)
+    sch.parallel(tasks)
+    sch.vectorize(f_i)
+    for loop in (x_i, rx, ry):
+        sch.unroll(loop)
+    sch.decompose_reduction(conv, rc)
+    sch.transform_layout(data, ("write", 0), lambda a, b, c, d: (a, b // lanes, c, d, b % lanes))
+    sch.compute_at(data, tasks, preserve_unit_loops=True)  # a map of one row keeps its row loop
+    channel, row, column = sch.get_loops(data)[-3:]
+    sch.reorder(row, column, channel)
+    sch.vectorize(channel)
+    return common._packed(sch, target)
+
+
+def _schedule_group(kmod: tvm.IRModule, plan: _GroupPlan) -> tvm.tirx.PrimFunc:
+    """The grouped-convolution schedule: ``n f y_o x_o | rc ry rx | y_i x_i``, ``x_i`` a row
+    segment (vectorised), ``y_i`` the tile's rows (unrolled), accumulated in a ``local`` tile; the
+    window loops unrolled; ``n f y_o`` one parallel loop; the epilogue computed per tile."""
+    sch, conv = common._opened(kmod["main"], convolution._GROUP, plan.epilogue)
+    n, f, y, x, rc, ry, rx = sch.get_loops(conv)
+    y_o, y_i = sch.split(y, [None, plan.rows])
+    x_o, x_i = sch.split(x, [None, plan.row])
+    sch.reorder(n, f, y_o, x_o, rc, ry, rx, y_i, x_i)
+    common._per_tile(sch, sch.cache_write(conv, 0, "local"), x_o, plan.epilogue)
+    sch.parallel(sch.fuse(n, f, y_o))
+    sch.vectorize(x_i)
+    for loop in (y_i, rx, ry):
+        sch.unroll(loop)
+    convolution._reduction_and_padding(sch, conv, rc, plan.padded)
+    return sch.mod["main"].with_attr("tirx.is_scheduled", True)
