@@ -17,7 +17,7 @@ from tvm_partition.build.executable import attach_targets, vm_pipeline
 from tvm_partition.devices import parse_devices
 from tvm_partition.ir.graph import OpGraph
 from tvm_partition.passes import ApplyPlan, PropagateVDevice
-from tvm_partition.build.tuning import schedule_gpu
+from tvm_partition.build.gpu_schedules import schedule_gpu
 
 
 def main():

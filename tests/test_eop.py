@@ -569,7 +569,7 @@ def test_planning_a_gpu_here_uses_a_gpu_machine_profile(tmp_path):
         assert default_cost_model(CPU_GPU, str(tmp_path))[0].folder == str(chosen), when
     # the most samples timed under today's rule choice first, however old (a newer profile cut
     # short by its deadline lacks ops the older one has)
-    from tvm_partition.build.tuning import GPU_RULE_CHOICE
+    from tvm_partition.build.gpu_schedules import GPU_RULE_CHOICE
 
     today = dict(rec, device="gpu", time="2026-11-26T16:30:00", schedules=f"abc+gpu{GPU_RULE_CHOICE}")
     (box / "profile.jsonl").write_text("".join(json.dumps(dict(today, sig=f"s{i}")) + "\n" for i in range(2)))

@@ -232,7 +232,7 @@ def test_variants_hold_each_gpu_kernel_under_every_dlight_rule_that_schedules_it
     import argparse
     import dataclasses
 
-    from tvm_partition.build.tuning import GPU_RULES
+    from tvm_partition.build.gpu_schedules import GPU_RULES
     from tvm_partition.devices import parse_devices
 
     cfg = dataclasses.replace(gpu_kit.DRY, devices="cpu,gpu", variants=(("lstm", {"seq_len": 2, "batch": 2,

@@ -572,7 +572,7 @@ def test_gpu_kernels_take_the_dlight_rule_the_hopper_gpus_measured_quickest_with
     convolutions Matmul spreads over 4-8 blocks)."""
     import tvm
 
-    from tvm_partition.build.tuning import GPU_RULES, gpu_rule
+    from tvm_partition.build.gpu_schedules import GPU_RULES, gpu_rule
     from tvm_partition.profiling.samples import lower_sample, sample_module, samples_of
 
     machines = []

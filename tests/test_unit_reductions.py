@@ -9,7 +9,7 @@ import pytest
 import tvm
 from tvm.script import tirx as T
 
-from tvm_partition.build import tuning, unit_reductions
+from tvm_partition.build import gpu_schedules, tuning, unit_reductions
 
 F32 = "float32"  # a name, not a string in the annotations (pyflakes reads those as names)
 C8 = (T.int64(1), T.int64(8), T.int64(1), T.int64(1))
@@ -66,7 +66,7 @@ def _run_on_cpu(func) -> tuple[np.ndarray, np.ndarray]:
 def test_tvm_fallback_inlines_the_epilogue_into_a_one_element_reductions_init():
     """The TVM 0.27 fact the module works around: should a TVM upgrade fix it, this fails and the
     rewrite can go."""
-    scheduled = tuning._dlight(GV, _on(one_tap, CUDA), "Fallback")
+    scheduled = gpu_schedules._dlight(GV, _on(one_tap, CUDA), "Fallback")
     assert unit_reductions.init_reads_buffers(scheduled) == ["conv"]
 
 
@@ -79,7 +79,7 @@ def test_a_one_element_reduction_is_a_map_that_computes_the_same():
 
 
 def test_the_gpu_schedule_of_a_one_element_reduction_has_no_epilogue_in_an_init():
-    rule, scheduled = tuning.gpu_rule(GV, _on(one_tap, CUDA))
+    rule, scheduled = gpu_schedules.gpu_rule(GV, _on(one_tap, CUDA))
     assert rule == "Fallback"
     assert unit_reductions.init_reads_buffers(scheduled) == []
 
@@ -87,4 +87,4 @@ def test_the_gpu_schedule_of_a_one_element_reduction_has_no_epilogue_in_an_init(
 def test_a_schedule_with_an_epilogue_in_its_init_is_refused(monkeypatch):
     monkeypatch.setattr(unit_reductions, "as_maps", lambda func: func)
     with pytest.raises(tuning.TuningError, match="reduction init of kernel one_tap"):
-        tuning.gpu_rule(GV, _on(one_tap, CUDA))
+        gpu_schedules.gpu_rule(GV, _on(one_tap, CUDA))

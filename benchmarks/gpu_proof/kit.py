@@ -705,7 +705,8 @@ def variants_bundle(folder: str, cfg: Config, devices: list, args) -> dict:
 
     def build(tmp: str) -> None:
         from tvm_partition import frontend
-        from tvm_partition.build.tuning import GPU_RULES, open_schedules
+        from tvm_partition.build.gpu_schedules import GPU_RULES
+        from tvm_partition.build.tuning import open_schedules
         from tvm_partition.devices import database_dir
         from tvm_partition.ir.graph import OpGraph
         from tvm_partition.profiling import profiler
@@ -769,7 +770,8 @@ def _rule_schedules(sample, device, rule: str) -> bool:
     """Whether dlight's ``rule`` schedules every kernel of ``sample`` (its module) on ``device``."""
     import tvm
 
-    from tvm_partition.build.tuning import TuningError, schedule_gpu
+    from tvm_partition.build.gpu_schedules import schedule_gpu
+    from tvm_partition.build.tuning import TuningError
     from tvm_partition.profiling.samples import lower_sample
 
     for callee, kmod in lower_sample(sample, device.tvm_target()):

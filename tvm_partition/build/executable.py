@@ -37,7 +37,8 @@ from ..passes import (ApplyPlan, FenceCopies, PropagateVDevice, elide_host_copie
 from ..passes.host_copies import TRANSFORM_PARAMS
 from ..plan import Plan
 from ..runtime.artifact import KERNELS_MAIN
-from .tuning import apply_schedules, schedule_gpu, tuning_target
+from .gpu_schedules import schedule_gpu
+from .tuning import apply_schedules, tuning_target
 
 
 #: PrimFunc attribute naming the schedule a kernel got (:meth:`tvm_partition.build.tuning.Schedules.schedule`):

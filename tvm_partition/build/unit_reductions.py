@@ -50,7 +50,7 @@ def init_reads_buffers(func: tirx.PrimFunc) -> list[str]:
     """Names of the blocks of ``func`` whose init reads a buffer: a reduction's init stores its
     identity, so such a block is the miscompilation :func:`as_maps` prevents (an epilogue inlined
     into the init). The build refuses a scheduled GPU kernel where this names a block and the
-    kernel before scheduling had none (``tuning.gpu_rule``)."""
+    kernel before scheduling had none (``gpu_schedules.gpu_rule``)."""
     sch = s_tir.Schedule(tvm.IRModule({"main": func}))
     return [sch.get(rv).name_hint for rv in sblocks(sch) if _reads(sch.get(rv).init)]
 

@@ -29,7 +29,7 @@ ROOFLINE = {"cpu": DeviceRoofline(100.0, 20.0, 2.0), "gpu": DeviceRoofline(20000
 def _gpu_profile_rank(folder: str) -> tuple[int, int, str] | None:
     """``(newest rule choice its GPU samples ran under, how many ops and sizes ran under it, when
     the last GPU sample was logged)`` of ``folder``'s profile (a GPU sample's ``schedules`` stamp ends in
-    ``+gpu`` and ``build.tuning.GPU_RULE_CHOICE``, read from the stamp: cost models import no build;
+    ``+gpu`` and ``build.gpu_schedules.GPU_RULE_CHOICE``, read from the stamp: cost models import no build;
     a GPU machine's samples are logged when imported here); None where it has no GPU sample."""
     import collections
     import json
@@ -61,7 +61,7 @@ def _gpu_profile_rank(folder: str) -> tuple[int, int, str] | None:
 def gpu_logs(logs: str | None = None) -> str | None:
     """A fingerprint folder under ``logs`` (default: the shipped ``tuning_logs/``) whose profile
     has GPU samples: what a machine without a GPU plans ``cpu,gpu`` with. Of several, the one whose
-    GPU samples ran under the newest choice among dlight's rules (``tuning.GPU_RULE_CHOICE``), of
+    GPU samples ran under the newest choice among dlight's rules (``gpu_schedules.GPU_RULE_CHOICE``), of
     those the one with the most such samples, then the one that logged a GPU sample last. Why: the H100's
     profile (first by name) priced ResNet-18 at 64 px on the GPU at 2.5 ms from convolutions timed
     under dlight's ``Matmul``; the H200's, timed after the rule choice changed, at 0.40 ms, and it

@@ -63,9 +63,9 @@ class Pending:
 
 def sample_stamp(stamp: str, device_kind: str) -> str:
     """What a sample on a device of ``device_kind`` ran: the databases' digest ``stamp``, and on a
-    GPU the version of ``schedule_gpu``'s choice among dlight's rules (:data:`tuning.GPU_RULE_CHOICE`),
+    GPU the version of ``schedule_gpu``'s choice among dlight's rules (:data:`tvm_partition.build.gpu_schedules.GPU_RULE_CHOICE`),
     so a change of that choice times the GPU's samples again and not the CPU's."""
-    from ..build.tuning import GPU_RULE_CHOICE
+    from ..build.gpu_schedules import GPU_RULE_CHOICE
 
     return f"{stamp}+gpu{GPU_RULE_CHOICE}" if device_kind == "gpu" else stamp
 

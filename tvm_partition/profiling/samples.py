@@ -306,11 +306,11 @@ def chain_arguments(comm: str, k: int) -> int:
 
 def launch_module(k: int, device, comm: str = "launch"):
     """The chain ``comm`` times (:data:`CHAINS`, of ``k`` kernels or views) for ``device``: on a GPU
-    legalized and given dlight's schedules first (:func:`tvm_partition.build.tuning.schedule_gpu`;
+    legalized and given dlight's schedules first (:func:`tvm_partition.build.gpu_schedules.schedule_gpu`;
     unscheduled TIR does not build for CUDA)."""
     import tvm
 
-    from ..build.tuning import schedule_gpu
+    from ..build.gpu_schedules import schedule_gpu
     from ..ir.legalize import legalize_ops
 
     mod = CHAINS[comm](k)
@@ -415,7 +415,8 @@ def build_library(modules: dict[str, object], device, schedules=None, gpu_rules:
     import tvm_ffi
 
     from ..build.templates import without_packing
-    from ..build.tuning import GPU_RULES, apply_schedules, schedule_gpu
+    from ..build.gpu_schedules import GPU_RULES, schedule_gpu
+    from ..build.tuning import apply_schedules
 
     target = device.tvm_target()
     prims, by_hash, samples = {}, {}, {}
