@@ -78,12 +78,13 @@ def patched(**values):
     value, set in the module of :mod:`tvm_partition.build.templates` that defines it (where its
     template reads it)."""
     import contextlib
+    import importlib
+    import pkgutil
     from unittest import mock
 
     from tvm_partition.build import templates
 
-    modules = [getattr(templates, m) for m in ("common", "convolution", "grouped", "matmul", "pooling", "reductions",
-                                               "elementwise")]
+    modules = [importlib.import_module(f"{templates.__name__}.{m.name}") for m in pkgutil.iter_modules(templates.__path__)]
     stack = contextlib.ExitStack()
     for name, value in values.items():
         module = next((m for m in modules if hasattr(m, name)), None)

@@ -60,11 +60,10 @@ def main(argv=None) -> int:
 
 def _forced(reference, large_flops: float, mod):
     """``reference.reference_executable(mod)`` with :data:`LARGE_FLOPS` at ``large_flops``."""
-    kept, reference.LARGE_FLOPS = reference.LARGE_FLOPS, large_flops
-    try:
+    from unittest import mock
+
+    with mock.patch.object(reference, "LARGE_FLOPS", large_flops):
         return reference.reference_executable(mod)
-    finally:
-        reference.LARGE_FLOPS = kept
 
 
 if __name__ == "__main__":
