@@ -32,7 +32,7 @@ def main(argv=None) -> int:
 
     from tvm_partition import frontend
     from tvm_partition.build.cuda_check import ARCHS, check_executable
-    from tvm_partition.build.tuning import local_database
+    from tvm_partition.build.databases import local_database
     from tvm_partition.cli.compile import compile_model
     from tvm_partition.cost_models import default_cost_model
     from tvm_partition.devices import parse_devices

@@ -127,7 +127,7 @@ def run_ours(path: str, inputs: list, strategy: str, folder: str) -> list:
     """The case's outputs from our build: ``frontend.load``, ``compile_model`` for ``cpu,cpu``
     with this machine's schedules, the artifact run by the runtime-only ``Runner``."""
     from tvm_partition import frontend
-    from tvm_partition.build.tuning import local_database
+    from tvm_partition.build.databases import local_database
     from tvm_partition.cli.compile import compile_model
     from tvm_partition.devices import parse_devices
     from tvm_partition.runtime.runner import Runner

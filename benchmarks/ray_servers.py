@@ -75,7 +75,7 @@ def build_row(name: str, work: str, args, address: str, servers: list[str], inpu
 
     out = os.path.join(work, name.replace(" ", "_"))
     mode = "stages" if "strategy" in how else "split"
-    from tvm_partition.build.tuning import local_database
+    from tvm_partition.build.databases import local_database
 
     # the shipped schedules, as `stages` uses them (tuning_db=None would build TVM's naive default
     # schedules: ResNet-18 at 64 px 155 ms instead of 7 on this machine's CPU)

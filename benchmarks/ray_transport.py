@@ -41,7 +41,7 @@ def through_store(pipe, i: int, server: str, inputs: dict):
 def main(argv=None) -> int:
     from ray_servers import parse_shares, timed
     from tvm_partition.bench.servers import local_cluster
-    from tvm_partition.build.tuning import local_database
+    from tvm_partition.build.databases import local_database
     from tvm_partition.cli.stages import compile_pipeline
     from tvm_partition.devices import fingerprint_id
     from tvm_partition.runtime.cluster import RayPipeline

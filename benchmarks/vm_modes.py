@@ -41,7 +41,8 @@ def main(argv=None) -> int:
 
     from tvm_partition.build import executable as ex
     from tvm_partition.build.align import align_splits
-    from tvm_partition.build.tuning import local_database, open_schedules
+    from tvm_partition.build.databases import local_database
+    from tvm_partition.build.tuning import open_schedules
     from tvm_partition.devices import parse_devices
     from tvm_partition.ir.graph import OpGraph
     from tvm_partition.planners import plan_and_simulate

@@ -244,7 +244,7 @@ def test_an_op_row_runs_its_kernel_on_the_schedule_the_model_gave_it(monkeypatch
     from tvm_partition import frontend
     from tvm_partition.bench import ops as bench_ops
     from tvm_partition.build import templates
-    from tvm_partition.build.tuning import local_database
+    from tvm_partition.build.databases import local_database
     from tvm_partition.cli.compile import compile_model
     from tvm_partition.devices import parse_devices
     from tvm_partition.ir.graph import OpGraph

@@ -523,14 +523,13 @@ def test_tuning_ranks_kernels_by_what_tuning_can_gain(dense_schedules, monkeypat
 def test_transfer_search_records_the_fastest_candidate_as_the_kernels_own(dense_schedules, tmp_path, monkeypatch):
     from tvm_partition.build import tuning
     from tvm_partition.devices import parse_devices
+    from tvm_partition.build.databases import open_best, open_database
     from tvm_partition.build.tuning import (
         Kernel,
         Schedules,
         kernel_flops,
         best_record,
         is_tuned,
-        open_best,
-        open_database,
         transfer_search,
         tuning_target,
     )

@@ -18,20 +18,19 @@ from tvm_partition import frontend
 from tvm_partition.build import templates
 from tvm_partition.build.executable import PACKING_LABEL, SCHEDULE_ATTR, tuned_kernels
 from tvm_partition.cli.compile import check, compile_model
-from tvm_partition.devices import parse_devices
+from tvm_partition.devices import database_dir, parse_devices
 from tvm_partition.cli.tune import extract_kernels
 from tvm_partition import planners
 from tvm_partition.build.executable import lower
 from tvm_partition.ir.graph import OpGraph
 from tvm_partition.build.transfer import provenance
+from tvm_partition.build.databases import open_database
 from tvm_partition.build.tuning import (
     Schedules,
     best_record,
-    database_dir,
     is_default,
     is_tuned,
     load_races,
-    open_database,
     open_schedules,
     template_won,
     trials_measured,
@@ -185,7 +184,8 @@ def test_a_record_tuned_for_a_small_kernel_is_replayed_without_its_parallel_loop
     import tvm
 
     from tvm_partition.build.transfer import SERIAL_FLOPS, provenance, serial
-    from tvm_partition.build.tuning import open_best, scheduled
+    from tvm_partition.build.databases import open_best
+    from tvm_partition.build.tuning import scheduled
 
     db = open_best(os.path.join(REPO, "tuning_logs", "intel-r-xeon-r-processor-rocketlake-2c"))
     own = [r for r in db.get_all_tuning_records() if not is_default(r) and provenance(r.trace) is None]
@@ -211,7 +211,8 @@ def test_a_record_tuned_for_a_small_kernel_is_replayed_without_its_parallel_loop
 def test_the_matmul_template_races_a_record_tuned_here_and_the_faster_keeps_the_kernel(tuned_only, tmp_path):
     import shutil
 
-    from tvm_partition.build.tuning import RACES_FILE, TRANSFER_RULES, load_races, race_templates
+    from tvm_partition.build.databases import RACES_FILE
+    from tvm_partition.build.tuning import TRANSFER_RULES, load_races, race_templates
 
     path = str(tmp_path / "db")
     shutil.copytree(tuned_only, path)  # the module's copy stays without races
@@ -251,7 +252,8 @@ def test_tune_with_no_trials_tunes_nothing_and_times_what_builds_choose_between(
     record unless it is the default schedule (on this tiny kernel it usually is)."""
     import shutil
 
-    from tvm_partition.build.tuning import RACES_FILE, load_races
+    from tvm_partition.build.databases import RACES_FILE
+    from tvm_partition.build.tuning import load_races
 
     logs = tmp_path / "logs"
     shutil.copytree(tuned[0], logs)
@@ -506,7 +508,7 @@ def test_the_best_records_read_off_the_json_lines_are_those_metaschedule_parses_
     open_database gives, and the pick is the same without it."""
     import tvm_ffi
 
-    from tvm_partition.build import tuning
+    from tvm_partition.build import databases, tuning
 
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
     db = _small_database(tmp_path / "db", records=200)
@@ -523,11 +525,11 @@ def test_the_best_records_read_off_the_json_lines_are_those_metaschedule_parses_
 
     def picked(folder) -> list:
         return sorted((int(tvm_ffi.structural_hash(r.workload.mod)), tuple(float(x) for x in r.run_secs), str(r.trace))
-                      for r in tuning.open_best(str(folder)).get_all_tuning_records())
+                      for r in databases.open_best(str(folder)).get_all_tuning_records())
 
     want = fastest(open_database(str(db)))
     assert len(want) > 1 and picked(db) == want
-    assert len(tuning._best_lines(str(db))[1]) == len(want) < 200
+    assert len(databases._best_lines(str(db))[1]) == len(want) < 200
     rec_file.write_text("".join(lines) + lines[-1][:40])  # torn mid-append
     assert picked(db) == want and "skipped 1 torn or corrupt line(s): line 201" in capfd.readouterr().err
 

@@ -243,7 +243,7 @@ def export_checks(folder: str, cfg: Config, devices: list, args) -> list[dict]:
     import numpy as np
 
     from tvm_partition import frontend
-    from tvm_partition.build.tuning import local_database
+    from tvm_partition.build.databases import local_database
     from tvm_partition.cli.compile import compile_model, reference_outputs
     from tvm_partition.runtime.ort import tolerance
     from tvm_partition.cost_models import AnalyticCostModel, DeviceRoofline, default_cost_model

@@ -263,7 +263,9 @@ def main(argv=None) -> int:
     use_cpu_threads()  # before the first kernel starts TVM's thread pool
 
     from .. import frontend
-    from ..build.tuning import TuningError, database_dir, open_best, open_schedules
+    from ..build.databases import TuningError, open_best
+    from ..build.tuning import open_schedules
+    from ..devices import database_dir
 
     from .results import workspace
 

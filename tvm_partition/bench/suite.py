@@ -232,7 +232,7 @@ class Bench:
                                  time_limit=self.time_limit)
         from ..build.executable import build_reference
         from ..plan import Plan
-        from ..build.tuning import open_best
+        from ..build.databases import open_best
 
         plan = Plan([self.devices[0]], {}, strategy=REFERENCE)
         db = None
@@ -459,7 +459,7 @@ def run(args, out: str) -> tuple[list[tuple], int]:
     from tqdm import tqdm
 
     from .. import frontend
-    from ..build.tuning import local_database
+    from ..build.databases import local_database
     from ..cost_models import default_cost_model
     from ..devices import gpu_available, parse_devices
     from ..frontend import MODEL_OPTIONS

@@ -502,7 +502,7 @@ def _all_modules(mod):
 
 def build_reference(mod: tvm.IRModule, plan: Plan, database=None) -> BuildResult:
     """The unpartitioned model built by TVM's own CPU flow, the ``tvm-cpu`` reference of the
-    benchmarks: with a tuning ``database`` (:func:`tvm_partition.build.tuning.open_database`), TVM's
+    benchmarks: with a tuning ``database`` (:func:`tvm_partition.build.databases.open_database`), TVM's
     ``static_shape_tuning`` pipeline with no trials (decompose, fusion, ``MetaScheduleApplyDatabase``
     on that database), then ``tvm.compile`` for the plan's host CPU; without one, plain
     ``tvm.compile(mod, target)`` (no fusion). ``plan`` is the all-on-host plan the artifact records;

@@ -402,7 +402,7 @@ def main(argv=None) -> int:
     from ..cost_models import default_cost_model
     from ..planners.placement import problem_for
     from ..planners.problem import load_topology
-    from ..build.tuning import local_database
+    from ..build.databases import local_database
 
     devices = parse_devices(args.devices, gpu_arch=args.gpu_arch, cpu_mcpu=args.target_cpu)
     t0 = time.perf_counter()

@@ -639,7 +639,7 @@ def main(argv=None) -> int:
     args = parser().parse_args(argv)  # before TVM is imported: --help and bad flags answer at once
 
     from .. import frontend
-    from ..build.tuning import local_database
+    from ..build.databases import local_database
 
     problem = _arg_problem(args)
     if problem:

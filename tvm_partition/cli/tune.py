@@ -21,7 +21,7 @@ from __future__ import annotations
 import sys
 
 from .. import flags
-from ..devices import parse_devices
+from ..devices import database_dir, parse_devices
 from ..plan import OnDevice, Plan, PlanError, Split
 
 
@@ -103,10 +103,9 @@ def parser():
 def main(argv=None) -> int:
     args = parser().parse_args(argv)
     from .. import frontend
+    from ..build.databases import open_database
     from ..build.tuning import (
-        database_dir,
         is_tuned,
-        open_database,
         open_schedules,
         tune_with_progress,
         tuning_target,
