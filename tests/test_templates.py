@@ -680,13 +680,16 @@ def _rows_padded(y, rank: int, rows: int):
     return relax.op.nn.pad(y, [0, 0] * (rank - 2) + [0, rows, 0, 0]) if rows else y
 
 
-def softmax(shape, pad_rows=0, scaled=False, guarded=False):
+def softmax(shape, pad_rows=0, scaled=False, guarded=False, channels=0):
     def build():
         x = relax.Var("x", relax.TensorType(shape, "float32"))
         y = relax.op.nn.softmax(x, axis=-1)
         y = relax.op.multiply(y, relax.const(2.0, "float32")) if scaled else y
         # Hugging Face's DistilBERT exported: where(isnan(p), 0, p), the softmax read twice
         y = relax.op.where(relax.op.isnan(y), relax.const(0.0, "float32"), y) if guarded else y
+        if channels:  # MobileViT-v2's linear attention: the scores of one channel broadcast over the values'
+            v = relax.Var("v", relax.TensorType([shape[0], channels, *shape[2:]], "float32"))
+            return [x, v], relax.op.multiply(v, y)
         return [x], _rows_padded(y, len(shape), pad_rows)
 
     return kernel(build)
@@ -718,6 +721,17 @@ def test_the_softmax_template_computes_what_the_default_schedule_computes(shape,
     assert (f"T.vectorized(T.int64({templates.reductions.ROW_VECTOR}))" in text) == long_row
     assert ("_partition" in text) == (long_row and shape[-1] % templates.reductions.ROW_VECTOR != 0)
     np.testing.assert_allclose(run(templates.schedule(kmod, TARGET)), run(kmod["main"]), rtol=1e-5, atol=1e-7)
+
+
+def test_an_epilogue_that_broadcasts_the_softmax_runs_in_a_loop_nest_of_its_own():
+    """MobileViT-v2's attention (a dynamo export): softmax over ``[1, 1, 4, 256]``, the product with
+    values of 128 channels fused after it. Inlined backwards, TVM failed with an internal error
+    (``reductions._one_to_one``); the product runs as a parallel loop nest of its own."""
+    kmod = softmax((1, 1, 4, 256), channels=128)
+    assert templates.label(kmod, TARGET) == templates.SOFTMAX_LABEL
+    func = templates.schedule(kmod, TARGET)
+    assert func.script().count("T.parallel") == 2
+    np.testing.assert_allclose(run(func), run(kmod["main"]), rtol=1e-5, atol=1e-7)
 
 
 @pytest.mark.parametrize("shape,pad_rows,guarded", [

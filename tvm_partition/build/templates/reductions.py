@@ -127,9 +127,24 @@ def _epilogue_of(blocks: tuple, core: int) -> tuple[str, ...] | None:
     return tuple(b.name_hint for b in rest)
 
 
+def _one_to_one(sch, block) -> bool:
+    """Whether ``block`` can be inlined backwards into what it reads: each block it reads has no
+    other consumer (:func:`_epilogue_in_parallel`) and writes as many elements as ``block`` does.
+    Why the count: an epilogue that broadcasts the output (MobileViT-v2's linear attention, its
+    softmax over ``[1, 1, 4, 256]`` times values of ``[1, 128, 4, 256]``, a dynamo export) is no
+    map of its elements, and TVM 0.27's ``reverse_compute_inline`` fails on it with an internal
+    error ("Cannot dispatch a null expression"), not the ``ScheduleError`` it raises elsewhere."""
+    def size(b) -> int | None:
+        shape = sch.get(b).writes[0].source.shape
+        return math.prod(int(x) for x in shape) if all(isinstance(x, tvm.tirx.IntImm) for x in shape) else None
+
+    producers = sch.get_producers(block)
+    return all(len(sch.get_consumers(p)) == 1 and size(p) is not None and size(p) == size(block) for p in producers)
+
+
 def _epilogue_in_parallel(sch, names: tuple[str, ...], lanes: int) -> None:
     """Blocks ``names`` (after a row template's output) each inlined into the block after it,
-    the last into the block before it where it maps its elements one to one, else a loop nest of
+    the last into the block before it where it maps its elements one to one (:func:`_one_to_one`), else a loop nest of
     its own: all but its innermost loop one parallel loop, the innermost vectorised where a whole
     number of ``lanes`` (a padding of the rows, whose extents are not the output's).
 
@@ -148,7 +163,7 @@ def _epilogue_in_parallel(sch, names: tuple[str, ...], lanes: int) -> None:
             block = sch.get_sblock(name)
         except tvm.s_tir.schedule.ScheduleError:  # inlined above
             continue
-        if all(len(sch.get_consumers(p)) == 1 for p in sch.get_producers(block)):
+        if _one_to_one(sch, block):
             try:
                 sch.reverse_compute_inline(block)
                 continue
