@@ -113,7 +113,7 @@ def test_every_strategy_on_every_light_model_matches_onnxruntime(name, strategy,
     from tvm_partition.runtime.ort import tolerance
     from tvm_partition.devices import parse_devices
     from tvm_partition.runtime.runner import Runner
-    from tvm_partition.build.tuning import database_dir
+    from tvm_partition.devices import database_dir
 
     _, model, ref = seeded_model(name, tmp_path_factory.mktemp("light"))
     assert onnx_light.problem(ref) is None, "the seeded model's reference output looks broken"

@@ -330,7 +330,8 @@ def _profile_model(model, devices: list[DeviceSpec], logs: str | None, tuning_db
     from ..build.align import align_splits
     from ..profiling.profiler import profile_with_progress
     from ..ir.graph import OpGraph
-    from ..build.tuning import database_dir, open_schedules
+    from ..build.tuning import open_schedules
+    from ..devices import database_dir
 
     here = [d for d in devices if d.kind == "cpu" or gpu_available()]
     graph = OpGraph(model.mod)
