@@ -734,6 +734,62 @@ def test_an_epilogue_that_broadcasts_the_softmax_runs_in_a_loop_nest_of_its_own(
     np.testing.assert_allclose(run(func), run(kmod["main"]), rtol=1e-5, atol=1e-7)
 
 
+def row_statistics(shape, axes, normalised):
+    """The kernels TVM's ONNX frontend makes of ``InstanceNormalization``: the rows' mean and
+    variance over ``axes`` (the innermost), then ``sqrt(var + eps)`` (``normalised`` False) or the
+    normalisation ``(x - mean) / s * g + b`` by a given ``s`` (True): two kernels, as fusion cuts them."""
+    def build():
+        x = relax.Var("x", relax.TensorType(shape, "float32"))
+        stats = [1 if i in axes else e for i, e in enumerate(shape)]
+        if not normalised:
+            return [x], relax.op.sqrt(relax.op.add(relax.op.variance(x, axis=axes, keepdims=True),
+                                                   relax.const(1e-5, "float32")))
+        s, g, b = (relax.Var(n, relax.TensorType(stats, "float32")) for n in "sgb")
+        centred = relax.op.subtract(x, relax.op.mean(x, axis=axes, keepdims=True))
+        return [x, s, g, b], relax.op.add(relax.op.multiply(relax.op.divide(centred, s), g), b)
+
+    return kernel(build)
+
+
+@pytest.mark.parametrize("shape,axes,normalised", [
+    ((1, 32, 6272), [2], False),  # BiT's group norms, each group a row (a reshape to [n, groups, -1] before)
+    ((1, 32, 6272), [2], True),
+    ((1, 8, 32, 32), [2, 3], False),  # two reduced axes, fused into one row of 1,024
+    ((1, 8, 32, 32), [2, 3], True),
+    ((1, 1, 4000), [2], True),  # one row (GroupNorm of one group): no parallel loop
+])
+def test_statistics_of_rows_and_their_use_run_each_row_under_one_iteration(shape, axes, normalised):
+    """``reductions._stats_plan``: each row's reductions accumulated in vector lanes under its
+    iteration of one loop, parallel where there are rows to share, ``(x - mean)^2`` inlined into the
+    variance's sum, a normalisation vectorised along the row; the outputs the default schedule's."""
+    kmod = row_statistics(shape, axes, normalised)
+    assert templates.label(kmod, TARGET) == templates.STATS_LABEL
+    func = templates.schedule(kmod, TARGET)
+    text = func.script()
+    assert "T.vectorized" in text and "_rf" in text
+    assert ("T.parallel" in text) == (shape[1] > 1)
+    assert not re.search(r'T\.sblock\("T_subtract', text), "the rows' element-wise blocks are inlined"
+    np.testing.assert_allclose(run(func), run(kmod["main"]), rtol=1e-4, atol=1e-5)
+
+
+def test_statistics_of_long_rows_are_closer_to_float64_than_one_scalar_sum():
+    """BiT's group norms over rows of 25,088 elements: TVM's default schedule adds every element to
+    one float32 sum (the mean, then the squared deviations) and its ``sqrt(var + eps)`` was 9x
+    further from float64's than onnxruntime's; partial sums in vector lanes each add a 32nd of the row."""
+    kmod = row_statistics((1, 32, 25088), [2], False)
+    x = (np.maximum(np.random.default_rng(0).standard_normal((1, 32, 25088)), 0) * 3 + 5).astype("float32")
+    x64 = x.astype("float64")
+    want = np.sqrt(((x64 - x64.mean(-1, keepdims=True)) ** 2).mean(-1, keepdims=True) + 1e-5)
+
+    def error(func):
+        lib = tvm.compile(tvm.IRModule({"main": func.with_attr("global_symbol", "main")}), target=TARGET)
+        out = tvm.runtime.tensor(np.zeros((1, 32, 1), "float32"))
+        lib["main"](tvm.runtime.tensor(x), out)
+        return np.abs(out.numpy() - want).max()
+
+    assert error(templates.schedule(kmod, TARGET)) * 4 < error(kmod["main"])
+
+
 @pytest.mark.parametrize("shape,pad_rows,guarded", [
     ((4, 97, 197), 0, False),  # ViT's rows of 197 (prime): 12 vectors of 16 and a tail of 5
     ((2, 4, 37, 49), 3, False),  # a window's 49 tokens, its rows padded for the matmul after it
@@ -805,17 +861,24 @@ def test_the_layer_norm_template_computes_what_the_default_schedule_computes(sha
     ((2, 128, 128), (-1,)),  # 32,768 outputs: below MIN_MOVED_ELEMENTS, the record's serial replay was quicker
     ((128, 128, 4), (-1,)),  # a row of one vector (the test target's lanes: 4)
     ((64, 128, 13), (-1,)),  # no whole vector in a row
-    ((16, 64, 64), (-2, -1)),  # over two axes
 ])
 def test_layer_norms_the_template_does_not_fit_keep_their_schedule(shape, axes):
     assert templates.label(layer_norm(shape, axes), TARGET) is None
 
 
+def test_a_layer_norm_over_two_axes_takes_the_row_statistics_template():
+    """Rows of 4,096 over two axes: no layer norm template, the row statistics' (``reductions._stats_plan``)."""
+    kmod = layer_norm((16, 64, 64), (-2, -1))
+    assert templates.label(kmod, TARGET) == templates.STATS_LABEL
+    np.testing.assert_allclose(run(templates.schedule(kmod, TARGET)), run(kmod["main"]), rtol=1e-4, atol=1e-5)
+
+
 @pytest.mark.parametrize("kmod,label", [
     (layer_norm((2, 128, 128)), templates.FALLBACK_LAYER_NORM_LABEL),  # under MIN_MOVED_ELEMENTS
     (softmax((2, 3, 7)), templates.FALLBACK_SOFTMAX_LABEL),  # no whole vector a row, 42 elements
-    (layer_norm((16, 64, 64), (-2, -1)), None),  # over two axes: no template at all
-], ids=["small-layer-norm", "small-softmax", "two-axes"])
+    (row_statistics((1, 8, 14, 14), [2, 3], True), templates.FALLBACK_STATS_LABEL),  # rows of 196 < STATS_MIN_ROW
+    (layer_norm((128, 128, 4)), None),  # a row of one vector: no template at all
+], ids=["small-layer-norm", "small-softmax", "short-rows", "one-vector-rows"])
 def test_small_layer_norms_and_softmaxes_take_their_template_where_no_record_does(kmod, label):
     """Below their floor the layer norm and softmax templates leave a kernel to its record (which
     was quicker there); where none applies the build takes them all the same (MaxViT-T's layer
@@ -853,15 +916,24 @@ def test_the_reduction_template_computes_what_the_default_schedule_computes(shap
     np.testing.assert_allclose(run(done[0]), run(kmod["main"]), rtol=1e-5, atol=1e-5)
 
 
-def test_a_reduction_broadcast_back_over_its_rows_keeps_its_schedule():
-    """``x - mean(x)`` in one kernel: computed under each output element, the template would sum a
-    row once per element of it."""
+def test_a_reduction_broadcast_back_over_its_rows_is_summed_once_a_row():
+    """``x - mean(x)`` in one kernel: not the reduction template's (computed under each output
+    element, it would sum a row once per element of it) but the row statistics': the sum under each
+    row's iteration, before the loop over its elements."""
     from tvm import te, topi
 
     x = te.placeholder((1, 16, 32, 32), "float32", name="x")
     total = topi.sum(x, axis=(2, 3), keepdims=True)
     y = te.compute(x.shape, lambda n, c, h, w: x[n, c, h, w] - total[n, c, 0, 0] / 1024.0, name="centred")
-    assert templates.templated(tvm.IRModule({"main": te.create_prim_func([x, y])}), TARGET) is None
+    kmod = tvm.IRModule({"main": te.create_prim_func([x, y])})
+    assert reductions_plan_of(kmod) is None and templates.label(kmod, TARGET) == templates.STATS_LABEL
+    text = templates.schedule(kmod, TARGET).script()
+    assert "in T.parallel(16):" in text and text.index('T.sblock("x_red_rf")') < text.index('T.sblock("centred")')
+    np.testing.assert_allclose(run(templates.schedule(kmod, TARGET)), run(kmod["main"]), rtol=1e-4, atol=1e-5)
+
+
+def reductions_plan_of(kmod):
+    return templates.reductions._reduce_plan(kmod, TARGET)
 
 
 @pytest.mark.parametrize("shape,mcpu,lanes", [

@@ -9,7 +9,8 @@ tries them in order (:func:`templated`) and labels what it chose:
 - :mod:`.grouped`: grouped convolutions along their rows, depthwise ones along their channels;
 - :mod:`.matmul`: matmuls with constant weights (packed), batched matmuls of computed operands;
   the integer ones are :mod:`tvm_partition.build.vnni`'s and :mod:`tvm_partition.build.amx`'s;
-- :mod:`.reductions`: softmax, layer norm and reductions over the innermost axes;
+- :mod:`.reductions`: softmax, layer norm, reductions over the innermost axes, statistics of rows
+  (instance and group norms, decomposed layer and RMS norms);
 - :mod:`.pooling`: max and average pooling;
 - :mod:`.elementwise`: element-wise kernels, concatenations among them;
 - :mod:`.common`: what they share (vectors and registers of a target, a kernel's blocks, schedule steps).
@@ -50,6 +51,10 @@ FALLBACK_MATMUL_LABEL = "template (matmul, where no record applies)"
 FALLBACK_LAYER_NORM_LABEL = "template (layer norm, where no record applies)"
 FALLBACK_SOFTMAX_LABEL = "template (softmax, where no record applies)"
 REDUCE_LABEL = "template (reduction over the innermost axes, vectorised partial results)"
+#: :func:`.reductions._stats_plan`'s: instance and group norms as TVM's ONNX frontend writes them
+STATS_LABEL = "template (statistics of rows and their use, rows in parallel, vectorised reductions)"
+#: ... on rows under :data:`.reductions.STATS_MIN_ROW`, where no record applies
+FALLBACK_STATS_LABEL = "template (statistics of rows, where no record applies)"
 
 
 def applies(kmod: tvm.IRModule, target) -> bool:
@@ -95,7 +100,8 @@ def fallback(kmod: tvm.IRModule, target) -> tuple[tvm.tirx.PrimFunc, str] | None
     """``(scheduled kernel, its label)`` of a template for a kernel it leaves to records, for a build
     to run where no record schedules it: the matmul template whatever the rows and reduction
     (:func:`.matmul._matmul_plan` with ``fallback``), the layer norm and softmax templates below their floor
-    of :data:`.common.MIN_MOVED_ELEMENTS`; None where even so none applies.
+    of :data:`.common.MIN_MOVED_ELEMENTS`, the row statistics' below :data:`.reductions.STATS_MIN_ROW`;
+    None where even so none applies.
 
     Why: where no record transfers, such a matmul ran TVM's default schedule. MaxViT-T's attention
     (its einsums as batched matmuls, :mod:`tvm_partition.frontend.einsum`: 49-token windows, a
@@ -114,6 +120,8 @@ def fallback(kmod: tvm.IRModule, target) -> tuple[tvm.tirx.PrimFunc, str] | None
         func, label = reductions._schedule_layer_norm(kmod, *norm), FALLBACK_LAYER_NORM_LABEL
     elif (lanes := reductions._softmax_lanes(kmod, target, fallback=True)) is not None:
         func, label = reductions._schedule_softmax(kmod, lanes), FALLBACK_SOFTMAX_LABEL
+    elif (stats := reductions._stats_plan(kmod, target, fallback=True)) is not None:
+        func, label = reductions._schedule_stats(kmod, stats), FALLBACK_STATS_LABEL
     else:
         return None
     return None if func is None else (func, label)
@@ -155,6 +163,8 @@ def templated(kmod: tvm.IRModule, target) -> tuple[tvm.tirx.PrimFunc, str] | Non
         func, name = pooling._schedule_pool(kmod, target, pool), POOL_LABEL
     elif (reduce := reductions._reduce_plan(kmod, target)) is not None:
         func, name = reductions._schedule_reduce(kmod, reduce), REDUCE_LABEL
+    elif (stats := reductions._stats_plan(kmod, target)) is not None:
+        func, name = reductions._schedule_stats(kmod, stats), STATS_LABEL
     else:
         outputs, parallel = elementwise._elementwise_outputs(kmod, target)
         func = elementwise._schedule_elementwise(kmod, target, outputs, parallel) if outputs else None

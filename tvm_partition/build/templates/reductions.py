@@ -1,5 +1,5 @@
-"""Rows in parallel, their reductions in vector lanes: softmax, layer norm and reductions over the
-innermost axes.
+"""Rows in parallel, their reductions in vector lanes: softmax, layer norm, reductions over the
+innermost axes, and statistics of rows used in the same kernel (instance and group norms).
 
 Softmax over the last axis (``topi.nn.fast_softmax``, :mod:`tvm_partition.ir.fastmath`): each row
 in parallel, its maximum and sum accumulated in vector lanes and combined, its exponentials and
@@ -24,6 +24,22 @@ summed as one or two vectors of partial results (``rfactor``), the rows in paral
 :data:`.common.MIN_MOVED_ELEMENTS` elements (:func:`_schedule_reduce`). Why: TVM's default schedule adds
 each element to one scalar; an EfficientNet-like block's two global pools took 138 and 70 us of its
 755 (``run --kernels``), 6-13 us on this schedule, the model paired 0.79x (2 Zen 3 threads, 2026-11-30).
+
+Statistics of rows and their use in one kernel (:func:`_stats_plan`): reductions over the same rows,
+blocks over their statistics and blocks over the whole rows (``x - mean``, its square, a
+normalisation): TVM's ONNX frontend writes ``InstanceNormalization`` (a GroupNorm exported on a
+reshape to ``[n, groups, -1]``) as ``mean`` and ``variance``, and an old exporter's layer norm or a
+decoder's RMS norm as a chain of ``ReduceMean``, ``Sub``, ``Pow``; fused with a residual add before
+it, even TOPI's layer norm is no longer the layer norm template's. Each row under one iteration of a
+parallel loop, its reductions in vector lanes, the whole-row blocks inlined into what reads them
+(:func:`_schedule_stats`). Why: TVM's default schedule sums each row into one float32 scalar. On
+Hugging Face's BiT (group norms over rows of 784-25,088) those kernels took 27% of the model's 100
+ms, 0.03-0.17x of that on this schedule, the model 0.66x paired; and its outputs came out 9x further
+from float64's than onnxruntime's (a group norm of 32 rows of 25,088 alone: 6.0e-4 against 6.8e-5;
+on lanes 1.8e-5), so ``compile --check`` failed it against onnxruntime (6.8e-4, tolerance 5.0e-4;
+1.9e-4 now). wav2vec 2.0's group norm 3.5 ms -> 0.4 (the model 0.91x), PoolFormer 0.85x (2 threads,
+intel-r-xeon-r-processor-emeraldrapids-2c, 2026-12-06; BENCHMARKS.md, "Twenty more Hugging Face
+architectures").
 """
 
 from __future__ import annotations
@@ -224,6 +240,13 @@ def _rows_in_parallel(sch, out: str, under: list, partial: dict, vectorised: boo
     sch.parallel(row)
     if vectorised:
         sch.vectorize(sch.get_loops(norm)[-1])
+    _rows_in_parallel_under(sch, row, under, partial)
+    return row
+
+
+def _rows_in_parallel_under(sch, row, under: list, partial: dict) -> None:
+    """The blocks ``under`` (consumers first; None skipped) computed under the loop ``row``, the
+    ``partial`` sums' lanes vectorised innermost."""
     for block in under:
         if block is not None:
             sch.compute_at(block, row)
@@ -231,7 +254,6 @@ def _rows_in_parallel(sch, out: str, under: list, partial: dict, vectorised: boo
         k_i, k_o = sch.get_loops(rf)[-2:]
         sch.reorder(k_o, k_i)
         sch.vectorize(k_i)
-    return row
 
 
 def _schedule_softmax(kmod: tvm.IRModule, lanes: int) -> tvm.tirx.PrimFunc | None:
@@ -420,6 +442,122 @@ def _schedule_reduce(kmod: tvm.IRModule, plan: _ReducePlan) -> tvm.tirx.PrimFunc
         else:  # all axes reduced to a scalar (DynamicQuantizeLinear's min and max): rfactor's own loops
             lane = sch.get_loops(partial)[-1]
         sch.vectorize(lane)
+    except tvm.s_tir.schedule.ScheduleError:
+        return None
+    return sch.mod["main"].with_attr("tirx.is_scheduled", True)
+
+
+@dataclasses.dataclass(frozen=True)
+class _StatsPlan:
+    """What :func:`_schedule_stats` needs of a kernel of statistics of rows and their use."""
+
+    lanes: int  # partial results of each reduction a row: one or two vectors
+    parallel: bool  # the rows in parallel (from MIN_MOVED_ELEMENTS elements read)
+    reduced: int  # the reductions' reduced axes, their innermost
+    reductions: tuple[str, ...]  # the reduction blocks, in order
+    rowwise: tuple[str, ...]  # the element-wise blocks over whole rows, in order
+    out_rowwise: bool  # the last block is over whole rows (a normalisation), else over the statistics
+
+
+def _extents(block) -> list[int]:
+    return [int(v.dom.extent) for v in block.iter_vars]
+
+
+#: Elements a row holds from which :func:`_stats_plan` takes a kernel before any record (below, only
+#: where none applies: :func:`tvm_partition.build.templates.fallback`), its rows in parallel. Each
+#: alone against what builds ran before (transferred records, or the layer norm template's fallback),
+#: 3 alternating rounds, 2 threads, intel-r-xeon-r-processor-emeraldrapids-2c, 2026-12-06 (Hugging
+#: Face exports): rows of 512-768 (CLIP, DistilBERT, Phi, Swin-V2, ConvNeXt, OPT; 49-64 rows) 0.26-0.81x,
+#: OPT's 1.05x; rows of 160-256 (SegFormer, MobileViT) 0.82-1.38x, and of 32 and 64 2.5-2.9x (under
+#: 2 us); serial, the rows of 512-768 ran 1.3-1.6x the records' time where the parallel loop ran
+#: 0.3-0.8x. Against TVM's default schedule (no record): wav2vec 2.0's group norm (512 rows of 3,199)
+#: 3,470 -> 465 us, Llama's RMS norm (64 rows of 512) 30 -> 4.7, BiT's group norms (32 rows of
+#: 784-25,088) 0.05-0.1x.
+STATS_MIN_ROW = 512
+
+
+def _stats_plan(kmod: tvm.IRModule, target, fallback: bool = False) -> _StatsPlan | None:
+    """The :class:`_StatsPlan` of an llvm kernel made of reductions over the same innermost axes of
+    the same rows, element-wise blocks over those rows' statistics (the mean's division, ``+ eps``,
+    ``sqrt``) and element-wise blocks over the whole rows (``x - mean``, its square, a
+    normalisation), at least one of those; else None. The kernels TVM's ONNX frontend makes of
+    ``InstanceNormalization`` (``mean`` and ``variance`` over each channel; GroupNorm exported on a
+    reshape to ``[n, groups, -1]``) and of ``ReduceMean``, ``Sub``, ``Pow``, ``ReduceMean`` chains
+    (PoolFormer's ``GroupNorm`` of one group), and the layer norms and RMS norms of exports whose
+    rows are at least :data:`STATS_MIN_ROW` long (any, with ``fallback``) that the layer norm
+    template leaves (under :data:`.common.MIN_MOVED_ELEMENTS` outputs, or with a residual add fused
+    before them)."""
+    if target.kind.name != "llvm":
+        return None
+    blocks = common._root_blocks(kmod)
+    reds = [b for b in blocks if "R" in common._iter_kinds(b)]
+    if not reds or not all(isinstance(v.dom.extent, tvm.tirx.IntImm) for b in blocks for v in b.iter_vars):
+        return None
+    kinds = common._iter_kinds(reds[0])
+    reduced = len(kinds) - len(kinds.rstrip("R"))
+    if "R" in kinds[:-reduced] or any(common._iter_kinds(r) != kinds for r in reds):
+        return None
+    rows, row = _extents(reds[0])[:-reduced], _extents(reds[0])[-reduced:]
+    if not rows or any(_extents(r) != rows + row for r in reds):
+        return None  # a reduction of every axis leaves no loop over rows to schedule under
+    unit = [e for e in rows if e != 1]
+    rowwise = []
+    for b in blocks:
+        if b in reds:
+            continue
+        extents = _extents(b)
+        if set(common._iter_kinds(b)) != {"S"}:
+            return None
+        if len(extents) >= reduced and extents[-reduced:] == row and [e for e in extents[:-reduced] if e != 1] == unit:
+            rowwise.append(b.name_hint)
+        elif [e for e in extents if e != 1] != unit:
+            return None  # neither a row's statistic nor a whole row
+    if not rowwise:
+        return None  # statistics alone: _reduce_plan's
+    n = math.prod(row)
+    if n < STATS_MIN_ROW and not fallback:
+        return None
+    widest, _ = common.vector_lanes(target)
+    lanes = 2 * widest if n >= TWO_VECTOR_ROW and n % (2 * widest) == 0 else \
+        _row_lanes(n, target) or _divisor_lanes(n, widest)
+    if lanes is None or n <= lanes:
+        return None
+    parallel = math.prod(rows) > 1 and (n >= STATS_MIN_ROW or math.prod(rows) * n >= common.MIN_MOVED_ELEMENTS)
+    return _StatsPlan(lanes, parallel, reduced, tuple(r.name_hint for r in reds), tuple(rowwise),
+                      blocks[-1].name_hint in rowwise)
+
+
+def _schedule_stats(kmod: tvm.IRModule, plan: _StatsPlan) -> tvm.tirx.PrimFunc | None:
+    """Every row one iteration of a (parallel) loop, all of its work under it, as the layer norm's
+    (:func:`_schedule_layer_norm`): the element-wise blocks over whole rows inlined into what reads
+    them (``(x - mean)^2`` into the variance's sum, the normalisation into the last block), each
+    reduction as ``plan.lanes`` partial results (``rfactor``) accumulated in vectors and combined,
+    the statistics computed once a row, a last block over whole rows vectorised."""
+    sch = tvm.s_tir.Schedule(tvm.IRModule({"main": kmod["main"]}))
+    names = [b.name_hint for b in common._root_blocks(kmod)]
+    last = names[-1]
+    try:
+        for name in plan.rowwise:
+            if name != last:
+                sch.compute_inline(sch.get_sblock(name))
+        if plan.reduced > 1:
+            for name in plan.reductions:
+                sch.fuse(*sch.get_loops(sch.get_sblock(name))[-plan.reduced:])
+        partial = _partial_sums(sch, plan.reductions, plan.lanes)
+        loops = sch.get_loops(sch.get_sblock(last))
+        inner = None
+        if plan.out_rowwise:
+            inner = sch.fuse(*loops[-plan.reduced:]) if plan.reduced > 1 else loops[-1]
+            loops = loops[:-plan.reduced]
+        row = sch.fuse(*loops) if len(loops) > 1 else loops[0]
+        if plan.parallel:
+            sch.parallel(row)
+        under = []
+        for name in reversed([n for n in names[:-1] if n not in plan.rowwise]):  # consumers first
+            under += [sch.get_sblock(name)] + ([partial[name]] if name in partial else [])
+        _rows_in_parallel_under(sch, row, under, partial)
+        if inner is not None:
+            _vectorised_row(sch, inner)
     except tvm.s_tir.schedule.ScheduleError:
         return None
     return sch.mod["main"].with_attr("tirx.is_scheduled", True)
