@@ -1120,6 +1120,34 @@ def test_cli_check_on_shipped_model(name):
         assert m and float(m.group(1)) <= 1e-4, proc.stdout + proc.stderr
 
 
+def test_the_check_passes_where_the_reference_is_the_one_off(monkeypatch, capsys):
+    """``compile --check`` where the artifact differs from the unpartitioned reference beyond
+    tolerance: it passes only where onnxruntime agrees with the artifact and is further from the
+    reference (BiT's group norms: TVM's default schedule sums each row into one float32), saying so;
+    otherwise it fails as before, and a model onnxruntime cannot check fails on the reference alone."""
+    from types import SimpleNamespace
+
+    from tvm_partition.cli.compile import judged
+    from tvm_partition.runtime import ort
+
+    truth = np.linspace(-4, 4, 64, dtype=np.float32).reshape(8, 8)
+    onnx_model = SimpleNamespace(model=SimpleNamespace(name="m", config={"source": "m.onnx"}), num_threads=2)
+    ours, off = [truth + 1e-5], [truth + 2e-3]
+    monkeypatch.setattr(ort, "outputs", lambda model, threads: [truth])
+    assert judged(onnx_model, ours, off) == 0
+    out, err = capsys.readouterr()
+    assert out == "max_abs_err=0.00199\nmax_abs_err_onnxruntime=1e-05\n"
+    assert "the unpartitioned model (TVM's default CPU pipeline) is the one off" in err and "error" not in err
+    assert judged(onnx_model, off, ours) == 1  # the artifact is the one off
+    assert "error: partitioned output differs from the unpartitioned model" in capsys.readouterr().err
+    monkeypatch.setattr(ort, "outputs", lambda model, threads: [truth + 4e-3])  # onnxruntime off too: closer to the reference
+    assert judged(onnx_model, ours, off) == 1
+    monkeypatch.setattr(ort, "outputs", lambda model, threads: [truth])  # both within its tolerance, the reference closer
+    assert judged(onnx_model, [truth + 3.5e-4], [truth - 2e-4]) == 1
+    zoo = SimpleNamespace(model=SimpleNamespace(name="lstm", config={"batch": 16}), num_threads=2)
+    assert judged(zoo, ours, off) == 1 and "error: partitioned output differs" in capsys.readouterr().err
+
+
 def test_check_fails_where_onnxruntime_disagrees(monkeypatch, capsys):
     """``compile --check``'s second oracle: a build whose outputs differ from onnxruntime's by more
     than the tolerance fails in one line; where onnxruntime cannot run the file, a note says the
