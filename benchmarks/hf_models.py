@@ -4,9 +4,9 @@ with ``--check`` and timed against onnxruntime on the same file.
     TVM_NUM_THREADS=2 python benchmarks/hf_models.py [--models llama,convnext,...] [--out build/hf_models]
         [--rounds 3] [--repeat 20]
 
-Each model is exported at a fixed shape (one image of 224 x 224, MobileViT's and SegFormer's 256;
-64 tokens; a second of 16 kHz audio) by PyTorch's TorchScript exporter at opset 17, Llama's and
-Qwen2's by its dynamo exporter at its default opset (the TorchScript one has no ``aten::diff``),
+Each model is exported at a fixed shape (one image of 224 x 224, MobileViT's, MobileViT-v2's and
+SegFormer's 256; 64 tokens; a second of 16 kHz audio) by PyTorch's TorchScript exporter at opset 17,
+the :data:`DYNAMO` decoders by its dynamo exporter at its default opset,
 its last hidden state the output. ``compile --devices cpu,cpu --strategy cpu --check`` builds it (its seconds and
 differences printed); then ``--rounds`` rounds, each one process of ours (``run --repeat``) and one
 of onnxruntime's (2 threads, graph optimizations on, ``--repeat`` runs after 5), in turn. One line
@@ -27,9 +27,11 @@ import time
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, REPO)  # this checkout's package, not another installed copy
 
-#: name: (transformers' model class, its config's keyword arguments, the example input's kind)
+#: name: (transformers' model class, its config's keyword arguments, the example input's kind[, the
+#: config class where it is not the model's name with ``Config`` for ``Model``])
 DECODER = dict(hidden_size=512, intermediate_size=1376, num_hidden_layers=4, num_attention_heads=8,
                num_key_value_heads=2, vocab_size=4000, use_cache=False)
+SMALL = dict(num_hidden_layers=4, vocab_size=4000)
 MODELS = {"llama": ("LlamaModel", DECODER, "tokens"), "qwen2": ("Qwen2Model", DECODER, "tokens"),
           "roberta": ("RobertaModel", {"num_hidden_layers": 4}, "tokens"), "albert": ("AlbertModel", {}, "tokens"),
           "wav2vec2": ("Wav2Vec2Model", {"num_hidden_layers": 4}, "audio"),
@@ -37,7 +39,27 @@ MODELS = {"llama": ("LlamaModel", DECODER, "tokens"), "qwen2": ("Qwen2Model", DE
                                               ("mobilevit", "MobileViTModel"), ("mobilenetv2", "MobileNetV2Model"),
                                               ("efficientnet", "EfficientNetModel"), ("segformer", "SegformerModel"),
                                               ("deit", "DeiTModel"), ("clip-vision", "CLIPVisionModel"),
-                                              ("levit", "LevitModel"), ("regnet", "RegNetModel")]}}
+                                              ("levit", "LevitModel"), ("regnet", "RegNetModel")]},
+          # the second twenty (BENCHMARKS.md, "Twenty more Hugging Face architectures")
+          "gpt2": ("GPT2Model", dict(n_layer=4, vocab_size=4000), "tokens"),
+          "distilbert": ("DistilBertModel", {}, "tokens"),
+          "t5-encoder": ("T5EncoderModel", dict(num_layers=4, vocab_size=4000), "tokens", "T5Config"),
+          "dinov2": ("Dinov2Model", {"num_hidden_layers": 4}, "image"),
+          "beit": ("BeitModel", dict(num_hidden_layers=4, use_relative_position_bias=True), "image"),
+          "deberta-v2": ("DebertaV2Model", SMALL, "tokens"), "mobilebert": ("MobileBertModel", SMALL, "tokens"),
+          "mistral": ("MistralModel", DECODER, "tokens"), "phi": ("PhiModel", DECODER, "tokens"),
+          "opt": ("OPTModel", dict(hidden_size=512, ffn_dim=1376, num_hidden_layers=4, num_attention_heads=8,
+                                   vocab_size=4000, word_embed_proj_dim=512), "tokens"),
+          "bloom": ("BloomModel", dict(hidden_size=512, n_layer=4, n_head=8, vocab_size=4000), "tokens"),
+          "gpt-neox": ("GPTNeoXModel", {k: v for k, v in DECODER.items() if k != "num_key_value_heads"}, "tokens"),
+          "convbert": ("ConvBertModel", SMALL, "tokens"),
+          **{n: (c, {}, "image") for n, c in [("resnet", "ResNetModel"), ("poolformer", "PoolFormerModel"),
+                                              ("swinv2", "Swinv2Model"), ("convnextv2", "ConvNextV2Model"),
+                                              ("mobilevitv2", "MobileViTV2Model"), ("cvt", "CvtModel"),
+                                              ("bit", "BitModel")]}}
+#: Exported by PyTorch's dynamo exporter: the TorchScript one has no ``aten::diff`` (the decoders'
+#: masks) and at opset 17 no ``aten::col2im`` (MobileViT-v2's fold)
+DYNAMO = frozenset({"llama", "qwen2", "mistral", "phi", "gpt-neox", "mobilevitv2"})
 ORT_TIMER = """
 import sys, time, statistics, numpy as np, onnxruntime as ort
 o = ort.SessionOptions(); o.intra_op_num_threads = 2; o.inter_op_num_threads = 1; o.log_severity_level = 3
@@ -57,9 +79,9 @@ def export(name: str, path: str) -> None:
     import torch
     import transformers as hf
 
-    cls, config, kind = MODELS[name]
+    cls, config, kind, *config_class = MODELS[name]
     torch.manual_seed(0)
-    net = getattr(hf, cls)(getattr(hf, cls.replace("Model", "Config"))(**config)).eval()
+    net = getattr(hf, cls)(getattr(hf, config_class[0] if config_class else cls.replace("Model", "Config"))(**config)).eval()
 
     class Hidden(torch.nn.Module):  # a model returns a ModelOutput; ONNX wants tensors
         def __init__(self):
@@ -69,11 +91,11 @@ def export(name: str, path: str) -> None:
         def forward(self, x):
             return self.net(x, return_dict=True).last_hidden_state
 
-    size = 256 if name in ("mobilevit", "segformer") else 224
+    size = 256 if name in ("mobilevit", "mobilevitv2", "segformer") else 224
     x = {"tokens": lambda: torch.randint(0, 1000, (1, 64)), "audio": lambda: torch.randn(1, 16000),
          "image": lambda: torch.randn(1, 3, size, size)}[kind]()
     with torch.no_grad():
-        if name in ("llama", "qwen2"):  # the TorchScript exporter has no aten::diff
+        if name in DYNAMO:
             torch.onnx.export(Hidden(), (x,), path, dynamo=True, input_names=["input"])
         else:
             torch.onnx.export(Hidden(), (x,), path, dynamo=False, opset_version=17, input_names=["input"])
