@@ -926,14 +926,10 @@ def test_a_reduction_broadcast_back_over_its_rows_is_summed_once_a_row():
     total = topi.sum(x, axis=(2, 3), keepdims=True)
     y = te.compute(x.shape, lambda n, c, h, w: x[n, c, h, w] - total[n, c, 0, 0] / 1024.0, name="centred")
     kmod = tvm.IRModule({"main": te.create_prim_func([x, y])})
-    assert reductions_plan_of(kmod) is None and templates.label(kmod, TARGET) == templates.STATS_LABEL
+    assert templates.reductions._reduce_plan(kmod, TARGET) is None and templates.label(kmod, TARGET) == templates.STATS_LABEL
     text = templates.schedule(kmod, TARGET).script()
     assert "in T.parallel(16):" in text and text.index('T.sblock("x_red_rf")') < text.index('T.sblock("centred")')
     np.testing.assert_allclose(run(templates.schedule(kmod, TARGET)), run(kmod["main"]), rtol=1e-4, atol=1e-5)
-
-
-def reductions_plan_of(kmod):
-    return templates.reductions._reduce_plan(kmod, TARGET)
 
 
 @pytest.mark.parametrize("shape,mcpu,lanes", [

@@ -377,13 +377,22 @@ def _reduce_plan(kmod: tvm.IRModule, target) -> _ReducePlan | None:
     if any([int(v.dom.extent) for v in b.iter_vars if int(v.dom.extent) != 1] != spatial for b in blocks[1:]):
         return None
     row = math.prod(int(e) for e in extents[-reduced:])
-    widest, _ = common.vector_lanes(target)
-    lanes = 2 * widest if row >= TWO_VECTOR_ROW and row % (2 * widest) == 0 else \
-        _row_lanes(row, target) or _divisor_lanes(row, widest)
-    if lanes is None or row <= lanes:
+    lanes = _partial_results(row, target)
+    if lanes is None:
         return None
     return _ReducePlan(lanes, math.prod(int(e) for e in extents) >= common.MIN_MOVED_ELEMENTS, red.name_hint, reduced,
                        tuple(b.name_hint for b in blocks[1:]))
+
+
+def _partial_results(row: int, target) -> int | None:
+    """The partial results a row of ``row`` elements is summed into: two vectors from
+    :data:`TWO_VECTOR_ROW` elements where they divide it, else one whole vector
+    (:func:`_row_lanes`) or a divisor (:func:`_divisor_lanes`); None where the row holds no more
+    than that (nothing to accumulate across) or only 1 divides it."""
+    widest, _ = common.vector_lanes(target)
+    lanes = 2 * widest if row >= TWO_VECTOR_ROW and row % (2 * widest) == 0 else \
+        _row_lanes(row, target) or _divisor_lanes(row, widest)
+    return None if lanes is None or row <= lanes else lanes
 
 
 def _divisor_lanes(row: int, widest: int) -> int | None:
@@ -517,10 +526,8 @@ def _stats_plan(kmod: tvm.IRModule, target, fallback: bool = False) -> _StatsPla
     n = math.prod(row)
     if n < STATS_MIN_ROW and not fallback:
         return None
-    widest, _ = common.vector_lanes(target)
-    lanes = 2 * widest if n >= TWO_VECTOR_ROW and n % (2 * widest) == 0 else \
-        _row_lanes(n, target) or _divisor_lanes(n, widest)
-    if lanes is None or n <= lanes:
+    lanes = _partial_results(n, target)
+    if lanes is None:
         return None
     parallel = math.prod(rows) > 1 and (n >= STATS_MIN_ROW or math.prod(rows) * n >= common.MIN_MOVED_ELEMENTS)
     return _StatsPlan(lanes, parallel, reduced, tuple(r.name_hint for r in reds), tuple(rowwise),
