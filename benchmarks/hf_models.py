@@ -7,10 +7,11 @@ with ``--check`` and timed against onnxruntime on the same file.
 Each model is exported at a fixed shape (one image of 224 x 224, MobileViT's, MobileViT-v2's and
 SegFormer's 256; 64 tokens; a second of 16 kHz audio) by PyTorch's TorchScript exporter at opset 17,
 the :data:`DYNAMO` decoders by its dynamo exporter at its default opset,
-its last hidden state the output. ``compile --devices cpu,cpu --strategy cpu --check`` builds it (its seconds and
-differences printed); then ``--rounds`` rounds, each one process of ours (``run --repeat``) and one
-of onnxruntime's (2 threads, graph optimizations on, ``--repeat`` runs after 5), in turn. One line
-of JSON a model: the medians over rounds and each side's spread.
+its last hidden state the output. ``compile --devices cpu,cpu --strategy cpu --check`` builds it (its exit
+status, seconds, differences and ``note:``/``error:`` lines recorded: :func:`compile_row`); then, where it
+passed, ``--rounds`` rounds, each one process of ours (``run --repeat``) and one of onnxruntime's (2
+threads, graph optimizations on, ``--repeat`` runs after 5), in turn. One line of JSON a model: the
+compile's row, the medians over rounds and each side's spread.
 """
 
 from __future__ import annotations
@@ -101,10 +102,19 @@ def export(name: str, path: str) -> None:
             torch.onnx.export(Hidden(), (x,), path, dynamo=False, opset_version=17, input_names=["input"])
 
 
-def _run(cmd: list[str], timeout: float = 3600) -> str:
+def _run(cmd: list[str], timeout: float = 3600) -> tuple[int, str]:
+    """``cmd``'s exit status and its output (stdout, then stderr)."""
     env = dict(os.environ, TVM_NUM_THREADS=os.environ.get("TVM_NUM_THREADS", "2"))
     done = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env=env, cwd=REPO)
-    return done.stdout + done.stderr
+    return done.returncode, done.stdout + done.stderr
+
+
+def compile_row(name: str, log: str, rc: int, seconds: float) -> dict:
+    """A model's row of ``compile --check``: its exit status, seconds, differences and the lines it
+    began with ``note:`` or ``error:`` (BiT's "the reference is the one off" was on stderr only)."""
+    return {"model": name, "compile_rc": rc, "compile_check_s": round(seconds, 1),
+            **{k: float(v) for k, v in re.findall(r"(max_abs_err\w*)=([\d.e+-]+)", log)},
+            "notes": [line for line in log.splitlines() if line.startswith(("note:", "error:"))]}
 
 
 def main() -> None:
@@ -122,16 +132,18 @@ def main() -> None:
         if not os.path.exists(path):
             export(name, path)
         start = time.time()
-        log = _run([sys.executable, "-m", "tvm_partition", "compile", path, "--devices", "cpu,cpu",
-                    "--strategy", "cpu", "--check", "--out", art])
-        row = {"model": name, "compile_check_s": round(time.time() - start, 1),
-               **{k: float(v) for k, v in re.findall(r"(max_abs_err\w*)=([\d.e+-]+)", log)}}
+        rc, log = _run([sys.executable, "-m", "tvm_partition", "compile", path, "--devices", "cpu,cpu",
+                        "--strategy", "cpu", "--check", "--out", art])
+        row = compile_row(name, log, rc, time.time() - start)
+        if rc:  # no artifact to time (or one that failed its check)
+            print(json.dumps(row), flush=True)
+            continue
         ours, ort = [], []
         for _ in range(args.rounds):
             ours.append(float(re.search(r"median_us=([\d.]+)", _run(
-                [sys.executable, "-m", "tvm_partition", "run", art, "--repeat", str(args.repeat)]))[1]))
+                [sys.executable, "-m", "tvm_partition", "run", art, "--repeat", str(args.repeat)])[1])[1]))
             ort.append(float(re.search(r"median_us=([\d.]+)", _run(
-                [sys.executable, "-c", ORT_TIMER, path, str(args.repeat)]))[1]))
+                [sys.executable, "-c", ORT_TIMER, path, str(args.repeat)])[1])[1]))
         row.update(ours_us=statistics.median(ours), ort_us=statistics.median(ort),
                    spread={"ours_us": [min(ours), max(ours)], "ort_us": [min(ort), max(ort)]})
         print(json.dumps(row), flush=True)

@@ -971,3 +971,34 @@ def test_predict_again_finds_an_onnx_rows_file_in_onnx_dir_or_leaves_the_row_out
     assert "tiny cpu left out: no tiny.onnx (--onnx-dir)" in capsys.readouterr().err
     [(got, now)] = predict_again.bench_predictions(str(folder), str(onnx_dir)).values()
     assert got["model"] == "tiny" and now == pytest.approx(sim.latency_us)
+
+
+def test_hf_models_records_compile_status_and_notes_and_times_only_what_passed(monkeypatch, tmp_path, capsys):
+    """benchmarks/hf_models.py: a model whose ``compile --check`` fails is a row with its exit status
+    and its error line, not timed (before, the script died on the missing artifact); one that
+    passes keeps its ``note:`` lines (BiT's "the reference is the one off" was on stderr only)."""
+    sys.path.insert(0, os.path.join(REPO, "benchmarks"))
+    import hf_models
+
+    logs = {"gpt2": (1, "max_abs_err=0.5\nerror: partitioned output differs from onnxruntime (tolerance 0.001)\n"),
+            "bit": (0, "checking: ...\nnote: the unpartitioned model is the one off\nmax_abs_err=6.5e-04 "
+                       "max_abs_err_onnxruntime=1.9e-04\n")}
+    calls = []
+
+    def fake(cmd, timeout=3600):
+        calls.append(cmd)
+        if "compile" in cmd:
+            return logs[os.path.basename(cmd[cmd.index("compile") + 1])[:-len(".onnx")]]
+        return 0, "median_us=100.0\n"
+
+    for name in logs:
+        (tmp_path / f"{name}.onnx").write_bytes(b"")  # exported already: no torch
+    monkeypatch.setattr(hf_models, "_run", fake)
+    monkeypatch.setattr(sys, "argv", ["hf_models.py", "--models", "gpt2,bit", "--out", str(tmp_path), "--rounds", "1"])
+    hf_models.main()
+    failed, passed = (json.loads(line) for line in capsys.readouterr().out.splitlines())
+    assert failed["compile_rc"] == 1 and failed["max_abs_err"] == 0.5 and "ours_us" not in failed
+    assert failed["notes"] == ["error: partitioned output differs from onnxruntime (tolerance 0.001)"]
+    assert passed["compile_rc"] == 0 and passed["notes"] == ["note: the unpartitioned model is the one off"]
+    assert passed["max_abs_err_onnxruntime"] == 1.9e-04 and passed["ours_us"] == passed["ort_us"] == 100.0
+    assert len(calls) == 4  # two compiles, one round of two timings for the model that passed
