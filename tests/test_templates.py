@@ -1225,7 +1225,9 @@ def test_scores_of_a_short_reduction_take_the_template_where_their_output_is_lar
     (matmul(196, 384, 1536), "emeraldrapids", 7, True, 0),  # ConvNeXt-T's MLP at 14x14: weights outweigh x
     (matmul(196, 384, 1536), "znver4", 4, True, 0),  # half-width AVX-512 keeps 4 rows; the order is no matter of width
     (matmul(196, 384, 1536), "x86-64-v3", 4, True, 0),  # AVX2 likewise
-    (matmul(52, 768, 512), "emeraldrapids", 13, True, 0),  # a 7x7 map's 49 rows padded to 52: 4 tiles, no chunks
+    (matmul(52, 768, 512), "emeraldrapids", 13, True, 128),  # a 7x7 map's 49 rows padded to 52: 4 tiles a chunk
+    (matmul(24, 768, 512), "emeraldrapids", 8, True, 0),  # 3 tiles of 8: too few to pass each chunk
+    (matmul(64, 768, 3072), "emeraldrapids", 8, True, 128),  # GPT-2's FFN at 64 tokens: 8 tiles of 8 rows
     (matmul(3136, 96, 384), "emeraldrapids", 7, False, 0),  # a first stage: x outweighs the weights
     (matmul(2048, 128, 512), "emeraldrapids", 4, False, 0),  # BERT-tiny's 16 x 128 rows: no 7 or 13 divides them
     (matmul(196, 64, 8), "emeraldrapids", 4, False, 0),  # one vector of columns: 4 rows, as before
@@ -1240,7 +1242,7 @@ def test_scores_of_a_short_reduction_take_the_template_where_their_output_is_lar
     (matmul(1500, 384, 384), "znver5", 12, False, 0),  # Whisper's encoder: 1500 rows, no 7, 13 or 8 divides them
     (matmul(1500, 384, 1536), "znver5", 12, True, 0),  # its first FFN matmul: x (2.3 MB) outgrows the chunks' 1 MiB
     (matmul(1500, 384, 384), "znver4", 4, False, 0),
-], ids=["14x14-mlp", "14x14-mlp-zen4", "14x14-mlp-avx2", "7x7-mlp", "first-stage", "bert-tiny", "one-vector",
+], ids=["14x14-mlp", "14x14-mlp-zen4", "14x14-mlp-avx2", "7x7-mlp", "three-tiles", "64-tokens", "first-stage", "bert-tiny", "one-vector",
         "vit", "bert-base-ffn", "vit-ffn-out", "short-reduction", "long-enough", "lstm-gates", "swin", "vit-zen4", "whisper", "whisper-ffn",
         "whisper-zen4"])
 def test_matmuls_whose_weights_outweigh_their_rows_sweep_rows_under_each_block_of_columns(kmod, mcpu, tile,
