@@ -98,9 +98,10 @@ MATMUL_CHUNK_X_BYTES = 1024 * 1024
 #: It was 16, from kernels timed alone, their weights warm in the caches: ConvNeXt-T's and Swin-T's
 #: matmuls of 52 rows (4 tiles of 13) ran 0.96-1.03x with chunks. In a model a matmul's weights come
 #: from the L3 cache or memory, not L2 (4-6 layers of a transformer: 39-450 MB of them), and there
-#: the chunks paid on 4 and 8 tiles: whole builds with 4 against 16 (``benchmarks/paired.py
-#: --in-process``, 7 alternating rounds, 2 threads, intel-r-xeon-r-processor-emeraldrapids-2c,
-#: 2026-12-06; Hugging Face exports at 64 tokens, each matmul 8 tiles of 8 rows): DeBERTa-v2 0.69x,
+#: the chunks paid on 4 and 8 tiles: whole builds against 16 (``benchmarks/paired.py --in-process``,
+#: 7 alternating rounds, 2 threads, intel-r-xeon-r-processor-emeraldrapids-2c, 2026-12-06; Hugging
+#: Face exports at 64 tokens, each matmul 8 tiles of 8 rows, built with 8, which makes the same
+#: kernels there as 4; ConvNeXt and Swin with 4): DeBERTa-v2 0.69x,
 #: DistilBERT 0.77x, GPT-2 0.92x, OPT 0.92x, Llama 0.95x (0.76-1.28), eight 64 x 768 x 3072 FFNs
 #: 0.74x; ConvNeXt's 4 tiles of 13 0.94x (every round under 0.99), Swin's 0.98x.
 MATMUL_CHUNK_TILES = 4
