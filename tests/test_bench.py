@@ -1002,3 +1002,24 @@ def test_hf_models_records_compile_status_and_notes_and_times_only_what_passed(m
     assert passed["compile_rc"] == 0 and passed["notes"] == ["note: the unpartitioned model is the one off"]
     assert passed["max_abs_err_onnxruntime"] == 1.9e-04 and passed["ours_us"] == passed["ort_us"] == 100.0
     assert len(calls) == 4  # two compiles, one round of two timings for the model that passed
+
+
+def test_build_with_compiles_under_the_constants_given_and_restores_them(monkeypatch, tmp_path):
+    """benchmarks/build_with.py: ``compile`` runs with the templates' constant set as given (seen from
+    inside the compile), the constant is back after; a name no template defines is one error line."""
+    sys.path.insert(0, os.path.join(REPO, "benchmarks"))
+    import build_with
+
+    from tvm_partition import cli
+    from tvm_partition.build.templates import matmul
+
+    seen = []
+    monkeypatch.setattr(cli, "main", lambda argv: seen.append((argv, matmul.MATMUL_CHUNK_TILES)) or 0)
+    before = matmul.MATMUL_CHUNK_TILES
+    assert build_with.main(["m.onnx", str(tmp_path / "art"), "MATMUL_CHUNK_TILES=99"]) == 0
+    assert seen == [(["compile", "m.onnx", "--devices", "cpu,cpu", "--strategy", "cpu", "--out", str(tmp_path / "art")], 99)]
+    assert matmul.MATMUL_CHUNK_TILES == before
+    proc = subprocess.run([sys.executable, os.path.join(REPO, "benchmarks", "build_with.py"), "m.onnx", str(tmp_path / "a"),
+                           "NO_SUCH_RULE=1"], capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 2 and proc.stderr.strip() == "error: NO_SUCH_RULE=1: no template defines NO_SUCH_RULE"
+    assert not (tmp_path / "a").exists()
