@@ -70,8 +70,7 @@ def main(argv=None) -> int:
         if args.chunks:
             row = paired and dataclasses.replace(paired, chunk=0)
         elif args.channels_last:  # every candidate, whether the rule takes it or not
-            with patched(CHANNELS_LAST_INPUT=0, CHANNELS_LAST_BYTES=0, CHANNELS_LAST_OUTPUT=0,
-                         CHANNELS_LAST_REREAD_BYTES=0):
+            with patched(CHANNELS_LAST_INPUT=0, CHANNELS_LAST_BYTES=0, CHANNELS_LAST_OUTPUT=0):
                 every = templates.convolution._plan(kmod, target)  # noqa: SLF001
             taken = "yes" if paired is not None and paired.channels_last else "no"
             if every is None or not every.channels_last:

@@ -218,12 +218,17 @@ def test_a_convolution_in_chunks_of_its_reduction_computes_the_convolution(kmod,
     (conv(512, 1024, 28, k=1, stride=2, padding=0), True),  # ResNet-50's strided downsampling
     (conv(512, 2048, 28, k=1, padding=0), True),  # 1.6 MB read by 64 blocks of output channels
     (conv(1024, 1024, 14, k=1, padding=0), True),  # ResNeXt-50's: 0.8 MB read by 32
-    (conv(512, 256, 28, k=1, padding=0), False),  # 1.6 MB read by 8: fits this Xeon's L2 cache
-    (conv(512, 1024, 14, k=1, padding=0), False),  # 0.4 MB read by 32
-    (conv(256, 512, 56, k=1, stride=2, padding=0), False),  # strided, but 256 channels
+    (conv(1024, 256, 14, k=1, padding=0), True),  # ResNet-50's: 0.8 MB read by 8 blocks, 0.72-0.79x in the model
+    (conv(1280, 320, 14, k=1, padding=0), True),  # PoolFormer's: 1 MB read by 10
+    (conv(2048, 512, 7, k=1, padding=0), True),  # 0.4 MB read by 16
+    (conv(512, 128, 28, k=1, padding=0), False),  # 1.6 MB read by 4: fits this Xeon's L2 cache
+    (conv(1024, 128, 14, k=1, padding=0), False),  # DenseNet-121's into 128
+    (conv(256, 1024, 14, k=1, padding=0), False),  # 256 channels
+    (conv(256, 512, 56, k=1, stride=2, padding=0), False),  # strided, but 256 channels: 1.19-1.31x
     (conv(2048, 512, 28), False),  # 3x3 (reduction chunks instead)
     (conv(1024, 256, 28, k=1, padding=0, groups=32), False),  # grouped
-], ids=["fcn", "strided", "read-by-64", "read-by-32", "fits-l2", "small", "short", "3x3", "grouped"])
+], ids=["fcn", "strided", "read-by-64", "read-by-32", "read-by-8", "poolformer", "7-wide", "fits-l2", "into-128",
+        "256-channels", "short", "3x3", "grouped"])
 def test_long_1x1s_read_a_channels_last_copy_of_their_input(kmod, last):
     plan = templates.convolution._plan(kmod, planned_for("emeraldrapids"))
     assert plan.channels_last == last, plan
@@ -232,7 +237,7 @@ def test_long_1x1s_read_a_channels_last_copy_of_their_input(kmod, last):
 @pytest.mark.parametrize("kmod,ice_lake,emerald_rapids", [
     (conv(576, 128, 14, k=1, padding=0), True, False),  # Inception-v2's: 0.83x channels last on Ice Lake
     (conv(256, 1024, 14, k=1, padding=0), True, False),  # ResNet-50's expansion: 0.76x
-    (conv(2048, 512, 7, k=1, padding=0), True, False),  # into 512 at 7 x 7: 0.86x
+    (conv(2048, 512, 7, k=1, padding=0), True, True),  # into 512 at 7 x 7: 0.86x
     (conv(512, 128, 7, k=1, padding=0), False, False),  # DenseNet's into 128 at 7 x 7: 1.09x, in place
     (conv(192, 128, 14, k=1, padding=0), False, False),  # a short reduction
     (conv(1024, 256, 28, k=1, padding=0), True, True),  # FCN's 3.2 MB of input: channels last on both

@@ -475,8 +475,11 @@ class Schedules:
 #: 62 computes a pooling's rows of 13 or more output columns as vectors (strided ones up to a vector's
 #: lanes) and keeps narrower ones' accumulators on the stack (:data:`tvm_partition.build.templates.pooling.POOL_ROW_MIN_WIDTH`),
 #: 63 replays records tuned here for kernels under :data:`tvm_partition.build.transfer.SERIAL_FLOPS` without their
-#: parallel loop (:func:`scheduled`).
-TRANSFER_RULES = 63
+#: parallel loop (:func:`scheduled`), 64 has a stride-1 1x1 of 512 or more input channels into 256
+#: or more read its input channels last at any size (:data:`tvm_partition.build.templates.convolution.CHANNELS_LAST_OUTPUT`)
+#: and cuts a columns-outer matmul's reduction into chunks from 4 tiles of rows, not 16
+#: (:data:`tvm_partition.build.templates.matmul.MATMUL_CHUNK_TILES`, changed before without a number).
+TRANSFER_RULES = 64
 
 
 def open_schedules(path: str | None, transfer: bool = True) -> Schedules:

@@ -108,7 +108,7 @@ REDUCTION_CHUNK_BYTES = 512 * 1024
 #: Input channels from which an ungrouped 1x1 convolution on the direct template may read its input
 #: from a channels-last copy the kernel makes first (:func:`_channels_last`): where it is strided,
 #: its input outgrows :data:`CHANNELS_LAST_BYTES`, or :data:`CHANNELS_LAST_OUTPUT` output channels
-#: read an input of :data:`CHANNELS_LAST_REREAD_BYTES`. Why: a tile of 7 pixels reads 28 bytes of
+#: read it. Why: a tile of 7 pixels reads 28 bytes of
 #: each input channel's plane and jumps to the next plane, so over 512 channels or more it touches
 #: more cache lines than the L1 cache holds (768 of 64 bytes on this Xeon), each partly used, and a
 #: strided tile every other pixel of twice as many; channels last it reads 7 x 4 bytes x channels in
@@ -130,10 +130,21 @@ CHANNELS_LAST_INPUT = 512
 #: channels-last copy: this Xeon's L2 cache a core (2 MiB), beyond which the planes' partly used
 #: lines come from L3 at every row of tiles.
 CHANNELS_LAST_BYTES = 2 * 1024 * 1024
-#: Output channels (32 or more blocks of two vectors, each reading the whole input) from which an
-#: input of :data:`CHANNELS_LAST_REREAD_BYTES` or more is read channels last.
-CHANNELS_LAST_OUTPUT = 1024
-CHANNELS_LAST_REREAD_BYTES = 768 * 1024
+#: Output channels (8 or more blocks of two vectors, each reading the whole input) from which a
+#: stride-1 1x1 of :data:`CHANNELS_LAST_INPUT` channels reads its input channels last at any size.
+#: It was 1024 where the input held 768 KiB or more, from the kernels above timed alone, which put
+#: 1024 channels at 14 x 14 into 256-512 at 0.78-1.21x. In a model that input comes from the kernel
+#: before it, and there the copy paid: whole builds against the rule before
+#: (``benchmarks/paired.py --in-process``, 9 alternating rounds, 2 threads,
+#: intel-r-xeon-r-processor-emeraldrapids-2c, 2026-12-06; Hugging Face exports, the onnx package's
+#: light DenseNet-121) PoolFormer-S12 0.913x (its 1280 -> 320 at 14 x 14), RegNet 0.955x, ResNet-50
+#: 0.978x (0.945-1.001), DenseNet-121 0.993x (0.984-1.004). Within builds that took 256 channels
+#: and more (``run --kernels``, 4 alternating runs of each, a kernel's ratio over its run's median
+#: one): PoolFormer's 1280 -> 320 0.68-0.78x, ResNet-50's 1024 -> 256 and 1024 -> 512 at 14 x 14
+#: 0.72-0.79x and 0.75-0.89x, its 7-wide ones and 512 -> 256 at 28 x 28 within 6%, but its strided
+#: 256 -> 512 from 56 wide 1.19-1.31x: under 512 channels the rule stays out. Ice Lake's rules
+#: (:data:`POINTWISE_ANY_STRIP`, :func:`_channels_last_any_size`) ran DenseNet-121 1.09-1.13x here.
+CHANNELS_LAST_OUTPUT = 256
 #: Where the Ice Lake server VM measured otherwise (:func:`_channels_last_any_size`): every 1x1 of
 #: ResNet-50, DenseNet-121 and Inception-v2 (onnx light models) on this template both ways, each alone
 #: (``benchmarks/conv_tiles.py --channels-last``, 3 rounds, 2 threads,
@@ -345,7 +356,7 @@ def _channels_last(nest: common._Nest, lanes: int, target) -> bool:
     """Whether a 1x1 convolution reads its input from a channels-last copy: at least
     :data:`CHANNELS_LAST_INPUT` input channels, a whole number of vectors of them, and strided (its
     input wider than its output), an input of more than :data:`CHANNELS_LAST_BYTES`, or at least
-    :data:`CHANNELS_LAST_OUTPUT` output channels reading :data:`CHANNELS_LAST_REREAD_BYTES`; on the
+    :data:`CHANNELS_LAST_OUTPUT` output channels reading it; on the
     :data:`POINTWISE_ANY_STRIP` CPUs, :func:`_channels_last_any_size`."""
     _, outputs, _, width, channels, ry, rx = nest.extents
     if (ry, rx) != (1, 1) or channels % lanes:
@@ -355,8 +366,7 @@ def _channels_last(nest: common._Nest, lanes: int, target) -> bool:
     data = nest.block.reads[0].source
     strided = int(data.shape[-1]) > width
     size = common._operand_elements(nest.block)[0] * data.dtype.bits // 8
-    reread = outputs >= CHANNELS_LAST_OUTPUT and size >= CHANNELS_LAST_REREAD_BYTES
-    return channels >= CHANNELS_LAST_INPUT and (strided or size > CHANNELS_LAST_BYTES or reread)
+    return channels >= CHANNELS_LAST_INPUT and (strided or size > CHANNELS_LAST_BYTES or outputs >= CHANNELS_LAST_OUTPUT)
 
 
 def _channels_last_any_size(outputs: int, width: int, channels: int) -> bool:
