@@ -14,6 +14,8 @@ import sys
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.abspath(os.path.join(HERE, "..", "..", "..", ".."))
 sys.path[:0] = [os.path.join(REPO, "benchmarks"), REPO]
+import build_with  # noqa: E402
+from conv_kernels import patched  # noqa: E402
 from tvm_partition.build.templates import convolution as conv  # noqa: E402
 
 C, O = int(os.environ["CL_C"]), int(os.environ["CL_O"])
@@ -27,7 +29,5 @@ def widened(nest, lanes, target):
     return before(nest, lanes, target)
 
 
-conv._channels_last = widened
-import build_with  # noqa: E402
-
-sys.exit(build_with.main(sys.argv[1:]))
+with patched(_channels_last=widened):
+    sys.exit(build_with.main(sys.argv[1:]))
