@@ -26,7 +26,10 @@ gave outputs of the wrong shape without a word:
   of copies along each tiled axis (a balanced tree), whose kernels select by comparisons, where
   there are at most :data:`CONCAT_COPIES` copies in all; as one ``Gather`` an axis of constant
   indices (``0 .. n-1`` repeated; the kernel loads each index) where there are more
-  (``[2, 3, 4, 5]`` tiled ``[30, 30, 4, 2]``, 66 copies, was as wrong in TVM's kernel).
+  (``[2, 3, 4, 5]`` tiled ``[30, 30, 4, 2]``, 66 copies, was as wrong in TVM's kernel). Repeats
+  of more than one dimension that hold one repeat an axis (PyTorch's TorchScript export of Hugging
+  Face's Mamba tiles a ``(1,)`` tensor by ``[[64]]``; onnxruntime refuses the file) are read as the
+  1-D repeats they mean: they had stopped ``compile`` with a traceback.
 * ``IsInf`` with ``detect_positive`` or ``detect_negative`` off: the importer detects both signs
   without a word (ONNX's two cases wrong); written as ``IsInf`` and the sign's comparison.
 * ``LayerNormalization``'s second and third outputs, the mean and the inverse standard deviation
@@ -82,6 +85,12 @@ def _tile(node, emit: Emitter, lookup: Lookup, types: dict) -> bool:
     if repeats is None or (repeats < 1).any():
         return False
     shape = types.get(node.input[0], (0, None))[1]
+    if repeats.ndim != 1:  # out of ONNX's spec (onnxruntime refuses the file), but one repeat an axis
+        # all the same: PyTorch's TorchScript exporter writes [[64]] for a (1,)-shaped input in Hugging
+        # Face's Mamba; any other shape is left to TVM's importer
+        if not shape or repeats.size != len(shape):
+            return False
+        repeats = repeats.reshape(-1)
     concat = sum(int(r) for r in repeats if r > 1) <= CONCAT_COPIES
     if not concat and (not shape or len(shape) != len(repeats)):
         return False
