@@ -17,6 +17,7 @@ compile's row, the medians over rounds and each side's spread.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import re
@@ -57,10 +58,39 @@ MODELS = {"llama": ("LlamaModel", DECODER, "tokens"), "qwen2": ("Qwen2Model", DE
           **{n: (c, {}, "image") for n, c in [("resnet", "ResNetModel"), ("poolformer", "PoolFormerModel"),
                                               ("swinv2", "Swinv2Model"), ("convnextv2", "ConvNextV2Model"),
                                               ("mobilevitv2", "MobileViTV2Model"), ("cvt", "CvtModel"),
-                                              ("bit", "BitModel")]}}
+                                              ("bit", "BitModel")]},
+          # the third batch (BENCHMARKS.md, "Twenty-eight more Hugging Face architectures")
+          "gemma": ("GemmaModel", dict(DECODER, head_dim=64), "tokens"),
+          "qwen3": ("Qwen3Model", dict(DECODER, head_dim=64), "tokens"),
+          "falcon": ("FalconModel", dict(hidden_size=512, num_hidden_layers=4, num_attention_heads=8, vocab_size=4000,
+                                         use_cache=False), "tokens"),
+          "gpt-bigcode": ("GPTBigCodeModel", dict(n_embd=512, n_layer=4, n_head=8, vocab_size=4000, use_cache=False),
+                          "tokens"),
+          "starcoder2": ("Starcoder2Model", DECODER, "tokens"),
+          "mamba": ("MambaModel", dict(hidden_size=256, num_hidden_layers=4, vocab_size=4000, use_cache=False), "tokens"),
+          "electra": ("ElectraModel", SMALL, "tokens"), "squeezebert": ("SqueezeBertModel", SMALL, "tokens"),
+          "funnel": ("FunnelBaseModel", dict(block_sizes=[1, 1, 1], vocab_size=4000), "tokens", "FunnelConfig"),
+          "roformer": ("RoFormerModel", SMALL, "tokens"),
+          "modernbert": ("ModernBertModel", dict(num_hidden_layers=4, vocab_size=4000, pad_token_id=0, eos_token_id=1,
+                                                 bos_token_id=2, cls_token_id=2, sep_token_id=1), "tokens"),
+          "esm": ("EsmModel", dict(num_hidden_layers=4, vocab_size=4000, pad_token_id=1,
+                                   position_embedding_type="rotary"), "tokens"),
+          "canine": ("CanineModel", {"num_hidden_layers": 4}, "tokens"),
+          "nystromformer": ("NystromformerModel", dict(SMALL, segment_means_seq_len=64, num_landmarks=64), "tokens"),
+          "xlnet": ("XLNetModel", dict(n_layer=4, vocab_size=4000), "tokens"),
+          "hubert": ("HubertModel", {"num_hidden_layers": 4}, "audio"),
+          "wavlm": ("WavLMModel", {"num_hidden_layers": 4}, "audio"),
+          **{n: (c, {"num_hidden_layers": 4}, "image") for n, c in [
+              ("data2vec-vision", "Data2VecVisionModel"), ("yolos", "YolosModel"), ("dpt", "DPTModel"),
+              ("siglip-vision", "SiglipVisionModel")]},
+          **{n: (c, {}, "image") for n, c in [("focalnet", "FocalNetModel"), ("mobilenetv1", "MobileNetV1Model"),
+                                              ("glpn", "GLPNModel"), ("pvt-v2", "PvtV2Model"), ("hiera", "HieraModel"),
+                                              ("swiftformer", "SwiftFormerModel"), ("textnet", "TextNetModel")]}}
 #: Exported by PyTorch's dynamo exporter: the TorchScript one has no ``aten::diff`` (the decoders'
-#: masks) and at opset 17 no ``aten::col2im`` (MobileViT-v2's fold)
-DYNAMO = frozenset({"llama", "qwen2", "mistral", "phi", "gpt-neox", "mobilevitv2"})
+#: masks) and at opset 17 no ``aten::col2im`` (MobileViT-v2's fold); for Mamba and CANINE it writes
+#: files onnxruntime refuses (a ``Tile`` of two-dimensional repeats, a ``MatMul`` of mismatched heads)
+DYNAMO = frozenset({"llama", "qwen2", "mistral", "phi", "gpt-neox", "mobilevitv2", "gemma", "qwen3", "falcon",
+                    "gpt-bigcode", "starcoder2", "mamba", "canine"})
 ORT_TIMER = """
 import sys, time, statistics, numpy as np, onnxruntime as ort
 o = ort.SessionOptions(); o.intra_op_num_threads = 2; o.inter_op_num_threads = 1; o.log_severity_level = 3
@@ -130,7 +160,12 @@ def main() -> None:
             raise SystemExit(f"error: --models {name!r}: choose from {', '.join(MODELS)}")
         path, art = os.path.join(args.out, f"{name}.onnx"), os.path.join(args.out, f"art_{name}")
         if not os.path.exists(path):
-            export(name, path)
+            try:
+                with contextlib.redirect_stdout(sys.stderr):  # PyTorch prints the traced graph of a failure
+                    export(name, path)
+            except Exception as e:  # an exporter's failure is the model's row, not the end of the run
+                print(json.dumps({"model": name, "export_error": f"{type(e).__name__}: {str(e)[:300]}"}), flush=True)
+                continue
         start = time.time()
         rc, log = _run([sys.executable, "-m", "tvm_partition", "compile", path, "--devices", "cpu,cpu",
                         "--strategy", "cpu", "--check", "--out", art])

@@ -976,7 +976,9 @@ def test_predict_again_finds_an_onnx_rows_file_in_onnx_dir_or_leaves_the_row_out
 def test_hf_models_records_compile_status_and_notes_and_times_only_what_passed(monkeypatch, tmp_path, capsys):
     """benchmarks/hf_models.py: a model whose ``compile --check`` fails is a row with its exit status
     and its error line, not timed (before, the script died on the missing artifact); one that
-    passes keeps its ``note:`` lines (BiT's "the reference is the one off" was on stderr only)."""
+    passes keeps its ``note:`` lines (BiT's "the reference is the one off" was on stderr only); one
+    its exporter refuses is a row of the exporter's error, and what PyTorch prints then stays off
+    the rows (before, the run ended there)."""
     sys.path.insert(0, os.path.join(REPO, "benchmarks"))
     import hf_models
 
@@ -993,10 +995,18 @@ def test_hf_models_records_compile_status_and_notes_and_times_only_what_passed(m
 
     for name in logs:
         (tmp_path / f"{name}.onnx").write_bytes(b"")  # exported already: no torch
+
+    def refused(name, path):  # an exporter that fails (PyTorch's TorchScript one on aten::diff)
+        print("graph(%input : Long(1, 64)) ...")  # what PyTorch prints of the traced graph, to stdout
+        raise RuntimeError("Exporting the operator 'aten::diff' to ONNX opset version 17 is not supported")
+
     monkeypatch.setattr(hf_models, "_run", fake)
-    monkeypatch.setattr(sys, "argv", ["hf_models.py", "--models", "gpt2,bit", "--out", str(tmp_path), "--rounds", "1"])
+    monkeypatch.setattr(hf_models, "export", refused)
+    monkeypatch.setattr(sys, "argv", ["hf_models.py", "--models", "gemma,gpt2,bit", "--out", str(tmp_path), "--rounds", "1"])
     hf_models.main()
-    failed, passed = (json.loads(line) for line in capsys.readouterr().out.splitlines())
+    unexported, failed, passed = (json.loads(line) for line in capsys.readouterr().out.splitlines())
+    assert unexported == {"model": "gemma", "export_error": "RuntimeError: Exporting the operator 'aten::diff' to "
+                                                            "ONNX opset version 17 is not supported"}
     assert failed["compile_rc"] == 1 and failed["max_abs_err"] == 0.5 and "ours_us" not in failed
     assert failed["notes"] == ["error: partitioned output differs from onnxruntime (tolerance 0.001)"]
     assert passed["compile_rc"] == 0 and passed["notes"] == ["note: the unpartitioned model is the one off"]
