@@ -1,4 +1,4 @@
-"""sigmoid, tanh, exp, erf and GELU legalized on TVM's polynomials (tvm_partition/ir/fastmath.py).
+"""sigmoid, tanh, exp, erf, GELU (both forms) and SiLU legalized on TVM's polynomials (tvm_partition/ir/fastmath.py).
 
 Oracles: numpy in float64 (the error stays within a few float32 ulps), the legalized PrimFuncs'
 text (no libm call is left, TVM's names are kept), and TVM's own legalization where ours declines."""
@@ -30,7 +30,9 @@ def _module(dtype: str):
                 e = R.exp(R.multiply(a, R.const(0.25, dtype)))
                 g = R.nn.gelu(b)
                 f = R.erf(R.multiply(a, R.const(0.3, dtype)))
-                y = R.add(R.add(R.add(R.multiply(s, t), e), g), f)
+                h = R.nn.gelu_tanh(a)
+                u = R.nn.silu(b)
+                y = R.add(R.add(R.add(R.add(R.add(R.multiply(s, t), e), g), f), h), u)
                 R.output(y)
             return y
 
@@ -40,8 +42,8 @@ def _module(dtype: str):
 def test_the_gate_functions_vectorise_and_keep_their_accuracy_and_names():
     legal = legalize_ops()(_module("float32"))
     names = {gv.name_hint: f for gv, f in legal.functions_items() if isinstance(f, tvm.tirx.PrimFunc)}
-    assert {"tir_sigmoid", "tir_tanh", "tir_exp", "gelu", "erf"} <= set(names)
-    for name in ("tir_sigmoid", "tir_tanh", "tir_exp", "gelu", "erf"):
+    assert {"tir_sigmoid", "tir_tanh", "tir_exp", "gelu", "erf", "gelu_tanh", "silu"} <= set(names)
+    for name in ("tir_sigmoid", "tir_tanh", "tir_exp", "gelu", "erf", "gelu_tanh", "silu"):
         text = names[name].script()
         assert not any(f"T.{f}(" in text for f in ("exp", "tanh", "sigmoid", "erf")), name
     ex = tvm.compile(legal, target=tvm.target.Target(cpu_target()))
@@ -54,6 +56,7 @@ def test_the_gate_functions_vectorise_and_keep_their_accuracy_and_names():
     a64, b64 = a.astype(np.float64), b.astype(np.float64)
     erf = np.vectorize(math.erf)
     want = np.tanh(b64) / (1 + np.exp(-a64)) + np.exp(a64 * 0.25) + b64 * 0.5 * (1 + erf(b64 / math.sqrt(2))) + erf(a64 * 0.3)
+    want += 0.5 * a64 * (1 + np.tanh(math.sqrt(2 / math.pi) * (a64 + 0.044715 * a64**3))) + b64 / (1 + np.exp(-b64))
     assert np.all(np.isfinite(got))
     np.testing.assert_allclose(got, want, rtol=2e-6, atol=1e-6)
 

@@ -478,8 +478,9 @@ class Schedules:
 #: parallel loop (:func:`scheduled`), 64 has a stride-1 1x1 of 512 or more input channels into 256
 #: or more read its input channels last at any size (:data:`tvm_partition.build.templates.convolution.CHANNELS_LAST_OUTPUT`)
 #: and cuts a columns-outer matmul's reduction into chunks from 4 tiles of rows, not 16
-#: (:data:`tvm_partition.build.templates.matmul.MATMUL_CHUNK_TILES`, changed before without a number).
-TRANSFER_RULES = 64
+#: (:data:`tvm_partition.build.templates.matmul.MATMUL_CHUNK_TILES`, changed before without a number),
+#: 65 legalizes the tanh-approximated GELU and SiLU on the polynomials (:mod:`tvm_partition.ir.fastmath`).
+TRANSFER_RULES = 65
 
 
 def open_schedules(path: str | None, transfer: bool = True) -> Schedules:

@@ -1,4 +1,4 @@
-"""Exponentials that vectorise: ``sigmoid``, ``tanh``, ``exp``, ``erf``, GELU and softmax legalized on TVM's ``fast_exp`` / ``fast_tanh`` / ``fast_erf``; ``isnan`` / ``isinf`` as tests of the bits; LRN's pool that fuses.
+"""Exponentials that vectorise: ``sigmoid``, ``tanh``, ``exp``, ``erf``, GELU (and its tanh form), SiLU and softmax legalized on TVM's ``fast_exp`` / ``fast_tanh`` / ``fast_erf``; ``isnan`` / ``isinf`` as tests of the bits; LRN's pool that fuses.
 
 TVM 0.27 legalizes ``R.sigmoid``, ``R.tanh`` and ``R.exp`` to ``T.sigmoid`` / ``T.tanh`` / ``T.exp``,
 which LLVM lowers to a call of libm's scalar ``expf`` (``tanhf``) for every element: no loop
@@ -13,7 +13,12 @@ Measured on ``sigmoid(a) * tanh(b)`` over 16 x 64 (amd-epyc-znver5-2c, 2026-11-2
 way; ``topi.fast_erf`` is a rational function. So does an ``erf`` of its own: PyTorch's
 TorchScript exporter writes ``nn.GELU`` out as ``Div, Erf, Add, Mul, Mul`` (its dynamo exporter as
 ONNX's ``Gelu``), and an MLP-Mixer's feed-forward matmul with that epilogue ran 338 us a call on
-libm's ``erff``, 99 us as ``gelu`` (``run --kernels``, amd-epyc-znver3-2c, 2026-11-30). ``softmax`` over the last axis exponentiates
+libm's ``erff``, 99 us as ``gelu`` (``run --kernels``, amd-epyc-znver3-2c, 2026-11-30). The tanh-approximated
+GELU (``R.nn.gelu_tanh``: ONNX's ``Gelu`` with ``approximate="tanh"``, which PyTorch's dynamo exporter
+writes for GPTBigCode's, Starcoder2's and Gemma's feed-forward) calls libm's ``tanhf`` the same way:
+GPTBigCode's 64 x 512 x 2048 matmul with it ran 1,363 us alone, its 2048 -> 512 one without an
+epilogue 699 (emeraldrapids-2c, 2026-12-06); it is written on ``fast_tanh``, and SiLU
+(``R.nn.silu``, ``x sigmoid(x)``) on the sigmoid here. ``softmax`` over the last axis exponentiates
 every element the same way: it becomes ``topi.nn.fast_softmax`` (BERT-tiny's attention softmax,
 16 x 2 x 128 x 128, took 493 us on a transferred record with libm's ``expf``; on ``fast_exp`` and
 the softmax template, 75 us; amd-epyc-znver5-2c, 2026-11-26); on a CPU, one over rows no whole
@@ -32,6 +37,8 @@ gets it.
 
 from __future__ import annotations
 
+import math
+
 import tvm
 from tvm import te, topi
 
@@ -45,6 +52,24 @@ def _gelu(x):
     """TVM's GELU (``x * (0.5 + 0.5 * erf(x / sqrt 2))``) on ``topi.fast_erf``."""
     erf = topi.fast_erf(x * tvm.tirx.const(0.5**0.5, x.dtype))
     return x * (tvm.tirx.const(0.5, x.dtype) + erf * tvm.tirx.const(0.5, x.dtype))
+
+
+def _gelu_tanh(x):
+    """TVM's tanh-approximated GELU (``0.5 x (1 + tanh(sqrt(2 / pi) x (1 + 0.044715 x^2)))``, ONNX's
+    ``Gelu`` with ``approximate="tanh"``) on ``topi.fast_tanh``."""
+    def inner(*i):
+        return tvm.tirx.const(math.sqrt(2.0 / math.pi), x.dtype) * x(*i) \
+            * (tvm.tirx.const(1.0, x.dtype) + tvm.tirx.const(0.044715, x.dtype) * x(*i) * x(*i))
+
+    t = topi.fast_tanh(te.compute(x.shape, inner, name="T_gelu_inner", tag="elemwise"))
+    return te.compute(x.shape, lambda *i: tvm.tirx.const(0.5, x.dtype) * x(*i) * (tvm.tirx.const(1.0, x.dtype) + t(*i)),
+                      name="T_gelu_tanh", tag="elemwise")
+
+
+def _silu(x):
+    """SiLU (``x sigmoid(x)``) on :func:`_sigmoid`."""
+    s = _sigmoid(x)
+    return te.compute(x.shape, lambda *i: x(*i) * s(*i), name="T_silu", tag="elemwise")
 
 
 def _softmax(bb, call):
@@ -198,6 +223,8 @@ LEGALIZE = {
     "relax.tanh": _legalize("relax.tanh", topi.fast_tanh, "tir_tanh"),
     "relax.exp": _legalize("relax.exp", topi.fast_exp, "tir_exp"),
     "relax.nn.gelu": _legalize("relax.nn.gelu", _gelu, "gelu"),
+    "relax.nn.gelu_tanh": _legalize("relax.nn.gelu_tanh", _gelu_tanh, "gelu_tanh"),
+    "relax.nn.silu": _legalize("relax.nn.silu", _silu, "silu"),
     "relax.erf": _legalize("relax.erf", topi.fast_erf, "erf"),
     "relax.nn.softmax": _softmax,
     "relax.nn.avg_pool3d": _avg_pool3d,
