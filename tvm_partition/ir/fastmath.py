@@ -17,8 +17,10 @@ libm's ``erff``, 99 us as ``gelu`` (``run --kernels``, amd-epyc-znver3-2c, 2026-
 GELU (``R.nn.gelu_tanh``: ONNX's ``Gelu`` with ``approximate="tanh"``, which PyTorch's dynamo exporter
 writes for GPTBigCode's, Starcoder2's and Gemma's feed-forward) calls libm's ``tanhf`` the same way:
 GPTBigCode's 64 x 512 x 2048 matmul with it ran 1,363 us alone, its 2048 -> 512 one without an
-epilogue 699 (emeraldrapids-2c, 2026-12-06); it is written on ``fast_tanh``, and SiLU
-(``R.nn.silu``, ``x sigmoid(x)``) on the sigmoid here. ``softmax`` over the last axis exponentiates
+epilogue 699 (emeraldrapids-2c, 2026-12-06); written on ``fast_tanh``, GPTBigCode, Gemma and
+Starcoder2 ran 0.74x, 0.83x and 0.72x their time (paired builds, 9 rounds; BENCHMARKS.md,
+"Twenty-eight more Hugging Face architectures"). SiLU (``R.nn.silu``, ``x sigmoid(x)``, what TVM's
+PyTorch importers make of ``F.silu``) is written on the sigmoid here likewise. ``softmax`` over the last axis exponentiates
 every element the same way: it becomes ``topi.nn.fast_softmax`` (BERT-tiny's attention softmax,
 16 x 2 x 128 x 128, took 493 us on a transferred record with libm's ``expf``; on ``fast_exp`` and
 the softmax template, 75 us; amd-epyc-znver5-2c, 2026-11-26); on a CPU, one over rows no whole
