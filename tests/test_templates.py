@@ -1263,6 +1263,34 @@ def test_matmuls_whose_weights_outweigh_their_rows_sweep_rows_under_each_block_o
     assert templates.inner_tiles(kmod, target)[0] == tile
 
 
+@pytest.mark.parametrize("kmod,mcpu,blocks", [
+    (matmul(200, 768, 768), "znver2", 3),  # Data2Vec's 197 rows padded to 200: 12 of AVX2's 16 registers
+    (matmul(128, 3072, 768), "x86-64-v3", 3),  # BERT-base's FFN down-projection
+    (matmul(128, 512, 2048), "x86-64-v3", 2),  # 2048 columns: no whole tiles of three vectors
+    (matmul(200, 768, 768), "emeraldrapids", 2),  # AVX-512 keeps two (its rows: WIDE_MATMUL_ROWS)
+    (matmul(200, 768, 768), "znver4", 2),
+    (matmul(1, 768, 768), "x86-64-v3", 8),  # one row: a matrix-vector product's vectors
+], ids=["data2vec-zen2", "bert-ffn-avx2", "2048-columns-avx2", "avx512", "zen4", "one-row"])
+def test_on_avx2_a_matmul_tile_holds_three_vectors_where_they_divide_the_columns(kmod, mcpu, blocks):
+    """On 16 vector registers a tile of 4 rows x 3 vectors (12 accumulators, 3 weight vectors and a
+    broadcast row: the 16), where 3 vectors divide the columns; the planners cut columns at the tile's."""
+    target = planned_for(mcpu)
+    plan = templates.matmul._matmul_plan(kmod, target)
+    assert plan.blocks == blocks
+    assert templates.inner_tiles(kmod, target)[1] == blocks * plan.lanes
+
+
+def test_a_tile_of_three_vectors_computes_the_product():
+    """The 4 x 3 tile run here on this machine's vectors, rows and columns outer, an epilogue too."""
+    lanes = templates.common.vector_lanes(TARGET)[0]
+    for kmod in (matmul(16, 96, 6 * lanes), batched_matmul(2, 8, 32, 3 * lanes)):
+        kmod = templates.common._epilogue_operands_inlined(kmod)
+        base = dataclasses.replace(templates.matmul._matmul_plan(kmod, TARGET), rows=4, blocks=3, chunk=0)
+        for plan in (base, dataclasses.replace(base, columns_outer=not base.columns_outer)):
+            func = templates.matmul._schedule_matmul(kmod, TARGET, plan)
+            np.testing.assert_allclose(run(func), run(kmod["main"]), rtol=1e-4, atol=1e-4)
+
+
 @pytest.mark.parametrize("kmod,rows", [
     (batched_matmul(1, 32, 256, 64), 8),  # bias and GELU computed per block of columns
     (batched_matmul(2, 16, 384, 32, epilogue=None), 4),  # a leading batch axis beside the rows

@@ -479,8 +479,10 @@ class Schedules:
 #: or more read its input channels last at any size (:data:`tvm_partition.build.templates.convolution.CHANNELS_LAST_OUTPUT`)
 #: and cuts a columns-outer matmul's reduction into chunks from 4 tiles of rows, not 16
 #: (:data:`tvm_partition.build.templates.matmul.MATMUL_CHUNK_TILES`, changed before without a number),
-#: 65 legalizes the tanh-approximated GELU and SiLU on the polynomials (:mod:`tvm_partition.ir.fastmath`).
-TRANSFER_RULES = 65
+#: 65 legalizes the tanh-approximated GELU and SiLU on the polynomials (:mod:`tvm_partition.ir.fastmath`),
+#: 66 tiles a matmul 4 rows x 3 vectors on AVX2 where they divide the columns
+#: (:data:`tvm_partition.build.templates.matmul.NARROW_MATMUL_BLOCKS`).
+TRANSFER_RULES = 66
 
 
 def open_schedules(path: str | None, transfer: bool = True) -> Schedules:

@@ -81,6 +81,17 @@ COLUMNS_OUTER_MIN_REDUCTION = 512
 #: a few percent of 12 on all six. Timed on the Zen 5 only: 8 rows lost to 4 on the Emerald Rapids VM's
 #: rows-outer matmuls of 128 rows, which none of these divides.
 DIVISOR_MATMUL_ROWS = (12, 10, 6)
+#: Vectors of columns a 4-row tile holds on a CPU of 16 vector registers (AVX2), where they divide
+#: the columns: 12 accumulators, the three vectors of weights a step and the broadcast row filling
+#: the 16 (onnxruntime's FMA3 kernel keeps 12 too: 6 rows x 2 vectors); else two. Each alone, 4 x 3
+#: against 4 x 2 in the same loop order (3 alternating rounds, 2 threads, amd-epyc-znver2-2c,
+#: 2026-12-06; ``benchmarks/results/amd-epyc-znver2-2c/avx2_matmul/tiles.py``): Data2Vec vision's
+#: five matmuls (200 rows; 768 -> 768, 768 -> 3072 + GELU, 3072 -> 768) 0.79-0.83x, the zoo's
+#: BERT-base's four (2048 rows) 0.78-0.82x; 5 x 2 (10 accumulators, where 5 divides the rows)
+#: 0.79-0.85x, 5 x 3 and 8 x 2 (15 and 16: they spill) 1.29-1.45x, 2 x 4 1.01-1.24x. As builds
+#: (``benchmarks/build_with.py``, then ``paired.py --in-process``, 7 rounds): Data2Vec vision,
+#: YOLOS and DPT 0.82x, WavLM 0.94x (BENCHMARKS.md, "Matmuls on AVX2").
+NARROW_MATMUL_BLOCKS = 3
 #: Reduction elements a chunk of a columns-outer matmul's reduction holds (:func:`_matmul_chunk`):
 #: the chunk's packed weights of a block of columns (128 x 2 vectors: 16 KiB on AVX-512) stay in
 #: the L1 cache while every tile of rows passes them, the rows' sums carried in the block's
@@ -187,8 +198,11 @@ def _matmul_plan(kmod: tvm.IRModule, target, fallback: bool = False) -> _MatmulP
     if rows == 1:  # a matrix-vector product: its accumulators' chains side by side, not rows
         tile = max(b for b in range(1, GEMV_VECTORS + 1) if (cols // lanes) % b == 0)
     else:
-        fits = 2 * tile_rows <= common.ACC_BUDGET[common.vector_lanes(target)[1]]
+        widest, registers = common.vector_lanes(target)
+        fits = 2 * tile_rows <= common.ACC_BUDGET[registers]
         tile = 2 if cols % (2 * lanes) == 0 and fits else 1
+        three = registers == 16 and tile_rows == MATMUL_ROWS and lanes == widest and not fallback
+        tile = NARROW_MATMUL_BLOCKS if three and cols % (NARROW_MATMUL_BLOCKS * lanes) == 0 else tile
     columns_outer = shared and _columns_outer(mm)
     chunk = 0
     if rows > 1 and tile == 2 and not fallback and common._full_width_fma(target):
