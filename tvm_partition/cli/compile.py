@@ -462,7 +462,10 @@ def judged(compiled: Compiled, outs: list[np.ndarray], ref: list[np.ndarray], qu
     """``--check``'s verdict on the artifact's outputs ``outs``: against the unpartitioned
     reference's ``ref`` (``max_abs_err``), then onnxruntime's for an .onnx model
     (:func:`check_onnxruntime`); 1 where either differs beyond tolerance, unless the reference is
-    the one off (:func:`reference_off`: a note says so)."""
+    the one off (:func:`reference_off`: a note says so). A quantized model's ``spread`` (a function)
+    counts onnxruntime's distance from the reference too (:func:`with_reference`)."""
+    if quantized and callable(spread):
+        spread = with_reference(spread, compiled, ref)
     agreed, theirs = ort.agreement(outs, ref, quantized, spread), None
     if not agreed.ok and (theirs := onnxruntime_outputs(compiled)) is not None \
             and reference_off(outs, ref, theirs, quantized, spread):
@@ -473,6 +476,26 @@ def judged(compiled: Compiled, outs: list[np.ndarray], ref: list[np.ndarray], qu
     elif not reported(agreed, "max_abs_err", "the unpartitioned model"):
         return 1
     return check_onnxruntime(compiled, outs, quantized, spread, theirs)
+
+
+def with_reference(spread: Callable[[], float | None], compiled: Compiled,
+                   ref: list[np.ndarray]) -> Callable[[], float | None]:
+    """``spread`` (onnxruntime's own, :func:`tvm_partition.runtime.ort.spread`), or where larger the
+    mean difference of onnxruntime's outputs from the unpartitioned reference's ``ref``: two correct
+    runtimes' own disagreement, measured once. Why: where dynamic quantization's flips cascade, a
+    build of other sums than the reference's lands as far from it as onnxruntime does, and
+    onnxruntime's two runs may not differ at all. A stack of 24 matmul + GELU blocks quantized by
+    ``quantize_dynamic`` on a Zen 2: our build 0.00037 from the reference (2.3% of the outputs beyond
+    the tolerance), onnxruntime 0.00021 from it, onnxruntime's runs with its graph optimizations and
+    without 1.6e-7 apart (on the Xeons' VNNI its fused GELU differed: 0.00057; 2026-12-07)."""
+    @functools.cache
+    def measured() -> float | None:
+        theirs = onnxruntime_outputs(compiled)
+        between = None if theirs is None else ort.mean_abs_err(theirs, ref)
+        values = [v for v in (spread(), between) if v is not None]
+        return max(values) if values else None
+
+    return measured
 
 
 def reference_off(outs: list[np.ndarray], ref: list[np.ndarray], theirs: list[np.ndarray], quantized: bool = False,
