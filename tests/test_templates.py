@@ -115,6 +115,30 @@ def test_on_avx2_two_vectors_of_4_pixels_where_4_divides_the_width(kmod, tile):
     assert templates.inner_tiles(kmod, avx2) == {1: 8 * tile[1]}
 
 
+@pytest.mark.parametrize("kmod,tile", [
+    (conv(64, 256, 56, k=1, padding=0), (6, 2)),  # ResNet-50's 64 -> 256: 6 pixels x 2 vectors, a tile of 2 last in a row
+    (conv(256, 128, 28, k=1, padding=0), (6, 2)),
+    (conv(256, 128, 14, k=1, padding=0), (6, 2)),  # 7 x 1 before
+    (conv(512, 128, 7, k=1, padding=0), (7, 1)),  # 7 wide: a tile of 6 and one of 1 lost
+    (conv(64, 64, 28), (4, 2)),  # a 3x3 keeps its tile: 6 x 2 ran 1.2-2x slower
+    (conv(16, 64, 32, k=1, padding=0), (8, 1)),  # 4 KiB planes: the aliased rule stands
+], ids=["56-wide", "28-wide", "14-wide", "7-wide", "3x3", "aliased"])
+def test_on_avx2_a_1x1_takes_6_pixels_by_2_vectors(kmod, tile):
+    """12 accumulators of AVX2's 16 registers on a 1x1 at least 14 wide (AVX2_1X1_ROW)."""
+    avx2 = planned_for("znver2")
+    assert templates.convolution._pointwise_plan(kmod, avx2) is None
+    plan = templates.convolution._plan(kmod, avx2)
+    assert (plan.row, plan.blocks) == tile
+
+
+def test_a_1x1_tile_of_6_pixels_computes_the_convolution_where_6_does_not_divide_the_width():
+    """The AVX2 1x1 tile, its last tile in a row of 2 pixels, run here on this machine's vectors."""
+    for kmod in (conv(16, 64, 14, k=1, padding=0), conv(32, 64, 20, k=1, padding=0, epilogue=None)):
+        plan = templates.convolution._plan(kmod, TARGET)
+        func = templates.convolution._schedule_conv(kmod, TARGET, dataclasses.replace(plan, row=6, blocks=2))
+        np.testing.assert_allclose(run(func), run(kmod["main"]), rtol=1e-4, atol=1e-4)
+
+
 @pytest.mark.parametrize("kmod,wide,narrow", [
     (conv(16, 128, 14), (7, 2), (14, 1)),  # 14 wide: 7 pixels x 2 vectors where 14 x 1 waited on its loads
     (conv(16, 128, 56, k=1, padding=0), "1x1", "1x1"),  # a strip of 16 x 56 x 4 B x 2 rows (7 KiB): the 1x1 template

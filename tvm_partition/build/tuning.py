@@ -481,8 +481,9 @@ class Schedules:
 #: (:data:`tvm_partition.build.templates.matmul.MATMUL_CHUNK_TILES`, changed before without a number),
 #: 65 legalizes the tanh-approximated GELU and SiLU on the polynomials (:mod:`tvm_partition.ir.fastmath`),
 #: 66 tiles a matmul 4 rows x 3 vectors on AVX2 where they divide the columns
-#: (:data:`tvm_partition.build.templates.matmul.NARROW_MATMUL_BLOCKS`).
-TRANSFER_RULES = 66
+#: (:data:`tvm_partition.build.templates.matmul.NARROW_MATMUL_BLOCKS`), 67 a 1x1 convolution at least 14 wide 6 pixels x 2
+#: vectors on AVX2 (:data:`tvm_partition.build.templates.convolution.AVX2_1X1_ROW`).
+TRANSFER_RULES = 67
 
 
 def open_schedules(path: str | None, transfer: bool = True) -> Schedules:

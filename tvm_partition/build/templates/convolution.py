@@ -187,6 +187,18 @@ ROWS_FIRST_CHANNEL_BLOCKS = 2
 #: halves, one a cycle: the loads keep up) keeps 14 x 1: its 1x1 template measured 0.40-0.72x
 #: of that, 7 x 2 there unmeasured.
 PAIRED_ROW = {(8, 16): 4, (16, 32): 7}
+#: Output pixels of the tile of two vectors of output channels a 1x1 convolution takes on AVX2 (8
+#: lanes, 16 registers) where its output is at least :data:`AVX2_1X1_MIN_WIDTH` wide and not of
+#: aliased planes, the last tile of a row shorter where 6 does not divide the width: 12
+#: accumulators, 2 weight vectors and a broadcast (the matmul template's 12 on AVX2,
+#: :data:`.matmul.NARROW_MATMUL_BLOCKS`). Each alone against the tiles chosen before (4 x 2, 7 x 1),
+#: 3 alternating rounds, 2 threads, amd-epyc-znver2-2c (Zen 2), 2026-12-07 (the zoo's ResNet-50):
+#: its 15 1x1s at 56, 28 and 14 wide 0.82-0.95x, at 7 wide (one tile of 6 and one of 1) 1.04-1.05x;
+#: six of its seven 3x3s 1.16-1.95x slower on 6 x 2 (they keep theirs); 4 x 3 fits none of its channel
+#: counts, 3 x 4 lost on all but three 3x3s (0.85-1.07x). As builds, paired: ResNet-50 and
+#: Inception-v3 0.95x (BENCHMARKS.md, "1x1 convolutions on AVX2").
+AVX2_1X1_ROW = 6
+AVX2_1X1_MIN_WIDTH = 14
 #: Output channels a tile of the 1x1 template holds, each weight broadcast over its vectors of
 #: pixels (:func:`_pointwise_plan`). On ResNet-50's eight 1x1 convolutions at 56x56 and 28x28 (7
 #: vectors a tile, each kernel alone, 2 Zen 4 threads): 4 channels (28 accumulators + 7 pixel
@@ -340,6 +352,9 @@ def _plan(kmod: tvm.IRModule, target) -> _Plan | None:
         one = tile(True)
         if _write_back_bound(kmod, nest) or one[0] >= row * blocks:
             row, blocks = one
+    if one_by_one and (lanes, registers) == (8, 16) and per_group == oc and ow >= AVX2_1X1_MIN_WIDTH \
+            and not _aliased(conv) and _blocks(AVX2_1X1_ROW, oc, lanes, registers, per_group, least, 2 * AVX2_1X1_ROW) == 2:
+        row, blocks = AVX2_1X1_ROW, 2
     from ..transfer import serial
 
     taps = nest.extents[5] * nest.extents[6]
