@@ -397,18 +397,29 @@ def test_a_spread_leaves_out_the_run_without_graph_optimizations_where_it_satura
     assert ort.spread(None, 1) == pytest.approx(0.03)
 
 
-def test_a_quantized_builds_spread_counts_onnxruntimes_distance_from_the_reference(monkeypatch):
-    """Where flips cascade, onnxruntime lands as far from TVM's unpartitioned build as a build of other
-    sums does, and its own runs may not differ: the larger of the two, measured once."""
+def _flipped(base: np.ndarray, share: float, by: float, seed: int) -> list[np.ndarray]:
+    """``base`` with ``share`` of its elements moved by ``by`` (cascaded flips, or a fault)."""
+    moved = base.copy()
+    idx = np.random.default_rng(seed).choice(base.size, int(share * base.size), replace=False)
+    moved.flat[idx] += by
+    return [moved]
+
+
+@pytest.mark.parametrize("ours,theirs,verdict", [
+    ((0.03, 0.02, 1), (0.03, 0.02, 2), 0),  # flips of other sums: each pair as far apart
+    ((0.03, 0.02, 1), (0.30, 0.05, 2), 1),  # a fault shared with TVM's build: far from onnxruntime alone
+    ((0.30, 0.05, 1), (0.03, 0.02, 2), 1),  # a fault of the artifact's own: far from TVM's build alone
+], ids=["flips", "shared-fault", "own-fault"])
+def test_a_quantized_build_is_held_to_the_third_pairs_distance(monkeypatch, ours, theirs, verdict):
+    """Where flips cascade and onnxruntime's own runs agree (its spread 1e-7), the artifact held to
+    TVM's build is measured against onnxruntime's distance from it, and held to onnxruntime against
+    its own distance from TVM's build: either fault is caught, the flips pass."""
     from tvm_partition.cli import compile as cmd
 
-    ref, calls = [np.zeros(8)], []
-    monkeypatch.setattr(cmd, "onnxruntime_outputs", lambda compiled: calls.append(1) or [np.full(8, 2e-4)])
-    measured = cmd.with_reference(lambda: 1e-7, None, ref)
-    assert measured() == pytest.approx(2e-4) and measured() == pytest.approx(2e-4) and len(calls) == 1
-    assert cmd.with_reference(lambda: 1e-3, None, ref)() == pytest.approx(1e-3)
-    monkeypatch.setattr(cmd, "onnxruntime_outputs", lambda compiled: None)  # not an .onnx model
-    assert cmd.with_reference(lambda: None, None, ref)() is None
+    ref = [np.linspace(-1.0, 1.0, 2000)]
+    monkeypatch.setattr(cmd, "onnxruntime_outputs", lambda compiled: _flipped(ref[0], *theirs))
+    assert cmd.judged(None, _flipped(ref[0], *ours), ref, quantized=True, spread=lambda: 1e-7) == verdict
+
 
 
 def test_a_statically_quantized_stack_whose_flips_cascade_passes_the_check(tmp_path, capsys):

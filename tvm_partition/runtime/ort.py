@@ -53,10 +53,10 @@ FLIPPED_SHARE, FLIPPED_RANGE = 0.02, 0.1
 #: in other orders than onnxruntime at more ops than its two runs differ by: DistilBERT 1.0-1.7x, a
 #: stack of 24 dynamically quantized matmuls and GELUs 1.55x (12 of them: 1.03x;
 #: tests/test_onnx_quant.py), hence 3; a wrong scale or zero point moves every element by a step or
-#: more. ``compile --check`` counts onnxruntime's distance from TVM's unpartitioned build as a spread
-#: too (:func:`tvm_partition.cli.compile.with_reference`: on a Zen 2 onnxruntime's two runs agree to
-#: 1.6e-7 on that stack, and each lies 0.00021 from TVM's). Where flips cascade, a fault smaller than
-#: that spread cannot be told from them by the outputs.
+#: more. ``compile --check`` holds each pair of its three evaluations to the third pair's distance
+#: too (:func:`tvm_partition.cli.compile.with_distance`: on a Zen 2 onnxruntime's two runs agree to
+#: 1.6e-7 on that stack, and it lies 0.00021 from TVM's build). Where flips cascade, a fault smaller
+#: than that spread cannot be told from them by the outputs.
 SPREAD_FACTOR = 3.0
 
 
@@ -303,8 +303,8 @@ class Agreement:
         if self.share <= FLIPPED_SHARE or self.spread is None:
             return flips + ")"
         return (f"{flips}, or a mean difference within {SPREAD_FACTOR:g}x onnxruntime's with its graph optimizations "
-                f"and without, or with its scales a few units in the last place off, or from TVM's unpartitioned build "
-                f"(--check): mean_abs_err={self.mean:.3g}, "
+                f"and without, or with its scales a few units in the last place off, or (--check) the third pair's "
+                f"distance: mean_abs_err={self.mean:.3g}, "
                 f"spread_onnxruntime={self.spread:.3g})")
 
 
