@@ -465,13 +465,14 @@ def judged(compiled: Compiled, outs: list[np.ndarray], ref: list[np.ndarray], qu
     the one off (:func:`reference_off`: a note says so). A quantized model's ``spread`` (a function)
     counts the third pair's distance too (:func:`with_distance`): onnxruntime's from the reference
     where the artifact is held to the reference, the artifact's from the reference where it is held
-    to onnxruntime."""
+    to onnxruntime. onnxruntime runs once, where first needed."""
+    fetched = functools.cache(functools.partial(onnxruntime_outputs, compiled))
     to_reference = to_onnxruntime = spread
     if quantized and callable(spread):
-        to_reference = with_distance(spread, lambda: _distance(onnxruntime_outputs(compiled), ref))
+        to_reference = with_distance(spread, lambda: _distance(fetched(), ref))
         to_onnxruntime = with_distance(spread, lambda: ort.mean_abs_err(outs, ref))
-    agreed, theirs = ort.agreement(outs, ref, quantized, to_reference), None
-    if not agreed.ok and (theirs := onnxruntime_outputs(compiled)) is not None \
+    agreed = ort.agreement(outs, ref, quantized, to_reference)
+    if not agreed.ok and (theirs := fetched()) is not None \
             and reference_off(outs, ref, theirs, quantized, to_onnxruntime):
         print(f"max_abs_err={agreed.err:.3g}")
         print(f"note: the unpartitioned model (TVM's default CPU pipeline) is the one off: its outputs are "
@@ -479,7 +480,7 @@ def judged(compiled: Compiled, outs: list[np.ndarray], ref: list[np.ndarray], qu
               f"{ort.max_abs_err(outs, theirs)[0]:.3g} (tolerance {agreed.tol:.3g})", file=sys.stderr)
     elif not reported(agreed, "max_abs_err", "the unpartitioned model"):
         return 1
-    return check_onnxruntime(compiled, outs, quantized, to_onnxruntime, theirs)
+    return check_onnxruntime(compiled, outs, quantized, to_onnxruntime, fetched)
 
 
 def with_distance(spread: Callable[[], float | None], distance: Callable[[], float | None]) -> Callable[[], float | None]:
@@ -535,13 +536,13 @@ def onnxruntime_outputs(compiled: Compiled) -> list[np.ndarray] | None:
 
 def check_onnxruntime(compiled: Compiled, outs: list[np.ndarray], quantized: bool = False,
                       spread: float | Callable[[], float | None] | None = None,
-                      theirs: list[np.ndarray] | None = None) -> int:
+                      fetch: Callable[[], list[np.ndarray] | None] | None = None) -> int:
     """``--check``'s second oracle for an .onnx model: onnxruntime's outputs on the same inputs
-    (``theirs`` where read already: :func:`onnxruntime_outputs`; a quantized model's ``spread`` is
+    (``fetch()``, where given, reads them once for every comparison: :func:`onnxruntime_outputs`; a quantized model's ``spread`` is
     onnxruntime's own, a value or the function measuring it: :func:`tvm_partition.runtime.ort.agreement`).
     Prints ``max_abs_err_onnxruntime=<value>`` and returns 1 beyond tolerance; 0 where it compared
     nothing (no .onnx model, or onnxruntime cannot run it: TVM's own check stands)."""
-    theirs = theirs if theirs is not None else onnxruntime_outputs(compiled)
+    theirs = fetch() if fetch is not None else onnxruntime_outputs(compiled)
     if theirs is None:
         return 0
     return 0 if reported(ort.agreement(outs, theirs, quantized, spread), "max_abs_err_onnxruntime", "onnxruntime's") else 1
