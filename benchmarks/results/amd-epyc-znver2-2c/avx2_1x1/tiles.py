@@ -9,11 +9,10 @@ not divide the output channels prints ``-`` (a row that does not divide the widt
 in a row shorter). Printed: the extents (n, f, y, x, rc, ry, rx), the chosen tile (``R`` rows first,
 ``C`` channel blocks first), its time and GFLOP/s, then each variant's median time over the chosen one's.
 """
-import dataclasses, os, sys, statistics
+import dataclasses, os, sys
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", ".."))  # benchmarks/
-from conv_kernels import arguments, convolutions
+from conv_kernels import alternated, arguments, convolutions
 from tvm_partition.build import templates
-from tvm_partition.build.tuning import time_kernel
 C = templates.convolution
 args, target = arguments("x", sys.argv[1:2] + sys.argv[3:], {})
 variants = eval(sys.argv[2])
@@ -37,12 +36,8 @@ for label, kmod, nest in convolutions(args.models, target):
             funcs.append(C._schedule_conv(kmod, target, p) if p else None)
         except Exception as e:
             print("fail", e.__class__.__name__); funcs.append(None)
-    times = [[] for _ in funcs]
-    for _ in range(args.rounds):
-        for i, f in enumerate(funcs):
-            if f is not None:
-                times[i].append(time_kernel(f, target))
-    base = statistics.median(times[0])
-    cells = [f"{statistics.median(t)/base:.2f}" if t else "-" for t in times[1:]]
+    medians = iter(alternated([f for f in funcs if f is not None], target, args.rounds)[0])
+    base, *rest = [next(medians) if f is not None else None for f in funcs]
+    cells = [f"{t / base:.2f}" if t else "-" for t in rest]
     gf = 2 * __import__('math').prod(nest.extents) / base / 1e3
     print(f"{label} {list(nest.extents)} {plan.row}x{plan.blocks}{'R' if plan.rows_outer else 'C'} {base:.0f}us {gf:.0f}GF | " + " ".join(cells), flush=True)

@@ -5,14 +5,13 @@ one: the script behind BENCHMARKS.md "Matmuls on AVX2" (kept beside its rows as 
 
 Each dict replaces fields of the kernel's ``templates.matmul._MatmulPlan``; a variant whose rows or
 vectors do not divide the kernel's prints ``-``. Printed: the chosen plan, its time and GFLOP/s, then
-each variant's median time over the chosen one's (alternating rounds, ``tuning.time_kernel``).
+each variant's median time over the chosen one's (alternating rounds, ``conv_kernels.alternated``).
 """
-import dataclasses, sys, os, statistics
+import dataclasses, sys, os
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", ".."))  # benchmarks/
 from matmul_tiles import matmuls, flops
-from conv_kernels import arguments
+from conv_kernels import alternated, arguments
 from tvm_partition.build import templates
-from tvm_partition.build.tuning import time_kernel
 
 args, target = arguments("x", sys.argv[1:2] + sys.argv[3:], {})
 variants = eval(sys.argv[2])  # list of dicts
@@ -31,11 +30,7 @@ for label, name, kmod, plan in matmuls(args.models, target):
             funcs.append(templates.matmul._schedule_matmul(kmod, target, p) if p else None)
         except Exception as e:
             print("fail", p, e); funcs.append(None)
-    times = [[] for _ in funcs]
-    for _ in range(args.rounds):
-        for i, f in enumerate(funcs):
-            if f is not None:
-                times[i].append(time_kernel(f, target))
-    base = statistics.median(times[0])
-    cells = [f"{statistics.median(t)/base:.2f}" if t else "-" for t in times[1:]]
+    medians = iter(alternated([f for f in funcs if f is not None], target, args.rounds)[0])
+    base, *rest = [next(medians) if f is not None else None for f in funcs]
+    cells = [f"{t / base:.2f}" if t else "-" for t in rest]
     print(f"{name[:40]} {extents} plan={plan.rows}x{plan.blocks}{'C' if plan.columns_outer else ''} ch={plan.chunk} {base:.0f}us {flops(kmod)/base/1e3:.0f}GF | " + " ".join(cells), flush=True)
