@@ -760,6 +760,93 @@ def test_a_batch_norm_after_a_convolution_is_folded_into_its_weights(shared, tmp
         np.testing.assert_allclose(outs[0], ref, rtol=RTOL, atol=ATOL)
 
 
+def rep_block(path, branches, stride=1, identity=False, shared=False, c=16, hw=9, seed=0) -> onnx.ModelProto:
+    """Convolutions of one input, each with a bias, summed (and, with ``identity``, a
+    BatchNormalization of that input), then Relu: TextNet's and RepVGG's blocks in their training
+    form. ``branches``: ``(kernel_shape, pads, dilation, group)`` each; ``shared``: the first one's
+    output is added to the result too."""
+    rng = np.random.default_rng(seed)
+    weights, nodes, terms = {}, [], []
+    for i, (kernel, pads, dilation, group) in enumerate(branches):
+        weights[f"W{i}"] = rng.standard_normal((c, c // group, *kernel)).astype(np.float32) * 0.2
+        weights[f"B{i}"] = rng.standard_normal(c).astype(np.float32) * 0.1
+        nodes.append(helper.make_node("Conv", ["x", f"W{i}", f"B{i}"], [f"c{i}"], kernel_shape=kernel, pads=pads,
+                                      strides=[stride, stride], dilations=[dilation, dilation], group=group))
+        terms.append(f"c{i}")
+    if identity:
+        weights |= {"s": rng.uniform(0.5, 1.5, c).astype(np.float32), "b": rng.standard_normal(c).astype(np.float32),
+                    "m": rng.standard_normal(c).astype(np.float32), "v": rng.uniform(0.5, 2.0, c).astype(np.float32)}
+        nodes.append(helper.make_node("BatchNormalization", ["x", "s", "b", "m", "v"], ["n"], epsilon=1e-3))
+        terms.append("n")
+    total = terms[0]
+    for i, term in enumerate(terms[1:]):
+        nodes.append(helper.make_node("Add", [total, term], [f"sum{i}"]))
+        total = f"sum{i}"
+    nodes.append(helper.make_node("Relu", [total], ["r" if shared else "y"]))
+    nodes += [helper.make_node("Add", ["r", "c0"], ["y"])] if shared else []
+    out = (hw - 1) // stride + 1
+    return one_conv_model(path, nodes, weights, [1, c, hw, hw], [1, c, out, out])
+
+
+_3X3, _3X1, _1X3 = ([3, 3], [1, 1, 1, 1], 1, 1), ([3, 1], [1, 0, 1, 0], 1, 1), ([1, 3], [0, 1, 0, 1], 1, 1)
+
+
+_1X1 = ([1, 1], [0] * 4, 1, 1)
+
+
+@pytest.mark.parametrize("branches,stride,identity,shared,convs", [
+    ([_3X3, _3X1, _1X3], 1, True, False, 1), ([_3X3, _3X1, _1X3], 2, False, False, 1), ([_3X3, _1X1], 1, True, False, 1),
+    ([([2, 2], [1, 1, 0, 0], 1, 1), _1X1], 1, False, False, 1),
+    ([([3, 3], [1] * 4, 1, 2), _3X3, ([3, 3], [2] * 4, 2, 1)], 1, False, False, 3), ([_3X3, _1X1], 1, False, True, 2)],
+    ids=["textnet", "strided", "repvgg", "one-sided", "grouped-and-dilated-kept", "shared-kept"])
+def test_convolutions_of_one_input_summed_are_one_convolution(branches, stride, identity, shared, convs, tmp_path):
+    """TextNet's block (a 3x3, a 3x1 and a 1x3 convolution of one input and a batch norm of it,
+    summed) is one 3x3 convolution of their windows summed, strided alike; RepVGG's (3x3, 1x1,
+    batch norm) too; a 2x2 window padded before only takes a 1x1 at its last tap. A dilated or a
+    grouped convolution keeps its own, and so does one whose output has another use (no weights
+    padded into a merged window). Whole and split, the model matches onnxruntime."""
+    path = tmp_path / "rep.onnx"
+    proto = rep_block(path, branches, stride, identity, shared)
+    text = frontend.load(str(path)).mod["main"].script()
+    assert text.count("R.nn.conv2d(") == convs and ("R.nn.pad(" in text) == (convs == 1)
+    assert ("R.eye(" in text) == identity  # the batch norm merged: its scale on the diagonal
+    x = np.random.default_rng(5).standard_normal((1, 16, 9, 9)).astype(np.float32)
+    (ref,) = ort_run(proto, [x])
+    for strategy in ("cpu", "equal"):
+        _, outs = run_split(frontend.load(str(path)), tmp_path / strategy, [x], strategy=strategy)
+        np.testing.assert_allclose(outs[0], ref, rtol=RTOL, atol=ATOL)
+
+
+def test_a_covering_window_reads_what_each_window_read():
+    """Brute force over windows of 1-3 taps padded 0-2 on either side, strides 1-3: where two
+    windows give one output size (at an unstrided extent of their own, not by a stride's rounding),
+    the covering window, each placed in it at its padding's offset, has that many outputs and holds
+    each window's taps (output ``o`` reads row ``o * stride - top + r + offset`` through tap ``r +
+    offset``, the row ``o * stride - before + r`` it read); elsewhere there is none."""
+    import itertools
+
+    from tvm_partition.frontend.conv_sums import covering
+
+    sides = [(k, before, after) for k in (1, 2, 3) for before in (0, 1, 2) for after in (0, 1, 2)]
+    merged = 0
+    for (k1, b1, a1), (k2, b2, a2), (size, stride) in itertools.product(sides, sides, [(7, 1), (8, 2), (9, 3)]):
+        outs = [(size + b + a - k) // stride + 1 for k, b, a in ((k1, b1, a1), (k2, b2, a2))]
+        pads = covering(((k1, 1), (b1, 0, a1, 0)), ((k2, 1), (b2, 0, a2, 0)))
+        if k1 - b1 - a1 != k2 - b2 - a2:
+            assert pads is None
+            continue
+        merged += 1
+        top, _, bottom, _ = pads
+        sizes = {k + (top - b) + (bottom - a) for k, b, a in ((k1, b1, a1), (k2, b2, a2))}  # each padded into it
+        assert len(sizes) == 1
+        window = sizes.pop()
+        assert outs[0] == outs[1] == (size + top + bottom - window) // stride + 1
+        for k, b, a in ((k1, b1, a1), (k2, b2, a2)):
+            offset = top - b  # output o reads row o * stride - b + r through tap r, the merged window's r + offset
+            assert offset >= 0 and bottom >= a and all(0 <= r + offset < window for r in range(k))
+    assert merged > 100
+
+
 def test_small_cnn_manual_plan_h_and_n_splits(tmp_path):
     """Conv split along H (halo rows, uneven), pool re-split along H, Gemm split along N."""
     path = tmp_path / "cnn.onnx"

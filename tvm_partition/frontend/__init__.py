@@ -39,6 +39,7 @@ from .onnx_spec import conform
 from .onnx_rnn import RecurrentError, unroll_recurrent
 from ..ir.relax_utils import Constant, compile_time_constants, rebuilt
 from .conv3d import conv3d_as_conv2d
+from .conv_sums import merge_conv_sums
 from .dead_taps import drop_dead_taps
 from .einsum import einsum_as_matmul, einsums_as_matmuls
 from .matmul_rows import flatten_matmul_rows
@@ -348,12 +349,14 @@ def normalize(model: Model) -> Model:
     which sees one-element weights as constants: :func:`bind_scalar_weights`), constants lifted
     into weights, static shapes only."""
     model.mod, model.params = bind_scalar_weights(model.mod, model.params)
+    inputs = len(model.mod["main"].params) - len(model.params)
     mod = tvm.transform.Sequential(
         [
             conv1d_as_conv2d,  # first: what follows knows conv2d only
             conv3d_as_conv2d,
             einsum_as_matmul,  # before the matmul passes: they see its matmuls
             fold_batch_norms,
+            merge_conv_sums(inputs),  # after: a branch's batch norm is its bias; before: an input's is one op
             relax.transform.DecomposeOpsForInference(),
             remove_dropout,
             ungroup_convolutions,
