@@ -797,14 +797,18 @@ _1X1 = ([1, 1], [0] * 4, 1, 1)
 @pytest.mark.parametrize("branches,stride,identity,shared,convs", [
     ([_3X3, _3X1, _1X3], 1, True, False, 1), ([_3X3, _3X1, _1X3], 2, False, False, 1), ([_3X3, _1X1], 1, True, False, 1),
     ([([2, 2], [1, 1, 0, 0], 1, 1), _1X1], 1, False, False, 1),
+    ([([3, 3], [1] * 4, 1, 16), ([1, 1], [0] * 4, 1, 16)], 1, True, False, 1),
+    ([([3, 3], [1] * 4, 1, 4), ([3, 1], [1, 0, 1, 0], 1, 4)], 1, True, False, 1),
     ([([3, 3], [1] * 4, 1, 2), _3X3, ([3, 3], [2] * 4, 2, 1)], 1, False, False, 3), ([_3X3, _1X1], 1, False, True, 2)],
-    ids=["textnet", "strided", "repvgg", "one-sided", "grouped-and-dilated-kept", "shared-kept"])
+    ids=["textnet", "strided", "repvgg", "one-sided", "depthwise", "grouped", "other-groups-and-dilated-kept",
+         "shared-kept"])
 def test_convolutions_of_one_input_summed_are_one_convolution(branches, stride, identity, shared, convs, tmp_path):
     """TextNet's block (a 3x3, a 3x1 and a 1x3 convolution of one input and a batch norm of it,
     summed) is one 3x3 convolution of their windows summed, strided alike; RepVGG's (3x3, 1x1,
-    batch norm) too; a 2x2 window padded before only takes a 1x1 at its last tap. A dilated or a
-    grouped convolution keeps its own, and so does one whose output has another use (no weights
-    padded into a merged window). Whole and split, the model matches onnxruntime."""
+    batch norm) too, and MobileOne's depthwise one, and grouped ones (the batch norm on each group's
+    diagonal); a 2x2 window padded before only takes a 1x1 at its last tap. A dilated convolution or
+    one of other groups than its sibling keeps its own, and so does one whose output has another use
+    (no weights padded into a merged window). Whole and split, the model matches onnxruntime."""
     path = tmp_path / "rep.onnx"
     proto = rep_block(path, branches, stride, identity, shared)
     text = frontend.load(str(path)).mod["main"].script()

@@ -1,13 +1,15 @@
 """Convolutions of one input that are summed, as one convolution of their summed windows.
 
 A convolution is linear in its weights: ``conv(x, A) + conv(x, B) = conv(x, A + B)`` wherever both
-read the same input with the same stride and dilation and write the same output, each window
-placed in a window that covers both (zero taps where one is smaller). A batch norm of the input
-itself (inference form: ``x * s + t`` per channel) is such a convolution too, of the identity
-scaled by ``s`` at the window's centre. This is the structural re-parameterization of RepVGG (Ding
-et al., CVPR 2021, section 3.3: a 3x3, a 1x1 and an identity branch, each with its batch norm,
-merged into one 3x3 for inference) and of ACNet (Ding et al., ICCV 2019: 3x3 + 1x3 + 3x1), which
-models exported in their training form keep: Hugging Face's TextNet (the FAST text detector's
+read the same input in as many groups with the same stride and dilation and write the same
+output, each window placed in a window that covers both (zero taps where one is smaller). A batch
+norm of the input itself (inference form: ``x * s + t`` per channel) is such a convolution too, of
+the identity scaled by ``s`` at the window's centre (in a grouped convolution, output channel ``o``
+reads input channel ``o`` as the ``o % (C / groups)``-th of its group). This is the structural
+re-parameterization of RepVGG (Ding et al., CVPR 2021, section 3.3: a 3x3, a 1x1 and an identity
+branch, each with its batch norm, merged into one 3x3 for inference), of ACNet (Ding et al., ICCV
+2019: 3x3 + 1x3 + 3x1) and of MobileOne's depthwise blocks, which models exported in their
+training form keep: Hugging Face's TextNet (the FAST text detector's
 backbone) sums, in each of its 10 blocks, a 3x3, a 3x1 and a 1x3 convolution of one input (their
 batch norms folded by the exporter), and in 6 of them a batch norm of that input.
 
@@ -53,8 +55,8 @@ class _Branch:
 
 
 def merge_conv_sums(inputs: int):
-    """A module pass: every ``add`` of two convolutions of one input (NCHW / OIHW, one group, static
-    shapes, the same strides and dilation 1, the same output shape; each with or without a
+    """A module pass: every ``add`` of two convolutions of one input (NCHW / OIHW, static shapes, as
+    many groups, the same strides and dilation 1, the same output shape; each with or without a
     per-channel bias, each used by that sum alone), or of one such convolution of stride 1 and a
     batch norm of its input over its channels, as one convolution of the two windows summed in one
     covering both. ``main``'s first ``inputs`` parameters are its data: a convolution merged reads
@@ -119,7 +121,7 @@ class _Merged(relax.PyExprMutator):
             else:
                 return None
         found = nchw_conv(value)
-        if found is None or found[0] != 1 or any(int(d) != 1 for d in value.attrs.dilation) \
+        if found is None or any(int(d) != 1 for d in value.attrs.dilation) \
                 or not self._weights_only(value.args[1]) \
                 or static_shape(value) is None or (bias is not None and static_shape(bias)[1] != static_shape(value)[1]):
             return None
@@ -160,26 +162,34 @@ class _Merged(relax.PyExprMutator):
 
     def _merged(self, a: _Branch, b: _Branch, pads: tuple[int, int, int, int]) -> relax.Expr:
         emit = self.builder_.emit
+        groups = int(a.conv.attrs.groups)
         weights = [emit(relax.op.nn.pad(w, [0, 0, 0, 0, pads[0] - p[0], pads[2] - p[2], pads[1] - p[1], pads[3] - p[3]]))
-                   if pads != p else w for w, p in ((a.weight, a.pads), (self._weight(b), b.pads))]
-        out = emit(conv2d_like(a.conv, a.data, emit(relax.op.add(*weights)), groups=1, padding=list(pads)))
+                   if pads != p else w for w, p in ((a.weight, a.pads), (self._weight(b, groups), b.pads))]
+        out = emit(conv2d_like(a.conv, a.data, emit(relax.op.add(*weights)), groups=groups, padding=list(pads)))
         biases = [bias for bias in (a.bias, b.bias) if bias is not None]
         if not biases:
             return out
         return relax.op.add(out, emit(relax.op.add(*biases)) if len(biases) == 2 else biases[0])
 
-    def _weight(self, branch: _Branch) -> relax.Expr:
-        """``branch``'s weights in OIHW: a batch norm's as its scale on the diagonal of a 1x1 window."""
+    def _weight(self, branch: _Branch, groups: int) -> relax.Expr:
+        """``branch``'s weights in OIHW for a convolution of ``groups``: a batch norm's as its scale on
+        the diagonal of a 1x1 window (output channel ``o`` reads input channel ``o``, the ``o % (C /
+        groups)``-th of its group)."""
         if branch.conv is not None:
             return branch.weight
         c = static_shape(branch.data)[1]
-        diagonal = relax.op.multiply(relax.op.eye(c, dtype="float32"), relax.op.reshape(branch.weight, [c, 1]))
-        return self.builder_.emit(relax.op.reshape(diagonal, [c, c, 1, 1]))
+        diagonal = relax.op.eye(c // groups, dtype="float32")
+        if groups > 1:
+            diagonal = relax.op.tile(diagonal, [groups, 1])
+        diagonal = relax.op.multiply(diagonal, relax.op.reshape(branch.weight, [c, 1]))
+        return self.builder_.emit(relax.op.reshape(diagonal, [c, c // groups, 1, 1]))
 
 
 def _compatible(a: relax.Call, b: relax.Call) -> bool:
-    """Whether two convolutions of one input write the same output at the same strides."""
+    """Whether two convolutions of one input write the same output at the same strides, in as many
+    groups."""
     return [int(s) for s in a.attrs.strides] == [int(s) for s in b.attrs.strides] \
+        and int(a.attrs.groups) == int(b.attrs.groups) \
         and static_shape(a) == static_shape(b) and a.attrs.out_dtype == b.attrs.out_dtype
 
 
