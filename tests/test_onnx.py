@@ -821,6 +821,19 @@ def test_convolutions_of_one_input_summed_are_one_convolution(branches, stride, 
         np.testing.assert_allclose(outs[0], ref, rtol=RTOL, atol=ATOL)
 
 
+def test_a_half_precision_block_is_merged_in_its_own_precision(tmp_path):
+    """TextNet's block with float16 weights and input: the merged weights (the batch norm's
+    diagonal, its epsilon) are made in float16, not float32 (which Relax refuses to add to them)."""
+    proto = rep_block(tmp_path / "rep.onnx", [_3X3, _3X1, _1X3], identity=True)
+    for init in proto.graph.initializer:
+        init.CopyFrom(numpy_helper.from_array(numpy_helper.to_array(init).astype(np.float16), init.name))
+    for value in [*proto.graph.input, *proto.graph.output]:
+        value.type.tensor_type.elem_type = TensorProto.FLOAT16
+    onnx.save(proto, str(tmp_path / "rep16.onnx"))
+    text = frontend.load(str(tmp_path / "rep16.onnx")).mod["main"].script()
+    assert text.count("R.nn.conv2d(") == 1 and 'R.eye(16, 16, 0, dtype="float16")' in text
+
+
 def test_a_covering_window_reads_what_each_window_read():
     """Brute force over windows of 1-3 taps padded 0-2 on either side, strides 1-3: where two
     windows give one output size (at an unstrided extent of their own, not by a stride's rounding),

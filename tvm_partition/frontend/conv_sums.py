@@ -142,7 +142,7 @@ class _Merged(relax.PyExprMutator):
         if shape is None or len(shape) != 4:
             return None
         x, gamma, beta, mean, var = bn.args[:5]
-        eps = relax.const(float(bn.attrs.epsilon), "float32")
+        eps = relax.const(float(bn.attrs.epsilon), var.ty.dtype)
         scale = relax.op.divide(gamma if bn.attrs.scale else relax.op.ones_like(var), relax.op.sqrt(relax.op.add(var, eps)))
         scale = self.builder_.emit(scale)
         shift = relax.op.negative(relax.op.multiply(mean, scale))
@@ -178,7 +178,7 @@ class _Merged(relax.PyExprMutator):
         if branch.conv is not None:
             return branch.weight
         c = static_shape(branch.data)[1]
-        diagonal = relax.op.eye(c // groups, dtype="float32")
+        diagonal = relax.op.eye(c // groups, dtype=branch.data.ty.dtype)
         if groups > 1:
             diagonal = relax.op.tile(diagonal, [groups, 1])
         diagonal = relax.op.multiply(diagonal, relax.op.reshape(branch.weight, [c, 1]))
