@@ -864,6 +864,56 @@ def test_a_covering_window_reads_what_each_window_read():
     assert merged > 100
 
 
+def pad_conv(path, pads, conv_pads=(0, 0, 0, 0), value=0.0, mode="constant", group=1, stride=2, also_pooled=False,
+             opset=13) -> onnx.ModelProto:
+    """A ``Pad`` of ``pads`` (ONNX order: every axis's begin, then its end) before a 3x3 ``Conv`` of
+    ``conv_pads`` and ``stride`` (TensorFlow's ``SAME`` through its converters), 16 channels at 9 x
+    9; ``also_pooled``: the padded tensor is read by a 3x3 ``MaxPool`` too, added to the output
+    (stride 1 and a pad of 1 around: the same shape)."""
+    rng = np.random.default_rng(3)
+    channels = 16 + pads[1] + pads[5]  # what the convolution reads
+    weights = {"W": rng.standard_normal((16, channels // group, 3, 3)).astype(np.float32) * 0.2}
+    if opset >= 11:
+        weights |= {"p": np.array(pads, np.int64), "v": np.array(value, np.float32)}
+        pad = helper.make_node("Pad", ["x", "p", "v"], ["padded"], mode=mode)
+    else:
+        pad = helper.make_node("Pad", ["x"], ["padded"], mode=mode, pads=list(pads), value=value)
+    nodes = [pad, helper.make_node("Conv", ["padded", "W"], ["c"], kernel_shape=[3, 3], pads=list(conv_pads),
+                                   strides=[stride, stride], group=group)]
+    if also_pooled:
+        nodes += [helper.make_node("MaxPool", ["padded"], ["r"], kernel_shape=[3, 3]), helper.make_node("Add", ["c", "r"], ["y"])]
+    else:
+        nodes[-1].output[0] = "y"
+    out = (9 + pads[2] + pads[6] + conv_pads[0] + conv_pads[2] - 3) // stride + 1
+    proto = one_conv_model(path, nodes, weights, [1, 16, 9, 9], [1, 16, out, out])
+    proto.opset_import[0].version = opset
+    onnx.save(proto, str(path))
+    return proto
+
+
+@pytest.mark.parametrize("settings,folded", [
+    (dict(pads=[0, 0, 0, 0, 0, 0, 1, 1]), True), (dict(pads=[0, 0, 1, 2, 0, 0, 1, 0], conv_pads=(1, 0, 0, 1), group=16), True),
+    (dict(pads=[0, 0, 0, 0, 0, 0, 1, 1], opset=10), True), (dict(pads=[0, 0, 0, 0, 0, 0, 1, 1], value=1.0), False),
+    (dict(pads=[0, 0, 1, 1, 0, 0, 1, 1], mode="reflect"), False), (dict(pads=[0, 2, 0, 0, 0, 0, 0, 0], stride=1), False),
+    (dict(pads=[0, 0, 1, 1, 0, 0, 1, 1], stride=1, also_pooled=True), False)],
+    ids=["tf-same", "asymmetric-depthwise-own-pads", "opset-10", "ones-kept", "reflect-kept", "channels-kept",
+         "read-twice-kept"])
+def test_a_pad_of_zeros_before_a_convolution_is_its_padding(settings, folded, tmp_path):
+    """TensorFlow's ``SAME`` padding as a ``Pad`` before a ``Conv`` of padding 0: folded into the
+    convolution's padding (with its own, asymmetric, depthwise, the attribute form of opset 10);
+    a pad of ones, a reflection, one of the channels or one read by another node too stays a
+    kernel of its own. Whole and split, the model matches onnxruntime."""
+    path = tmp_path / "pad_conv.onnx"
+    proto = pad_conv(path, **settings)
+    text = frontend.load(str(path)).mod["main"].script()
+    assert ("R.nn.conv2d(x," in text) == folded  # the convolution reads the input itself
+    x = np.random.default_rng(5).standard_normal((1, 16, 9, 9)).astype(np.float32)
+    (ref,) = ort_run(proto, [x])
+    for strategy in ("cpu", "equal"):
+        _, outs = run_split(frontend.load(str(path)), tmp_path / strategy, [x], strategy=strategy)
+        np.testing.assert_allclose(outs[0], ref, rtol=RTOL, atol=ATOL)
+
+
 def test_small_cnn_manual_plan_h_and_n_splits(tmp_path):
     """Conv split along H (halo rows, uneven), pool re-split along H, Gemm split along N."""
     path = tmp_path / "cnn.onnx"

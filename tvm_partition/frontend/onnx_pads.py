@@ -1,0 +1,79 @@
+"""Zero ``Pad`` nodes before convolutions, folded into the convolutions' own padding.
+
+TensorFlow's ``SAME`` padding reaches ONNX through its converters (and Hugging Face's ports of
+TensorFlow models: MobileNet-V1, EfficientNet) as a ``Pad`` of the height and width before each
+``Conv`` of padding 0, often asymmetric (a stride-2 3x3 on 224 pixels: 0 before, 1 after).
+TVM's importer writes the ``Pad`` as a kernel of its own (a ``call_tir`` of TOPI's pad), which
+copies the whole input once more before the convolution's own copy of it: Hugging Face's
+MobileNet-V1 ran 8 such kernels, 370 us of its 8.0 ms (``run --kernels``, 2 threads,
+intel-r-xeon-r-processor-emeraldrapids-2c, 2026-12-07). onnxruntime fuses them into the
+convolution alike (its ``PadFusion`` graph optimization). A convolution pads with zeros, so a
+constant ``Pad`` of zeros on the spatial axes only, read by convolutions alone (input 0, explicit
+``pads``), is the same as those convolutions padded by as much more (ONNX ``Pad``: ``pads`` lists
+the begins of every axis, then the ends; ``Conv``: ``[h_begin, w_begin, h_end, w_end]``).
+
+Run after :func:`.onnx_fold.fold_constants`: the pads an exporter computes from shapes (TF's
+``SAME`` through tf2onnx: ``Shape``, ``Slice``, ``Concat`` ...) are constants by then.
+"""
+
+from __future__ import annotations
+
+from .onnx_graph import Lookup, attrs, default_opset, input_name, readers, subgraph_reads
+
+
+def pads_into_convs(proto) -> int:
+    """Fold, in place, every foldable ``Pad`` of ``proto``'s main graph into the convolutions that
+    read it (module docstring); returns how many were folded."""
+    from onnx import helper
+
+    graph = proto.graph
+    lookup, reads, opset = Lookup.of(graph), readers(graph), default_opset(proto)
+    kept = {o.name for o in graph.output} | subgraph_reads(graph)
+    folded = []
+    for pad in graph.node:
+        if pad.op_type != "Pad" or pad.domain not in ("", "ai.onnx") or pad.output[0] in kept:
+            continue
+        widths = _spatial_zero_pads(pad, lookup, opset)
+        users = reads.get(pad.output[0], [])
+        if widths is None or not users or not all(_explicit_conv(node, k) for node, k in users):
+            continue
+        for conv, _ in users:
+            own = list(attrs(conv).get("pads", [0, 0, 0, 0]))
+            merged = [p + w for p, w in zip(own, widths)]
+            kept_attrs = [a for a in conv.attribute if a.name != "pads"]
+            del conv.attribute[:]
+            conv.attribute.extend(kept_attrs + [helper.make_attribute("pads", merged)])
+            conv.input[0] = pad.input[0]
+        folded.append(pad)
+    for pad in folded:
+        graph.node.remove(pad)
+    return len(folded)
+
+
+def _spatial_zero_pads(pad, lookup: Lookup, opset: int) -> list[int] | None:
+    """``[h_begin, w_begin, h_end, w_end]`` of a constant-mode ``Pad`` of zeros of a 4-D tensor that
+    pads its height and width only, by constant non-negative amounts; None for any other."""
+    a = attrs(pad)
+    if a.get("mode", b"constant") not in (b"constant", "constant"):
+        return None
+    if opset < 11:
+        pads, value = a.get("pads"), a.get("value", 0.0)
+    else:
+        if input_name(pad, 3):  # axes (opset 18): rare, not read
+            return None
+        pads = lookup.constant(input_name(pad, 1))
+        value = lookup.constant(input_name(pad, 2))
+        value = 0.0 if value is None else value
+    if pads is None or pads is False or value is False or len(pads) != 8:
+        return None
+    pads = [int(p) for p in pads]
+    values = [float(v) for v in (value.reshape(-1) if hasattr(value, "reshape") else [value])]
+    if any(v != 0.0 for v in values) or min(pads) < 0 or any(pads[i] for i in (0, 1, 4, 5)):
+        return None
+    return [pads[2], pads[3], pads[6], pads[7]]
+
+
+def _explicit_conv(node, k: int) -> bool:
+    """Whether ``node`` is a ``Conv`` reading the tensor as its input ``k`` = 0 with explicit padding."""
+    return node.op_type == "Conv" and node.domain in ("", "ai.onnx") and k == 0 \
+        and attrs(node).get("auto_pad", b"NOTSET") in (b"NOTSET", "NOTSET")
