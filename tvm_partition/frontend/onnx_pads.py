@@ -47,7 +47,17 @@ def pads_into_convs(proto) -> int:
         folded.append(pad)
     for pad in folded:
         graph.node.remove(pad)
+    _drop_unread({name for pad in folded for name in pad.input[1:] if name}, graph, kept)
     return len(folded)
+
+
+def _drop_unread(names: set[str], graph, kept: set[str]) -> None:
+    """The initializers of ``names`` (a folded pad's widths and value) that nothing reads any more,
+    removed: TVM's importer makes every initializer a weight of ``main`` (a ``Constant`` node's
+    output unread is a constant its dead-code elimination drops)."""
+    unread = names - set(readers(graph)) - kept
+    for init in [i for i in graph.initializer if i.name in unread]:
+        graph.initializer.remove(init)
 
 
 def _spatial_zero_pads(pad, lookup: Lookup, opset: int) -> list[int] | None:
