@@ -865,11 +865,12 @@ def test_a_covering_window_reads_what_each_window_read():
 
 
 def pad_conv(path, pads, conv_pads=(0, 0, 0, 0), value=0.0, mode="constant", group=1, stride=2, also_pooled=False,
-             opset=13) -> onnx.ModelProto:
+             opset=13, valid=False) -> onnx.ModelProto:
     """A ``Pad`` of ``pads`` (ONNX order: every axis's begin, then its end) before a 3x3 ``Conv`` of
     ``conv_pads`` and ``stride`` (TensorFlow's ``SAME`` through its converters), 16 channels at 9 x
     9; ``also_pooled``: the padded tensor is read by a 3x3 ``MaxPool`` too, added to the output
-    (stride 1 and a pad of 1 around: the same shape)."""
+    (stride 1 and a pad of 1 around: the same shape); ``valid``: the ``Conv`` says ``auto_pad`` ``VALID``
+    instead of its ``pads``."""
     rng = np.random.default_rng(3)
     channels = 16 + pads[1] + pads[5]  # what the convolution reads
     weights = {"W": rng.standard_normal((16, channels // group, 3, 3)).astype(np.float32) * 0.2}
@@ -878,8 +879,9 @@ def pad_conv(path, pads, conv_pads=(0, 0, 0, 0), value=0.0, mode="constant", gro
         pad = helper.make_node("Pad", ["x", "p", "v"], ["padded"], mode=mode)
     else:
         pad = helper.make_node("Pad", ["x"], ["padded"], mode=mode, pads=list(pads), value=value)
-    nodes = [pad, helper.make_node("Conv", ["padded", "W"], ["c"], kernel_shape=[3, 3], pads=list(conv_pads),
-                                   strides=[stride, stride], group=group)]
+    padding = {"auto_pad": "VALID"} if valid else {"pads": list(conv_pads)}
+    nodes = [pad, helper.make_node("Conv", ["padded", "W"], ["c"], kernel_shape=[3, 3], strides=[stride, stride],
+                                   group=group, **padding)]
     if also_pooled:
         nodes += [helper.make_node("MaxPool", ["padded"], ["r"], kernel_shape=[3, 3]), helper.make_node("Add", ["c", "r"], ["y"])]
     else:
@@ -893,16 +895,21 @@ def pad_conv(path, pads, conv_pads=(0, 0, 0, 0), value=0.0, mode="constant", gro
 
 @pytest.mark.parametrize("settings,folded", [
     (dict(pads=[0, 0, 0, 0, 0, 0, 1, 1]), True), (dict(pads=[0, 0, 1, 2, 0, 0, 1, 0], conv_pads=(1, 0, 0, 1), group=16), True),
-    (dict(pads=[0, 0, 0, 0, 0, 0, 1, 1], opset=10), True), (dict(pads=[0, 0, 0, 0, 0, 0, 1, 1], value=1.0), False),
+    (dict(pads=[0, 0, 0, 0, 0, 0, 1, 1], opset=10), True), (dict(pads=[0, 0, 0, 0, 0, 0, 1, 1], group=16, valid=True), True),
+    (dict(pads=[0, 0, 0, 0, 0, 0, 1, 1], value=1.0), False),
     (dict(pads=[0, 0, 1, 1, 0, 0, 1, 1], mode="reflect"), False), (dict(pads=[0, 2, 0, 0, 0, 0, 0, 0], stride=1), False),
     (dict(pads=[0, 0, 1, 1, 0, 0, 1, 1], stride=1, also_pooled=True), False)],
-    ids=["tf-same", "asymmetric-depthwise-own-pads", "opset-10", "ones-kept", "reflect-kept", "channels-kept",
+    ids=["tf-same", "asymmetric-depthwise-own-pads", "opset-10", "valid-depthwise", "ones-kept", "reflect-kept", "channels-kept",
          "read-twice-kept"])
 def test_a_pad_of_zeros_before_a_convolution_is_its_padding(settings, folded, tmp_path):
     """TensorFlow's ``SAME`` padding as a ``Pad`` before a ``Conv`` of padding 0: folded into the
-    convolution's padding (with its own, asymmetric, depthwise, the attribute form of opset 10);
+    convolution's padding (with its own, asymmetric, depthwise, the attribute form of opset 10, a
+    ``VALID`` convolution's: Hugging Face's EfficientNet);
     a pad of ones, a reflection, one of the channels or one read by another node too stays a
-    kernel of its own. Whole and split, the model matches onnxruntime."""
+    kernel of its own. The rewritten graph is valid ONNX that onnxruntime runs to the same outputs;
+    whole and split, our build matches onnxruntime."""
+    from tvm_partition.frontend.onnx_pads import pads_into_convs
+
     path = tmp_path / "pad_conv.onnx"
     proto = pad_conv(path, **settings)
     model = frontend.load(str(path))
@@ -911,6 +918,11 @@ def test_a_pad_of_zeros_before_a_convolution_is_its_padding(settings, folded, tm
     assert len(model.params) == 1 + (not folded and settings.get("opset", 13) >= 11)
     x = np.random.default_rng(5).standard_normal((1, 16, 9, 9)).astype(np.float32)
     (ref,) = ort_run(proto, [x])
+    rewritten = onnx.ModelProto()
+    rewritten.CopyFrom(proto)
+    assert pads_into_convs(rewritten) == folded
+    onnx.checker.check_model(rewritten)
+    np.testing.assert_allclose(ort_run(rewritten, [x])[0], ref, rtol=RTOL, atol=ATOL)  # the rewrite itself, by onnxruntime
     for strategy in ("cpu", "equal"):
         _, outs = run_split(frontend.load(str(path)), tmp_path / strategy, [x], strategy=strategy)
         np.testing.assert_allclose(outs[0], ref, rtol=RTOL, atol=ATOL)

@@ -9,7 +9,7 @@ MobileNet-V1 ran 8 such kernels, 370 us of its 8.0 ms (``run --kernels``, 2 thre
 intel-r-xeon-r-processor-emeraldrapids-2c, 2026-12-07). onnxruntime fuses them into the
 convolution alike (its ``PadFusion`` graph optimization). A convolution pads with zeros, so a
 constant ``Pad`` of zeros on the spatial axes only, read by convolutions alone (input 0, explicit
-``pads``), is the same as those convolutions padded by as much more (ONNX ``Pad``: ``pads`` lists
+``pads`` or ``auto_pad`` ``VALID``), is the same as those convolutions padded by as much more (ONNX ``Pad``: ``pads`` lists
 the begins of every axis, then the ends; ``Conv``: ``[h_begin, w_begin, h_end, w_end]``).
 
 Run after :func:`.onnx_fold.fold_constants`: the pads an exporter computes from shapes (TF's
@@ -38,9 +38,9 @@ def pads_into_convs(proto) -> int:
         if widths is None or not users or not all(_explicit_conv(node, k) for node, k in users):
             continue
         for conv, _ in users:
-            own = list(attrs(conv).get("pads", [0, 0, 0, 0]))
+            own = list(attrs(conv).get("pads", [0, 0, 0, 0]))  # VALID: none
             merged = [p + w for p, w in zip(own, widths)]
-            kept_attrs = [a for a in conv.attribute if a.name != "pads"]
+            kept_attrs = [a for a in conv.attribute if a.name not in ("pads", "auto_pad")]
             del conv.attribute[:]
             conv.attribute.extend(kept_attrs + [helper.make_attribute("pads", merged)])
             conv.input[0] = pad.input[0]
@@ -84,6 +84,7 @@ def _spatial_zero_pads(pad, lookup: Lookup, opset: int) -> list[int] | None:
 
 
 def _explicit_conv(node, k: int) -> bool:
-    """Whether ``node`` is a ``Conv`` reading the tensor as its input ``k`` = 0 with explicit padding."""
+    """Whether ``node`` is a ``Conv`` reading the tensor as its input ``k`` = 0 with explicit padding
+    or none (``VALID``: Hugging Face's EfficientNet pads before its strided depthwise ones so)."""
     return node.op_type == "Conv" and node.domain in ("", "ai.onnx") and k == 0 \
-        and attrs(node).get("auto_pad", b"NOTSET") in (b"NOTSET", "NOTSET")
+        and attrs(node).get("auto_pad", b"NOTSET") in (b"NOTSET", "NOTSET", b"VALID", "VALID")
