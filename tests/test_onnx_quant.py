@@ -422,7 +422,6 @@ def test_a_quantized_build_is_held_to_the_third_pairs_distance(monkeypatch, ours
     assert len(runs) <= 1  # onnxruntime run once for every comparison that needs it
 
 
-
 def test_a_statically_quantized_stack_whose_flips_cascade_passes_the_check(tmp_path, capsys):
     """Quantized statically (QOperator), a value lands within float32's rounding of a step's midpoint
     (a GELU's ``erf + 1``: onnxruntime's ``QLinearAdd`` rounds 96.5000043 steps down, TVM up), and

@@ -35,10 +35,9 @@ from tvm import relax
 
 from ..ir.relax_utils import Constant, calls_op, rewrite_functions
 from ..ir.split_rules import static_shape
-from .inference import _uses, conv2d_like, nchw_conv
+from .inference import _BATCH_NORM, _uses, batch_norm_affine, conv2d_like, nchw_conv
 
 _ADD = tvm.ir.Op.get("relax.add")
-_BATCH_NORM = tvm.ir.Op.get("relax.nn.batch_norm")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -141,13 +140,8 @@ class _Merged(relax.PyExprMutator):
         shape = static_shape(bn.args[0])
         if shape is None or len(shape) != 4:
             return None
-        x, gamma, beta, mean, var = bn.args[:5]
-        eps = relax.const(float(bn.attrs.epsilon), var.ty.dtype)
-        scale = relax.op.divide(gamma if bn.attrs.scale else relax.op.ones_like(var), relax.op.sqrt(relax.op.add(var, eps)))
-        scale = self.builder_.emit(scale)
-        shift = relax.op.negative(relax.op.multiply(mean, scale))
-        bias = relax.op.reshape(relax.op.add(beta, shift) if bn.attrs.center else shift, [1, shape[1], 1, 1])
-        return _Branch(x, None, scale, self.builder_.emit(bias), (1, 1), (0, 0, 0, 0))
+        scale, bias = batch_norm_affine(bn, shape[1], self.builder_.emit)
+        return _Branch(bn.args[0], None, scale, bias, (1, 1), (0, 0, 0, 0))
 
     def _weights_only(self, expr) -> bool:
         if isinstance(expr, Constant) or expr in self.weights:

@@ -344,16 +344,24 @@ class _Folded(relax.PyExprMutator):
         if found is None:
             return op
         groups, _, shape = found
-        gamma, beta, mean, var = bn.args[1:5]
         c = shape[0]
         emit = self.builder_.emit
-        scale = emit(relax.op.divide(gamma if bn.attrs.scale else relax.op.ones_like(var),
-                                     relax.op.sqrt(relax.op.add(var, relax.const(float(bn.attrs.epsilon), "float32")))))
+        scale, bias = batch_norm_affine(bn, c, emit)
         weight = emit(relax.op.multiply(conv.args[1], relax.op.reshape(scale, [c, 1, 1, 1])))
-        shift = relax.op.negative(relax.op.multiply(mean, scale))
-        bias = emit(relax.op.reshape(relax.op.add(beta, shift) if bn.attrs.center else shift, [1, c, 1, 1]))
         out = emit(conv2d_like(conv, conv.args[0], weight, groups=groups))
         return relax.op.add(out, bias)
+
+
+def batch_norm_affine(bn: relax.Call, channels: int, emit) -> tuple[relax.Expr, relax.Expr]:
+    """An inference batch norm ``bn`` over axis 1 as ``x * scale + bias``: ``scale = gamma /
+    sqrt(var + eps)`` (``channels`` values), ``bias = beta - mean * scale`` shaped ``(1, C, 1, 1)``,
+    each emitted by ``emit``; its epsilon in the statistics' precision."""
+    gamma, beta, mean, var = bn.args[1:5]
+    eps = relax.const(float(bn.attrs.epsilon), var.ty.dtype)
+    scale = emit(relax.op.divide(gamma if bn.attrs.scale else relax.op.ones_like(var),
+                                 relax.op.sqrt(relax.op.add(var, eps))))
+    shift = relax.op.negative(relax.op.multiply(mean, scale))
+    return scale, emit(relax.op.reshape(relax.op.add(beta, shift) if bn.attrs.center else shift, [1, channels, 1, 1]))
 
 
 #: Exponents :func:`roots_for_powers` rewrites: whole quarters up to this magnitude.

@@ -173,6 +173,23 @@ class Lookup:
         return False if value is None else value
 
 
+def replace_attributes(node, drop: tuple[str, ...], **values) -> None:
+    """``node``'s attributes named in ``drop`` removed and ``values`` set (in place)."""
+    from onnx import helper
+
+    kept = [a for a in node.attribute if a.name not in drop and a.name not in values]
+    del node.attribute[:]
+    node.attribute.extend(kept + [helper.make_attribute(k, v) for k, v in values.items()])
+
+
+def drop_unread_initializers(graph, names) -> None:
+    """The initializers of ``names`` that no node of ``graph`` (nor a subgraph's) reads and no output
+    is, removed in place: TVM's importer makes every initializer a weight of ``main``."""
+    read = set(readers(graph)) | {o.name for o in graph.output} | subgraph_reads(graph)
+    for init in [i for i in graph.initializer if i.name in names and i.name not in read]:
+        graph.initializer.remove(init)
+
+
 def readers(graph) -> dict[str, list]:
     """``{tensor: [(node, input position), ...]}``: the nodes of ``graph`` reading each tensor (not
     its subgraphs')."""

@@ -18,14 +18,13 @@ Run after :func:`.onnx_fold.fold_constants`: the pads an exporter computes from 
 
 from __future__ import annotations
 
-from .onnx_graph import Lookup, attrs, default_opset, input_name, readers, subgraph_reads
+from .onnx_graph import (Lookup, attrs, default_opset, drop_unread_initializers, input_name, readers, replace_attributes,
+                         subgraph_reads)
 
 
 def pads_into_convs(proto) -> int:
     """Fold, in place, every foldable ``Pad`` of ``proto``'s main graph into the convolutions that
     read it (module docstring); returns how many were folded."""
-    from onnx import helper
-
     graph = proto.graph
     lookup, reads, opset = Lookup.of(graph), readers(graph), default_opset(proto)
     kept = {o.name for o in graph.output} | subgraph_reads(graph)
@@ -39,25 +38,14 @@ def pads_into_convs(proto) -> int:
             continue
         for conv, _ in users:
             own = list(attrs(conv).get("pads", [0, 0, 0, 0]))  # VALID: none
-            merged = [p + w for p, w in zip(own, widths)]
-            kept_attrs = [a for a in conv.attribute if a.name not in ("pads", "auto_pad")]
-            del conv.attribute[:]
-            conv.attribute.extend(kept_attrs + [helper.make_attribute("pads", merged)])
+            replace_attributes(conv, ("auto_pad",), pads=[p + w for p, w in zip(own, widths)])
             conv.input[0] = pad.input[0]
         folded.append(pad)
     for pad in folded:
         graph.node.remove(pad)
-    _drop_unread({name for pad in folded for name in pad.input[1:] if name}, graph, kept)
+    # their widths and value, unread now: TVM's importer would keep each initializer a weight
+    drop_unread_initializers(graph, {name for pad in folded for name in pad.input[1:] if name})
     return len(folded)
-
-
-def _drop_unread(names: set[str], graph, kept: set[str]) -> None:
-    """The initializers of ``names`` (a folded pad's widths and value) that nothing reads any more,
-    removed: TVM's importer makes every initializer a weight of ``main`` (a ``Constant`` node's
-    output unread is a constant its dead-code elimination drops)."""
-    unread = names - set(readers(graph)) - kept
-    for init in [i for i in graph.initializer if i.name in unread]:
-        graph.initializer.remove(init)
 
 
 def _spatial_zero_pads(pad, lookup: Lookup, opset: int) -> list[int] | None:

@@ -37,7 +37,7 @@ import dataclasses
 
 import numpy as np
 
-from .onnx_graph import Emitter, Lookup, attrs, default_opset, subgraph_reads, subgraphs
+from .onnx_graph import Emitter, Lookup, attrs, default_opset, drop_unread_initializers, subgraph_reads, subgraphs
 
 MS = "com.microsoft"
 DQ, Q = ("", "DequantizeLinear"), ("", "QuantizeLinear")
@@ -181,11 +181,7 @@ def _rewrite(graph, opset: int) -> int:
         count += 1
     del graph.node[:]
     graph.node.extend(nodes)
-    # the quantized weights now dequantized: TVM's importer would keep each unread one a weight
-    read = {n for node in nodes for n in node.input} | {o.name for o in graph.output} | subgraph_reads(graph)
-    unread = [i for i in graph.initializer if i.name in replaced and i.name not in read]
-    for init in unread:
-        graph.initializer.remove(init)
+    drop_unread_initializers(graph, replaced)  # the quantized weights, now dequantized
     return count
 
 

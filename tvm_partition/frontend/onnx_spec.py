@@ -50,7 +50,7 @@ gave outputs of the wrong shape without a word:
 
 from __future__ import annotations
 
-from .onnx_graph import Emitter, Lookup, attrs, rewrite_nodes, static_types
+from .onnx_graph import Emitter, Lookup, attrs, replace_attributes, rewrite_nodes, static_types
 
 
 def conform(proto, input_shapes: dict[str, list[int]]) -> int:
@@ -223,8 +223,6 @@ def _expand_shapes_constant(graph) -> int:
 
 
 def _conv_transpose(node, types: dict) -> bool:
-    from onnx import helper
-
     x, w = (types.get(name, (0, None))[1] for name in node.input[:2])
     if not x or not w:
         return False
@@ -246,10 +244,7 @@ def _conv_transpose(node, types: dict) -> bool:
             padding[i], last = padding[i] - last, 0
         before.append(first)
         after.append(last)
-    kept = [a for a in node.attribute if a.name not in ("output_shape", "auto_pad", "pads", "output_padding")]
-    del node.attribute[:]
-    node.attribute.extend(kept + [helper.make_attribute("pads", before + after),
-                                  helper.make_attribute("output_padding", padding)])
+    replace_attributes(node, ("output_shape", "auto_pad"), pads=before + after, output_padding=padding)
     return True
 
 
