@@ -1014,6 +1014,35 @@ def test_hf_models_records_compile_status_and_notes_and_times_only_what_passed(m
     assert len(calls) == 4  # two compiles, one round of two timings for the model that passed
 
 
+def test_hf_models_batch_norms_standardise_what_reaches_them_through_any_depth():
+    """benchmarks/hf_models.py: 24 blocks of a convolution of small weights (0.002: its output's
+    variance, 3e-4, under the epsilon) and a batch norm of EfficientNet's epsilon (1e-3) shrink an
+    input to nothing; calibrated (:func:`hf_models.calibrate_batch_norms`), the output keeps a
+    standard deviation near 1 and each batch norm its input's statistics."""
+    torch = pytest.importorskip("torch")
+    sys.path.insert(0, os.path.join(REPO, "benchmarks"))
+    import hf_models
+
+    torch.manual_seed(0)
+    layers = []
+    for _ in range(24):
+        conv = torch.nn.Conv2d(8, 8, 3, padding=1)
+        torch.nn.init.normal_(conv.weight, std=0.002)
+        torch.nn.init.zeros_(conv.bias)
+        layers += [conv, torch.nn.BatchNorm2d(8, eps=1e-3)]
+    net = torch.nn.Sequential(*layers).eval()
+    x = torch.randn(4, 8, 16, 16)
+    with torch.no_grad():
+        assert float(net(x).std()) < 1e-15
+        hf_models.calibrate_batch_norms(net, x)
+        assert 0.9 < float(net(x).std()) < 1.1
+        assert 0.5 < float(net(torch.randn(1, 8, 16, 16)).std()) < 2
+        first = net[0](x).transpose(0, 1).flatten(1)
+    assert torch.allclose(net[1].running_mean, first.mean(1), atol=1e-6)
+    assert torch.allclose(net[1].running_var, first.var(1), rtol=1e-4)
+    assert net.training is False
+
+
 def test_build_with_compiles_under_the_constants_given_and_restores_them(monkeypatch, tmp_path):
     """benchmarks/build_with.py: ``compile`` runs with the templates' constant set as given (seen from
     inside the compile), the constant is back after; a name no template defines is one error line."""
