@@ -482,8 +482,11 @@ class Schedules:
 #: 65 legalizes the tanh-approximated GELU and SiLU on the polynomials (:mod:`tvm_partition.ir.fastmath`),
 #: 66 tiles a matmul 4 rows x 3 vectors on AVX2 where they divide the columns
 #: (:data:`tvm_partition.build.templates.matmul.NARROW_MATMUL_BLOCKS`), 67 a 1x1 convolution at least 14 wide 6 pixels x 2
-#: vectors on AVX2 (:data:`tvm_partition.build.templates.convolution.AVX2_1X1_ROW`).
-TRANSFER_RULES = 67
+#: vectors on AVX2 (:data:`tvm_partition.build.templates.convolution.AVX2_1X1_ROW`), 68 a one-vector matmul
+#: tile 16 or 8 rows on full-width AVX-512 (:data:`tvm_partition.build.templates.matmul.ONE_VECTOR_ROWS`) and
+#: 1x1s on 4 KiB input planes the 1x1 template on the Emerald Rapids VM
+#: (:data:`tvm_partition.build.templates.convolution.ALIASED_INPUT_IGNORED`).
+TRANSFER_RULES = 68
 
 
 def open_schedules(path: str | None, transfer: bool = True) -> Schedules:

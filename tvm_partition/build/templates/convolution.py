@@ -220,6 +220,17 @@ POINTWISE_VECTORS = 3
 #: channels) ran 0.83-0.96x and 16x16 (1 KiB, 4 vectors) 0.76-0.98x.
 #: Measured on AVX2 only; the cache's sets are no matter of the vector width.
 ALIASED_PLANE_BYTES = 4096
+#: CPUs (LLVM's ``-mcpu``) on which input planes of a multiple of :data:`ALIASED_PLANE_BYTES` keep no
+#: 1x1 from the 1x1 template (nor from the direct template's 7 x 2 tile): on this Xeon (48 KiB L1, 12 ways,
+#: where the Zen 3 that set the rule has 8) nine of MobileViT-S's ten 1x1s at 128 x 128, 64 x 64
+#: and 32 x 32 (16-256 input channels) ran 0.68-0.85x the channel-vector template's time, the tenth
+#: 0.97x; the 16- and 8-wide ones, on planes that do not alias, read 0.83-1.22x of themselves in
+#: the same runs: the noise (each alone, 3 alternating rounds, 2 threads,
+#: intel-r-xeon-r-processor-emeraldrapids-2c, 2026-12-07; BENCHMARKS.md, "MobileViT's 1x1s on
+#: planes of 4 KiB, its one-vector matmuls, the grouped row template's epilogue"). The output's
+#: rule (:data:`ALIASED_SHORT_REDUCTION`) stands: undone as well, four of them lost most of what
+#: this gained.
+ALIASED_INPUT_IGNORED = frozenset({"emeraldrapids"})
 #: Bytes of input a 1x1 tile reads over its reduction (input channels x its pixels) above which a
 #: full-width AVX-512 CPU (:func:`.common._full_width_fma`) leaves the 1x1 to the direct template's 7 x 2
 #: tile (:data:`PAIRED_ROW`): each tile reads its strip once per pair of output channels, and a
@@ -336,7 +347,7 @@ def _plan(kmod: tvm.IRModule, target) -> _Plan | None:
 
         row = common._row(ow, row_budget)
         two = paired and vectors(paired) == 2
-        if two and ow % paired == 0 and not (one_by_one and _aliased(conv)):
+        if two and ow % paired == 0 and not (one_by_one and _aliased(conv, target)):
             row = paired
         elif _tail_tile(ow, row * vectors(row), paired if two else row_budget, 2 if two else 1, rows_outer and wide):
             row = paired if two else row_budget
@@ -353,7 +364,7 @@ def _plan(kmod: tvm.IRModule, target) -> _Plan | None:
         if _write_back_bound(kmod, nest) or one[0] >= row * blocks:
             row, blocks = one
     if one_by_one and (lanes, registers) == (8, 16) and per_group == oc and ow >= AVX2_1X1_MIN_WIDTH \
-            and not _aliased(conv) and _blocks(AVX2_1X1_ROW, oc, lanes, registers, per_group, least, 2 * AVX2_1X1_ROW) == 2:
+            and not _aliased(conv, target) and _blocks(AVX2_1X1_ROW, oc, lanes, registers, per_group, least, 2 * AVX2_1X1_ROW) == 2:
         row, blocks = AVX2_1X1_ROW, 2
     from ..transfer import serial
 
@@ -467,9 +478,10 @@ def _copied(kmod: tvm.IRModule) -> bool:
     return [int(x) for x in pad.reads[0].source.shape] == [int(x) for x in pad.writes[0].source.shape]
 
 
-def _aliased(conv) -> bool:
-    """Whether the input channel planes ``conv`` reads are a multiple of :data:`ALIASED_PLANE_BYTES`."""
-    return _aliased_planes(conv.reads[0].source)
+def _aliased(conv, target) -> bool:
+    """Whether the input channel planes ``conv`` reads are a multiple of :data:`ALIASED_PLANE_BYTES`,
+    on a CPU other than :data:`ALIASED_INPUT_IGNORED`."""
+    return common._mcpu(target) not in ALIASED_INPUT_IGNORED and _aliased_planes(conv.reads[0].source)
 
 
 def _aliased_output(conv) -> bool:
@@ -581,7 +593,7 @@ def _pointwise_plan(kmod: tvm.IRModule, target) -> _PointwisePlan | None:
         return None  # not 1x1, or stride or padding other than 1 and 0
     if nest.padded and not _copied(kmod):
         return None
-    if _aliased(conv):
+    if _aliased(conv, target):
         return None
     weight = common._weight(kmod, conv)
     lanes, registers = common.vector_lanes(target)

@@ -135,6 +135,15 @@ MIN_BATCHED_REDUCTION = 128
 #: 5 rounds, emeraldrapids-2c, 2026-12-02; ``template_ab.py matmul1 ... --without
 #: MIN_BATCHED_REDUCTION=32``).
 MIN_BATCHED_OUTPUT = 1 << 21
+#: Rows of a tile of one vector of columns (columns an odd number of vectors: MobileViT-S's 144
+#: and 240, its attention's 40 in 8-lane vectors) on a full-width AVX-512 CPU: the first that
+#: divides the rows (else :data:`MATMUL_ROWS`). 4 rows x 1 vector left 4 accumulators, each a
+#: chain of dependent multiply-adds; 16 rows hold 16 (as the convolution's 14 x 1). Each alone,
+#: 3 alternating rounds, 2 threads (``benchmarks/template_ab.py matmul MOBILEVIT.onnx --without
+#: 'ONE_VECTOR_ROWS=()'``, intel-r-xeon-r-processor-emeraldrapids-2c, 2026-12-07): MobileViT-S's
+#: 256- and 16-row matmuls into 144 and 240 columns 0.60-0.69x, its ``softmax @ v`` into 40
+#: 0.73x; 8 rows ran between (256 x 144 x 144: 4 rows 270-280 us, 8 179-300, 16 162-175).
+ONE_VECTOR_ROWS = (16, 8)
 #: Rows of the register tile of a matmul the template schedules only where no record does
 #: (:func:`tvm_partition.build.templates.fallback`), at most: the largest divisor of its rows up to it. MaxViT-T's ``softmax @
 #: v`` (49 rows a window) on tiles of 1, 7 rows x 2 vectors: 245 and 105 us (each alone).
@@ -211,6 +220,8 @@ def _matmul_plan(kmod: tvm.IRModule, target, fallback: bool = False) -> _MatmulP
         eight = columns_outer and rows % COLUMNS_OUTER_ROWS == 0 and int(extents[rank]) >= COLUMNS_OUTER_MIN_REDUCTION
         tile_rows = wide[0] if wide else COLUMNS_OUTER_ROWS if eight else divisors[0] if divisors else tile_rows
         chunk = _matmul_chunk(mm, tile * lanes, rows // tile_rows) if columns_outer else 0
+    elif rows > 1 and tile == 1 and not fallback and common._full_width_fma(target):
+        tile_rows = next((r for r in ONE_VECTOR_ROWS if rows % r == 0), tile_rows)
     return _MatmulPlan(tuple(b.name_hint for b in blocks[1:]), weight, lanes, tile, not serial(kmod, target),
                        tile_rows, axis, shared, columns_outer, chunk)
 
