@@ -49,10 +49,11 @@ def model_graph(spec: str, **settings):
     return label, OpGraph(frontend.load(path, seed=0, **shapes, **settings).mod)
 
 
-def convolutions(models: list[str], target):
+def convolutions(models: list[str], target, grouped: bool = False):
     """``(model label, kernel IRModule, its templates.common._Nest)`` of every distinct convolution kernel
     (extents, input shape and epilogue: a strided kernel and a stride-1 one of the same output are
-    two) of ``models`` that the direct-convolution template reads."""
+    two) of ``models`` that the direct-convolution template reads (``grouped``: the grouped and
+    depthwise ones, TOPI's ``group_conv2d_nchw``, instead)."""
     from tvm_partition.build import templates
     from tvm_partition.build.align import kernel_of
 
@@ -63,7 +64,8 @@ def convolutions(models: list[str], target):
             if op.kind != "conv2d" or not op.split_dims:
                 continue
             kmod = kernel_of(graph, op)
-            nest = templates.common._nest(kmod, target, (templates.convolution._CONV,))  # noqa: SLF001 - the template's own view
+            block = templates.convolution._GROUP if grouped else templates.convolution._CONV
+            nest = templates.common._nest(kmod, target, (block,))  # noqa: SLF001 - the template's own view
             if nest is None:
                 continue
             key = (nest.extents, tuple(int(x) for x in nest.block.reads[0].source.shape), nest.epilogue)

@@ -549,6 +549,10 @@ def test_the_grouped_template_computes_what_the_default_schedule_computes(c, gro
     assert done is not None and done[1] == templates.GROUP_LABEL
     text = done[0].script()
     assert "T.parallel" in text and "T.vectorized" in text
+    # the epilogue inlined into the tile's write-back: no intermediate of the whole output
+    assert "group_conv2d_nchw_intermediate = T.sblock_alloc_buffer" not in text
+    if k > 1:  # the padded rows a task reads copied under it: no parallel stage of padding first
+        assert text.count("T.parallel") == 1 and text.index('T.sblock("pad_temp")') > text.index("T.parallel")
     np.testing.assert_allclose(run(done[0]), run(kmod["main"]), rtol=1e-4, atol=1e-4)
 
 
