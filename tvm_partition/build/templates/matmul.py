@@ -141,8 +141,9 @@ MIN_BATCHED_OUTPUT = 1 << 21
 #: chain of dependent multiply-adds; 16 rows hold 16 (as the convolution's 14 x 1). Each alone,
 #: 3 alternating rounds, 2 threads (``benchmarks/template_ab.py matmul MOBILEVIT.onnx --without
 #: 'ONE_VECTOR_ROWS=()'``, intel-r-xeon-r-processor-emeraldrapids-2c, 2026-12-07): MobileViT-S's
-#: 256- and 16-row matmuls into 144 and 240 columns 0.60-0.69x, its ``softmax @ v`` into 40
-#: 0.73x; 8 rows ran between (256 x 144 x 144: 4 rows 270-280 us, 8 179-300, 16 162-175).
+#: 256- and 16-row matmuls into 144 and 240 columns 0.60-0.69x (five of six; the sixth 0.85x), its
+#: ``softmax @ v`` into 40 0.73x; 8 rows ran between (256 x 144 x 144: 4 rows 270-280 us, 8
+#: 179-300, 16 162-175).
 ONE_VECTOR_ROWS = (16, 8)
 #: Rows of the register tile of a matmul the template schedules only where no record does
 #: (:func:`tvm_partition.build.templates.fallback`), at most: the largest divisor of its rows up to it. MaxViT-T's ``softmax @
