@@ -542,6 +542,7 @@ def test_the_template_leaves_other_kernels_alone(kmod):
     (8, 8, 30, 3, 1, "bias_relu"),  # depthwise 3x3 (MobileNet-V2's), rows not a multiple of 4
     (10, 10, 56, 3, 2, "batch_norm"),  # depthwise, strided, no whole vectors of channels: 28 wide
     (16, 4, 28, 1, 1, None),  # grouped 1x1 (ShuffleNet's), 4 input channels a group, no padding
+    (32, 8, 28, 3, 1, "bias_relu"),  # grouped 3x3, 4 channels a group (ResNeXt-50's first stage)
 ])
 def test_the_grouped_template_computes_what_the_default_schedule_computes(c, groups, size, k, stride, epilogue):
     kmod = conv(c, c, size, k, stride, groups=groups, epilogue=epilogue)
@@ -551,8 +552,11 @@ def test_the_grouped_template_computes_what_the_default_schedule_computes(c, gro
     assert "T.parallel" in text and "T.vectorized" in text
     # the epilogue inlined into the tile's write-back: no intermediate of the whole output
     assert "group_conv2d_nchw_intermediate = T.sblock_alloc_buffer" not in text
-    if k > 1:  # the padded rows a task reads copied under it: no parallel stage of padding first
+    if k > 1 and groups == c:  # depthwise: the padded rows a task reads copied under it, no stage first
         assert text.count("T.parallel") == 1 and text.index('T.sblock("pad_temp")') > text.index("T.parallel")
+    if k > 1 and groups < c:  # groups of several channels: one parallel stage of padding first
+        second = text.index("T.parallel", text.index("T.parallel") + 1)
+        assert text.count("T.parallel") == 2 and text.index('T.sblock("pad_temp")') < second
     np.testing.assert_allclose(run(done[0]), run(kmod["main"]), rtol=1e-4, atol=1e-4)
 
 

@@ -486,7 +486,7 @@ class Schedules:
 #: tile 16 or 8 rows on full-width AVX-512 (:data:`tvm_partition.build.templates.matmul.ONE_VECTOR_ROWS`) and
 #: 1x1s on 4 KiB input planes the 1x1 template on the Emerald Rapids VM
 #: (:data:`tvm_partition.build.templates.convolution.ALIASED_INPUT_IGNORED`), 69 the grouped row template's
-#: epilogue inlined into its vectorised write-back and its padding copied per task
+#: epilogue inlined into its vectorised write-back and a depthwise kernel's padding copied per task
 #: (:func:`tvm_partition.build.templates.grouped._schedule_group`).
 TRANSFER_RULES = 69
 

@@ -62,6 +62,7 @@ class _GroupPlan:
     row: int  # output pixels of a row segment (vectorised)
     rows: int  # output rows per register tile (unrolled)
     padded: bool
+    depthwise: bool = False  # one input channel a group
 
 
 def _group_plan(kmod: tvm.IRModule, target) -> _GroupPlan | None:
@@ -76,7 +77,8 @@ def _group_plan(kmod: tvm.IRModule, target) -> _GroupPlan | None:
     if group_channels > 1 and common._column_stride(nest.block) > 1:
         return None
     lanes, _ = common.vector_lanes(target)
-    return _GroupPlan(nest.epilogue, common._row(ow, lanes), next(r for r in GROUP_ROWS if oh % r == 0), nest.padded)
+    return _GroupPlan(nest.epilogue, common._row(ow, lanes), next(r for r in GROUP_ROWS if oh % r == 0), nest.padded,
+                      group_channels == 1)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -159,13 +161,15 @@ def _schedule_group(kmod: tvm.IRModule, plan: _GroupPlan) -> tvm.tirx.PrimFunc:
     segment (vectorised), ``y_i`` the tile's rows (unrolled), accumulated in a ``local`` tile; the
     window loops unrolled; ``n f y_o`` one parallel loop. The epilogue's last block is inlined into
     the tile's write-back (:func:`.convolution._epilogue_inlined`), which is vectorised as the
-    segment, and the padded rows a task reads are copied under it. Why: the write-back and the
+    segment, and, depthwise, the padded rows a task reads are copied under it. Why: the write-back and the
     epilogue were scalar loops through an intermediate of the whole output (a SiLU's sigmoid one
     element at a time) and the padding a parallel stage over the whole input, a pass through
     memory of its own; EfficientNet's (Hugging Face's default configuration) depthwise kernels
     this template takes at 112 and 56 wide ran 0.50-0.62x their time after, 0.83x a 5x5 at 28
-    wide, a strided one 1.01x; a 64-channel 3x3 at 128 x 128 with a bias 0.70x, with a SiLU 0.53x
-    (each alone, 5 alternating rounds, 2 threads, intel-r-xeon-r-processor-emeraldrapids-2c,
+    wide, a strided one 1.01x; a 64-channel 3x3 at 128 x 128 with a bias 0.70x, with a SiLU 0.53x.
+    A grouped one (4 channels a group: ResNeXt-50's first stage, 128 channels at 56 x 56) copying
+    its padded rows per task ran 1.31x (each of a group's output channels copied the group's input
+    again): groups of several channels keep the stage (each alone, 5 alternating rounds, 2 threads, intel-r-xeon-r-processor-emeraldrapids-2c,
     2026-12-07; BENCHMARKS.md, "MobileViT's 1x1s on planes of 4 KiB, its one-vector matmuls, the
     grouped row template's epilogue")."""
     sch, conv = common._opened(kmod["main"], convolution._GROUP, plan.epilogue)
@@ -186,9 +190,11 @@ def _schedule_group(kmod: tvm.IRModule, plan: _GroupPlan) -> tvm.tirx.PrimFunc:
     sch.vectorize(x_i)
     for loop in (y_i, rx, ry):
         sch.unroll(loop)
-    sch.decompose_reduction(conv, rc)
-    if plan.padded:
+    if plan.padded and plan.depthwise:  # a task reads its own channel's rows: they are copied for it alone
+        sch.decompose_reduction(conv, rc)
         pad = sch.get_sblock("pad_temp")
         sch.compute_at(pad, task, preserve_unit_loops=True)
         sch.vectorize(sch.get_loops(pad)[-1])
+    else:  # each of a group's output channels would copy the group's input again: one stage first
+        convolution._reduction_and_padding(sch, conv, rc, plan.padded)
     return sch.mod["main"].with_attr("tirx.is_scheduled", True)
