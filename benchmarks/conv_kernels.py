@@ -49,6 +49,26 @@ def model_graph(spec: str, **settings):
     return label, OpGraph(frontend.load(path, seed=0, **shapes, **settings).mod)
 
 
+def kernels(graph, pattern: str = "", seen: set | None = None):
+    """``(op, kernel IRModule, its transfer.Block tuple)`` of every distinct kernel of ``graph``
+    (distinct by :func:`tvm_partition.build.transfer.blocks_of`: the same computation at the same
+    extents is one) whose fused name contains ``pattern``; ``seen``: the blocks already yielded,
+    kept across calls (several models)."""
+    from tvm_partition.build.align import kernel_of
+    from tvm_partition.build.transfer import blocks_of
+
+    seen = set() if seen is None else seen
+    for op in graph.ops.values():
+        if pattern not in op.fused_name or not op.split_dims:
+            continue
+        kmod = kernel_of(graph, op)
+        blocks = blocks_of(kmod)
+        if blocks in seen:
+            continue
+        seen.add(blocks)
+        yield op, kmod, blocks
+
+
 def convolutions(models: list[str], target, grouped: bool = False):
     """``(model label, kernel IRModule, its templates.common._Nest)`` of every distinct convolution kernel
     (extents, input shape and epilogue: a strided kernel and a stride-1 one of the same output are

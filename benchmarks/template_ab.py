@@ -41,9 +41,7 @@ def main(argv=None) -> int:
     args = ap.parse_args(argv)
     batches = [{"batch": int(b)} for b in args.batch.split(",")] if args.batch else [{}]
 
-    from conv_kernels import model_graph, patched
-    from tvm_partition.build.align import kernel_of
-    from tvm_partition.build.transfer import blocks_of
+    from conv_kernels import kernels, model_graph, patched
     from tvm_partition.build.tuning import open_schedules, time_kernel, tuning_target
     from tvm_partition.devices import database_dir, parse_devices, use_cpu_threads
 
@@ -59,14 +57,7 @@ def main(argv=None) -> int:
         built, records = open_schedules(database_dir(None)), open_schedules(database_dir(None))
         records.templates = args.without is not None
         undone = undo(args.without)
-        for op in graph.ops.values():
-            if args.pattern not in op.fused_name or not op.split_dims:
-                continue
-            kmod = kernel_of(graph, op)
-            blocks = blocks_of(kmod)
-            if blocks in seen:
-                continue
-            seen.add(blocks)
+        for op, kmod, blocks in kernels(graph, args.pattern, seen):
             funcs, labels = [], []
             for schedules, patch in ((records, undone), (built, {})):
                 with patched(**patch) if patch else contextlib.nullcontext():

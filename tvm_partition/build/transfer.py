@@ -22,7 +22,8 @@ shape-specific parts are the tile sizes it sampled, so it carries over:
    ``GetSBlock`` names mapped to the recipient's blocks (extra epilogue blocks inlined first,
    steps on source blocks the recipient lacks dropped), every ``SamplePerfectTile``
    decision re-fitted to the recipient's loop extent (:func:`fit_tile`; on CPU axes that are not
-   vectorised, the register tile kept where the extent allows, :func:`register_tile`);
+   vectorised, the register tile kept where the extent allows, :func:`register_tile`; a CPU
+   reduction's depth the largest divisor, not a power of two, :func:`_reduction_axes`);
    ``SampleCategorical`` and ``SampleComputeLocation`` decisions replay as they were; on CPU the
    reduction's register tile then accumulates in a ``local`` buffer (:func:`local_accumulator`:
    without it LLVM kept the tile in registers at some extents only, 2.6-2.8x apart). The target's own MetaSchedule
@@ -189,7 +190,7 @@ def _divisors(n: int) -> list[int]:
     return sorted(set(small + [n // d for d in small]))
 
 
-def fit_tile(decision: list[int], extent: int, max_innermost: int | None = None) -> list[int]:
+def fit_tile(decision: list[int], extent: int, max_innermost: int | None = None, vector: bool = True) -> list[int]:
     """Tile factors for a loop of ``extent`` shaped like ``decision`` (outermost first, product =
     the source's extent): innermost first, each factor the largest divisor of what is left that
     is no larger than the source's (so vector and register tiles are kept where they divide), the
@@ -204,13 +205,21 @@ def fit_tile(decision: list[int], extent: int, max_innermost: int | None = None)
 
     The power of two: the innermost loop is the one vectorised, and LLVM turned a 48-wide one (a
     BERT-tiny matmul cut to N=48 under a record whose tile was 64) into code 60x slower than the
-    16-wide one (3.8 ms against 65 us at N=32; 2026-11-23)."""
+    16-wide one (3.8 ms against 65 us at N=32; 2026-11-23). A reduction's loop (``vector=False``)
+    is no vector loop: its innermost factor is the largest divisor, a power of two or not (the depth
+    of the register tile's reduction between loads and stores of its accumulators). MobileViT-S's
+    attention scores (16 x 256 x 256, a reduction of 36, under a record tuned at 64 as 4 x 16) got
+    9 x 4 and ran 926-932 us alone, 615-619 as 3 x 12 (0.66-0.69x, two runs of 5 alternating
+    rounds; in the model, ``run --kernels``, its share 6.3-6.5% -> 4.2-4.4%); its reductions of 48
+    and 60 0.91-0.95x and 0.96-1.03x; no kernel of 24 other models changed (2 threads,
+    intel-r-xeon-r-processor-emeraldrapids-2c, 2026-12-07; BENCHMARKS.md, "A replayed reduction's
+    depth"). Replayed for an AVX2 target the same kernels ran 0.91-0.96x."""
     if math.prod(decision) == extent:
         return list(decision)
     between = list(range(len(decision) - 2, 0, -1))
-    out = _fitted(decision, extent, max_innermost, between)
+    out = _fitted(decision, extent, max_innermost, between, vector)
     if out[0] == 1 and decision[0] > 1 and between:  # the parallel loop lost: fit it before the tiles between
-        return _fitted(decision, extent, max_innermost, [0] + between)
+        return _fitted(decision, extent, max_innermost, [0] + between, vector)
     return out
 
 
@@ -242,7 +251,8 @@ def register_tile(decision: list[int], extent: int, max_innermost: int | None = 
     return fit_tile(list(decision[:-k]), extent // inner) + [1] * (k - 1) + [inner]
 
 
-def _fitted(decision: list[int], extent: int, max_innermost: int | None, order: list[int]) -> list[int]:
+def _fitted(decision: list[int], extent: int, max_innermost: int | None, order: list[int],
+            vector: bool = True) -> list[int]:
     """:func:`fit_tile`'s factors: the vector (innermost) loop first, then the loops of ``order``,
     each the largest divisor of what is left no larger than the source's factor, what is left
     multiplied into the outermost."""
@@ -253,7 +263,7 @@ def _fitted(decision: list[int], extent: int, max_innermost: int | None, order: 
         if i == len(decision) - 1 and max_innermost:
             cap = min(cap, max_innermost)
         fits = [d for d in _divisors(rest) if d <= max(1, cap)]
-        if i == len(decision) - 1:  # the vector loop: a power of two of at least 4 lanes where one divides
+        if i == len(decision) - 1 and vector:  # the vector loop: a power of two of at least 4 lanes where one divides
             fits = [d for d in fits if d >= 4 and d & (d - 1) == 0] or fits
         out[i] = max(fits)
         rest //= out[i]
@@ -493,6 +503,18 @@ def _unvectorised_axes(sch, main: Block) -> list:
     return [loops[i] for i in spatial[:-1]]
 
 
+def _reduction_axes(sch, main: Block) -> list:
+    """Loop variables of block ``main``'s reduction axes; none where its last spatial axis (the one
+    vectorised) has extent 1: there LLVM vectorises the reduction's innermost loop, whose power of
+    two :func:`fit_tile` keeps (SwiftFormer's one-column matmuls of reductions 48-220, fitted to
+    their largest divisors instead, ran 1.1-1.9x)."""
+    loops = _loop_vars(sch, main)
+    spatial = [e for kind, e in zip(main.iters, main.extents) if kind == "S"]
+    if spatial and spatial[-1] == 1:
+        return []
+    return [loops[i] for i, kind in enumerate(main.iters) if kind == "R" and i < len(loops)]
+
+
 def _replayed(kmod: tvm.IRModule, trace, source_blocks: tuple[Block, ...], target, mark: str | None = None):
     """The schedule of :func:`replay`; raises :class:`TransferError` where the trace does not fit.
     Its trace is laid out as MetaSchedule's own records are (the design, ``enter_postproc``, the
@@ -501,14 +523,17 @@ def _replayed(kmod: tvm.IRModule, trace, source_blocks: tuple[Block, ...], targe
     try:
         sch, rewritten, main = _prepared(kmod, trace, source_blocks)
         unvectorised = _unvectorised_axes(sch, main) if target.kind.name == "llvm" else []
+        reduced = _reduction_axes(sch, main) if target.kind.name == "llvm" else []
 
         def decide(inst, inputs, attrs, decision):
             if inst.kind.name == "SamplePerfectTile":
                 loop = sch.get(inputs[0])
                 if not isinstance(loop.extent, tvm.tirx.IntImm):
                     raise TransferError("a loop of dynamic extent")
-                fit = register_tile if any(loop.loop_var.same_as(v) for v in unvectorised) else fit_tile
-                return fit([int(x) for x in decision], int(loop.extent), _max_innermost(attrs))
+                if any(loop.loop_var.same_as(v) for v in unvectorised):
+                    return register_tile([int(x) for x in decision], int(loop.extent), _max_innermost(attrs))
+                vector = not any(loop.loop_var.same_as(v) for v in reduced)
+                return fit_tile([int(x) for x in decision], int(loop.extent), _max_innermost(attrs), vector)
             return decision
 
         _apply(sch, rewritten, decide)

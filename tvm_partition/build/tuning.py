@@ -487,8 +487,9 @@ class Schedules:
 #: 1x1s on 4 KiB input planes the 1x1 template on the Emerald Rapids VM
 #: (:data:`tvm_partition.build.templates.convolution.ALIASED_INPUT_IGNORED`), 69 the grouped row template's
 #: epilogue inlined into its vectorised write-back and a depthwise kernel's padding copied per task
-#: (:func:`tvm_partition.build.templates.grouped._schedule_group`).
-TRANSFER_RULES = 69
+#: (:func:`tvm_partition.build.templates.grouped._schedule_group`), 70 replays a CPU reduction's inner tile
+#: as its largest divisor, not a power of two (:func:`tvm_partition.build.transfer.fit_tile`).
+TRANSFER_RULES = 70
 
 
 def open_schedules(path: str | None, transfer: bool = True) -> Schedules:
