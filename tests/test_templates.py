@@ -1268,6 +1268,24 @@ def test_scores_of_a_short_reduction_take_the_template_where_their_output_is_lar
     np.testing.assert_allclose(run(func), run(small["main"]), rtol=1e-4, atol=1e-4)
 
 
+def test_softmax_at_v_into_four_vectors_is_one_tile_of_all_of_them():
+    """``softmax @ v`` into a head of 64 (4 vectors of 16): one tile of 4 rows x all 4 vectors on a
+    full-width AVX-512 CPU, 2 vectors elsewhere and where the columns are more; it computes what
+    the default schedule does."""
+    head, keys = scores(12, 128, 128, 64), scores(12, 128, 128, 128)
+    plan = templates.matmul._matmul_plan(head, planned_for("emeraldrapids"))
+    assert (plan.rows, plan.blocks) == (templates.matmul.MATMUL_ROWS, templates.matmul.WHOLE_ROW_VECTORS)
+    assert templates.matmul._matmul_plan(keys, planned_for("emeraldrapids")).blocks == 2
+    assert templates.matmul._matmul_plan(matmul(128, 128, 64), planned_for("emeraldrapids")).blocks == 2  # a weight's
+    assert templates.matmul._matmul_plan(head, planned_for("znver4")).blocks == 2  # half-width AVX-512
+    assert templates.matmul._matmul_plan(head, AVX2).blocks == 2
+    lanes = templates.common.vector_lanes(TARGET)[0]
+    small = scores(2, 8, 128, 4 * lanes)
+    plan = dataclasses.replace(templates.matmul._matmul_plan(small, TARGET), rows=4, blocks=4)
+    func = templates.matmul._schedule_matmul(small, TARGET, plan)
+    np.testing.assert_allclose(run(func), run(small["main"]), rtol=1e-4, atol=1e-4)
+
+
 @pytest.mark.parametrize("kmod,mcpu,tile,columns_outer,chunk", [
     (matmul(196, 384, 1536), "emeraldrapids", 7, True, 0),  # ConvNeXt-T's MLP at 14x14: weights outweigh x
     (matmul(196, 384, 1536), "znver4", 4, True, 0),  # half-width AVX-512 keeps 4 rows; the order is no matter of width

@@ -488,8 +488,10 @@ class Schedules:
 #: (:data:`tvm_partition.build.templates.convolution.ALIASED_INPUT_IGNORED`), 69 the grouped row template's
 #: epilogue inlined into its vectorised write-back and a depthwise kernel's padding copied per task
 #: (:func:`tvm_partition.build.templates.grouped._schedule_group`), 70 replays a CPU reduction's inner tile
-#: as its largest divisor, not a power of two (:func:`tvm_partition.build.transfer.fit_tile`).
-TRANSFER_RULES = 70
+#: as its largest divisor, not a power of two (:func:`tvm_partition.build.transfer.fit_tile`), 71 tiles a
+#: ``softmax @ v`` into 4 vectors of columns 4 rows x all 4 on full-width AVX-512
+#: (:data:`tvm_partition.build.templates.matmul.WHOLE_ROW_VECTORS`).
+TRANSFER_RULES = 71
 
 
 def open_schedules(path: str | None, transfer: bool = True) -> Schedules:
