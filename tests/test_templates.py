@@ -1268,13 +1268,15 @@ def test_scores_of_a_short_reduction_take_the_template_where_their_output_is_lar
     np.testing.assert_allclose(run(func), run(small["main"]), rtol=1e-4, atol=1e-4)
 
 
-def test_softmax_at_v_into_four_vectors_is_one_tile_of_all_of_them():
-    """``softmax @ v`` into a head of 64 (4 vectors of 16): one tile of 4 rows x all 4 vectors on a
-    full-width AVX-512 CPU, 2 vectors elsewhere and where the columns are more; it computes what
-    the default schedule does."""
+def test_softmax_at_v_into_four_or_five_vectors_is_one_tile_of_all_of_them():
+    """``softmax @ v`` into a head of 64 (4 vectors of 16) or 40 (5 of 8): one tile of 4 rows x all
+    its vectors on a full-width AVX-512 CPU, 2 vectors elsewhere and where the columns are more; it
+    computes what the default schedule does."""
     head, keys = scores(12, 128, 128, 64), scores(12, 128, 128, 128)
     plan = templates.matmul._matmul_plan(head, planned_for("emeraldrapids"))
-    assert (plan.rows, plan.blocks) == (templates.matmul.MATMUL_ROWS, templates.matmul.WHOLE_ROW_VECTORS)
+    assert (plan.rows, plan.blocks) == (templates.matmul.MATMUL_ROWS, 4)
+    plan = templates.matmul._matmul_plan(scores(16, 256, 256, 40), planned_for("emeraldrapids"))  # MobileViT's
+    assert (plan.rows, plan.blocks, plan.lanes) == (templates.matmul.MATMUL_ROWS, 5, 8)
     assert templates.matmul._matmul_plan(keys, planned_for("emeraldrapids")).blocks == 2
     assert templates.matmul._matmul_plan(matmul(128, 128, 64), planned_for("emeraldrapids")).blocks == 2  # a weight's
     assert templates.matmul._matmul_plan(head, planned_for("znver4")).blocks == 2  # half-width AVX-512

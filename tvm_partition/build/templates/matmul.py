@@ -142,20 +142,25 @@ MIN_BATCHED_OUTPUT = 1 << 21
 #: 3 alternating rounds, 2 threads (``benchmarks/template_ab.py matmul MOBILEVIT.onnx --without
 #: 'ONE_VECTOR_ROWS=()'``, intel-r-xeon-r-processor-emeraldrapids-2c, 2026-12-07): MobileViT-S's
 #: 256- and 16-row matmuls into 144 and 240 columns 0.60-0.69x (five of six; the sixth 0.85x), its
-#: ``softmax @ v`` into 40 0.73x; 8 rows ran between (256 x 144 x 144: 4 rows 270-280 us, 8
-#: 179-300, 16 162-175).
+#: ``softmax @ v`` into 40 0.73x (since tiled whole: :data:`ALL_COLUMN_VECTORS`); 8 rows ran
+#: between (256 x 144 x 144: 4 rows 270-280 us, 8 179-300, 16 162-175).
 ONE_VECTOR_ROWS = (16, 8)
 #: Vectors of columns that a batched matmul of computed operands (``softmax @ v``) holds whole in
-#: one tile of :data:`MATMUL_ROWS` rows where its columns are exactly this many (a head of 64 in
-#: fp32, full-width AVX-512): each ``x`` element broadcast once for every column, where two tiles of
-#: 2 vectors broadcast it twice (16 accumulators, as the records tuned for BERT-tiny's ``softmax @ v``
-#: tile it). Each alone against the tile before, 5 alternating rounds, 2 threads
+#: one tile of :data:`MATMUL_ROWS` rows where its columns are exactly one of these many (a head of
+#: 64 in fp32, 4 x 16 lanes; MobileViT-S's heads of 36 padded to 40, 5 x 8; full-width AVX-512):
+#: each ``x`` element broadcast once for every column, where two tiles of 2 vectors broadcast it
+#: twice (16 accumulators, as the records tuned for BERT-tiny's ``softmax @ v`` tile it) and
+#: one-vector tiles (:data:`ONE_VECTOR_ROWS`) five times: MobileViT-S's 16 x 256 x 40 by 256 ran
+#: 635 us on 4 x 5 against 1,007 on 16 x 1 (0.63x) and its record's 1,048 (``wide4.md``), and
+#: 673 against 982 (0.69x, ``template_ab.py ... --without 'ALL_COLUMN_VECTORS=(4,)'``, 7 rounds);
+#: 5 vectors of 16 (a head of 80) take it untimed. 4 x 4, each alone against the tile before,
+#: 5 alternating rounds, 2 threads
 #: (``benchmarks/results/intel-r-xeon-r-processor-emeraldrapids-2c/attention_reductions/variants.py``,
 #: 2026-12-07; ``wide4.md``): the zoo's BERT at batch 16 (192 x 128 x 64 by 128) 0.77x, DeiT's
 #: (12 x 200 x 64 by 198, on 10 x 2 before) 0.84x, BERT-tiny's, T5's and GPT-2's at 128 tokens
 #: 0.87-0.91x; 5 and 8 rows x 4 ran 1.04-1.10x of 4 x 4. Where the columns are more (scores of
 #: 128 keys) 4 x 4 ran 0.94-1.14x of 4 x 2: no rule.
-WHOLE_ROW_VECTORS = 4
+ALL_COLUMN_VECTORS = (4, 5)
 #: Rows of the register tile of a matmul the template schedules only where no record does
 #: (:func:`tvm_partition.build.templates.fallback`), at most: the largest divisor of its rows up to it. MaxViT-T's ``softmax @
 #: v`` (49 rows a window) on tiles of 1, 7 rows x 2 vectors: 245 and 105 us (each alone).
@@ -234,8 +239,9 @@ def _matmul_plan(kmod: tvm.IRModule, target, fallback: bool = False) -> _MatmulP
         chunk = _matmul_chunk(mm, tile * lanes, rows // tile_rows) if columns_outer else 0
     elif rows > 1 and tile == 1 and not fallback and common._full_width_fma(target):
         tile_rows = next((r for r in ONE_VECTOR_ROWS if rows % r == 0), tile_rows)
-    if rows > 1 and not shared and not fallback and cols == WHOLE_ROW_VECTORS * lanes and common._full_width_fma(target):
-        tile, tile_rows = WHOLE_ROW_VECTORS, MATMUL_ROWS  # not fallback: the rows are a multiple of it
+    whole = rows > 1 and not shared and not fallback and cols // lanes in ALL_COLUMN_VECTORS
+    if whole and common._full_width_fma(target):
+        tile, tile_rows = cols // lanes, MATMUL_ROWS  # not fallback: the rows are a multiple of it
     return _MatmulPlan(tuple(b.name_hint for b in blocks[1:]), weight, lanes, tile, not serial(kmod, target),
                        tile_rows, axis, shared, columns_outer, chunk)
 
