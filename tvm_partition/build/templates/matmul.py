@@ -231,7 +231,10 @@ def _matmul_plan(kmod: tvm.IRModule, target, fallback: bool = False) -> _MatmulP
         tile = NARROW_MATMUL_BLOCKS if three and cols % (NARROW_MATMUL_BLOCKS * lanes) == 0 else tile
     columns_outer = shared and _columns_outer(mm)
     chunk = 0
-    if rows > 1 and tile == 2 and not fallback and common._full_width_fma(target):
+    whole = rows > 1 and not shared and not fallback and cols // lanes in ALL_COLUMN_VECTORS
+    if whole and common._full_width_fma(target):
+        tile, tile_rows = cols // lanes, MATMUL_ROWS  # not fallback: the rows are a multiple of it
+    elif rows > 1 and tile == 2 and not fallback and common._full_width_fma(target):
         wide = [r for r in WIDE_MATMUL_ROWS if rows % r == 0]
         divisors = [r for r in DIVISOR_MATMUL_ROWS if rows % r == 0]
         eight = columns_outer and rows % COLUMNS_OUTER_ROWS == 0 and int(extents[rank]) >= COLUMNS_OUTER_MIN_REDUCTION
@@ -239,9 +242,6 @@ def _matmul_plan(kmod: tvm.IRModule, target, fallback: bool = False) -> _MatmulP
         chunk = _matmul_chunk(mm, tile * lanes, rows // tile_rows) if columns_outer else 0
     elif rows > 1 and tile == 1 and not fallback and common._full_width_fma(target):
         tile_rows = next((r for r in ONE_VECTOR_ROWS if rows % r == 0), tile_rows)
-    whole = rows > 1 and not shared and not fallback and cols // lanes in ALL_COLUMN_VECTORS
-    if whole and common._full_width_fma(target):
-        tile, tile_rows = cols // lanes, MATMUL_ROWS  # not fallback: the rows are a multiple of it
     return _MatmulPlan(tuple(b.name_hint for b in blocks[1:]), weight, lanes, tile, not serial(kmod, target),
                        tile_rows, axis, shared, columns_outer, chunk)
 
