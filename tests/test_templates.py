@@ -5,6 +5,7 @@ lifting of its weight packing to load time, checked against the unpartitioned mo
 from __future__ import annotations
 
 import dataclasses
+import functools
 import re
 
 import numpy as np
@@ -1405,3 +1406,32 @@ def test_a_failed_check_in_tvms_lowering_is_one_build_error(monkeypatch):
     monkeypatch.setattr(executable, "lower", failing)
     with pytest.raises(executable.BuildError, match="could not lower the partitioned module: Check failed"):
         executable.build(None, None)
+
+
+@pytest.mark.parametrize("elements,slots", [(128 * 32, 25), (128 * 32, 4), (128 * 16, 7), (64, 3)])
+def test_the_prefetches_of_all_slots_cover_every_line_of_the_next_chunk(elements, slots):
+    """Every cache line of ``elements`` elements from ``start`` is prefetched by some slot, and
+    the slots together reach past them by less than a line each (DeiT-B's chunks: 256 lines over 25
+    tiles of rows, 11 each); at the buffer's end they are clamped to its last element."""
+    from tvm_partition.build.templates import prefetch
+
+    per_line, start = 16, 3 * elements
+    for size in (10 * elements, start + elements):  # a chunk inside the buffer, and its last
+        count = prefetch.per_slot(elements, per_line, slots)
+        imm = functools.partial(tvm.tirx.IntImm, "int64")  # constants: TVM folds the expression
+        offsets = {int(prefetch.line(imm(start), imm(s), imm(p), count, per_line, size))
+                   for s in range(slots) for p in range(count)}
+        assert set(range(start, start + elements, per_line)) <= offsets
+        assert max(offsets) < min(size, start + elements + slots * per_line) and min(offsets) == start
+
+
+def test_a_chunked_matmul_prefetches_its_next_chunk_and_computes_the_product():
+    """A chunked columns-outer matmul (forced on this machine's vectors) issues ``llvm.prefetch``
+    at its tiles of rows and computes what the default schedule does; an unchunked one issues none."""
+    lanes = templates.common.vector_lanes(TARGET)[0]
+    kmod = matmul(32, 256, 4 * lanes)
+    base = dataclasses.replace(templates.matmul._matmul_plan(kmod, TARGET), rows=4, blocks=2, columns_outer=True)
+    for chunk, prefetches in ((128, True), (0, False)):
+        func = templates.matmul._schedule_matmul(kmod, TARGET, dataclasses.replace(base, chunk=chunk))
+        assert ("llvm.prefetch" in func.script()) == prefetches
+        np.testing.assert_allclose(run(func), run(kmod["main"]), rtol=1e-4, atol=1e-4)
