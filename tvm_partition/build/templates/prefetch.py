@@ -12,7 +12,7 @@ Each alone, template with against without, weights flushed from the caches befor
 (TVM's ``cache_flush_cpu_non_first_arg``; 5 and 7 alternating rounds, 2 threads,
 intel-r-xeon-r-processor-emeraldrapids-2c, 2026-12-07; DeiT-B's chunked matmuls, 200 rows): its
 768 -> 768 projections 0.89-0.94x, its 768 -> 3072 + GELU 0.89x; with warm weights 0.99-1.04x. In
-the model, builds paired in one process: DeiT-B 0.89x and 0.91x (BENCHMARKS.md, "Weights from
+the model, builds paired in one process: DeiT-B 0.89x and 0.91x, DistilBERT 0.82x, YOLOS 0.94x (BENCHMARKS.md, "Weights from
 memory: a chunked matmul prefetches its next chunk"). An unchunked matmul gets none
 (:func:`.matmul._prefetching`).
 
