@@ -1435,3 +1435,41 @@ def test_a_chunked_matmul_prefetches_its_next_chunk_and_computes_the_product():
         func = templates.matmul._schedule_matmul(kmod, TARGET, dataclasses.replace(base, chunk=chunk))
         assert ("llvm.prefetch" in func.script()) == prefetches
         np.testing.assert_allclose(run(func), run(kmod["main"]), rtol=1e-4, atol=1e-4)
+
+
+def test_each_tile_prefetches_from_the_first_element_of_the_next_chunk_the_kernel_reads(monkeypatch):
+    """The prefetches' start, for every block of columns and chunk, is where the matmul's own read of
+    its packed weights lands at the next chunk's first step (the block's access, not the layout
+    restated): the next chunk of the block, and after its last the next block's first."""
+    lanes = templates.common.vector_lanes(TARGET)[0]
+    (k, chunk, blocks), kmod = (256, 64, 2), matmul(32, 256, 4 * lanes)
+    plan = dataclasses.replace(templates.matmul._matmul_plan(kmod, TARGET), rows=4, blocks=2, columns_outer=True,
+                               chunk=chunk)
+    seen = {}
+    lines, prefetching = templates.prefetch.lines, templates.matmul._prefetching
+    monkeypatch.setattr(templates.prefetch, "lines", lambda *args: seen.setdefault("lines", args) and lines(*args))
+    monkeypatch.setattr(templates.matmul, "_prefetching",
+                        lambda func, plan, *loops: seen.setdefault("loops", loops) and prefetching(func, plan, *loops))
+    func = templates.matmul._schedule_matmul(kmod, TARGET, plan)
+    (packed, start), (tile, chunks, _) = seen["lines"][:2], seen["loops"]
+    sch = tvm.s_tir.Schedule(tvm.IRModule({"main": func}))
+    update = sch.get(sch.get_sblock("matmul_update"))
+    read = next(r for r in update.reads if r.source.same_as(packed))
+    strides = [int(np.prod([int(s) for s in packed.shape[i + 1:]])) for i in range(len(packed.shape))]
+
+    def read_at(column, step):  # the flat element of the packed weights the update reads there
+        values = [0] * (len(update.iter_vars) - 2) + [column, step]
+        at = tvm.tirx.IndexMap([iv.var for iv in update.iter_vars], [r.min for r in read.region], None).map_indices(values)
+        return sum(int(i) * s for i, s in zip(at, strides))
+
+    out = tvm.tirx.decl_buffer((blocks, k // chunk), "int64", name="out")  # start at every block and chunk
+    body = tvm.tirx.BufferStore(out, tvm.tirx.Cast("int64", start), [tile.loop_var, chunks.loop_var])
+    for loop in (chunks, tile):
+        body = tvm.tirx.For(loop.loop_var, loop.min, loop.extent, tvm.tirx.ForKind.SERIAL, body)
+    starts = tvm.runtime.tensor(np.zeros((blocks, k // chunk), "int64"))
+    tvm.compile(tvm.IRModule({"main": tvm.tirx.PrimFunc([out], body).with_attr("global_symbol", "main")}),
+                target=TARGET)["main"](starts)
+    for b, c in np.ndindex(blocks, k // chunk):
+        nxt = (b, c + 1) if c + 1 < k // chunk else (b + 1, 0)
+        if nxt[0] < blocks:
+            assert starts.numpy()[b, c] == read_at(nxt[0] * 2 * lanes, nxt[1] * chunk), (b, c)
