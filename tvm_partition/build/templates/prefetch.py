@@ -32,7 +32,7 @@ from tvm import s_tir, tirx
 
 #: Bytes a prefetch brings: one cache line.
 LINE_BYTES = 64
-#: ``llvm.prefetch``'s locality: 2 is the L2 cache (``prefetcht1`` on x86). The next block is read
+#: ``llvm.prefetch``'s locality: 2 is the L2 cache (``prefetcht1`` on x86). The next chunk is read
 #: only after every tile of the current one has passed: in the L1 cache it would be evicted by the
 #: rows of ``x`` the tiles stream through it first.
 LOCALITY = 2
