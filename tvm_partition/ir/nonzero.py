@@ -28,7 +28,7 @@ from tvm import relax, te, topi
 from tvm.script.ir_builder import IRBuilder
 from tvm.script.ir_builder import tirx as T
 
-from .relax_utils import copy_module, static_tensor
+from .relax_utils import copy_module, static_tensor, unravel
 
 
 def _is_set(value, dtype: str):
@@ -53,20 +53,12 @@ def _indices(x, places, count):
     dims = [int(d) for d in x.shape]
     n = math.prod(dims)
 
-    def unravel(i) -> list:
-        """The row-major indices of flat position ``i``."""
-        index, rest = [], tvm.tirx.Cast("int64", i)
-        for d in reversed(dims):
-            index.insert(0, tvm.tirx.floormod(rest, d))
-            rest = tvm.tirx.floordiv(rest, d)
-        return index
-
     def body(ins, outs):
         data, place = ins
         with IRBuilder() as ib:
             out, x_, where = T.buffer_proxy(outs[0]), T.buffer_proxy(data), T.buffer_proxy(place)
             with T.serial(0, n) as i:
-                index = unravel(i)
+                index = unravel(tvm.tirx.Cast("int64", i), dims)
                 with T.If(_is_set(x_[tuple(index)], data.dtype)):
                     with T.Then():
                         for d, at in enumerate(index):

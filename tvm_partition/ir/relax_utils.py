@@ -1,10 +1,21 @@
-"""Small helpers over Relax expressions shared by the frontend and the passes."""
+"""Small helpers over Relax expressions (and one over TIR's: :func:`unravel`) shared by the frontend,
+the passes and the templates."""
 
 from __future__ import annotations
 
 import tvm
 import tvm_ffi
 from tvm import relax
+
+def unravel(flat, dims) -> list:
+    """The row-major indices, in an array of extents ``dims``, of TIR expression ``flat`` (a flat
+    position)."""
+    index = []
+    for d in reversed([int(d) for d in dims]):
+        index.insert(0, tvm.tirx.floormod(flat, d))
+        flat = tvm.tirx.floordiv(flat, d)
+    return index
+
 
 #: Relax constants (``relax.const``) are ``tvm.ir.expr.GenericConst`` objects in TVM 0.27.
 Constant = tvm.ir.expr.GenericConst

@@ -30,6 +30,8 @@ import math
 import tvm
 from tvm import s_tir, tirx
 
+from ...ir.relax_utils import unravel
+
 #: Bytes a prefetch brings: one cache line.
 LINE_BYTES = 64
 #: ``llvm.prefetch``'s locality: 2 is the L2 cache (``prefetcht1`` on x86). The next chunk is read
@@ -48,7 +50,7 @@ def lines(packed: tvm.tirx.Buffer, start: tvm.tirx.PrimExpr, elements: int, slot
     count = per_slot(elements, per_line, slots)
     size = math.prod(int(s) for s in packed.shape)
     p = tirx.Var("p", "int64")
-    address = tirx.address_of(tirx.BufferLoad(packed, _unflattened(line(start, slot, p, count, per_line, size), packed.shape)))
+    address = tirx.address_of(tirx.BufferLoad(packed, unravel(line(start, slot, p, count, per_line, size), packed.shape)))
     call = tirx.call_llvm_intrin("void", "llvm.prefetch.p0", address, tirx.IntImm("int32", 0),
                                  tirx.IntImm("int32", LOCALITY), tirx.IntImm("int32", 1))
     return tirx.For(p, tirx.IntImm("int64", 0), tirx.IntImm("int64", count), tirx.ForKind.SERIAL, tirx.Evaluate(call))
@@ -64,15 +66,6 @@ def line(start, slot, p, count: int, per_line: int, size: int):
     """The flat element at which line ``p`` of slot ``slot`` (``count`` lines a slot) starts, from
     ``start``, clamped to the last of ``size`` elements."""
     return tirx.min(start + (slot * count + p) * per_line, tirx.IntImm("int64", size - 1))
-
-
-def _unflattened(flat: tvm.tirx.PrimExpr, shape) -> list:
-    """The indices of row-major flat element ``flat`` of a buffer of ``shape``."""
-    indices, stride = [], 1
-    for extent in reversed([int(s) for s in shape]):
-        indices.append(tirx.floormod(tirx.floordiv(flat, stride), extent))
-        stride *= extent
-    return indices[::-1]
 
 
 def before_body(func: tvm.tirx.PrimFunc, loop: tvm.tirx.Var, stmt: tvm.tirx.Stmt) -> tvm.tirx.PrimFunc:
@@ -91,7 +84,8 @@ def _inserted(node, loop, stmt):
             body = _inserted(node.body, loop, stmt)
             if body is None:
                 return None
-        return tirx.For(node.loop_var, node.min, node.extent, node.kind, body, node.thread_binding, node.annotations)
+        return tirx.For(node.loop_var, node.min, node.extent, node.kind, body, node.thread_binding, node.annotations,
+                        node.step)
     if isinstance(node, tirx.SeqStmt):
         for i, child in enumerate(node.seq):
             new = _inserted(child, loop, stmt)
