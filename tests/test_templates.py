@@ -238,6 +238,110 @@ def test_a_convolution_in_chunks_of_its_reduction_computes_the_convolution(kmod,
     np.testing.assert_allclose(run(func), run(kmod["main"]), rtol=1e-4, atol=1e-4)
 
 
+def prefetches_seen(monkeypatch, module) -> dict:
+    """What a template hands the prefetches while it schedules, kept as it passes: ``"lines"`` the
+    arguments of :func:`prefetch.lines`, ``"loops"`` those of ``module._prefetching`` after the
+    function and its plan."""
+    seen = {}
+    lines, prefetching = templates.prefetch.lines, module._prefetching
+
+    def lines_seen(*args):
+        seen.setdefault("lines", args)
+        return lines(*args)
+
+    def prefetching_seen(func, plan, *loops):
+        seen.setdefault("loops", loops)
+        return prefetching(func, plan, *loops)
+
+    monkeypatch.setattr(templates.prefetch, "lines", lines_seen)
+    monkeypatch.setattr(module, "_prefetching", prefetching_seen)
+    return seen
+
+
+def evaluated(expr, variables, extents) -> np.ndarray:
+    """``expr`` (an int64 TIR expression of ``variables``) at every point of the grid of
+    ``extents``, compiled and run."""
+    out = tvm.tirx.decl_buffer(extents, "int64", name="out")
+    body = tvm.tirx.BufferStore(out, tvm.tirx.Cast("int64", expr), list(variables))
+    for var, extent in reversed(list(zip(variables, extents))):
+        body = tvm.tirx.For(var, 0, extent, tvm.tirx.ForKind.SERIAL, body)
+    got = tvm.runtime.tensor(np.zeros(extents, "int64"))
+    tvm.compile(tvm.IRModule({"main": tvm.tirx.PrimFunc([out], body).with_attr("global_symbol", "main")}),
+                target=TARGET)["main"](got)
+    return got.numpy()
+
+
+@pytest.mark.parametrize("kmod,last", [(conv(32, 128, 7), False), (conv(64, 96, 7, k=1, padding=0), False),
+                                       (conv(96, 64, 7, k=1, padding=0), True)], ids=["3x3", "1x1", "1x1-channels-last"])
+def test_a_convolution_of_large_weights_prefetches_the_next_block_and_computes_the_convolution(kmod, last, monkeypatch):
+    """Weights of :data:`PREFETCH_BYTES` or more (the bound forced down to these small kernels, and
+    their parallel loop forced) make the direct template prefetch inside its reduction and compute
+    what the default schedule does; under the bound, and where the rows are outer, it issues none."""
+    plan = dataclasses.replace(templates.convolution._plan(kmod, TARGET), parallel=True, channels_last=last)
+    for bound, rows_outer, prefetches in ((0, False, True), (float("inf"), False, False), (0, True, False)):
+        monkeypatch.setattr(templates.convolution, "PREFETCH_BYTES", bound)
+        func = templates.convolution._schedule_conv(kmod, TARGET, dataclasses.replace(plan, rows_outer=rows_outer))
+        assert ("llvm.prefetch" in func.script()) == prefetches
+        np.testing.assert_allclose(run(func), run(kmod["main"]), rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.parametrize("kmod,step", [(conv(512, 2048, 7, k=1, padding=0), 2), (conv(2048, 512, 7, k=1, padding=0), 2),
+                                       (conv(512, 512, 7), 1), (conv(256, 256, 14), 1), (conv(128, 128, 28), 0),
+                                       (conv(1024, 512, 14, k=1, padding=0), 8),
+                                       (conv(1024, 1024, 1, k=1, padding=0), 0)],
+                         ids=["512-2048", "2048-512", "3x3-7-wide", "3x3-14-wide", "under-1-mb", "1x1-14-wide", "one-tile"])
+def test_a_tile_prefetches_at_steps_of_its_reduction_as_many_as_its_lines(kmod, step):
+    """ResNet-50's stage 4 on this Xeon's tiles (7 x 2): a 1x1 of 512 input channels prefetches
+    its 147 lines a tile every 2 channels (256 steps), a 3x3 at every channel (a few lines each);
+    weights under :data:`PREFETCH_BYTES`, or read by fewer than :data:`PREFETCH_TILES` tiles (a
+    1x1 map: DenseNet-121's classifier), none."""
+    target = planned_for("emeraldrapids")
+    plan = templates.convolution._plan(kmod, target)
+    _, _, rows, width = (int(s) for s in kmod["main"].params[-1].shape)
+    tiles, channels = -(-width // plan.row), int(kmod["main"].params[1].shape[1])
+    assert templates.convolution._prefetch_step(plan, rows, tiles, channels, kmod) == step
+
+
+def test_the_prefetches_of_a_block_s_rows_cover_the_next_block_s_weights_as_the_kernel_reads_them(monkeypatch):
+    """Every cache line of packed weights that the convolution's update reads for output channels
+    of block ``b + 1`` is prefetched by the tiles of block ``b`` (the block after the last is the
+    first); anything more falls in the block after that (the slots' last lines): the update's own
+    access, not the layout restated, the prefetch's addresses compiled and run for every task, tile,
+    step and line."""
+    kmod = conv(32, 128, 7)
+    monkeypatch.setattr(templates.convolution, "PREFETCH_BYTES", 0)
+    plan = dataclasses.replace(templates.convolution._plan(kmod, TARGET), rows_outer=False)
+    seen = prefetches_seen(monkeypatch, templates.convolution)
+    func = templates.convolution._schedule_conv(kmod, TARGET, plan)
+    packed, start, elements, slot, slots = seen["lines"]
+    *loops, rows = seen["loops"]
+    per_line = templates.prefetch.LINE_BYTES // 4
+    count = templates.prefetch.per_slot(elements, per_line, slots)
+    size = int(np.prod([int(s) for s in packed.shape]))
+    p = tvm.tirx.Var("p", "int64")
+    got = evaluated(templates.prefetch.line(start, slot, p, count, per_line, size),
+                    [loop.loop_var for loop in loops] + [p], [int(loop.extent) for loop in loops] + [count])
+
+    sch = tvm.s_tir.Schedule(tvm.IRModule({"main": func}))
+    update = sch.get(sch.get_sblock("conv2d_nchw_update"))
+    read = next(r for r in update.reads if r.source.same_as(packed))
+    strides = [int(np.prod([int(s) for s in packed.shape[i + 1:]])) for i in range(len(packed.shape))]
+    grid = [int(s) for s in kmod["main"].params[1].shape]  # the weights' ff rc ry rx (nn yy xx: any, the first)
+    flat = sum(r.min * s for r, s in zip(read.region, strides))
+    reads = evaluated(flat, [iv.var for iv in update.iter_vars], [1, grid[0], 1, 1, *grid[1:]]).reshape(grid)
+
+    width = plan.blocks * plan.lanes
+    blocks = grid[0] // width
+    read_lines = [set((reads[b * width:(b + 1) * width] // per_line).ravel()) for b in range(blocks)]
+    assert sorted(set().union(*read_lines)) == list(range(size // per_line))  # the oracle reads every line once
+    tasks = got // per_line
+    for b in range(blocks):
+        prefetched = set(tasks[b * rows:(b + 1) * rows].ravel())
+        nxt, after = read_lines[(b + 1) % blocks], read_lines[(b + 2) % blocks]
+        assert nxt <= prefetched, b
+        assert prefetched - nxt <= after and len(prefetched - nxt) < slots, b
+
+
 @pytest.mark.parametrize("kmod,last", [
     (conv(1024, 256, 28, k=1, padding=0), True),  # FCN-ResNet50's dilated stage: 3.2 MB of input
     (conv(512, 1024, 28, k=1, stride=2, padding=0), True),  # ResNet-50's strided downsampling
@@ -1445,11 +1549,7 @@ def test_each_tile_prefetches_from_the_first_element_of_the_next_chunk_the_kerne
     (k, chunk, blocks), kmod = (256, 64, 2), matmul(32, 256, 4 * lanes)
     plan = dataclasses.replace(templates.matmul._matmul_plan(kmod, TARGET), rows=4, blocks=2, columns_outer=True,
                                chunk=chunk)
-    seen = {}
-    lines, prefetching = templates.prefetch.lines, templates.matmul._prefetching
-    monkeypatch.setattr(templates.prefetch, "lines", lambda *args: seen.setdefault("lines", args) and lines(*args))
-    monkeypatch.setattr(templates.matmul, "_prefetching",
-                        lambda func, plan, *loops: seen.setdefault("loops", loops) and prefetching(func, plan, *loops))
+    seen = prefetches_seen(monkeypatch, templates.matmul)
     func = templates.matmul._schedule_matmul(kmod, TARGET, plan)
     (packed, start), (tile, chunks, _) = seen["lines"][:2], seen["loops"]
     sch = tvm.s_tir.Schedule(tvm.IRModule({"main": func}))
@@ -1462,14 +1562,8 @@ def test_each_tile_prefetches_from_the_first_element_of_the_next_chunk_the_kerne
         at = tvm.tirx.IndexMap([iv.var for iv in update.iter_vars], [r.min for r in read.region], None).map_indices(values)
         return sum(int(i) * s for i, s in zip(at, strides))
 
-    out = tvm.tirx.decl_buffer((blocks, k // chunk), "int64", name="out")  # start at every block and chunk
-    body = tvm.tirx.BufferStore(out, tvm.tirx.Cast("int64", start), [tile.loop_var, chunks.loop_var])
-    for loop in (chunks, tile):
-        body = tvm.tirx.For(loop.loop_var, loop.min, loop.extent, tvm.tirx.ForKind.SERIAL, body)
-    starts = tvm.runtime.tensor(np.zeros((blocks, k // chunk), "int64"))
-    tvm.compile(tvm.IRModule({"main": tvm.tirx.PrimFunc([out], body).with_attr("global_symbol", "main")}),
-                target=TARGET)["main"](starts)
+    starts = evaluated(start, [tile.loop_var, chunks.loop_var], [blocks, k // chunk])  # at every block and chunk
     for b, c in np.ndindex(blocks, k // chunk):
         nxt = (b, c + 1) if c + 1 < k // chunk else (b + 1, 0)
         if nxt[0] < blocks:
-            assert starts.numpy()[b, c] == read_at(nxt[0] * 2 * lanes, nxt[1] * chunk), (b, c)
+            assert starts[b, c] == read_at(nxt[0] * 2 * lanes, nxt[1] * chunk), (b, c)

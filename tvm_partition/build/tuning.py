@@ -491,8 +491,10 @@ class Schedules:
 #: as its largest divisor, not a power of two (:func:`tvm_partition.build.transfer.fit_tile`), 71 tiles a
 #: ``softmax @ v`` into 4 vectors of columns 4 rows x all 4 on full-width AVX-512
 #: (:data:`tvm_partition.build.templates.matmul.ALL_COLUMN_VECTORS`), 72 into 5 vectors too (MobileViT's 40 columns), 73 prefetches a chunked matmul's next chunk of packed
-#: weights while its tiles of rows pass the current one (:mod:`tvm_partition.build.templates.prefetch`).
-TRANSFER_RULES = 73
+#: weights while its tiles of rows pass the current one (:mod:`tvm_partition.build.templates.prefetch`), 74
+#: the direct convolution's next block of output channels' weights inside its tiles' reductions
+#: (:func:`tvm_partition.build.templates.convolution._prefetching`).
+TRANSFER_RULES = 74
 
 
 def open_schedules(path: str | None, transfer: bool = True) -> Schedules:

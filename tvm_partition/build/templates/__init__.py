@@ -13,8 +13,8 @@ tries them in order (:func:`templated`) and labels what it chose:
   (instance and group norms, decomposed layer and RMS norms);
 - :mod:`.pooling`: max and average pooling;
 - :mod:`.elementwise`: element-wise kernels, concatenations among them;
-- :mod:`.prefetch`: a chunked matmul's next chunk of packed weights prefetched (statements a
-  schedule cannot place);
+- :mod:`.prefetch`: a chunked matmul's next chunk of packed weights, and a convolution's next block
+  of output channels' weights, prefetched (statements a schedule cannot place);
 - :mod:`.common`: what they share (vectors and registers of a target, a kernel's blocks, schedule steps).
 """
 

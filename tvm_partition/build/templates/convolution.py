@@ -37,6 +37,8 @@ The schedule (TVM 0.27 ``s_tir.Schedule``):
 - Where a block's weights outgrow the L2 cache the reduction runs in chunks of input channels
   outside the row's tiles (:func:`_reduction_chunk`); a 1x1 of a long reduction over a large or
   often read input reads a channels-last copy of it made first (:func:`_channels_last`).
+- Where the weights come from memory (:data:`PREFETCH_BYTES` or more), each tile prefetches its
+  share of the next block's packed weights inside its reduction (:func:`_prefetching`).
 
 A 1x1, stride-1 convolution whose tile of whole output rows holds whole vectors of pixels (56 and
 28 wide on AVX-512, not 14 or 7) takes a schedule of its own instead (:func:`_pointwise_plan`):
@@ -65,10 +67,11 @@ tasks in other groups' input channels). Anything else keeps the transferred or d
 from __future__ import annotations
 
 import dataclasses
+import math
 
 import tvm
 
-from . import common
+from . import common, prefetch
 
 
 _CONV = "conv2d_nchw"
@@ -291,6 +294,24 @@ LONG_POINTWISE_ACC = 28
 #: 0.98-1.07x, and 1x1s of 256 at 32 x 32 1.19-1.21x (a scratch script, 2026-12-02): they keep two.
 #: AVX-512 only (the Xeon unmeasured); AVX2's tiles stand.
 ALIASED_SHORT_REDUCTION = 256
+#: Bytes of weights from which the direct template prefetches the next block of output channels'
+#: packed weights while the current block's tiles compute (:func:`_prefetching`). Why: in a model a
+#: kernel's weights come from beyond the L2 cache, and a block's first tile reads them from there at
+#: the rate its multiply-adds consume them; the next block's, prefetched during the current one,
+#: arrive while it computes. Each kernel alone, with against without, weights flushed before each run
+#: (TVM's ``cache_flush_cpu_non_first_arg``) and warm, 5-9 alternating rounds, 2 threads,
+#: intel-r-xeon-r-processor-emeraldrapids-2c, 2026-12-07 (BENCHMARKS.md, "Weights from memory: a
+#: convolution prefetches its next block"): the 11 such convolutions of ResNet-50 (1-9.4 MB) cold
+#: 0.80-0.94x (its stage 4's 1x1s 0.80-0.92x), warm 0.95-1.04x; Inception-v1's six 0.75-0.91x cold,
+#: 0.92-1.02x warm; VGG-19's and ZFNet-512's 0.84-1.03x cold, 0.93-1.00x warm but ZFNet's 256 ->
+#: 512 3x3 at 12 x 12 1.26x (0.79-2.41x over its rounds). Under 1 MB, ResNet-50's 128 -> 128 3x3
+#: (590 KB) ran 0.99x cold. In the model, builds paired: ResNet-50 0.92x (two runs), ZFNet-512 0.94x.
+PREFETCH_BYTES = 1024 * 1024
+#: Tiles a block of output channels' weights is read by (rows x tiles a row) under which a
+#: convolution prefetches nothing: DenseNet-121's classifier (a 1x1 on a 1 x 1 map, 1024 -> 1024
+#: channels: one tile a block, 2 lines prefetched for every 2 multiply-adds) ran 1.24x its time
+#: warm and 1.00x cold with the prefetches; six tiles (Inception-v1's 6 x 6 maps) 0.75-0.86x cold.
+PREFETCH_TILES = 6
 
 
 def _sunny_cove(target) -> bool:
@@ -708,6 +729,7 @@ def _schedule_conv(kmod: tvm.IRModule, target, plan: _Plan) -> tvm.tirx.PrimFunc
     epilogue = _epilogue_inlined(sch, acc, plan.epilogue)
     common._per_tile(sch, acc, written, epilogue)
     _write_back_by_channels(sch, acc, epilogue, plan.lanes, plan.row)
+    rows = int(sch.get(y).extent)
     tasks = sch.fuse(n, *outer)
     # below SERIAL_FLOPS no parallel loop: MobileNet-V3-Small's 14 squeeze-and-excitation 1x1s on
     # 1x1 maps ran 35 us all told serial, 50 with the thread pool (each alone, 2 Zen 4 threads)
@@ -717,7 +739,55 @@ def _schedule_conv(kmod: tvm.IRModule, target, plan: _Plan) -> tvm.tirx.PrimFunc
     sch.unroll(f_b)
     sch.unroll(x_i)
     _reduction_and_padding(sch, conv, zeroed, padded and plan.parallel)  # serial: a serial padding too
-    return common._packed(sch, target)
+    step = _prefetch_step(plan, rows, sch.get(x_o).extent, sch.get(rc).extent, kmod)
+    if step > 1:
+        rc, _ = sch.split(rc, [None, step])
+    loops = [sch.get(loop) for loop in (tasks, x_o, rc)]  # before packing: their loop variables stay
+    func = common._packed(sch, target)
+    return _prefetching(func, plan, *loops, rows) if func is not None and step else func
+
+
+def _prefetch_step(plan: _Plan, rows: int, tiles, channels, kmod: tvm.IRModule) -> int:
+    """Input channels between two of a tile's prefetches of the next block's packed weights
+    (:func:`_prefetching`): the largest power of two that divides ``channels`` and leaves each of the
+    block's ``rows`` x ``tiles`` tiles as many steps as lines to prefetch, at least 1; 0 for no
+    prefetch (a block's rows not consecutive in one thread's tasks, a chunked reduction, no parallel
+    loop, weights under :data:`PREFETCH_BYTES`, or a block read by fewer than :data:`PREFETCH_TILES`
+    tiles)."""
+    weight = kmod["main"].params[plan.weight]
+    elements = math.prod(int(s) for s in weight.shape)
+    if plan.rows_outer or plan.chunk or not plan.parallel or elements * weight.dtype.bits // 8 < PREFETCH_BYTES \
+            or rows * int(tiles) < PREFETCH_TILES:
+        return 0
+    per_line = prefetch.LINE_BYTES * 8 // weight.dtype.bits
+    blocks = int(weight.shape[0]) // (plan.blocks * plan.lanes)
+    count = prefetch.per_slot(elements // blocks, per_line, rows * int(tiles))
+    step, channels = 1, int(channels)
+    while channels % (2 * step) == 0 and channels // (2 * step) >= count:
+        step *= 2
+    return step
+
+
+def _prefetching(func: tvm.tirx.PrimFunc, plan: _Plan, tasks, tiles, steps, rows: int) -> tvm.tirx.PrimFunc:
+    """``func`` (a convolution whose parallel loop ``tasks`` runs over images, blocks of output
+    channels, then its ``rows`` rows; ``tiles`` the loop over a row's tiles, ``steps`` over a tile's
+    steps of its reduction, :func:`_prefetch_step`) with the next block's packed weights prefetched
+    while the current block's tiles read their own, a line or a few at each step (:mod:`.prefetch`;
+    the packing lays the blocks out in order; the block after the last is the first). Unchanged where
+    the weights are not packed ``[blocks, ...]``."""
+    weight = func.params[plan.weight]  # TVM 0.27: params are buffers
+    elements = math.prod(int(s) for s in weight.shape)
+    blocks = int(weight.shape[0]) // (plan.blocks * plan.lanes)
+    packed = next((buf for buf in func.body.block.alloc_buffers
+                   if math.prod(int(s) for s in buf.shape) == elements and int(buf.shape[0]) == blocks), None)
+    if packed is None:
+        return func
+    block = tvm.tirx.floormod(tvm.tirx.floordiv(tasks.loop_var, rows) + 1, blocks)
+    tile = tvm.tirx.floormod(tasks.loop_var, rows) * int(tiles.extent) + tiles.loop_var
+    slot = tile * int(steps.extent) + steps.loop_var
+    stmt = prefetch.lines(packed, block * (elements // blocks), elements // blocks, slot,
+                          rows * int(tiles.extent) * int(steps.extent))
+    return prefetch.before_body(func, steps.loop_var, stmt)
 
 
 def _channels_last_copy(sch, conv, lanes: int, parallel: bool) -> None:

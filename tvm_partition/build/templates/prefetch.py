@@ -1,5 +1,7 @@
 """Software prefetch of a chunked matmul's next chunk of packed weights, spread over the tiles of
-rows that read the current one (:func:`.matmul._schedule_matmul`, :func:`.matmul._prefetching`).
+rows that read the current one (:func:`.matmul._schedule_matmul`, :func:`.matmul._prefetching`), and
+of a direct convolution's next block of output channels' weights, spread over the steps of the
+reductions of the tiles that read the current block (:func:`.convolution._prefetching`).
 
 Why: in a model a transformer's weights come from memory, not from the caches a kernel timed alone
 finds them in (ViT-B/16's 85 M parameters, 340 MB, against a 260 MB L3 shared with the VM's
@@ -14,7 +16,13 @@ intel-r-xeon-r-processor-emeraldrapids-2c, 2026-12-07; DeiT-B's chunked matmuls,
 768 -> 768 projections 0.89-0.94x, its 768 -> 3072 + GELU 0.89x; with warm weights 0.99-1.04x. In
 the model, builds paired in one process: DeiT-B 0.89x and 0.91x, DistilBERT 0.82x, YOLOS 0.94x (BENCHMARKS.md, "Weights from
 memory: a chunked matmul prefetches its next chunk"). An unchunked matmul gets none
-(:func:`.matmul._prefetching`).
+(:func:`.matmul._prefetching`). A convolution's block of output channels is read by every tile of
+its rows, the first from memory, as a matmul's chunk; its tile's accumulators are an array on the
+stack (:data:`.common.TILE_SCOPE`), which LLVM keeps in registers with a prefetch inside the
+reduction loop (with warm weights ResNet-50's and Inception-v1's ran 0.82-1.04x), so there the prefetches are spread a
+line or a few at every few steps of the reduction: a burst of 147 lines at each tile of ResNet-50's
+512 -> 2048 1x1 at 7 x 7 ran 1.00x with its weights flushed, spread 0.83x
+(:data:`.convolution.PREFETCH_BYTES`).
 
 TVM 0.27 facts it relies on: TIR has no prefetch statement a schedule can place, but
 ``T.call_llvm_intrin("void", "llvm.prefetch.p0", address, rw, locality, cache)`` compiles to one
