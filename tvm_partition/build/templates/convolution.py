@@ -775,18 +775,15 @@ def _prefetching(func: tvm.tirx.PrimFunc, plan: _Plan, tasks, tiles, steps, rows
     while the current block's tiles read their own, a line or a few at each step (:mod:`.prefetch`;
     the packing lays the blocks out in order; the block after the last is the first). Unchanged where
     the weights are not packed ``[blocks, ...]``."""
-    weight = func.params[plan.weight]  # TVM 0.27: params are buffers
-    elements = math.prod(int(s) for s in weight.shape)
-    blocks = int(weight.shape[0]) // (plan.blocks * plan.lanes)
-    packed = next((buf for buf in func.body.block.alloc_buffers
-                   if math.prod(int(s) for s in buf.shape) == elements and int(buf.shape[0]) == blocks), None)
+    blocks = int(func.params[plan.weight].shape[0]) // (plan.blocks * plan.lanes)  # TVM 0.27: params are buffers
+    packed = prefetch.packed_weight(func, plan.weight, lambda shape: shape[0] == blocks)
     if packed is None:
         return func
+    per_block = math.prod(int(s) for s in packed.shape) // blocks
     block = tvm.tirx.floormod(tvm.tirx.floordiv(tasks.loop_var, rows) + 1, blocks)
     tile = tvm.tirx.floormod(tasks.loop_var, rows) * int(tiles.extent) + tiles.loop_var
     slot = tile * int(steps.extent) + steps.loop_var
-    stmt = prefetch.lines(packed, block * (elements // blocks), elements // blocks, slot,
-                          rows * int(tiles.extent) * int(steps.extent))
+    stmt = prefetch.lines(packed, block * per_block, per_block, slot, rows * int(tiles.extent) * int(steps.extent))
     return prefetch.before_body(func, steps.loop_var, stmt)
 
 

@@ -298,25 +298,14 @@ def _prefetching(func: tvm.tirx.PrimFunc, plan: _MatmulPlan, tile, chunks, rows)
     the reduction (split so), ran 0.99-1.05x the time without (each alone, weights cold, 5-7 rounds,
     intel-r-xeon-r-processor-emeraldrapids-2c, 2026-12-07)."""
     columns = plan.blocks * plan.lanes
-    packed = _packed_weight(func, plan, [int(chunks.extent), plan.chunk, plan.blocks, plan.lanes])
+    inner = [int(chunks.extent), plan.chunk, plan.blocks, plan.lanes]
+    packed = prefetch.packed_weight(func, plan.weight, lambda shape: shape[1:] == inner)
     if packed is None:
         return func
     block = tvm.tirx.floordiv(tile.loop_var, int(tile.extent) // int(packed.shape[0]))  # the lead axes inside it
     start = ((block * int(chunks.extent) + chunks.loop_var + 1) * plan.chunk) * columns
     stmt = prefetch.lines(packed, start, plan.chunk * columns, rows.loop_var, int(rows.extent))
     return prefetch.before_body(func, rows.loop_var, stmt)
-
-
-def _packed_weight(func: tvm.tirx.PrimFunc, plan: _MatmulPlan, inner: list[int]):
-    """The buffer that MetaSchedule's ``RewriteLayout`` packed ``func``'s weights into
-    (:func:`.common._packed`: allocated in the root block, as many elements as the weight
-    parameter) where its shape is ``[blocks of columns, *inner]``; else None."""
-    elements = math.prod(int(s) for s in func.params[plan.weight].shape)  # TVM 0.27: params are buffers
-    for buf in func.body.block.alloc_buffers:
-        shape = [int(s) for s in buf.shape]
-        if math.prod(shape) == elements and shape[1:] == inner:
-            return buf
-    return None
 
 
 def _columns_outer(mm) -> bool:

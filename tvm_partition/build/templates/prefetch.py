@@ -76,6 +76,18 @@ def line(start, slot, p, count: int, per_line: int, size: int):
     return tirx.min(start + (slot * count + p) * per_line, tirx.IntImm("int64", size - 1))
 
 
+def packed_weight(func: tvm.tirx.PrimFunc, weight: int, fits) -> tvm.tirx.Buffer | None:
+    """The buffer that MetaSchedule's ``RewriteLayout`` packed ``func``'s weight parameter ``weight``
+    into (:func:`.common._packed`: allocated in the root block, as many elements as the parameter)
+    where ``fits`` accepts its shape (a list of ints); else None."""
+    elements = math.prod(int(s) for s in func.params[weight].shape)  # TVM 0.27: params are buffers
+    for buf in func.body.block.alloc_buffers:
+        shape = [int(s) for s in buf.shape]
+        if math.prod(shape) == elements and fits(shape):
+            return buf
+    return None
+
+
 def before_body(func: tvm.tirx.PrimFunc, loop: tvm.tirx.Var, stmt: tvm.tirx.Stmt) -> tvm.tirx.PrimFunc:
     """``func`` with ``stmt`` run first in every iteration of the loop over ``loop``; unchanged where
     no loop runs over it."""
