@@ -128,5 +128,30 @@ def alternated(funcs: list, target, rounds: int) -> tuple[list[float], float]:
     return [statistics.median(t) for t in times], statistics.median(b / a for a, b in zip(times[0], times[-1]))
 
 
+def cold_and_warm(before, after, target, rounds: int) -> dict[bool, tuple]:
+    """``before`` and ``after`` timed alone in ``rounds`` alternating rounds (the order swapped every
+    other round), with their weights flushed from the caches before each run (TVM's
+    ``cache_flush_cpu_non_first_arg``, 15 runs) and warm (5): ``{cold: (median us before, median us
+    after, median, least and largest ratio after / before of a round)}`` for cold True and False."""
+    from tvm_partition.build.tuning import time_kernel
+
+    res = {}
+    for cold in (True, False):
+        times = [[], []]
+        for r in range(rounds):
+            for i in ([0, 1] if r % 2 == 0 else [1, 0]):
+                times[i].append(time_kernel([before, after][i], target, repeat=15 if cold else 5, cold=cold))
+        ratios = sorted(b / a for a, b in zip(*times))
+        res[cold] = (statistics.median(times[0]), statistics.median(times[1]), statistics.median(ratios), ratios[0],
+                     ratios[-1])
+    return res
+
+
+def cold_and_warm_line(res: dict[bool, tuple]) -> str:
+    """:func:`cold_and_warm`'s result as ``cold B->A R (LO-HI) warm B->A R (LO-HI)``."""
+    return " ".join(f"{'cold' if cold else 'warm'} {b:.0f}->{a:.0f} {r:.2f}x ({lo:.2f}-{hi:.2f})"
+                    for cold, (b, a, r, lo, hi) in sorted(res.items(), reverse=True))
+
+
 def gflops(nest, us: float) -> float:
     return 2 * math.prod(nest.extents) / us / 1e3
