@@ -27,8 +27,9 @@ line or a few at every few steps of the reduction: a burst of 147 lines at each 
 TVM 0.27 facts it relies on: TIR has no prefetch statement a schedule can place, but
 ``T.call_llvm_intrin("void", "llvm.prefetch.p0", address, rw, locality, cache)`` compiles to one
 (LLVM's declaration gives it ``memory(argmem: readwrite)``: a call inside the loop that holds a
-tile's accumulators keeps LLVM from promoting them to registers, so the prefetches sit outside the
-innermost reduction loop, :func:`lines`); and ``tvm.tirx`` has no statement mutator in Python, so
+tile's accumulators keeps LLVM from promoting them to registers where they are memory from
+``TVMBackendAllocWorkspace``, as the matmul's are, so its prefetches sit outside its reduction loop;
+a stack array, as the convolution's tile, stays in registers beside them); and ``tvm.tirx`` has no statement mutator in Python, so
 :func:`before_body` rebuilds the few nodes on the path to the loop it changes."""
 
 from __future__ import annotations
