@@ -174,7 +174,7 @@ def compile_row(name: str, log: str, rc: int, seconds: float) -> dict:
     """A model's row of ``compile --check``: its exit status, seconds, differences and the lines it
     began with ``note:`` or ``error:`` (BiT's "the reference is the one off" was on stderr only)."""
     return {"model": name, "compile_rc": rc, "compile_check_s": round(seconds, 1),
-            **{k: float(v) for k, v in re.findall(r"(max_abs_err\w*)=([\d.e+-]+)", log)},
+            **{k: float(v) for k, v in re.findall(r"(max_abs_err\w*|noise_onnxruntime)=([\d.e+-]+)", log)},
             "notes": [line for line in log.splitlines() if line.startswith(("note:", "error:"))]}
 
 

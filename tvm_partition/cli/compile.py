@@ -10,7 +10,8 @@ machine's profile), so the plan is priced on measurements, not XGBoost guesses. 
 model.so, params.npz, plan.json, manifest.json and plan.png (the predicted schedule). ``--check`` runs the unpartitioned and the partitioned
 model on the same seeded input on this machine's devices (``cpu,cpu`` where there is no GPU),
 prints ``max_abs_err=<value>`` and fails beyond tolerance (a quantized model's flipped roundings
-counted, and set against onnxruntime's own: :class:`tvm_partition.runtime.ort.Agreement`); an .onnx model is compared with
+counted, and set against onnxruntime's own, and a float model held to onnxruntime's own difference
+where that is larger: :class:`tvm_partition.runtime.ort.Agreement`); an .onnx model is compared with
 onnxruntime's outputs too (``max_abs_err_onnxruntime=<value>``, where onnxruntime is installed),
 which settles it where the artifact and the unpartitioned model disagree (:func:`reference_off`). ``auto`` (default) keeps the best
 predicted plan of the cheap strategies; ``eop`` is the EOP planner (:mod:`.planners.eop`). Every
@@ -453,34 +454,38 @@ def main(argv=None) -> int:
         quantized = quantizes(model.mod)
         # measured once, and only where flips go past FLIPPED_SHARE (two onnxruntime runs)
         spread = functools.cache(functools.partial(ort.spread, compiled.model, compiled.num_threads))
-        return judged(compiled, outs, ref, quantized, spread)
+        # a float model's: measured once, and only where it differs beyond the tolerance (two onnxruntime runs)
+        noise = functools.cache(functools.partial(ort.own_difference, compiled.model, compiled.num_threads))
+        return judged(compiled, outs, ref, quantized, spread, noise)
     return 0
 
 
 def judged(compiled: Compiled, outs: list[np.ndarray], ref: list[np.ndarray], quantized: bool = False,
-           spread: float | Callable[[], float | None] | None = None) -> int:
+           spread: float | Callable[[], float | None] | None = None,
+           noise: float | Callable[[], float | None] | None = None) -> int:
     """``--check``'s verdict on the artifact's outputs ``outs``: against the unpartitioned
     reference's ``ref`` (``max_abs_err``), then onnxruntime's for an .onnx model
     (:func:`check_onnxruntime`); 1 where either differs beyond tolerance, unless the reference is
     the one off (:func:`reference_off`: a note says so). A quantized model's ``spread`` (a function)
     counts the third pair's distance too (:func:`with_distance`): onnxruntime's from the reference
     where the artifact is held to the reference, the artifact's from the reference where it is held
-    to onnxruntime. onnxruntime runs once, where first needed."""
+    to onnxruntime. A float model beyond the tolerance is held to onnxruntime's own ``noise`` where
+    given (:data:`tvm_partition.runtime.ort.NOISE_FACTOR`). onnxruntime runs once, where first needed."""
     fetched = functools.cache(functools.partial(onnxruntime_outputs, compiled))
     to_reference = to_onnxruntime = spread
     if quantized and callable(spread):
         to_reference = with_distance(spread, lambda: _distance(fetched(), ref))
         to_onnxruntime = with_distance(spread, lambda: ort.mean_abs_err(outs, ref))
-    agreed = ort.agreement(outs, ref, quantized, to_reference)
+    agreed = ort.agreement(outs, ref, quantized, to_reference, noise)
     if not agreed.ok and (theirs := fetched()) is not None \
-            and reference_off(outs, ref, theirs, quantized, to_onnxruntime):
+            and reference_off(outs, ref, theirs, quantized, to_onnxruntime, noise):
         print(f"max_abs_err={agreed.err:.3g}")
         print(f"note: the unpartitioned model (TVM's default CPU pipeline) is the one off: its outputs are "
               f"{ort.max_abs_err(ref, theirs)[0]:.3g} from onnxruntime's, the artifact's "
               f"{ort.max_abs_err(outs, theirs)[0]:.3g} (tolerance {agreed.tol:.3g})", file=sys.stderr)
     elif not reported(agreed, "max_abs_err", "the unpartitioned model"):
         return 1
-    return check_onnxruntime(compiled, outs, quantized, to_onnxruntime, fetched)
+    return check_onnxruntime(compiled, outs, quantized, to_onnxruntime, fetched, noise)
 
 
 def with_distance(spread: Callable[[], float | None], distance: Callable[[], float | None]) -> Callable[[], float | None]:
@@ -509,7 +514,8 @@ def _distance(theirs: list[np.ndarray] | None, ref: list[np.ndarray]) -> float |
 
 
 def reference_off(outs: list[np.ndarray], ref: list[np.ndarray], theirs: list[np.ndarray], quantized: bool = False,
-                  spread: float | Callable[[], float | None] | None = None) -> bool:
+                  spread: float | Callable[[], float | None] | None = None,
+                  noise: float | Callable[[], float | None] | None = None) -> bool:
     """Whether, where the artifact's outputs ``outs`` and the unpartitioned reference's ``ref``
     differ beyond tolerance, the reference is the one off: the artifact agrees with onnxruntime's
     outputs ``theirs`` (an oracle of its own) and the reference is further from them. Why: TVM's
@@ -518,7 +524,7 @@ def reference_off(outs: list[np.ndarray], ref: list[np.ndarray], theirs: list[np
     on the template's partial sums (:func:`tvm_partition.build.templates.reductions._stats_plan`)
     the artifact was closer than onnxruntime's, and its check failed against the reference alone
     (Hugging Face BiT, random weights: 6.5e-4 from the reference, tolerance 5.0e-4)."""
-    ours = ort.agreement(outs, theirs, quantized, spread)
+    ours = ort.agreement(outs, theirs, quantized, spread, noise)
     return ours.ok and ort.max_abs_err(ref, theirs)[0] > ours.err
 
 
@@ -536,20 +542,24 @@ def onnxruntime_outputs(compiled: Compiled) -> list[np.ndarray] | None:
 
 def check_onnxruntime(compiled: Compiled, outs: list[np.ndarray], quantized: bool = False,
                       spread: float | Callable[[], float | None] | None = None,
-                      fetch: Callable[[], list[np.ndarray] | None] | None = None) -> int:
+                      fetch: Callable[[], list[np.ndarray] | None] | None = None,
+                      noise: float | Callable[[], float | None] | None = None) -> int:
     """``--check``'s second oracle for an .onnx model: onnxruntime's outputs on the same inputs
     (``fetch()``, where given, reads them once for every comparison: :func:`onnxruntime_outputs`; a quantized model's ``spread`` is
-    onnxruntime's own, a value or the function measuring it: :func:`tvm_partition.runtime.ort.agreement`).
+    onnxruntime's own, a value or the function measuring it: :func:`tvm_partition.runtime.ort.agreement`,
+    and a float model's ``noise`` alike).
     Prints ``max_abs_err_onnxruntime=<value>`` and returns 1 beyond tolerance; 0 where it compared
     nothing (no .onnx model, or onnxruntime cannot run it: TVM's own check stands)."""
     theirs = fetch() if fetch is not None else onnxruntime_outputs(compiled)
     if theirs is None:
         return 0
-    return 0 if reported(ort.agreement(outs, theirs, quantized, spread), "max_abs_err_onnxruntime", "onnxruntime's") else 1
+    agreed = ort.agreement(outs, theirs, quantized, spread, noise)
+    return 0 if reported(agreed, "max_abs_err_onnxruntime", "onnxruntime's") else 1
 
 
 def reported(agreed: ort.Agreement, key: str, reference: str) -> bool:
-    """Print ``key=<largest difference>`` (and a quantized model's flipped share), and on stderr
+    """Print ``key=<largest difference>`` (and a quantized model's flipped share, or the float noise
+    it was held to), and on stderr
     why the outputs differ from ``reference``'s where they do; whether they agree."""
     print(f"{key}={agreed.err:.3g}")
     if agreed.note():
