@@ -306,6 +306,10 @@ ALIASED_SHORT_REDUCTION = 256
 #: 0.92-1.02x warm; VGG-19's and ZFNet-512's 0.84-1.03x cold, 0.93-1.00x warm but ZFNet's 256 ->
 #: 512 3x3 at 12 x 12 1.26x (0.79-2.41x over its rounds). Under 1 MB, ResNet-50's 128 -> 128 3x3
 #: (590 KB) ran 0.99x cold. In the model, builds paired: ResNet-50 0.92x (two runs), ZFNet-512 0.94x.
+#: On AVX2 (2 Zen 3 threads, 2026-12-07; BENCHMARKS.md "amd-epyc-znver3-2c: the convolution
+#: prefetch, fourteen Hugging Face models, RegNet's check"), where half-width multiply-adds consume
+#: the weights half as fast, ResNet-50's eleven ran 0.89-1.10x cold (median 0.99x), 0.96-1.01x
+#: warm, its build 0.951x and 0.978x paired: no loss, kept for every CPU.
 PREFETCH_BYTES = 1024 * 1024
 #: Tiles a block of output channels' weights is read by (rows x tiles a row) under which a
 #: convolution prefetches nothing: DenseNet-121's classifier (a 1x1 on a 1 x 1 map, 1024 -> 1024
