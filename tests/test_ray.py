@@ -207,6 +207,25 @@ def test_each_confined_server_holds_its_quota_before_other_work(ray_cluster):
         assert node.pids() and set(node.pids()) <= inside
 
 
+def test_a_servers_speed_is_its_quickest_window(monkeypatch):
+    """:func:`time_on` times :data:`SPEED_WINDOWS` windows on the server's actor and keeps the
+    quickest: a window its node's own Ray processes slowed does not set its speed."""
+    from types import SimpleNamespace
+
+    import ray
+
+    from tvm_partition.runtime import cluster
+
+    windows = iter([4.42, 1.71, 1.76, 9.0])
+    asked = []
+    actor = SimpleNamespace(time_ms=SimpleNamespace(remote=lambda *args: asked.append(args) or next(windows)))
+    monkeypatch.setattr(cluster, "pool", lambda: SimpleNamespace(actor=lambda server: actor))
+    monkeypatch.setattr(ray, "get", lambda refs, timeout=None: list(refs))
+    assert cluster.SPEED_WINDOWS == 3
+    assert cluster.time_on("A", "art", {"x": 1}, 5) == 1.71
+    assert [a[1:] for a in asked] == [({"x": 1}, 5)] * 3
+
+
 def test_speed_ratios_and_placement_from_measured_servers(ray_cluster, lstm, tmp_path, capsys):
     """A (one core) is measured faster than B (40% of one); the speed split is the one of least
     makespan over the times recorded with it (a brute force over the 5 splits of 4 items), and a

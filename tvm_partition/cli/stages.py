@@ -357,7 +357,8 @@ def _placed_stages(model, plan_file, strategy, servers, time_limit, measured=Non
 
 @dataclasses.dataclass(frozen=True)
 class Servers:
-    """Edge servers as measured through Ray: names, each one's median ms for a probe artifact and
+    """Edge servers as measured through Ray: names, each one's ms a run of a probe artifact
+    (:func:`tvm_partition.runtime.cluster.time_on`) and
     what this machine's profile predicts for it (``local_ms``), the cost model that prices plan devices ``cpu``, ``cpu1``, ... (the
     servers in order) with them, the links between servers (``bandwidth_Bps`` / ``latency_us`` by
     device name, the placement planners' topology) and to the driver (``driver``: latency us,
