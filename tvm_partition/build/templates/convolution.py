@@ -177,7 +177,7 @@ ROWS_FIRST_CHANNEL_BLOCKS = 2
 #: load 9) ran 0.69-0.97x the time of 7 x 1 on 28-wide maps, 0.80-0.96x that of 8 x 1 on 56-wide
 #: (two 1x1s 1.01 and 1.08), 0.77-0.93x on the 112- and 64-wide stems and a 32-wide 3x3, 0.75-1.04x
 #: on 16- and 8-wide maps; 1x1s reading 32x32 planes 1.06-1.59x (:data:`ALIASED_PLANE_BYTES`: they
-#: keep 8 x 1). Where 4 does not divide the width (14 and 7 wide) two vectors of 2 or 1 pixels ran
+#: keep 8 x 1 of this rule; :data:`AVX2_1X1_ROW` takes them since rules 75). Where 4 does not divide the width (14 and 7 wide) two vectors of 2 or 1 pixels ran
 #: 1.1-3.2x the time of 7 x 1, and one vector of 4 pixels (32 output channels: no pair of vectors
 #: for the parallel loop) 1.15x that of 8 x 1. On a full-width AVX-512 CPU (:func:`.common._full_width_fma`)
 #: 7 pixels x 2 vectors (14 accumulators fed by 2 weight loads and 7 broadcasts, where 14 x 1 loads
@@ -191,15 +191,21 @@ ROWS_FIRST_CHANNEL_BLOCKS = 2
 #: of that, 7 x 2 there unmeasured.
 PAIRED_ROW = {(8, 16): 4, (16, 32): 7}
 #: Output pixels of the tile of two vectors of output channels a 1x1 convolution takes on AVX2 (8
-#: lanes, 16 registers) where its output is at least :data:`AVX2_1X1_MIN_WIDTH` wide and not of
-#: aliased planes, the last tile of a row shorter where 6 does not divide the width: 12
+#: lanes, 16 registers) where its output is at least :data:`AVX2_1X1_MIN_WIDTH` wide, the last
+#: tile of a row shorter where 6 does not divide the width: 12
 #: accumulators, 2 weight vectors and a broadcast (the matmul template's 12 on AVX2,
 #: :data:`.matmul.NARROW_MATMUL_BLOCKS`). Each alone against the tiles chosen before (4 x 2, 7 x 1),
 #: 3 alternating rounds, 2 threads, amd-epyc-znver2-2c (Zen 2), 2026-12-07 (the zoo's ResNet-50):
 #: its 15 1x1s at 56, 28 and 14 wide 0.82-0.95x, at 7 wide (one tile of 6 and one of 1) 1.04-1.05x;
 #: six of its seven 3x3s 1.16-1.95x slower on 6 x 2 (they keep theirs); 4 x 3 fits none of its channel
 #: counts, 3 x 4 lost on all but three 3x3s (0.85-1.07x). As builds, paired: ResNet-50 and
-#: Inception-v3 0.95x (BENCHMARKS.md, "1x1 convolutions on AVX2").
+#: Inception-v3 0.95x (BENCHMARKS.md, "1x1 convolutions on AVX2"). Input planes of a multiple of
+#: :data:`ALIASED_PLANE_BYTES` take it too (rules 75): where 4 x 2 had lost to 8 x 1 on them, 6 x 2
+#: ran 0.68-0.94x the time of 8 x 1 on ResNet-50's 1x1s reading 32 x 32 planes at 128 px (the
+#: kernels that set that rule) and 0.65-0.97x on MobileViT-S's at 128 x 128, 64 x 64 and 32 x 32
+#: (each alone, 3 alternating rounds, 2 threads, amd-epyc-znver3-2c, 2026-12-07); MobileViT-S's build
+#: 0.946x and 0.951x paired (BENCHMARKS.md, "amd-epyc-znver3-2c: the convolution prefetch, fourteen
+#: Hugging Face models, RegNet's check").
 AVX2_1X1_ROW = 6
 AVX2_1X1_MIN_WIDTH = 14
 #: Output channels a tile of the 1x1 template holds, each weight broadcast over its vectors of
@@ -389,7 +395,7 @@ def _plan(kmod: tvm.IRModule, target) -> _Plan | None:
         if _write_back_bound(kmod, nest) or one[0] >= row * blocks:
             row, blocks = one
     if one_by_one and (lanes, registers) == (8, 16) and per_group == oc and ow >= AVX2_1X1_MIN_WIDTH \
-            and not _aliased(conv, target) and _blocks(AVX2_1X1_ROW, oc, lanes, registers, per_group, least, 2 * AVX2_1X1_ROW) == 2:
+            and _blocks(AVX2_1X1_ROW, oc, lanes, registers, per_group, least, 2 * AVX2_1X1_ROW) == 2:
         row, blocks = AVX2_1X1_ROW, 2
     from ..transfer import serial
 
