@@ -252,14 +252,19 @@ def test_a_gather_clamps_its_indices_and_builds_without_the_fast_mode_warning(tm
     np.testing.assert_allclose(outs[0], ort_run(proto, [ids])[0], rtol=RTOL, atol=ATOL)
 
 
-def l2_normalised(path) -> onnx.ModelProto:
-    """PyTorch's ``F.normalize(x, dim=1)`` as its exporter writes it: the norm clipped from below by
-    a ``Clip`` whose bound is a tensor input, which TVM's importer emits as a ``call_tir`` of TOPI's
-    ``maximum``, a PrimFunc of the model's own."""
+def reflect_normalised(path) -> onnx.ModelProto:
+    """The input divided by its norm over the channels, that norm padded by reflection and cropped
+    back (each element its own again): TVM's importer emits the reflecting ``Pad`` as a ``call_tir``
+    of TOPI's ``mirror_pad``, a PrimFunc of the model's own. (PyTorch's ``F.normalize``, the
+    norm clipped from below by a ``Clip``, was such a model until ``frontend.extrema`` made its
+    clip ``relax.maximum``.)"""
     const = [helper.make_node("Constant", [], [name], value=numpy_helper.from_array(value, name))
-             for name, value in (("eps", np.array(1e-12, np.float32)), ("shape", np.array([1, 8, 16, 16], np.int64)))]
+             for name, value in (("pads", np.array([0, 0, 1, 1, 0, 0, 1, 1], np.int64)),
+                                 ("starts", np.array([1, 1], np.int64)), ("ends", np.array([17, 17], np.int64)),
+                                 ("axes", np.array([2, 3], np.int64)), ("shape", np.array([1, 8, 16, 16], np.int64)))]
     nodes = [*const, helper.make_node("ReduceL2", ["x"], ["n"], axes=[1], keepdims=1),
-             helper.make_node("Clip", ["n", "eps", ""], ["c"]),
+             helper.make_node("Pad", ["n", "pads"], ["p"], mode="reflect"),
+             helper.make_node("Slice", ["p", "starts", "ends", "axes"], ["c"]),
              helper.make_node("Expand", ["c", "shape"], ["e"]),
              helper.make_node("Div", ["x", "e"], ["y"])]
     return one_conv_model(path, nodes, {}, [1, 8, 16, 16], [1, 8, 16, 16])
@@ -267,17 +272,17 @@ def l2_normalised(path) -> onnx.ModelProto:
 
 def test_a_models_own_primfuncs_go_with_its_samples(tmp_path):
     """A split build, its profile samples and ``bench``'s single ops re-emit an op's bindings in a
-    module of their own; an op that calls a PrimFunc of the model (the normalisation's clip) failed
+    module of their own; an op that calls a PrimFunc of the model (a normalisation's clip) failed
     them all, ``compile`` with the default settings included ("There is no definition of
     I.GlobalVar("maximum")"). Its sample carries the PrimFunc; the split build matches onnxruntime."""
     from tvm_partition.profiling.samples import lower_sample, sample_module
 
     path = tmp_path / "norm.onnx"
-    proto = l2_normalised(path)
+    proto = reflect_normalised(path)
     model = frontend.load(str(path))
     assert "call_tir" in model.mod["main"].script()
     graph = OpGraph(model.mod)
-    (op,) = [op for op in graph.ops.values() if "maximum" in op.fused_name]
+    (op,) = [op for op in graph.ops.values() if "mirror_pad" in op.fused_name]
     assert lower_sample(sample_module(graph, op, min(op.split_dims), 4))
     x = np.random.default_rng(0).standard_normal((1, 8, 16, 16)).astype(np.float32)
     _, outs = run_split(model, tmp_path, [x], schedules=True)

@@ -43,6 +43,7 @@ from .conv3d import conv3d_as_conv2d
 from .conv_sums import merge_conv_sums
 from .dead_taps import drop_dead_taps
 from .einsum import einsum_as_matmul, einsums_as_matmuls
+from .extrema import extrema_as_operators
 from .matmul_rows import flatten_matmul_rows
 from .inference import (clip_takes, conv1d_as_conv2d, fold_batch_norms, pad_matmuls, pad_output_channels, remove_dropout,
                         roots_for_powers, ungroup_convolutions)
@@ -347,14 +348,16 @@ def normalize(model: Model) -> Model:
     (:mod:`.dead_taps`), output channels
     of convolutions padded to whole vectors, channels-last matmuls over a map as one matrix of rows
     (:mod:`.matmul_rows`), matmuls' rows and columns to whole register tiles and vectors, powers of whole quarters as roots,
-    takes that clamp their indices (:mod:`.inference`,
+    takes that clamp their indices (:mod:`.inference`), ``Clip``'s kernels as the operators they are
+    (:mod:`.extrema`,
     which sees one-element weights as constants: :func:`bind_scalar_weights`), constants lifted
     into weights, static shapes only."""
     model.mod, model.params = bind_scalar_weights(model.mod, model.params)
     inputs = len(model.mod["main"].params) - len(model.params)
     mod = tvm.transform.Sequential(
         [
-            conv1d_as_conv2d,  # first: what follows knows conv2d only
+            extrema_as_operators,
+            conv1d_as_conv2d,  # first (but the extrema): what follows knows conv2d only
             conv3d_as_conv2d,
             einsum_as_matmul,  # before the matmul passes: they see its matmuls
             fold_batch_norms,

@@ -76,9 +76,10 @@ def copy_module(mod: tvm.IRModule) -> tvm.IRModule:
 
 def with_callees(func: relax.Function, source: tvm.IRModule) -> tvm.IRModule:
     """A module of ``func`` as ``main`` and every function of ``source`` it calls by name: the
-    PrimFuncs an importer emitted itself (TVM's ONNX frontend writes ``Clip`` with tensor bounds,
-    ``Pad`` in reflect mode, ``Tile`` and others as ``call_tir`` of TOPI's functions), which a
-    module of ``func`` alone would not define."""
+    PrimFuncs an importer emitted itself (TVM's ONNX frontend writes ``Pad`` in reflect mode,
+    ``CumSum`` in reverse and others as ``call_tir`` of TOPI's functions; its ``Clip`` too, which
+    :mod:`tvm_partition.frontend.extrema` makes operators again), which a module of ``func`` alone
+    would not define."""
     mod = tvm.IRModule({"main": func})
     defined = {gv.name_hint for gv in source.get_global_vars()}
     for gv in relax.analysis.all_global_vars(func):
