@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from hypothesis import HealthCheck, example, given, settings
+from hypothesis import HealthCheck, assume, example, given, settings
 from hypothesis import strategies as st
 from tvm import relax
 
@@ -185,6 +185,36 @@ def test_pool2d(kind, hw, stride, pad, dim, r):
     model = one_op_model([(2, 3, hw, hw)], [], fn)
     out = [2, 3] + [(hw + 2 * pad - 3) // stride + 1] * 2
     assert check_split(model, dim, r) == (out[dim] > 1)
+
+
+@SETTINGS
+@given(n=st.integers(1, 9), before=st.integers(0, 3), after=st.integers(0, 3), dim=st.integers(0, 1), r=RATIOS,
+       mode=st.sampled_from(["constant", "reflect"]))
+@example(n=5, before=0, after=3, dim=1, r=0.9, mode="constant")  # a cut at 5 would leave the last part padding alone
+@example(n=5, before=0, after=0, dim=1, r=0.5, mode="reflect")  # an unpadded axis of a reflecting pad
+def test_a_pad_splits_where_each_part_reads_input(n, before, after, dim, r, mode):
+    """A part of a padded axis reads the input its rows hold and pads the rest; cuts fall where
+    every part reads an input element (else the axis is refused, with a reason). A reflecting pad
+    reads other rows than it writes: split only along an axis it does not pad."""
+    assume(mode == "constant" or max(before, after) < n)
+    model = one_op_model([(3, n)], [], lambda x: relax.op.tanh(relax.op.nn.pad(x, [0, 0, before, after], mode, 0.5)))
+    legal = check_split(model, dim, r)
+    if not (dim == 1 and (before or after)):
+        assert legal == (dim == 0 or n > 1)
+    elif mode == "reflect":
+        assert not legal
+
+
+@pytest.mark.parametrize("ratio", [0.5, 0.3, 0.99], ids=["half", "uneven", "at-the-padding"])
+def test_a_layer_norm_padded_to_whole_tiles_splits_along_its_rows(ratio):
+    """DeiT's 198 tokens: the layer norm before a matmul pads its rows to 200 (``pad_matmuls``), and
+    FuseOps fuses the pad into the layer norm's kernel, which had no axis to split. A cut at 0.99
+    rounds to one that leaves the padding a part of real rows."""
+    model = one_op_model([(1, 198, 16)], [(16,), (16,)],
+                         lambda x, g, b: relax.op.nn.pad(relax.op.nn.layer_norm(x, g, b, axes=[-1]), [0, 0, 0, 2, 0, 0]))
+    op = the_op(OpGraph(model.mod))
+    assert set(op.split_dims) == {1} and op.granules[1] == 4
+    assert check_split(model, 1, ratio)
 
 
 @SETTINGS
