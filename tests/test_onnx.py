@@ -289,6 +289,26 @@ def test_a_models_own_primfuncs_go_with_its_samples(tmp_path):
     np.testing.assert_allclose(outs[0], ort_run(proto, [x])[0], rtol=RTOL, atol=ATOL)
 
 
+def test_the_splittable_survey_names_an_op_no_plan_can_split(tmp_path, capsys):
+    """``benchmarks/splittable.py``: a reflecting ``Pad`` after a convolution (TVM's importer writes it
+    as a kernel of its own, which no split rule reads) is named with its reason and its share of
+    FLOPs; the convolution alone leaves nothing to name."""
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "benchmarks"))
+    import splittable
+
+    w = {"W": np.random.default_rng(0).standard_normal((8, 8, 3, 3)).astype(np.float32),
+         "p": np.array([0, 0, 1, 1, 0, 0, 1, 1], np.int64)}
+    rows = {}
+    for name, padded in (("reflected", True), ("plain", False)):
+        nodes = [helper.make_node("Conv", ["x", "W"], ["c" if padded else "y"], kernel_shape=[3, 3])]
+        nodes += [helper.make_node("Pad", ["c", "p"], ["y"], mode="reflect")] if padded else []
+        one_conv_model(tmp_path / f"{name}.onnx", nodes, w if padded else {"W": w["W"]}, [1, 8, 10, 10], None)
+        splittable.main([str(tmp_path / f"{name}.onnx")])
+        rows[name] = capsys.readouterr().out.splitlines()[-1]
+    assert "| 2 | 1 |" in rows["reflected"] and "call_tir has no split rule" in rows["reflected"]
+    assert "| 0 | 0.0% |" in rows["plain"]
+
+
 def test_a_kernel_without_a_root_block_keeps_tvms_schedule(tmp_path):
     """TOPI's ``ScatterElements`` (PyTorch's ``index_fill``, ``scatter``) is one block of its own
     name around loops it wrote itself, no ``root`` block: the templates and the record transfer
@@ -926,6 +946,38 @@ def test_a_pad_of_zeros_before_a_convolution_is_its_padding(settings, folded, tm
     rewritten = onnx.ModelProto()
     rewritten.CopyFrom(proto)
     assert pads_into_convs(rewritten) == folded
+    onnx.checker.check_model(rewritten)
+    np.testing.assert_allclose(ort_run(rewritten, [x])[0], ref, rtol=RTOL, atol=ATOL)  # the rewrite itself, by onnxruntime
+    for strategy in ("cpu", "equal"):
+        _, outs = run_split(frontend.load(str(path)), tmp_path / strategy, [x], strategy=strategy)
+        np.testing.assert_allclose(outs[0], ref, rtol=RTOL, atol=ATOL)
+
+
+@pytest.mark.parametrize("auto_pad,kernel,stride,dilation,size,group", [
+    ("SAME_UPPER", 1, 1, 1, 9, 1), ("SAME_UPPER", 3, 2, 1, 10, 16), ("SAME_LOWER", 3, 2, 1, 9, 1),
+    ("SAME_UPPER", 5, 1, 1, 9, 16), ("SAME_LOWER", 4, 3, 1, 10, 1)],
+    ids=["1x1", "strided-depthwise-even", "lower-strided-odd", "depthwise-5x5", "lower-even-kernel"])  # onnxruntime refuses dilated ones
+def test_a_same_padded_convolution_gets_the_pads_it_means(auto_pad, kernel, stride, dilation, size, group, tmp_path):
+    """``auto_pad`` ``SAME_UPPER`` / ``SAME_LOWER`` (PyTorch's ``padding="same"``: Hugging Face's
+    EfficientNet) as the explicit ``pads`` the specification derives: no pad kernel before the
+    convolution (TVM's importer wrote one, which no split rule reads), the rewritten graph valid
+    ONNX that onnxruntime runs to the same outputs, and our build, whole and split, matching it."""
+    from tvm_partition.frontend.onnx_pads import same_pads_explicit
+
+    rng = np.random.default_rng(4)
+    weights = {"W": rng.standard_normal((16, 16 // group, kernel, kernel)).astype(np.float32) * 0.2}
+    out = -(-size // stride)
+    conv = helper.make_node("Conv", ["x", "W"], ["y"], kernel_shape=[kernel, kernel], strides=[stride, stride],
+                            dilations=[dilation, dilation], group=group, auto_pad=auto_pad)
+    path = tmp_path / "same.onnx"
+    proto = one_conv_model(path, [conv], weights, [1, 16, size, size], [1, 16, out, out])
+    model = frontend.load(str(path))
+    assert "R.nn.conv2d(x," in model.mod["main"].script() and "call_tir" not in model.mod["main"].script()
+    x = rng.standard_normal((1, 16, size, size)).astype(np.float32)
+    (ref,) = ort_run(proto, [x])
+    rewritten = onnx.ModelProto()
+    rewritten.CopyFrom(proto)
+    assert same_pads_explicit(rewritten, {"x": [1, 16, size, size]}) == 1
     onnx.checker.check_model(rewritten)
     np.testing.assert_allclose(ort_run(rewritten, [x])[0], ref, rtol=RTOL, atol=ATOL)  # the rewrite itself, by onnxruntime
     for strategy in ("cpu", "equal"):

@@ -14,12 +14,27 @@ the begins of every axis, then the ends; ``Conv``: ``[h_begin, w_begin, h_end, w
 
 Run after :func:`.onnx_fold.fold_constants`: the pads an exporter computes from shapes (TF's
 ``SAME`` through tf2onnx: ``Shape``, ``Slice``, ``Concat`` ...) are constants by then.
+
+A ``Conv`` of ``auto_pad`` ``SAME_UPPER`` or ``SAME_LOWER`` (PyTorch's ``padding="same"``: Hugging
+Face's EfficientNet writes 268 of them, its 1x1s included) TVM's importer converts as a pad kernel
+before the convolution (``autopad``: ``bb.emit_te(topi.nn.pad, ...)``), a ``call_tir`` that no split
+rule reads, fused into the kernel before it: EfficientNet's convolutions and squeeze-excitation
+means could not be split (8% of its FLOPs), and each pad copied its input once more, a 1x1's by
+zero. :func:`same_pads_explicit` writes the ``pads`` the specification derives from the input's
+static height and width instead (the total ``max(0, (ceil(in / stride) - 1) * stride + (kernel -
+1) * dilation + 1 - in)``, its odd element at the end for ``SAME_UPPER``, the beginning for
+``SAME_LOWER``), which the importer reads as the convolution's own padding.
 """
 
 from __future__ import annotations
 
+import math
+
 from .onnx_graph import (Lookup, attrs, default_opset, drop_unread_initializers, input_name, readers, replace_attributes,
-                         subgraph_reads)
+                         static_shapes, subgraph_reads)
+
+#: ``auto_pad`` values that pad to ``ceil(in / stride)`` outputs, and whether the odd element goes at the end.
+_SAME = {b"SAME_UPPER": True, "SAME_UPPER": True, b"SAME_LOWER": False, "SAME_LOWER": False}
 
 
 def pads_into_convs(proto) -> int:
@@ -46,6 +61,33 @@ def pads_into_convs(proto) -> int:
     # their widths and value, unread now: TVM's importer would keep each initializer a weight
     drop_unread_initializers(graph, {name for pad in folded for name in pad.input[1:] if name})
     return len(folded)
+
+
+def same_pads_explicit(proto, input_shapes: dict[str, list[int]]) -> int:
+    """Rewrite, in place, every 2-D ``Conv`` of ``proto``'s main graph whose ``auto_pad`` is
+    ``SAME_UPPER`` or ``SAME_LOWER`` and whose input and weights have static shapes with the
+    explicit ``pads`` it means (module docstring); returns how many."""
+    convs = [n for n in proto.graph.node if n.op_type == "Conv" and n.domain in ("", "ai.onnx")
+             and attrs(n).get("auto_pad") in _SAME]
+    if not convs:
+        return 0  # the shape inference below copies the model
+    shapes = static_shapes(proto, input_shapes)
+    count = 0
+    for conv in convs:
+        x, w = shapes.get(conv.input[0]), shapes.get(conv.input[1])
+        if x is None or w is None or len(x) != 4 or len(w) != 4:
+            continue
+        a = attrs(conv)
+        strides, dilations = a.get("strides", [1, 1]), a.get("dilations", [1, 1])
+        begins, ends = [], []
+        for size, kernel, stride, dilation in zip(x[2:], w[2:], strides, dilations):
+            total = max(0, (math.ceil(size / stride) - 1) * stride + (kernel - 1) * dilation + 1 - size)
+            before = total // 2 if _SAME[a["auto_pad"]] else total - total // 2
+            begins.append(before)
+            ends.append(total - before)
+        replace_attributes(conv, ("auto_pad",), pads=begins + ends)
+        count += 1
+    return count
 
 
 def _spatial_zero_pads(pad, lookup: Lookup, opset: int) -> list[int] | None:
