@@ -289,6 +289,35 @@ def test_a_models_own_primfuncs_go_with_its_samples(tmp_path):
     np.testing.assert_allclose(outs[0], ort_run(proto, [x])[0], rtol=RTOL, atol=ATOL)
 
 
+@pytest.mark.parametrize("opset", [13, 10])
+def test_a_pad_of_zero_widths_is_its_input(opset, tmp_path):
+    """A ``Pad`` of zeros everywhere after a convolution (MobileViT-v2's dynamo export writes them):
+    TVM's importer made a pad kernel of it, fused into the convolution's, which then had no axis to
+    split. As ``Identity`` the convolution splits, whole and split it matches onnxruntime."""
+    w = {"W": np.random.default_rng(0).standard_normal((8, 8, 3, 3)).astype(np.float32)}
+    zeros = [0] * 8
+    if opset >= 11:
+        w["p"] = np.array(zeros, np.int64)
+        pad = helper.make_node("Pad", ["c", "p"], ["y"])
+    else:
+        pad = helper.make_node("Pad", ["c"], ["y"], pads=zeros)
+    path = tmp_path / "zero_pad.onnx"
+    proto = one_conv_model(path, [helper.make_node("Conv", ["x", "W"], ["c"], kernel_shape=[3, 3]), pad], w,
+                           [1, 8, 10, 10], [1, 8, 8, 8])
+    proto.opset_import[0].version = opset
+    onnx.save(proto, str(path))
+    model = frontend.load(str(path))
+    assert "call_tir" not in model.mod["main"].script()
+    (conv,) = [op for op in OpGraph(model.mod).ops.values() if op.kind == "conv2d"]
+    assert conv.split_dims
+    x = np.random.default_rng(1).standard_normal((1, 8, 10, 10)).astype(np.float32)
+    (ref,) = ort_run(proto, [x])
+    for strategy in ("cpu", "equal"):
+        compiled, outs = run_split(frontend.load(str(path)), tmp_path / strategy, [x], strategy=strategy)
+        np.testing.assert_allclose(outs[0], ref, rtol=RTOL, atol=ATOL)
+    assert n_splits(compiled) >= 1
+
+
 def test_the_splittable_survey_names_an_op_no_plan_can_split(tmp_path, capsys):
     """``benchmarks/splittable.py``: a reflecting ``Pad`` after a convolution (TVM's importer writes it
     as a kernel of its own, which no split rule reads) is named with its reason and its share of

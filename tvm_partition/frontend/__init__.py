@@ -28,7 +28,7 @@ from ..inputs import random_input
 from .model import Model
 from . import onnx_shapes
 from .onnx_fold import fold_constants
-from .onnx_pads import pads_into_convs, same_pads_explicit
+from .onnx_pads import empty_pads_as_identity, pads_into_convs, same_pads_explicit
 from .onnx_functions import inline_unconverted_functions
 from .onnx_graph import Lookup, index_bounds
 from .onnx_quant import QuantError, quantized_as_float
@@ -273,6 +273,7 @@ def _from_onnx(path: str, shapes: dict[str, int | None], seed: int) -> Model:
     except QuantError as e:
         raise ModelError(f"{path}: {e}") from None
     fold_constants(proto, shape_dict)
+    empty_pads_as_identity(proto)
     same_pads_explicit(proto, shape_dict)
     pads_into_convs(proto)
     inline_constant_branches(proto, shape_dict)

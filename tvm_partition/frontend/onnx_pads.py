@@ -24,6 +24,11 @@ zero. :func:`same_pads_explicit` writes the ``pads`` the specification derives f
 static height and width instead (the total ``max(0, (ceil(in / stride) - 1) * stride + (kernel -
 1) * dilation + 1 - in)``, its odd element at the end for ``SAME_UPPER``, the beginning for
 ``SAME_LOWER``), which the importer reads as the convolution's own padding.
+
+A ``Pad`` of zero widths everywhere (MobileViT-v2's dynamo export writes three before its unfolding
+``Gather``\ s) is its input: TVM's importer wrote a pad kernel of it all the same, fused after the
+convolution before it, which then had no axis to split (3.3% of MobileViT-v2's FLOPs).
+:func:`empty_pads_as_identity` writes it as ``Identity``.
 """
 
 from __future__ import annotations
@@ -61,6 +66,23 @@ def pads_into_convs(proto) -> int:
     # their widths and value, unread now: TVM's importer would keep each initializer a weight
     drop_unread_initializers(graph, {name for pad in folded for name in pad.input[1:] if name})
     return len(folded)
+
+
+def empty_pads_as_identity(proto) -> int:
+    """Rewrite, in place, every ``Pad`` of ``proto``'s main graph whose widths are constant zeros as
+    ``Identity`` of its input; returns how many."""
+    lookup, opset, count = Lookup.of(proto.graph), default_opset(proto), 0
+    for pad in proto.graph.node:
+        if pad.op_type != "Pad" or pad.domain not in ("", "ai.onnx"):
+            continue
+        widths = attrs(pad).get("pads") if opset < 11 else lookup.constant(input_name(pad, 1))
+        if widths is None or widths is False or any(int(w) for w in widths):
+            continue
+        del pad.input[1:]
+        del pad.attribute[:]
+        pad.op_type = "Identity"
+        count += 1
+    return count
 
 
 def same_pads_explicit(proto, input_shapes: dict[str, list[int]]) -> int:
