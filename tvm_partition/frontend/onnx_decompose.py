@@ -62,7 +62,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .onnx_graph import Emitter, Lookup, attrs, input_name, rewrite_typed
+from .onnx_graph import Emitter, Lookup, attrs, input_name, rewrite_typed, same_pads
 
 #: Largest DFT or STFT matrix written (elements): 16 M floats, 64 MB of weights.
 MAX_MATRIX_ELEMENTS = 1 << 24
@@ -270,7 +270,7 @@ def _write_max_pool_indices(node, emit: Emitter, types: dict, lookup: Lookup) ->
         return False
     spatial, outs = list(x_shape[2:]), list(out_shape[2:])
     strides, dilations = list(a.get("strides", [1] * n_sp)), list(a.get("dilations", [1] * n_sp))
-    begin = _pool_begin_pads(a, spatial, outs, kernel, strides, dilations)
+    begin = _pool_begin_pads(a, spatial, kernel, strides, dilations)
     values = emit.op("MaxPool", [x], node.output[0], **{k: v for k, v in a.items() if k != "storage_order"})
     # the input padded so every tap's strided slice lies within it (the padding is never chosen)
     ends = [max(0, (o - 1) * s + (k - 1) * d + 1 - b - n) for o, s, k, d, b, n in
@@ -308,12 +308,11 @@ def _window_reads(counts, kernel, strides, begin, dilations, extent):
         yield tap, at, np.all((at >= 0) & (at < extent), 1)
 
 
-def _pool_begin_pads(a: dict, spatial, outs, kernel, strides, dilations) -> list[int]:
+def _pool_begin_pads(a: dict, spatial, kernel, strides, dilations) -> list[int]:
     """The padding before each spatial axis, as the specification's ``auto_pad`` derives it."""
     auto = a.get("auto_pad", b"NOTSET").decode()
     if auto in ("SAME_UPPER", "SAME_LOWER"):
-        total = [max(0, (o - 1) * s + (k - 1) * d + 1 - n) for o, s, k, d, n in zip(outs, strides, kernel, dilations, spatial)]
-        return [t // 2 if auto == "SAME_UPPER" else t - t // 2 for t in total]
+        return same_pads(auto, spatial, kernel, strides, dilations)[:len(kernel)]
     if auto == "VALID":
         return [0] * len(kernel)
     return list(a.get("pads", [0] * 2 * len(kernel))[:len(kernel)])

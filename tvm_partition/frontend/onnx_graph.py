@@ -7,6 +7,7 @@ and an emitter of new nodes (copies of a body or a branch too) under names of th
 from __future__ import annotations
 
 import dataclasses
+import math
 
 import numpy as np
 
@@ -171,6 +172,16 @@ class Lookup:
             return None
         value = self.array(name)
         return False if value is None else value
+
+
+def same_pads(auto_pad: str, spatial, kernel, strides, dilations) -> list[int]:
+    """The explicit ``pads`` (every spatial axis's begin, then its end) that ``auto_pad``
+    ``SAME_UPPER`` or ``SAME_LOWER`` means for an input of ``spatial`` extents: the padding
+    ``ceil(in / stride)`` outputs need in all, halved, its odd element at the end for ``SAME_UPPER``
+    and at the beginning for ``SAME_LOWER`` (ONNX's ``Conv`` and pools)."""
+    total = [max(0, (math.ceil(n / s) - 1) * s + (k - 1) * d + 1 - n) for n, k, s, d in zip(spatial, kernel, strides, dilations)]
+    begins = [t // 2 if auto_pad == "SAME_UPPER" else t - t // 2 for t in total]
+    return begins + [t - b for t, b in zip(total, begins)]
 
 
 def replace_attributes(node, drop: tuple[str, ...], **values) -> None:

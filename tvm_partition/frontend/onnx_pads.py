@@ -33,13 +33,11 @@ convolution before it, which then had no axis to split (3.3% of MobileViT-v2's F
 
 from __future__ import annotations
 
-import math
-
 from .onnx_graph import (Lookup, attrs, default_opset, drop_unread_initializers, input_name, readers, replace_attributes,
-                         static_shapes, subgraph_reads)
+                         same_pads, static_shapes, subgraph_reads)
 
-#: ``auto_pad`` values that pad to ``ceil(in / stride)`` outputs, and whether the odd element goes at the end.
-_SAME = {b"SAME_UPPER": True, "SAME_UPPER": True, b"SAME_LOWER": False, "SAME_LOWER": False}
+#: ``auto_pad`` values :func:`.onnx_graph.same_pads` writes out.
+_SAME = frozenset({b"SAME_UPPER", "SAME_UPPER", b"SAME_LOWER", "SAME_LOWER"})
 
 
 def pads_into_convs(proto) -> int:
@@ -75,7 +73,7 @@ def empty_pads_as_identity(proto) -> int:
     for pad in proto.graph.node:
         if pad.op_type != "Pad" or pad.domain not in ("", "ai.onnx"):
             continue
-        widths = attrs(pad).get("pads") if opset < 11 else lookup.constant(input_name(pad, 1))
+        widths = _widths(pad, lookup, opset)
         if widths is None or widths is False or any(int(w) for w in widths):
             continue
         del pad.input[1:]
@@ -100,14 +98,9 @@ def same_pads_explicit(proto, input_shapes: dict[str, list[int]]) -> int:
         if x is None or w is None or len(x) != 4 or len(w) != 4:
             continue
         a = attrs(conv)
-        strides, dilations = a.get("strides", [1, 1]), a.get("dilations", [1, 1])
-        begins, ends = [], []
-        for size, kernel, stride, dilation in zip(x[2:], w[2:], strides, dilations):
-            total = max(0, (math.ceil(size / stride) - 1) * stride + (kernel - 1) * dilation + 1 - size)
-            before = total // 2 if _SAME[a["auto_pad"]] else total - total // 2
-            begins.append(before)
-            ends.append(total - before)
-        replace_attributes(conv, ("auto_pad",), pads=begins + ends)
+        auto = a["auto_pad"].decode() if isinstance(a["auto_pad"], bytes) else a["auto_pad"]
+        pads = same_pads(auto, x[2:], w[2:], a.get("strides", [1, 1]), a.get("dilations", [1, 1]))
+        replace_attributes(conv, ("auto_pad",), pads=pads)
         count += 1
     return count
 
@@ -118,12 +111,12 @@ def _spatial_zero_pads(pad, lookup: Lookup, opset: int) -> list[int] | None:
     a = attrs(pad)
     if a.get("mode", b"constant") not in (b"constant", "constant"):
         return None
+    pads = _widths(pad, lookup, opset)
     if opset < 11:
-        pads, value = a.get("pads"), a.get("value", 0.0)
+        value = a.get("value", 0.0)
     else:
         if input_name(pad, 3):  # axes (opset 18): rare, not read
             return None
-        pads = lookup.constant(input_name(pad, 1))
         value = lookup.constant(input_name(pad, 2))
         value = 0.0 if value is None else value
     if pads is None or pads is False or value is False or len(pads) != 8:
@@ -133,6 +126,12 @@ def _spatial_zero_pads(pad, lookup: Lookup, opset: int) -> list[int] | None:
     if any(v != 0.0 for v in values) or min(pads) < 0 or any(pads[i] for i in (0, 1, 4, 5)):
         return None
     return [pads[2], pads[3], pads[6], pads[7]]
+
+
+def _widths(pad, lookup: Lookup, opset: int):
+    """A ``Pad``'s widths: its attribute before opset 11, its input after (:meth:`Lookup.constant`:
+    None where it has none, False where it is computed at run time)."""
+    return attrs(pad).get("pads") if opset < 11 else lookup.constant(input_name(pad, 1))
 
 
 def _explicit_conv(node, k: int) -> bool:
