@@ -383,12 +383,15 @@ def test_ice_lake_reads_long_1x1s_channels_last_at_any_size(kmod, ice_lake, emer
     (conv(32, 32, 1, k=1, padding=0, epilogue="scale"), False),
 ], ids=["1x1", "strided", "batch-norm", "scale"])
 def test_a_convolution_on_a_channels_last_copy_computes_the_convolution(kmod, parallel):
-    """The copy forced on small kernels (run here: the host's lanes), in parallel and serial."""
+    """The copy forced on small kernels (run here: the host's lanes), in parallel and serial; its
+    tiles transposed in registers where a segment of 2 or more pixels divides the row (14 and 12
+    wide: 2 and 4 pixels), a vector of channels at a time where none does (7 and 1 wide)."""
 
     plan = dataclasses.replace(templates.convolution._plan(kmod, TARGET), channels_last=True, parallel=parallel)
     func = templates.convolution._schedule_conv(kmod, TARGET, plan)
     n, c, h, w = (int(x) for x in kmod["main"].params[0].shape)
     assert f"sblock_alloc_buffer(({', '.join(f'T.int64({e})' for e in (n, h, w, c))}))" in func.script(), "no copy"
+    assert ("T.Shuffle" in func.script()) == (templates.common._row(w, plan.lanes) > 1)
     np.testing.assert_allclose(run(func), run(kmod["main"]), rtol=1e-4, atol=1e-4)
 
 
@@ -732,6 +735,58 @@ def test_the_depthwise_template_takes_a_map_of_one_row():
     done = templates.templated(kmod, TARGET)
     assert done is not None and done[1] == templates.DEPTHWISE_LABEL
     np.testing.assert_allclose(run(done[0]), run(kmod["main"]), rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.parametrize("lanes,k", [(4, 4), (4, 3), (8, 8), (8, 7), (16, 16), (16, 8), (16, 7), (16, 2)])
+def test_a_tile_transposed_in_registers_is_the_transposition(lanes, k):
+    """The intrinsic tensorized over a copy of 3 rows x 2 segments of ``k`` pixels of ``lanes``
+    channels laid out ``[row, pixel, channel]``: numpy's transposition, every element (a wrong
+    shuffle index or a lane past ``k`` moves some)."""
+    from tvm import te
+
+    src = te.placeholder((1, lanes, 3, 2 * k), name="src")  # a copy as the depthwise template's
+    dst = te.compute((1, lanes, 3, 2 * k), lambda n, c, y, x: src[n, c, y, x], name="dst")
+    sch = tvm.s_tir.Schedule(te.create_prim_func([src, dst]))
+    copy = sch.get_sblock("dst")
+    sch.transform_layout(copy, ("write", 0), lambda n, c, y, x: (n, y, x, c))
+    n, c, y, x = sch.get_loops(copy)
+    sch.reorder(y, x, c)
+    _, pixels = sch.split(x, [None, k])
+    sch.tensorize(pixels, templates.transposed.intrinsic(lanes, k))
+    assert "T.Shuffle" in sch.mod["main"].script()
+    data = np.random.default_rng(0).uniform(-1, 1, (1, lanes, 3, 2 * k)).astype("float32")
+    out = tvm.runtime.tensor(np.zeros((1, 3, 2 * k, lanes), "float32"))
+    tvm.compile(sch.mod, target=TARGET)["main"](tvm.runtime.tensor(data), out)
+    np.testing.assert_array_equal(out.numpy(), data.transpose(0, 2, 3, 1))
+
+
+def _host_runs(mcpu: str) -> bool:
+    from tvm.target.codegen import llvm_cpu_has_features, llvm_get_system_cpu
+
+    needed = {"x86-64-v3": ["avx2", "fma"], "x86-64-v4": ["avx512f", "avx512bw", "avx512vl", "avx512dq"]}[mcpu]
+    host = tvm.target.Target({"kind": "llvm", "mcpu": llvm_get_system_cpu()})
+    return llvm_cpu_has_features(needed, host)
+
+
+@pytest.mark.parametrize("mcpu", ["x86-64-v3", "x86-64-v4"])
+@pytest.mark.parametrize("c,size,stride,padding", [
+    (64, 56, 1, None),  # MobileNet's stride-1 3x3: 8-pixel segments
+    (64, 56, 2, (0, 0, 1, 1)),  # TensorFlow's SAME at stride 2: padded at the bottom and right alone
+    (32, 28, 2, None),  # 7-pixel segments
+    (32, 17, 2, None),  # 17 wide: no segment of 2 to 8 or 16 pixels, each pixel's channels a vector
+])
+def test_the_depthwise_template_on_whole_vectors_computes_the_convolution(mcpu, c, size, stride, padding):
+    """The input copy transposed in registers at this CPU's vector widths (8 and 16 lanes: TARGET's
+    are 4), against TVM's default schedule; skipped where this CPU cannot run that width."""
+    if not _host_runs(mcpu):
+        pytest.skip(f"this CPU cannot run {mcpu}'s instructions")
+    target = planned_for(mcpu)
+    kmod = conv(c, c, size, 3, stride, groups=c, padding=padding)
+    done = templates.templated(kmod, target)
+    assert done is not None and done[1] == templates.DEPTHWISE_LABEL
+    segment = templates.common._row(size, templates.common.vector_lanes(target)[0])
+    assert ("T.Shuffle" in done[0].script()) == (segment > 1)
+    np.testing.assert_allclose(run(done[0], target=target), run(kmod["main"]), rtol=1e-4, atol=1e-4)
 
 
 LANES = templates.common.vector_lanes(TARGET)[0]

@@ -137,11 +137,11 @@ def source(kmod, trace, gflops=1.0, label="test"):
     return Source(trace, blocks_of(kmod), TARGET, gflops, label)
 
 
-def run(func, seed=0):
-    """Outputs of a PrimFunc (kernel_module form) on seeded arguments."""
+def run(func, seed=0, target=TARGET):
+    """Outputs of a PrimFunc (kernel_module form) on seeded arguments, compiled for ``target``."""
     import tvm.s_tir.meta_schedule as ms
 
-    lib = tvm.compile(tvm.IRModule({"main": func.with_attr("global_symbol", "main")}), target=TARGET)
+    lib = tvm.compile(tvm.IRModule({"main": func.with_attr("global_symbol", "main")}), target=target)
     rng = np.random.default_rng(seed)
     args = [tvm.runtime.tensor(rng.uniform(-1, 1, [int(x) for x in a.shape]).astype("float32"))
             for a in ms.arg_info.ArgInfo.from_prim_func(func)]

@@ -494,8 +494,9 @@ class Schedules:
 #: weights while its tiles of rows pass the current one (:mod:`tvm_partition.build.templates.prefetch`), 74
 #: the direct convolution's next block of output channels' weights inside its tiles' reductions
 #: (:func:`tvm_partition.build.templates.convolution._prefetching`), 75 AVX2's 1x1 tile of 6 pixels x 2
-#: vectors on input planes of a multiple of 4 KiB too (:data:`tvm_partition.build.templates.convolution.AVX2_1X1_ROW`).
-TRANSFER_RULES = 75
+#: vectors on input planes of a multiple of 4 KiB too (:data:`tvm_partition.build.templates.convolution.AVX2_1X1_ROW`),
+#: 76 the depthwise template's input copy transposed in registers (:mod:`tvm_partition.build.templates.transposed`).
+TRANSFER_RULES = 76
 
 
 def open_schedules(path: str | None, transfer: bool = True) -> Schedules:

@@ -20,9 +20,10 @@ groups of fewer output channels (ResNeXt-50's 4). Strided groups of 2-7 channels
 A depthwise convolution whose channels fill whole vectors takes a schedule vectorised along its
 channels instead where that measured quicker (strided, or stride 1 with at least
 :data:`MIN_DEPTHWISE_BLOCKS` vectors of channels: :func:`_depthwise_plan`): each parallel task
-copies its channels' padded input channels innermost and accumulates a row segment of pixels x one
-vector of channels, the weights packed at load time (MobileNet-V3-Small's 576-channel 5x5 at 7x7 458
-us replayed, 109 on the row template, 16 here)."""
+copies its channels' padded input channels innermost (tiles transposed in registers,
+:mod:`.transposed`) and accumulates a row segment of pixels x one vector of channels, the weights
+packed at load time (MobileNet-V3-Small's 576-channel 5x5 at 7x7 458 us replayed, 109 on the row
+template, 16 here)."""
 
 from __future__ import annotations
 
@@ -30,7 +31,7 @@ import dataclasses
 
 import tvm
 
-from . import common, convolution
+from . import common, convolution, transposed
 
 
 #: Where the grouped-convolution template replaces a replayed dense record (see the module
@@ -120,13 +121,17 @@ def _depthwise_plan(kmod: tvm.IRModule, target) -> _DepthwisePlan | None:
 def _schedule_depthwise(kmod: tvm.IRModule, target, plan: _DepthwisePlan) -> tvm.tirx.PrimFunc | None:
     """The depthwise schedule: ``n f_o | y x_o | ry rx x_i f_i``, ``f_i`` one vector of channels,
     ``x_i`` a row segment (unrolled, as the window), ``n f_o`` one parallel loop. Under it the
-    padded input of its channels is copied channels innermost (``[h, w, f_i]``, a gather per
-    vector), so each step of the window loads one contiguous vector and the weights (packed at load
-    time ``[f_o, ry, rx, f_i]``) another; the accumulator, laid out ``[y, x, f]``, is written out
-    through the inlined epilogue a vector of channels at a time (a scatter per vector: NCHW).
-    Measured on MobileNet-V3-Small's 576-channel 5x5: the epilogue computed from an NCHW copy of
-    the accumulator 23.9 us, inlined and vectorised 18.3, the input copy gathered a vector at a
-    time 16.1 (each alone, 2 Zen 4 threads)."""
+    padded input of its channels is copied channels innermost (``[h, w, f_i]``,
+    :func:`_copied_transposed`), so each step of the window loads one contiguous vector and the
+    weights (packed at load time ``[f_o, ry, rx, f_i]``) another; the accumulator, laid out ``[y,
+    x, f]``, is written out through the inlined epilogue a vector of channels at a time (a scatter
+    per vector: NCHW). Measured on MobileNet-V3-Small's 576-channel 5x5: the epilogue computed from
+    an NCHW copy of the accumulator 23.9 us, inlined and vectorised 18.3, the input copy gathered a
+    vector at a time 16.1 (each alone, 2 Zen 4 threads). The write-back's tiles transposed in
+    registers too (8 or 7 pixels x 16 channels into 16 rows, the epilogue along the pixels) ran
+    0.81-0.88x cold on MobileNet-V1's 8-pixel tiles but 0.96-0.98x warm, and 1.07-1.29x on its
+    7-pixel ones (1.10-1.47x with masked stores of 7 lanes): not kept (intel-r-xeon-r-processor-rocketlake-2c,
+    2026-12-07)."""
     func = kmod["main"].with_attr("layout_free_buffers", [plan.weight])
     sch, conv = common._opened(func, convolution._GROUP, plan.epilogue)
     lanes = plan.lanes
@@ -152,8 +157,33 @@ def _schedule_depthwise(kmod: tvm.IRModule, target, plan: _DepthwisePlan) -> tvm
     sch.compute_at(data, tasks, preserve_unit_loops=True)  # a map of one row keeps its row loop
     channel, row, column = sch.get_loops(data)[-3:]
     sch.reorder(row, column, channel)
-    sch.vectorize(channel)
+    _copied_transposed(sch, data, row, lanes)
     return common._packed(sch, target)
+
+
+def _copied_transposed(sch, data, row, lanes: int) -> None:
+    """The input copy ``data`` (under its task: ``row column channel``) a tile of ``lanes``
+    channels x a row segment at a time, transposed in registers (:mod:`.transposed`), its padding
+    (if it pads) zeroed first by a stage of its own; where no segment of 2 or more pixels divides
+    the row, a vector of channels at a time (each lane a scalar load). Why: the copy vectorised
+    along the channels was about half of a depthwise kernel's time (``perf``: MobileNet-V1's
+    128-channel 3x3 at 56 x 56); transposed, MobileNet-V1's depthwise kernels ran 0.61-0.99x their
+    time warm, 0.81-1.00x cold (each alone, 3 alternating rounds, 2 threads,
+    intel-r-xeon-r-processor-rocketlake-2c, 2026-12-07; BENCHMARKS.md, "Depthwise copies
+    transposed in registers")."""
+    if _pads(sch.get(data).body.value):
+        fill = sch.decompose_padding(data, row)  # zeros everywhere, then the input's own pixels
+        sch.vectorize(sch.get_loops(fill)[-1])
+    _, column, channel = sch.get_loops(data)[-3:]
+    if not transposed.tensorized(sch, column, lanes):
+        sch.vectorize(channel)
+
+
+def _pads(value) -> bool:
+    """Whether a copy stores ``value`` only within its input's bounds (TOPI's padding: an
+    ``if_then_else``), not everywhere (a padding of zeros is a copy)."""
+    op = getattr(value, "op", None)
+    return isinstance(op, tvm.ir.Op) and op.same_as(tvm.ir.Op.get("prim.if_then_else"))
 
 
 def _schedule_group(kmod: tvm.IRModule, plan: _GroupPlan) -> tvm.tirx.PrimFunc:
