@@ -7,7 +7,7 @@ from conv_kernels import convolutions, cold_and_warm, cold_and_warm_line, patche
 from tvm_partition.build import templates
 from tvm_partition.build.tuning import tuning_target
 from tvm_partition.devices import parse_devices
-target = tuning_target(parse_devices("cpu")[0])
+target = tuning_target(parse_devices("cpu", cpu_mcpu=os.environ.get("TARGET_CPU"))[0])  # TARGET_CPU: another -mcpu, run here
 patch = {k: eval(v) for k, v in (a.split("=", 1) for a in os.environ["PATCH"].split(";"))}
 for label, kmod, nest in convolutions(os.environ.get("MODEL", "resnet50").split(","), target, grouped=bool(os.environ.get("GROUPED"))):
     g = templates.schedule(kmod, target)
