@@ -789,6 +789,23 @@ def test_the_depthwise_template_on_whole_vectors_computes_the_convolution(mcpu, 
     np.testing.assert_allclose(run(done[0], target=target), run(kmod["main"]), rtol=1e-4, atol=1e-4)
 
 
+@pytest.mark.parametrize("groups,c_in,c_out,k", [(64, 64, 64, 3), (1, 1024, 256, 1)], ids=["depthwise", "channels-last"])
+def test_float16_copies_keep_a_vector_of_channels_at_a_time(groups, c_in, c_out, k):
+    """The transposition is float32's: a float16 depthwise kernel's copy, and a long 1x1's
+    channels-last one, failed to match it (``tensorize``: "write buffers do not match"), and
+    ``compile`` of such a model stopped there. They keep the copy of before, and build."""
+    def build():
+        x = relax.Var("x", relax.TensorType((1, c_in, 14, 14), "float16"))
+        w = relax.Var("w", relax.TensorType((c_out, c_in // groups, k, k), "float16"))
+        return [x, w], relax.op.nn.conv2d(x, w, strides=2, padding=k // 2, groups=groups)
+
+    target = planned_for("skylake-avx512")
+    done = templates.templated(kernel(build), target)
+    assert done is not None and done[1] in (templates.DEPTHWISE_LABEL, templates.CONV_LABEL)
+    assert "T.Shuffle" not in done[0].script()
+    tvm.compile(tvm.IRModule({"main": done[0].with_attr("global_symbol", "main")}), target=target)
+
+
 LANES = templates.common.vector_lanes(TARGET)[0]
 BLOCKS = templates.grouped.MIN_DEPTHWISE_BLOCKS
 

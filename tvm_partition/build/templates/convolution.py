@@ -813,7 +813,7 @@ def _channels_last_copy(sch, conv, lanes: int, parallel: bool) -> None:
     rows = sch.fuse(n, y)
     if parallel:
         sch.parallel(rows)
-    if not transposed.tensorized(sch, x, lanes):
+    if not transposed.tensorized(sch, copy, x, lanes):
         sch.reorder(x, vectors)
         sch.vectorize(lane)
 

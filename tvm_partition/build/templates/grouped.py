@@ -175,7 +175,7 @@ def _copied_transposed(sch, data, row, lanes: int) -> None:
         fill = sch.decompose_padding(data, row)  # zeros everywhere, then the input's own pixels
         sch.vectorize(sch.get_loops(fill)[-1])
     _, column, channel = sch.get_loops(data)[-3:]
-    if not transposed.tensorized(sch, column, lanes):
+    if not transposed.tensorized(sch, data, column, lanes):
         sch.vectorize(channel)
 
 

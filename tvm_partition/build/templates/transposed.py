@@ -92,11 +92,15 @@ def intrinsic(lanes: int, k: int) -> str:
     return name
 
 
-def tensorized(sch, column, lanes: int) -> bool:
-    """A copy's loop over a row's pixels ``column``, directly above its loop over ``lanes``
-    channels, cut into segments (the largest number of pixels up to ``lanes`` that divides the row)
-    each transposed by the intrinsic; False, and nothing done, where no segment of 2 pixels or more
-    divides the row."""
+def tensorized(sch, copy, column, lanes: int) -> bool:
+    """The loop over a row's pixels ``column`` of the block ``copy``, directly above its loop over
+    ``lanes`` channels, cut into segments (the largest number of pixels up to ``lanes`` that divides
+    the row) each transposed by the intrinsic; False, and nothing done, where no segment of 2 pixels
+    or more divides the row or the copy moves other than float32 (the intrinsic's: a float16
+    depthwise kernel's copy failed to match it)."""
+    block = sch.get(copy)
+    if any(str(r.source.dtype) != "float32" for r in list(block.reads) + list(block.writes)):
+        return False
     segment = common._row(int(sch.get(column).extent), lanes)
     if segment < 2:
         return False
