@@ -752,7 +752,7 @@ def test_a_tile_transposed_in_registers_is_the_transposition(lanes, k):
     n, c, y, x = sch.get_loops(copy)
     sch.reorder(y, x, c)
     _, pixels = sch.split(x, [None, k])
-    sch.tensorize(pixels, templates.transposed.intrinsic(lanes, k))
+    sch.tensorize(pixels, templates.transposed.intrinsic(templates.transposed.Tile(lanes, k)))
     assert "T.Shuffle" in sch.mod["main"].script()
     data = np.random.default_rng(0).uniform(-1, 1, (1, lanes, 3, 2 * k)).astype("float32")
     out = tvm.runtime.tensor(np.zeros((1, 3, 2 * k, lanes), "float32"))
@@ -866,6 +866,47 @@ def test_small_elementwise_kernels_are_inlined_and_stay_serial(shape):
 def test_a_small_copy_of_one_block_keeps_the_default_schedule():
     # a copy below MIN_MOVED_ELEMENTS: one block, nothing to inline, and no parallel loop pays
     assert templates.schedule(elementwise((1, 16, 32, 32), "concat"), TARGET) is None
+
+
+def permuted(shape, axes, dtype="float32"):
+    def build():
+        x = relax.Var("x", relax.TensorType(shape, dtype))
+        return [x], relax.op.permute_dims(x, axes)
+
+    return kernel(build)
+
+
+@pytest.mark.parametrize("mcpu", [None, "x86-64-v3", "x86-64-v4"])
+@pytest.mark.parametrize("shape,axes", [
+    ((1, 96, 56, 56), (0, 2, 3, 1)),  # ConvNeXt's, into its layer norm: NCHW -> NHWC
+    ((1, 56, 56, 96), (0, 3, 1, 2)),  # and back
+    ((2, 32, 32, 36), (0, 2, 3, 1)),  # a batch of two; 36 wide: segments of 12, 6 and 4
+    ((1, 40, 24, 96), (0, 3, 1, 2)),  # back, 40 rows of 24: segments of 12, 8 and 4
+])
+def test_a_transpose_between_nchw_and_nhwc_is_tiled_and_computes_the_transpose(mcpu, shape, axes):
+    """Tiles transposed in registers (TARGET's 4 lanes, and where this CPU runs them AVX2's 8 and
+    AVX-512's 16), against numpy's transposition."""
+    if mcpu is not None and not _host_runs(mcpu):
+        pytest.skip(f"this CPU cannot run {mcpu}'s instructions")
+    target = TARGET if mcpu is None else planned_for(mcpu)
+    done = templates.templated(permuted(shape, axes), target)
+    assert done is not None and done[1] == templates.TRANSPOSE_LABEL
+    assert "T.Shuffle" in done[0].script() and "T.parallel" in done[0].script()
+    data = np.random.default_rng(0).uniform(-1, 1, shape).astype("float32")
+    out = tvm.runtime.tensor(np.zeros([shape[a] for a in axes], "float32"))
+    tvm.compile(tvm.IRModule({"main": done[0].with_attr("global_symbol", "main")}), target=target)["main"](
+        tvm.runtime.tensor(data), out)
+    np.testing.assert_array_equal(out.numpy(), data.transpose(axes))
+
+
+@pytest.mark.parametrize("shape,axes,dtype", [
+    ((1, 16, 64, 64), (0, 2, 1, 3), "float32"),  # the rows move, the innermost axis stays
+    ((1, 96, 56, 56), (0, 2, 3, 1), "float16"),  # not the intrinsic's type
+    ((1, 30, 56, 56), (0, 2, 3, 1), "float32"),  # 30 channels: no whole vectors
+    ((1, 32, 136, 17), (0, 2, 3, 1), "float32"),  # 17 wide: no segment of 2 pixels or more (nor 4 lanes: TARGET's)
+])
+def test_other_transposes_keep_the_element_wise_template(shape, axes, dtype):
+    assert templates.label(permuted(shape, axes, dtype), TARGET) == templates.ELEMENTWISE_LABEL
 
 
 def dense_block_concat(inputs: int, size: int, axis: int = 1):

@@ -32,6 +32,7 @@ CONV_LABEL = "template (direct convolution, packed weights)"
 ELEMENTWISE_LABEL = "template (element-wise, parallel and vectorised)"
 #: An element-wise kernel too small for a parallel loop, its blocks inlined (:data:`.elementwise.MIN_ELEMENTS`).
 INLINED_LABEL = "template (element-wise, inlined, serial)"
+TRANSPOSE_LABEL = "template (transpose between NCHW and NHWC, tiles transposed in registers)"
 GROUP_LABEL = "template (grouped convolution, vectorised along the rows)"
 DEPTHWISE_LABEL = "template (depthwise convolution, vectorised along the channels)"
 SOFTMAX_LABEL = "template (softmax, rows in parallel, vectorised reductions)"
@@ -169,8 +170,11 @@ def templated(kmod: tvm.IRModule, target) -> tuple[tvm.tirx.PrimFunc, str] | Non
         func, name = reductions._schedule_stats(kmod, stats), STATS_LABEL
     else:
         outputs, parallel = elementwise._elementwise_outputs(kmod, target)
-        func = elementwise._schedule_elementwise(kmod, target, outputs, parallel) if outputs else None
-        name = ELEMENTWISE_LABEL if parallel else INLINED_LABEL
+        if parallel and (moved := elementwise._transposition(kmod, target)) is not None:
+            func, name = elementwise._schedule_transposition(kmod, moved), TRANSPOSE_LABEL
+        else:
+            func = elementwise._schedule_elementwise(kmod, target, outputs, parallel) if outputs else None
+            name = ELEMENTWISE_LABEL if parallel else INLINED_LABEL
     return None if func is None else (func, name)
 
 

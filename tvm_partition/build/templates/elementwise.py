@@ -14,14 +14,17 @@ call, seen in ``perf``); inlined, the LSTM and GRU ran 5-7% faster end to end, t
 much (amd-epyc-znver5-2c, 2026-11-26, BENCHMARKS.md). A concatenation of at least
 :data:`MIN_PARTITIONED_INPUTS` inputs has its axis's loop cut at its inputs' bounds, so that no
 element tests TOPI's ``if_then_else`` per input (:func:`_concat_cuts`: torchvision's DenseNet-121,
-up to 25 inputs a concatenation, 0.10-0.90x each kernel)."""
+up to 25 inputs a concatenation, 0.10-0.90x each kernel). A transpose between NCHW and NHWC moves
+tiles of channels x pixels transposed in registers instead (:func:`_transposition`)."""
 
 from __future__ import annotations
+
+import dataclasses
 
 import tvm
 
 from ..transfer import root_children
-from . import common
+from . import common, transposed
 
 
 #: Output elements from which an element-wise kernel runs in parallel (smaller ones are inlined
@@ -63,6 +66,74 @@ def _elementwise_outputs(kmod: tvm.IRModule, target) -> tuple[tuple[str, ...], b
     if not parallel and len(blocks) == len(outputs):
         return (), False  # nothing to inline: TVM's default schedule is this one
     return tuple(b.name_hint for b in outputs), parallel
+
+
+@dataclasses.dataclass(frozen=True)
+class _Transposition:
+    """A kernel that is one float32 transpose of a 4-d map from NCHW to NHWC (``channels_last``)
+    or back, its channels whole vectors of ``lanes``, its rows cut into segments of ``segment``
+    pixels (:mod:`.transposed`)."""
+
+    channels_last: bool
+    lanes: int
+    segment: int
+
+
+#: The input's axes, by the output's, of the transposes :func:`_transposition` takes.
+_CHANNELS_LAST, _CHANNELS_FIRST = (0, 3, 1, 2), (0, 2, 3, 1)
+
+
+def _transposition(kmod: tvm.IRModule, target) -> _Transposition | None:
+    """The :class:`_Transposition` of a kernel of one block, a float32 transpose between NCHW and
+    NHWC (TOPI's ``T_transpose``: ConvNeXt's around each block's layer norm and MLP), whose channels
+    fill whole vectors and whose rows a segment of 2 pixels or more divides; None for any other.
+    Why: vectorised along the output's innermost axis, each of its vectors read a lane per plane
+    (no gathers on our x86 targets); ConvNeXt-T's four such kernels took 1.4 ms of its 41
+    (``run --kernels``), tiles transposed in registers instead: BENCHMARKS.md, "ConvNeXt's transposes
+    tiled"."""
+    blocks = common._root_blocks(kmod)
+    if len(blocks) != 1 or len(blocks[0].iter_vars) != 4:
+        return None
+    store = blocks[0].body
+    load = getattr(store, "value", None)
+    if not isinstance(load, tvm.ir.TensorLoad) or str(load.source.dtype) != "float32" \
+            or str(store.buffer.dtype) != "float32":
+        return None
+    iters = [v.var for v in blocks[0].iter_vars]
+    if any(not any(i.same_as(v) for v in iters) for i in list(store.indices) + list(load.indices)):
+        return None
+    axes = tuple(next(n for n, v in enumerate(iters) if v.same_as(i)) for i in load.indices)
+    if axes not in (_CHANNELS_LAST, _CHANNELS_FIRST) or any(not i.same_as(v) for i, v in zip(store.indices, iters)):
+        return None
+    shape = [int(x) for x in store.buffer.shape]
+    channels_last = axes == _CHANNELS_LAST
+    channels, width = (shape[3], shape[2]) if channels_last else (shape[1], shape[3])
+    lanes = common._whole_vectors(channels, target)
+    segment = common._row(width, lanes) if lanes else 1
+    return _Transposition(channels_last, lanes, segment) if segment > 1 else None
+
+
+def _schedule_transposition(kmod: tvm.IRModule, plan: _Transposition) -> tvm.tirx.PrimFunc:
+    """``n y`` one parallel loop, under it tiles of a vector of channels x a segment of a row's
+    pixels, each transposed in registers (:mod:`.transposed`)."""
+    sch = tvm.s_tir.Schedule(tvm.IRModule({"main": kmod["main"]}))
+    block = common._root_blocks(kmod)[0].name_hint
+    lanes, k = plan.lanes, plan.segment
+    if plan.channels_last:
+        n, y, x, c = sch.get_loops(sch.get_sblock(block))
+        c_o, c_i = sch.split(c, [None, lanes])
+        x_o, x_i = sch.split(x, [None, k])
+        sch.reorder(n, y, x_o, c_o, x_i, c_i)
+        tile = transposed.Tile(lanes, k, channel_rows=True, order="xc", loops="xc")
+    else:
+        n, c, y, x = sch.get_loops(sch.get_sblock(block))
+        c_o, c_i = sch.split(c, [None, lanes])
+        x_o, x_i = sch.split(x, [None, k])
+        sch.reorder(n, y, c_o, x_o, c_i, x_i)
+        tile = transposed.Tile(lanes, k, channel_rows=False, order="cx", loops="cx")
+    sch.parallel(sch.fuse(n, y))
+    sch.tensorize(x_i if plan.channels_last else c_i, transposed.intrinsic(tile))
+    return sch.mod["main"].with_attr("tirx.is_scheduled", True)
 
 
 def _elements(block) -> int:
