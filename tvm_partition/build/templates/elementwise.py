@@ -88,9 +88,9 @@ def _transposition(kmod: tvm.IRModule, target) -> _Transposition | None:
     NHWC (TOPI's ``T_transpose``: ConvNeXt's around each block's layer norm and MLP), whose channels
     fill whole vectors and whose rows a segment of 2 pixels or more divides; None for any other.
     Why: vectorised along the output's innermost axis, each of its vectors read a lane per plane
-    (no gathers on our x86 targets); ConvNeXt-T's four such kernels took 1.4 ms of its 41
-    (``run --kernels``), tiles transposed in registers instead: BENCHMARKS.md, "ConvNeXt's transposes
-    tiled"."""
+    (no gathers on our x86 targets); ConvNeXt-T's seven such kernels took 1.5 ms of its 41
+    (``run --kernels``), tiled 0.8 ms, the model 0.96x (BENCHMARKS.md, "ConvNeXt's transposes
+    tiled")."""
     blocks = common._root_blocks(kmod)
     if len(blocks) != 1 or len(blocks[0].iter_vars) != 4:
         return None

@@ -129,9 +129,10 @@ def _schedule_depthwise(kmod: tvm.IRModule, target, plan: _DepthwisePlan) -> tvm
     an NCHW copy of the accumulator 23.9 us, inlined and vectorised 18.3, the input copy gathered a
     vector at a time 16.1 (each alone, 2 Zen 4 threads). The write-back's tiles transposed in
     registers too (8 or 7 pixels x 16 channels into 16 rows, the epilogue along the pixels) ran
-    0.81-0.88x cold on MobileNet-V1's 8-pixel tiles but 0.96-0.98x warm, and 1.07-1.29x on its
-    7-pixel ones (1.10-1.47x with masked stores of 7 lanes): not kept (intel-r-xeon-r-processor-rocketlake-2c,
-    2026-12-07)."""
+    0.81-0.97x cold on 8-pixel tiles but 0.96-1.02x warm, 1.07-1.29x on MobileNet-V1's 7-pixel
+    ones (1.10-1.47x with masked stores of 7 lanes), and on the 8-pixel ones alone MobileNet-V1
+    and -V2 1.002x and 0.996x as builds: not kept (intel-r-xeon-r-processor-rocketlake-2c,
+    2026-12-07; BENCHMARKS.md, "Depthwise copies transposed in registers")."""
     func = kmod["main"].with_attr("layout_free_buffers", [plan.weight])
     sch, conv = common._opened(func, convolution._GROUP, plan.epilogue)
     lanes = plan.lanes
@@ -167,8 +168,8 @@ def _copied_transposed(sch, data, row, lanes: int) -> None:
     (if it pads) zeroed first by a stage of its own; where no segment of 2 or more pixels divides
     the row, a vector of channels at a time (each lane a scalar load). Why: the copy vectorised
     along the channels was about half of a depthwise kernel's time (``perf``: MobileNet-V1's
-    128-channel 3x3 at 56 x 56); transposed, MobileNet-V1's depthwise kernels ran 0.61-0.99x their
-    time warm, 0.81-1.00x cold (each alone, 3 alternating rounds, 2 threads,
+    128-channel 3x3 at 56 x 56); transposed, MobileNet-V1's depthwise kernels ran 0.60-0.97x their
+    time warm, 0.70-0.96x cold (each alone, 3 alternating rounds, 2 threads,
     intel-r-xeon-r-processor-rocketlake-2c, 2026-12-07; BENCHMARKS.md, "Depthwise copies
     transposed in registers")."""
     if _pads(sch.get(data).body.value):
