@@ -117,22 +117,16 @@ def _schedule_transposition(kmod: tvm.IRModule, plan: _Transposition) -> tvm.tir
     """``n y`` one parallel loop, under it tiles of a vector of channels x a segment of a row's
     pixels, each transposed in registers (:mod:`.transposed`)."""
     sch = tvm.s_tir.Schedule(tvm.IRModule({"main": kmod["main"]}))
-    block = common._root_blocks(kmod)[0].name_hint
-    lanes, k = plan.lanes, plan.segment
-    if plan.channels_last:
-        n, y, x, c = sch.get_loops(sch.get_sblock(block))
-        c_o, c_i = sch.split(c, [None, lanes])
-        x_o, x_i = sch.split(x, [None, k])
-        sch.reorder(n, y, x_o, c_o, x_i, c_i)
-        tile = transposed.Tile(lanes, k, channel_rows=True, order="xc", loops="xc")
-    else:
-        n, c, y, x = sch.get_loops(sch.get_sblock(block))
-        c_o, c_i = sch.split(c, [None, lanes])
-        x_o, x_i = sch.split(x, [None, k])
-        sch.reorder(n, y, c_o, x_o, c_i, x_i)
-        tile = transposed.Tile(lanes, k, channel_rows=False, order="cx", loops="cx")
+    loops = sch.get_loops(sch.get_sblock(common._root_blocks(kmod)[0].name_hint))
+    n, y, x, c = loops if plan.channels_last else (loops[0], loops[2], loops[3], loops[1])
+    c_o, c_i = sch.split(c, [None, plan.lanes])
+    x_o, x_i = sch.split(x, [None, plan.segment])
+    order = "xc" if plan.channels_last else "cx"  # the block's iterators; the tile's loops alike
+    outer, inner = ((x_o, c_o), (x_i, c_i)) if plan.channels_last else ((c_o, x_o), (c_i, x_i))
+    sch.reorder(n, y, *outer, *inner)
     sch.parallel(sch.fuse(n, y))
-    sch.tensorize(x_i if plan.channels_last else c_i, transposed.intrinsic(tile))
+    tile = transposed.Tile(plan.lanes, plan.segment, channel_rows=plan.channels_last, order=order, loops=order)
+    sch.tensorize(inner[0], transposed.intrinsic(tile))
     return sch.mod["main"].with_attr("tirx.is_scheduled", True)
 
 

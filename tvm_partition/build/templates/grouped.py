@@ -158,33 +158,27 @@ def _schedule_depthwise(kmod: tvm.IRModule, target, plan: _DepthwisePlan) -> tvm
     sch.compute_at(data, tasks, preserve_unit_loops=True)  # a map of one row keeps its row loop
     channel, row, column = sch.get_loops(data)[-3:]
     sch.reorder(row, column, channel)
-    _copied_transposed(sch, data, row, lanes)
+    _copied_transposed(sch, data, row, lanes, plan.padded and not convolution._copied(kmod))
     return common._packed(sch, target)
 
 
-def _copied_transposed(sch, data, row, lanes: int) -> None:
+def _copied_transposed(sch, data, row, lanes: int, pads: bool) -> None:
     """The input copy ``data`` (under its task: ``row column channel``) a tile of ``lanes``
     channels x a row segment at a time, transposed in registers (:mod:`.transposed`), its padding
-    (if it pads) zeroed first by a stage of its own; where no segment of 2 or more pixels divides
+    (where it ``pads``: a padding of 0 is a copy, which ``decompose_padding`` refuses) zeroed first
+    by a stage of its own; where no segment of 2 or more pixels divides
     the row, a vector of channels at a time (each lane a scalar load). Why: the copy vectorised
     along the channels was about half of a depthwise kernel's time (``perf``: MobileNet-V1's
     128-channel 3x3 at 56 x 56); transposed, MobileNet-V1's depthwise kernels ran 0.60-0.97x their
     time warm, 0.70-0.96x cold (each alone, 3 alternating rounds, 2 threads,
     intel-r-xeon-r-processor-rocketlake-2c, 2026-12-07; BENCHMARKS.md, "Depthwise copies
     transposed in registers")."""
-    if _pads(sch.get(data).body.value):
+    if pads:
         fill = sch.decompose_padding(data, row)  # zeros everywhere, then the input's own pixels
         sch.vectorize(sch.get_loops(fill)[-1])
     _, column, channel = sch.get_loops(data)[-3:]
     if not transposed.tensorized(sch, data, column, lanes):
         sch.vectorize(channel)
-
-
-def _pads(value) -> bool:
-    """Whether a copy stores ``value`` only within its input's bounds (TOPI's padding: an
-    ``if_then_else``), not everywhere (a padding of zeros is a copy)."""
-    op = getattr(value, "op", None)
-    return isinstance(op, tvm.ir.Op) and op.same_as(tvm.ir.Op.get("prim.if_then_else"))
 
 
 def _schedule_group(kmod: tvm.IRModule, plan: _GroupPlan) -> tvm.tirx.PrimFunc:
