@@ -908,6 +908,93 @@ def test_other_transposes_keep_the_element_wise_template(shape, axes, dtype):
     assert templates.label(permuted(shape, axes, dtype), TARGET) == templates.ELEMENTWISE_LABEL
 
 
+def tokens_moved(n, c, h, w, into_map: bool, gelu: bool = False, bias: bool = False):
+    """PVT-v2's and SegFormer's tokens ``[n, h*w, c]`` moved into an NCHW map for their depthwise
+    convolution (``into_map``: a transpose, then a reshape), or a map moved back into tokens (a
+    reshape, then a transpose) with the exported GELU after it, ``x * (erf(x / s1) + s2) * s3``,
+    its constants scalar inputs of the kernel as in the models; ``bias``: a vector of channels
+    added after it."""
+    def build():
+        x = relax.Var("x", relax.TensorType((n, h * w, c) if into_map else (n, c, h, w), "float32"))
+        if into_map:
+            return [x], relax.op.reshape(relax.op.permute_dims(x, (0, 2, 1)), (n, c, h, w))
+        y = relax.op.permute_dims(relax.op.reshape(x, (n, c, h * w)), (0, 2, 1))
+        if not gelu:
+            return [x], y
+        scalars = [relax.Var(f"s{i}", relax.TensorType((), "float32")) for i in range(3)]
+        e = relax.op.erf(relax.op.divide(y, scalars[0]))
+        y = relax.op.multiply(relax.op.multiply(y, relax.op.add(e, scalars[1])), scalars[2])
+        if bias:
+            b = relax.Var("b", relax.TensorType((c,), "float32"))
+            return [x, *scalars, b], relax.op.add(y, b)
+        return [x, *scalars], y
+
+    return kernel(build)
+
+
+@pytest.mark.parametrize("mcpu", [None, "x86-64-v3", "x86-64-v4"])
+@pytest.mark.parametrize("n,c,h,w,into_map,gelu,bias", [
+    (1, 256, 56, 56, True, False, False),  # PVT-v2-B0's first stage: 4.8 ms of its 15, untiled
+    (1, 64, 56, 40, False, False, False),  # a map back into tokens, 40 wide
+    (1, 160, 14, 14, False, True, False),  # and its GELU, on the staged tile
+    (1, 64, 32, 32, False, True, True),  # a bias after; 32 wide: 16-pixel tiles would not fit the stack
+    (2, 32, 32, 36, True, False, False),  # a batch of two, 36 wide: segments of 12, 6 and 4
+])
+def test_tokens_moved_between_a_map_are_tiled_and_compute_the_moves(mcpu, n, c, h, w, into_map, gelu, bias):
+    """Tokens into maps and back (a reshape's flat index about the transpose), tiled as the
+    transposes between NCHW and NHWC are, with a GELU after on the tile staged (in vectors, its
+    tile under 1 KiB); against numpy (the moves) and TVM's default schedule (the GELU)."""
+    if mcpu is not None and not _host_runs(mcpu):
+        pytest.skip(f"this CPU cannot run {mcpu}'s instructions")
+    target = TARGET if mcpu is None else planned_for(mcpu)
+    kmod = tokens_moved(n, c, h, w, into_map, gelu, bias)
+    done = templates.templated(kmod, target)
+    assert done is not None and done[1] == templates.TRANSPOSE_LABEL
+    assert "T.Shuffle" in done[0].script() and "T.parallel" in done[0].script()
+    if gelu:
+        plan = templates.elementwise._transposition(kmod, target)
+        assert "T.vectorized" in done[0].script() and plan.segment * plan.lanes * 4 < 1024
+        np.testing.assert_allclose(run(done[0], target=target), run(kmod["main"]), rtol=1e-5, atol=1e-6)
+        return
+    shape = (n, h * w, c) if into_map else (n, c, h, w)
+    data = np.random.default_rng(0).uniform(-1, 1, shape).astype("float32")
+    expected = data.transpose(0, 2, 1).reshape(n, c, h, w) if into_map else data.reshape(n, c, h * w).transpose(0, 2, 1)
+    out = tvm.runtime.tensor(np.zeros(expected.shape, "float32"))
+    tvm.compile(tvm.IRModule({"main": done[0].with_attr("global_symbol", "main")}), target=target)["main"](
+        tvm.runtime.tensor(data), out)
+    np.testing.assert_array_equal(out.numpy(), expected)
+
+
+def moved_back_after_gelu(c, h, w):
+    """A map into tokens, a GELU, and the tokens transposed back: ``[1, C, H*W]`` read from the
+    GELU's ``[1, H*W, C]`` across (the same shape where ``C == H*W``)."""
+    def build():
+        x = relax.Var("x", relax.TensorType((1, c, h, w), "float32"))
+        y = relax.op.nn.gelu(relax.op.permute_dims(relax.op.reshape(x, (1, c, h * w)), (0, 2, 1)))
+        return [x], relax.op.permute_dims(y, (0, 2, 1))
+
+    return kernel(build)
+
+
+def rows_of_pixels_into_a_map(c, h, w):
+    """``[1, H, W*C]`` (the same memory as NHWC) reshaped to NHWC and transposed into NCHW: its
+    tiles' reads would not be a rectangle of that buffer."""
+    def build():
+        x = relax.Var("x", relax.TensorType((1, h, w * c), "float32"))
+        return [x], relax.op.permute_dims(relax.op.reshape(x, (1, h, w, c)), (0, 3, 1, 2))
+
+    return kernel(build)
+
+
+@pytest.mark.parametrize("make", [
+    lambda: permuted((1, 3136, 64), (0, 2, 1)),  # [1, H*W, C] -> [1, C, H*W]: no side in a plane's rows
+    lambda: moved_back_after_gelu(64, 8, 8),  # the epilogue reads the moved tokens across
+    lambda: rows_of_pixels_into_a_map(64, 32, 32),
+], ids=["no-side-in-rows", "epilogue-reads-across", "source-not-a-layout"])
+def test_other_moves_of_tokens_keep_the_element_wise_template(make):
+    assert templates.label(make(), TARGET) == templates.ELEMENTWISE_LABEL
+
+
 def dense_block_concat(inputs: int, size: int, axis: int = 1):
     """torchvision's DenseNet-121 before each layer: every earlier layer's 8 channels (32 there)
     concatenated (the block's input 16 wide), then the unfolded batch norm and ReLU."""

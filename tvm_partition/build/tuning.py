@@ -496,8 +496,9 @@ class Schedules:
 #: (:func:`tvm_partition.build.templates.convolution._prefetching`), 75 AVX2's 1x1 tile of 6 pixels x 2
 #: vectors on input planes of a multiple of 4 KiB too (:data:`tvm_partition.build.templates.convolution.AVX2_1X1_ROW`),
 #: 76 the depthwise template's input copy transposed in registers (:mod:`tvm_partition.build.templates.transposed`),
-#: 77 transposes between NCHW and NHWC tiled the same way (:func:`tvm_partition.build.templates.elementwise._transposition`).
-TRANSFER_RULES = 77
+#: 77 transposes between NCHW and NHWC tiled the same way (:func:`tvm_partition.build.templates.elementwise._transposition`),
+#: 78 tokens ``[1, H*W, C]`` moved into maps and back too, an element-wise epilogue on the tile staged.
+TRANSFER_RULES = 78
 
 
 def open_schedules(path: str | None, transfer: bool = True) -> Schedules:

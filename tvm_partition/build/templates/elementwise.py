@@ -15,7 +15,9 @@ much (amd-epyc-znver5-2c, 2026-11-26, BENCHMARKS.md). A concatenation of at leas
 :data:`MIN_PARTITIONED_INPUTS` inputs has its axis's loop cut at its inputs' bounds, so that no
 element tests TOPI's ``if_then_else`` per input (:func:`_concat_cuts`: torchvision's DenseNet-121,
 up to 25 inputs a concatenation, 0.10-0.90x each kernel). A transpose between NCHW and NHWC moves
-tiles of channels x pixels transposed in registers instead (:func:`_transposition`)."""
+tiles of channels x pixels transposed in registers instead (:func:`_transposition`), tokens
+``[1, H*W, C]`` into maps and back too (a reshape about the transpose), an element-wise epilogue
+after the move computed on each tile staged (PVT-v2's GELU)."""
 
 from __future__ import annotations
 
@@ -24,7 +26,7 @@ import dataclasses
 import tvm
 
 from ..transfer import root_children
-from . import common, transposed
+from . import common, reductions, transposed
 
 
 #: Output elements from which an element-wise kernel runs in parallel (smaller ones are inlined
@@ -70,54 +72,171 @@ def _elementwise_outputs(kmod: tvm.IRModule, target) -> tuple[tuple[str, ...], b
 
 @dataclasses.dataclass(frozen=True)
 class _Transposition:
-    """A kernel that is one float32 transpose of a 4-d map from NCHW to NHWC (``channels_last``)
-    or back, its channels whole vectors of ``lanes``, its rows cut into segments of ``segment``
-    pixels (:mod:`.transposed`)."""
+    """A kernel that moves a float32 map between NCHW and NHWC (``channels_last``: into NHWC),
+    either side's pixels one flat axis or rows of ``width``, its channels whole vectors of
+    ``lanes``, its rows cut into segments of ``segment`` pixels (:mod:`.transposed`); ``epilogue``:
+    element-wise arithmetic on the moved values (a GELU) before they are stored."""
 
     channels_last: bool
     lanes: int
     segment: int
+    width: int
+    epilogue: bool = False
 
 
-#: The input's axes, by the output's, of the transposes :func:`_transposition` takes.
-_CHANNELS_LAST, _CHANNELS_FIRST = (0, 3, 1, 2), (0, 2, 3, 1)
+#: Pixels of a tile staged for an epilogue: under 16 vectors of 16 lanes (1 KiB), the staging
+#: buffer stays on the stack (:data:`.common.TILE_SCOPE`'s fact) where LLVM keeps it in registers.
+_STAGED_PIXELS = 15
+
+
+def _moving(kmod: tvm.IRModule):
+    """``(schedule, move, output)``: ``kmod`` with its leading copies (blocks that store a load: a
+    transpose, reshapes) inlined into the last of them, ``move``, whose indices are simplified
+    over its iterators' domains (a reshape's div/mod folded), and every later block inlined into
+    the last, ``output`` (``move`` itself where nothing follows); None where it has no leading
+    copy or a block does not inline."""
+    sch = tvm.s_tir.Schedule(tvm.IRModule({"main": kmod["main"]}))
+    blocks = root_children(sch)
+    copies = 0
+    while copies < len(blocks) and _copies(sch.get(blocks[copies])):
+        copies += 1
+    if not copies:
+        return None
+    try:
+        for block in blocks[:copies - 1] + blocks[copies:-1]:
+            sch.compute_inline(block)
+    except tvm.s_tir.schedule.ScheduleError:
+        return None
+    move = blocks[copies - 1]
+    _simplify_copy(sch, move)
+    return sch, move, blocks[-1]
+
+
+def _copies(block) -> bool:
+    return isinstance(block.body, tvm.tirx.BufferStore) and isinstance(block.body.value, tvm.ir.TensorLoad)
+
+
+def _simplify_copy(sch, rv) -> None:
+    """The copy block ``rv`` with its load's indices simplified over its iterators' domains. Why:
+    inlined, a reshape's flat index stays as TOPI wrote it (``((y*56 + x) // 3136 + c) % 256``
+    for a channel ``c < 256``), whose region over a tile ``tensorize`` reads as the whole axis; no
+    pass of TVM 0.27 simplifies a block's indices with its iterators' domains."""
+    block = sch.get(rv)
+    analyzer = tvm.sym.Analyzer()
+    for v in block.iter_vars:
+        analyzer.bind(v.var, v.dom)
+    load = block.body.value
+    indices = [analyzer.simplify(i) for i in load.indices]
+    store = tvm.tirx.BufferStore(block.body.buffer, tvm.tirx.BufferLoad(load.source, indices), block.body.indices)
+    reads = [tvm.tirx.BufferRegion(load.source, [tvm.ir.Range.from_min_extent(i, 1) for i in indices])]
+    new = tvm.s_tir.SBlock(block.iter_vars, reads, block.writes, block.name_hint, store, None,
+                           block.alloc_buffers, block.match_buffers, block.annotations)
+    sch.state.replace(sch.get_sref(rv), new, {block: new})
+
+
+def _offset_strides(indices, shape, iters) -> list[int] | None:
+    """The flat offset of ``indices`` in a (contiguous) buffer of ``shape`` as integer multiples of the block's
+    iterators ``iters`` (their domains bound: a reshape's div/mod folds away), None where it is not
+    linear in them or has a constant part."""
+    analyzer = tvm.sym.Analyzer()
+    for v in iters:
+        analyzer.bind(v.var, v.dom)
+    offset, stride = 0, 1
+    for index, extent in reversed(list(zip(indices, shape))):
+        offset, stride = offset + index * stride, stride * extent
+    coefficients = tvm.sym.detect_linear_equation(analyzer.simplify(offset), [v.var for v in iters])
+    if len(coefficients) != len(iters) + 1:
+        return None
+    simplified = [analyzer.simplify(c) for c in coefficients]
+    if not all(isinstance(c, tvm.tirx.IntImm) for c in simplified) or int(simplified[-1]) != 0:
+        return None
+    return [int(c) for c in simplified[:-1]]
 
 
 def _transposition(kmod: tvm.IRModule, target) -> _Transposition | None:
-    """The :class:`_Transposition` of a kernel of one block, a float32 transpose between NCHW and
-    NHWC (TOPI's ``T_transpose``: ConvNeXt's around each block's layer norm and MLP), whose channels
-    fill whole vectors and whose rows a segment of 2 pixels or more divides; None for any other.
-    Why: vectorised along the output's innermost axis, each of its vectors read a lane per plane
-    (no gathers on our x86 targets); ConvNeXt-T's seven such kernels took 1.5 ms of its 41
-    (``run --kernels``), tiled 0.8 ms, the model 0.96x (BENCHMARKS.md, "ConvNeXt's transposes
-    tiled")."""
-    blocks = common._root_blocks(kmod)
-    if len(blocks) != 1 or len(blocks[0].iter_vars) != 4:
+    """The :class:`_Transposition` of a kernel whose blocks, inlined, store element-wise functions
+    of one float32 input read moved between NCHW and NHWC, either side 4-d or its pixels one flat
+    axis (TOPI's ``T_transpose``: ConvNeXt's around each block's layer norm and MLP; with a
+    ``T_reshape`` around it and a GELU after, PVT-v2's and SegFormer's tokens ``[1, H*W, C]`` into
+    and out of their depthwise convolutions' maps), whose channels fill whole vectors and whose rows
+    a segment of 2 pixels or more divides; None for any other. Why: vectorised along the output's
+    innermost axis, each of its vectors read a lane per plane (no gathers on our x86 targets); with
+    the planes 1 KiB apart (256 channels) every such read missed the L1 cache, whose sets the
+    stride aliases: PVT-v2-B0's two ``[1, 3136, 256]`` tokens into maps took 4.8 ms of its 15
+    (``run --kernels``). ConvNeXt-T's seven transposes took 1.5 ms of its 41, tiled 0.8 ms, the
+    model 0.96x (BENCHMARKS.md, "ConvNeXt's transposes tiled")."""
+    out = kmod["main"].params[-1]  # TVM 0.27: a PrimFunc's params are its buffers, outputs last
+    if str(out.dtype) != "float32" or len(out.shape) not in (3, 4) or not _copies(common._root_blocks(kmod)[0]):
         return None
-    store = blocks[0].body
-    load = getattr(store, "value", None)
-    if not isinstance(load, tvm.ir.TensorLoad) or str(load.source.dtype) != "float32" \
-            or str(store.buffer.dtype) != "float32":
+    moving = _moving(kmod)
+    if moving is None:
         return None
-    iters = [v.var for v in blocks[0].iter_vars]
-    if any(not any(i.same_as(v) for v in iters) for i in list(store.indices) + list(load.indices)):
+    sch, move, output = moving
+    move, output = sch.get(move), sch.get(output)
+    store, iters, source = move.body, list(move.iter_vars), move.reads[0].source
+    if any(not i.same_as(v.var) for i, v in zip(store.indices, iters)) or str(source.dtype) != "float32" \
+            or not any(source.same_as(p) for p in kmod["main"].params):
         return None
-    axes = tuple(next(n for n, v in enumerate(iters) if v.same_as(i)) for i in load.indices)
-    if axes not in (_CHANNELS_LAST, _CHANNELS_FIRST) or any(not i.same_as(v) for i, v in zip(store.indices, iters)):
+    epilogue = not move.same_as(output)
+    if not (_reads_in_place(output, store.buffer, out) if epilogue else store.buffer.same_as(out)):
         return None
-    shape = [int(x) for x in store.buffer.shape]
-    channels_last = axes == _CHANNELS_LAST
-    channels, width = (shape[3], shape[2]) if channels_last else (shape[1], shape[3])
+    strides = _offset_strides([r.min for r in move.reads[0].region], source.shape, iters)
+    shape = [int(x) for x in out.shape]
+    if strides is None:
+        return None
+    channels_last, width = _moved(shape, [int(x) for x in source.shape], strides)
+    if not width:
+        return None
+    channels = shape[-1] if channels_last else shape[1]
     lanes = common._whole_vectors(channels, target)
-    segment = common._row(width, lanes) if lanes else 1
-    return _Transposition(channels_last, lanes, segment) if segment > 1 else None
+    segment = common._row(width, min(lanes, _STAGED_PIXELS) if epilogue else lanes) if lanes else 1
+    return _Transposition(channels_last, lanes, segment, width, epilogue) if segment > 1 else None
+
+
+def _reads_in_place(output, moved, out) -> bool:
+    """Whether the block ``output`` stores into ``out``, at its iterators, a function of ``moved``
+    read at the same indices (and of anything else: a bias, the epilogue's constants)."""
+    store = output.body
+    iters = [v.var for v in output.iter_vars]
+    mine = [r for r in output.reads if r.source.same_as(moved)]
+    return (isinstance(store, tvm.tirx.BufferStore) and store.buffer.same_as(out)
+            and len(store.indices) == len(iters) and all(i.same_as(v) for i, v in zip(store.indices, iters))
+            and [int(x) for x in moved.shape] == [int(x) for x in out.shape] and len(mine) == 1
+            and all(reductions.is_one(r.extent) and r.min.same_as(v) for r, v in zip(mine[0].region, iters)))
+
+
+def _moved(out: list[int], source: list[int], strides: list[int]) -> tuple[bool, int]:
+    """``(channels_last, width)`` where an output of shape ``out`` read at ``strides`` of the
+    input (its offset's multiples of the output's indices; an axis of extent 1 may have any) is
+    the input moved between NCHW and NHWC, each side's shape the layout's (the NHWC side's pixels
+    may be one flat axis, the NCHW side's are rows: a tile's rows are a plane's); ``width`` 0 where
+    it is not."""
+    def reads(*expected):
+        return all(s == e or n == 1 for s, e, n in zip(strides, expected, out))
+
+    if len(out) == 4:
+        n, a, b, c = out
+        if reads(a * b * c, 1, c * a, a) and source in ([n, b * c, a], [n, b, c, a]):  # NCHW [n, C, H, W] from NHWC
+            return False, c
+        if reads(a * b * c, b, 1, a * b) and source == [n, c, a, b]:  # NHWC [n, H, W, C] from NCHW
+            return True, b
+        return False, 0
+    n, pixels, channels = out
+    if len(source) == 4 and source[:2] == [n, channels] and source[2] * source[3] == pixels \
+            and reads(pixels * channels, 1, pixels):  # tokens [n, H*W, C] from NCHW
+        return True, source[3]
+    return False, 0
 
 
 def _schedule_transposition(kmod: tvm.IRModule, plan: _Transposition) -> tvm.tirx.PrimFunc:
-    """``n y`` one parallel loop, under it tiles of a vector of channels x a segment of a row's
-    pixels, each transposed in registers (:mod:`.transposed`)."""
-    sch = tvm.s_tir.Schedule(tvm.IRModule({"main": kmod["main"]}))
-    loops = sch.get_loops(sch.get_sblock(common._root_blocks(kmod)[0].name_hint))
+    """``n y`` one parallel loop (a flat axis of pixels split into rows), under it tiles of a
+    vector of channels x a segment of a row's pixels, each transposed in registers
+    (:mod:`.transposed`); with an epilogue, each tile staged so, then its epilogue along the
+    output's innermost axis in vectors."""
+    sch, move, output = _moving(kmod)
+    loops = sch.get_loops(output)
+    if len(loops) == 3:  # [n, H*W, C]: the pixels as rows
+        loops = [loops[0], *sch.split(loops[1], [None, plan.width]), loops[2]]
     n, y, x, c = loops if plan.channels_last else (loops[0], loops[2], loops[3], loops[1])
     c_o, c_i = sch.split(c, [None, plan.lanes])
     x_o, x_i = sch.split(x, [None, plan.segment])
@@ -125,8 +244,14 @@ def _schedule_transposition(kmod: tvm.IRModule, plan: _Transposition) -> tvm.tir
     outer, inner = ((x_o, c_o), (x_i, c_i)) if plan.channels_last else ((c_o, x_o), (c_i, x_i))
     sch.reorder(n, y, *outer, *inner)
     sch.parallel(sch.fuse(n, y))
-    tile = transposed.Tile(plan.lanes, plan.segment, channel_rows=plan.channels_last, order=order, loops=order)
-    sch.tensorize(inner[0], transposed.intrinsic(tile))
+    tile = transposed.intrinsic(transposed.Tile(plan.lanes, plan.segment, channel_rows=plan.channels_last,
+                                                order=order, loops=order))
+    if plan.epilogue:  # the tile staged, then the epilogue along the output's innermost axis
+        sch.compute_at(move, outer[-1])
+        sch.tensorize(sch.get_loops(move)[1 + len(outer)], tile)  # its first loop below the parallel and outer ones
+        sch.vectorize(inner[-1])
+    else:
+        sch.tensorize(inner[0], tile)
     return sch.mod["main"].with_attr("tirx.is_scheduled", True)
 
 

@@ -1,6 +1,7 @@
 """A tile of ``lanes`` channels x ``k`` pixels (``k <= lanes``) transposed in vector registers: a
 tensor intrinsic the templates tensorize copies with (a channels-last copy of an NCHW input: the
-depthwise template's, a long 1x1's; a transpose kernel between NCHW and NHWC, either way).
+depthwise template's, a long 1x1's; a transpose kernel between NCHW and NHWC, either way, or
+between tokens ``[1, H*W, C]`` and a map).
 
 Why: such a copy, vectorised along the channels, reads each vector's lanes from ``lanes`` planes;
 LLVM has no gathers on our x86 targets (:func:`tvm_partition.devices.codegen_target`), so each
