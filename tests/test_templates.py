@@ -820,6 +820,19 @@ def test_depthwise_convolutions_take_the_channel_template_where_it_measured_quic
     assert templates.label(conv(c, c_out, size, 3, stride, groups=c), TARGET) == label
 
 
+@pytest.mark.parametrize("mcpu,size,label", [
+    ("x86-64-v4", 64, templates.GROUP_LABEL),  # rows of 4 whole vectors: the row template
+    ("x86-64-v4", 56, templates.DEPTHWISE_LABEL),  # rows of 14-pixel segments
+    ("x86-64-v4", 16, templates.DEPTHWISE_LABEL),  # too narrow for the row template: channels, not a record
+    ("znver4", 64, templates.DEPTHWISE_LABEL),  # AVX-512 run in halves: not measured
+    ("x86-64-v3", 64, templates.DEPTHWISE_LABEL),  # AVX2: the channel template measured quicker
+])
+def test_depthwise_rows_of_whole_vectors_keep_the_row_template_on_full_width_avx512(mcpu, size, label):
+    """SegFormer's and MobileViT-v2's stride-1 depthwise 3x3s (128-256 channels at 32-128 wide)
+    ran 0.40-0.75x warm on the row template (:data:`templates.grouped.MIN_DEPTHWISE_BLOCKS`)."""
+    assert templates.label(conv(128, 128, size, 3, 1, groups=128), planned_for(mcpu)) == label
+
+
 def elementwise(shape, kind):
     def build():
         x = relax.Var("x", relax.TensorType(shape, "float32"))

@@ -497,8 +497,10 @@ class Schedules:
 #: vectors on input planes of a multiple of 4 KiB too (:data:`tvm_partition.build.templates.convolution.AVX2_1X1_ROW`),
 #: 76 the depthwise template's input copy transposed in registers (:mod:`tvm_partition.build.templates.transposed`),
 #: 77 transposes between NCHW and NHWC tiled the same way (:func:`tvm_partition.build.templates.elementwise._transposition`),
-#: 78 tokens ``[1, H*W, C]`` moved into maps and back too, an element-wise epilogue on the tile staged.
-TRANSFER_RULES = 78
+#: 78 tokens ``[1, H*W, C]`` moved into maps and back too, an element-wise epilogue on the tile staged,
+#: 79 stride-1 depthwise convolutions whose rows are whole vectors on the row template on full-width AVX-512
+#: (:data:`tvm_partition.build.templates.grouped.MIN_DEPTHWISE_BLOCKS`).
+TRANSFER_RULES = 79
 
 
 def open_schedules(path: str | None, transfer: bool = True) -> Schedules:

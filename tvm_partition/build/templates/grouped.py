@@ -53,6 +53,19 @@ DEPTHWISE_ROW = 8
 #: at 112x112 (1 and 2 vectors) 38 / 126 and 145 / 228, 48 at 56x56 (3) 49 / 63; 72 at 56x56 (9
 #: vectors of 8) 69 / 58, 144 at 56x56 342 / 283.
 MIN_DEPTHWISE_BLOCKS = 4
+#: A stride-1 depthwise convolution whose output rows are whole vectors keeps the row template
+#: whatever its channels on a full-width AVX-512 CPU (:func:`.common._full_width_fma`,
+#: :func:`_rows_whole`): there the channel template's write-back into NCHW, a vector of 16 channels
+#: into 16 planes, outweighs what it saves. Each alone, row against channel template, 3 alternating
+#: rounds, 2 threads, intel-r-xeon-r-processor-rocketlake-2c, 2026-12-07 (both with the copy
+#: transposed in registers): MobileViT-v2's 64 channels at 128 x 128, 256 at 64 x 64 and 32 x 32
+#: 0.59-0.75x warm, 0.84-0.90x cold; SegFormer's 128 at 64 x 64 and 256 at 32 x 32 0.40x warm,
+#: 0.61-0.70x cold; EfficientNet's 64 at 112 x 112 0.75x warm, 1.01x cold. On rows of 14 and 7
+#: pixels (56 and 28 wide: segments of partial vectors) the row template lost 1.02-17x (ConvNeXt's
+#: 7x7s, MobileNet-V1's, -V2's, EfficientNet's, FocalNet's, SwiftFormer's, PVT-v2's); compiled for
+#: AVX2 (8 lanes, run here) it lost on whole rows too (0.87-1.11x warm, 1.01-1.52x cold), so the
+#: rule is AVX-512's. Builds, paired: SegFormer 0.945x, MobileViT-S 0.982x, MobileViT-v2 0.989x,
+#: EfficientNet 0.990x (BENCHMARKS.md, "Depthwise rows of whole vectors on AVX-512").
 
 
 @dataclasses.dataclass(frozen=True)
@@ -113,9 +126,18 @@ def _depthwise_plan(kmod: tvm.IRModule, target) -> _DepthwisePlan | None:
     if group_channels != 1 or int(data.shape[1]) != channels or weight is None:
         return None  # grouped, or a depthwise multiplier above 1 (output channel f reads input f // m)
     lanes = common._whole_vectors(channels, target)
-    if lanes is None or (common._column_stride(nest.block) == 1 and channels // lanes < MIN_DEPTHWISE_BLOCKS):
+    if lanes is None or (common._column_stride(nest.block) == 1
+                         and (channels // lanes < MIN_DEPTHWISE_BLOCKS or _rows_whole(ow, target))):
         return None
     return _DepthwisePlan(nest.epilogue, weight, lanes, common._row(ow, DEPTHWISE_ROW), nest.padded)
+
+
+def _rows_whole(width: int, target) -> bool:
+    """Whether a depthwise convolution's output rows of ``width`` are whole vectors on a full-width
+    AVX-512 CPU, where its row template beats its channel template (:data:`MIN_DEPTHWISE_BLOCKS`),
+    and wide enough for the row template to take them (:data:`MIN_GROUP_WIDTH`: a 16-wide one would
+    replay a dense convolution's record)."""
+    return common._full_width_fma(target) and width >= MIN_GROUP_WIDTH and width % common.vector_lanes(target)[0] == 0
 
 
 def _schedule_depthwise(kmod: tvm.IRModule, target, plan: _DepthwisePlan) -> tvm.tirx.PrimFunc | None:
