@@ -166,7 +166,8 @@ def _transposition(kmod: tvm.IRModule, target) -> _Transposition | None:
     (``run --kernels``). ConvNeXt-T's seven transposes took 1.5 ms of its 41, tiled 0.8 ms, the
     model 0.96x (BENCHMARKS.md, "ConvNeXt's transposes tiled")."""
     out = kmod["main"].params[-1]  # TVM 0.27: a PrimFunc's params are its buffers, outputs last
-    if str(out.dtype) != "float32" or len(out.shape) not in (3, 4) or not _copies(common._root_blocks(kmod)[0]):
+    blocks = common._root_blocks(kmod)
+    if str(out.dtype) != "float32" or len(out.shape) not in (3, 4) or not blocks or not _copies(blocks[0]):
         return None
     moving = _moving(kmod)
     if moving is None:

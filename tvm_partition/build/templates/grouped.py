@@ -137,7 +137,8 @@ def _rows_whole(width: int, target) -> bool:
     AVX-512 CPU, where its row template beats its channel template (:data:`MIN_DEPTHWISE_BLOCKS`),
     and wide enough for the row template to take them (:data:`MIN_GROUP_WIDTH`: a 16-wide one would
     replay a dense convolution's record)."""
-    return common._full_width_fma(target) and width >= MIN_GROUP_WIDTH and width % common.vector_lanes(target)[0] == 0
+    lanes, _ = common.vector_lanes(target)
+    return common._full_width_fma(target) and width >= MIN_GROUP_WIDTH and width % lanes == 0
 
 
 def _schedule_depthwise(kmod: tvm.IRModule, target, plan: _DepthwisePlan) -> tvm.tirx.PrimFunc | None:
