@@ -122,9 +122,7 @@ def _simplify_copy(sch, rv) -> None:
     for a channel ``c < 256``), whose region over a tile ``tensorize`` reads as the whole axis; no
     pass of TVM 0.27 simplifies a block's indices with its iterators' domains."""
     block = sch.get(rv)
-    analyzer = tvm.sym.Analyzer()
-    for v in block.iter_vars:
-        analyzer.bind(v.var, v.dom)
+    analyzer = _bounded(block.iter_vars)
     load = block.body.value
     indices = [analyzer.simplify(i) for i in load.indices]
     store = tvm.tirx.BufferStore(block.body.buffer, tvm.tirx.BufferLoad(load.source, indices), block.body.indices)
@@ -134,13 +132,19 @@ def _simplify_copy(sch, rv) -> None:
     sch.state.replace(sch.get_sref(rv), new, {block: new})
 
 
+def _bounded(iters) -> tvm.sym.Analyzer:
+    """An analyzer that knows each of a block's iterators ``iters`` lies in its domain."""
+    analyzer = tvm.sym.Analyzer()
+    for v in iters:
+        analyzer.bind(v.var, v.dom)
+    return analyzer
+
+
 def _offset_strides(indices, shape, iters) -> list[int] | None:
     """The flat offset of ``indices`` in a (contiguous) buffer of ``shape`` as integer multiples of the block's
     iterators ``iters`` (their domains bound: a reshape's div/mod folds away), None where it is not
     linear in them or has a constant part."""
-    analyzer = tvm.sym.Analyzer()
-    for v in iters:
-        analyzer.bind(v.var, v.dom)
+    analyzer = _bounded(iters)
     offset, stride = 0, 1
     for index, extent in reversed(list(zip(indices, shape))):
         offset, stride = offset + index * stride, stride * extent
